@@ -1,0 +1,7 @@
+/**
+ * The harness-bridge wire protocol: types, error codes and param schemas.
+ *
+ * @module
+ */
+export * from "./types.js";
+export * from "./errors.js";

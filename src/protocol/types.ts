@@ -1,0 +1,280 @@
+/**
+ * Wire types of the harness-bridge protocol, version 1 (see `docs/PROTOCOL.md`).
+ *
+ * This module is the single TypeScript definition of what crosses stdio. Every other
+ * module imports these types; nothing redeclares them.
+ *
+ * @module
+ */
+
+/** The protocol version this server speaks. */
+export const PROTOCOL_VERSION = 1 as const;
+
+/** A JSON-RPC request id: a string or a number, never `null`. */
+export type RequestId = string | number;
+
+/** A JSON value, as carried in frames. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+// ---------------------------------------------------------------------------
+// Content blocks
+// ---------------------------------------------------------------------------
+
+/** Plain text. The only block a prompt may hold; tool results hold text blocks too. */
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+
+/** The model's reasoning (DeepSeek's `reasoning_content`). Appears in assistant content only. */
+export interface ReasoningBlock {
+  type: "reasoning";
+  text: string;
+}
+
+/** A tool call the model asked for. Appears in assistant content only. */
+export interface ToolCallBlock {
+  type: "tool-call";
+  /** The call id, echoed by the matching `tool/result` as `callId`. */
+  id: string;
+  /** The tool's name. */
+  name: string;
+  /** The parsed arguments; `{}` when the model sent invalid JSON (see `rawArguments`). */
+  arguments: JsonObject;
+  /** Present only when the model's arguments were not a valid JSON object: what it sent. */
+  rawArguments?: string;
+}
+
+/** Any block of assistant content. */
+export type AssistantContentBlock = TextBlock | ReasoningBlock | ToolCallBlock;
+
+/** Any content block. */
+export type ContentBlock = AssistantContentBlock;
+
+// ---------------------------------------------------------------------------
+// Turn end reasons
+// ---------------------------------------------------------------------------
+
+/** Why a turn ended. Clients must map kinds they do not know to status `error`. */
+export type TurnEndReason =
+  | { kind: "completed" }
+  | { kind: "aborted" }
+  | { kind: "max-tokens" }
+  | { kind: "max-steps"; limit: number }
+  | { kind: "model-error"; message: string; httpStatus?: number; code?: string }
+  | { kind: "internal-error"; message: string };
+
+/** The settled outcome of a turn. */
+export type TurnStatus = "ok" | "error" | "aborted";
+
+/** Maps a reason to the status a prompt answers with: completed → ok, aborted → aborted, else error. */
+export function statusOf(reason: TurnEndReason): TurnStatus {
+  if (reason.kind === "completed") return "ok";
+  if (reason.kind === "aborted") return "aborted";
+  return "error";
+}
+
+/** Token usage of one model request, or summed over a turn. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  reasoningTokens?: number;
+  /** Input tokens served from the provider's prompt cache (DeepSeek's `prompt_cache_hit_tokens`). */
+  cacheHitTokens?: number;
+}
+
+// ---------------------------------------------------------------------------
+// Session events
+// ---------------------------------------------------------------------------
+
+/** A streamed piece of an assistant message (live only; never logged). */
+export type AssistantChunk =
+  | { type: "text-delta"; text: string }
+  | { type: "reasoning-delta"; text: string }
+  | { type: "tool-call-delta"; index: number; id?: string; name?: string; argumentsDelta: string };
+
+/**
+ * Why a model request stopped: `stop`, `tool-calls`, `length`, or `aborted` for a step cut short
+ * by cancellation, `error` for one cut short by a model error. Other provider values pass through.
+ */
+export type FinishReason = "stop" | "tool-calls" | "length" | "aborted" | "error" | (string & {});
+
+/** The data of each session event type. */
+export interface SessionEventDataMap {
+  "user/message": { id: string; content: TextBlock[] };
+  "turn/start": { turn: number };
+  "step/start": { turn: number; step: number };
+  "assistant/chunk": { turn: number; step: number; chunk: AssistantChunk };
+  "assistant/message": {
+    id: string;
+    turn: number;
+    step: number;
+    content: AssistantContentBlock[];
+    finishReason: FinishReason;
+    usage?: Usage;
+  };
+  "tool/result": { callId: string; name: string; content: TextBlock[]; isError: boolean; durationMs: number };
+  "turn/end": { turn: number; reason: TurnEndReason; usage?: Usage };
+}
+
+/** The session event type names. */
+export type SessionEventType = keyof SessionEventDataMap;
+
+/** Event types that are streamed but never written to the durable log. */
+export const LIVE_ONLY_EVENT_TYPES: ReadonlySet<SessionEventType> = new Set(["assistant/chunk"]);
+
+/** One session event, as carried by a `session.event` notification and (unless live-only) the log. */
+export type SessionEvent = {
+  [T in SessionEventType]: {
+    type: T;
+    /** Strictly increasing within a session, live-only events included. */
+    seq: number;
+    /** Epoch milliseconds. */
+    time: number;
+    data: SessionEventDataMap[T];
+  };
+}[SessionEventType];
+
+/** A session event of one given type. */
+export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
+
+// ---------------------------------------------------------------------------
+// Requests
+// ---------------------------------------------------------------------------
+
+/** How far the agent may reach: writing tools and bash are not offered in `read-only`. */
+export type PermissionMode = "read-only" | "workspace-write" | "full";
+
+/** Params of `initialize`. */
+export interface InitializeParams {
+  /** The workspace of every session; resolved to an absolute path. */
+  cwd: string;
+  /** A registered provider name, e.g. `deepseek`, `openai`, `scripted`. */
+  provider: string;
+  /** The model name (for `scripted`: `demo` or a script file path). */
+  model: string;
+  /** Output token limit per model request. */
+  maxTokens?: number;
+  /** Model requests per turn before the turn ends with `max-steps` (default 50). */
+  maxSteps?: number;
+  /** Default `workspace-write`; a CLI ceiling can only be narrowed. */
+  permissionMode?: PermissionMode;
+  /** Allow-list of built-in tool names (default: all). */
+  tools?: string[];
+  /** Appended to the built-in system prompt. */
+  instructions?: string;
+  /** Must be 1 when given. */
+  protocolVersion?: 1;
+}
+
+/** Result of `initialize`. */
+export interface InitializeResult {
+  serverInfo: { name: "harness-bridge"; version: string };
+  protocolVersion: 1;
+  /** Every registered provider name. */
+  providers: string[];
+}
+
+/** Params of `session/prompt`. */
+export interface SessionPromptParams {
+  /** Matches `[A-Za-z0-9._:-]{1,128}`, not `.` or `..`. Unknown ids create (or resume) a session. */
+  sessionId: string;
+  /** At least one block. */
+  contentBlocks: TextBlock[];
+}
+
+/** Result of `session/prompt`: exactly these two fields, written after the turn settled. */
+export interface SessionPromptResult {
+  status: TurnStatus;
+  reason: TurnEndReason;
+}
+
+/** Params of `session/cancel`. */
+export interface SessionCancelParams {
+  sessionId: string;
+}
+
+/** Result of `session/cancel`: `true` when a turn was in flight (and has now settled aborted). */
+export interface SessionCancelResult {
+  cancelled: boolean;
+}
+
+/** Result of `shutdown`. */
+export type ShutdownResult = Record<string, never>;
+
+/** Method name → params and result. */
+export interface RequestMap {
+  initialize: { params: InitializeParams; result: InitializeResult };
+  "session/prompt": { params: SessionPromptParams; result: SessionPromptResult };
+  "session/cancel": { params: SessionCancelParams; result: SessionCancelResult };
+  shutdown: { params: Record<string, never> | undefined; result: ShutdownResult };
+}
+
+/** The request method names. */
+export type RequestMethod = keyof RequestMap;
+
+// ---------------------------------------------------------------------------
+// Notifications
+// ---------------------------------------------------------------------------
+
+/** Params of `session.event`. */
+export interface SessionEventNotification {
+  sessionId: string;
+  event: SessionEvent;
+}
+
+/** Params of `subagent.started`. */
+export interface SubagentStartedNotification {
+  parentSessionId: string;
+  childSessionId: string;
+}
+
+/** Params of `subagent.finished`. */
+export interface SubagentFinishedNotification {
+  provider: string;
+  /** The child session id. */
+  agentId: string;
+  parentSessionId: string;
+  childSessionId: string;
+  status: TurnStatus;
+  stopReason: TurnEndReason;
+  /** The content blocks of the child's last assistant message, when it has one. */
+  lastAssistantMessage?: AssistantContentBlock[];
+}
+
+/** Notification method name → params. */
+export interface NotificationMap {
+  "session.event": SessionEventNotification;
+  "subagent.started": SubagentStartedNotification;
+  "subagent.finished": SubagentFinishedNotification;
+}
+
+/** The notification method names. */
+export type NotificationMethod = keyof NotificationMap;
+
+// ---------------------------------------------------------------------------
+// Frames
+// ---------------------------------------------------------------------------
+
+/** A JSON-RPC error object. */
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  /** Machine-readable detail, e.g. `{ kind: "session-busy" }`. */
+  data?: { kind: string; [key: string]: JsonValue };
+}
+
+/** A response frame the server writes. */
+export type ResponseFrame =
+  | { jsonrpc: "2.0"; id: RequestId; result: unknown }
+  | { jsonrpc: "2.0"; id: RequestId | null; error: JsonRpcErrorObject };
+
+/** A notification frame the server writes. */
+export interface NotificationFrame<M extends NotificationMethod = NotificationMethod> {
+  jsonrpc: "2.0";
+  method: M;
+  params: NotificationMap[M];
+}

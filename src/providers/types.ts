@@ -1,0 +1,100 @@
+/**
+ * The interface between the agent loop and a model provider.
+ *
+ * A provider turns one model request into a stream of parts. The agent loop assembles the parts
+ * into an assistant message, so every provider shares one assembly of text, reasoning and
+ * tool-call deltas; a provider only maps its own wire format to these parts.
+ */
+import type { JsonObject, TextBlock, AssistantContentBlock, Usage } from "../protocol/index.js";
+
+/** A message of the conversation as the agent keeps it, independent of any provider's format. */
+export type ModelMessage =
+  | { role: "user"; content: TextBlock[] }
+  | { role: "assistant"; content: AssistantContentBlock[] }
+  | { role: "tool"; callId: string; name: string; content: TextBlock[]; isError: boolean };
+
+/** A tool as offered to the model. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: JsonObject;
+}
+
+/** One model request: one step of a turn. */
+export interface ModelRequest {
+  model: string;
+  system: string;
+  messages: ModelMessage[];
+  tools: ToolSpec[];
+  maxTokens?: number;
+  /** Who is asking; the scripted provider picks its subagent script when `parentSessionId` is set. */
+  sessionId: string;
+  parentSessionId?: string;
+}
+
+/** A part of a streamed model response. */
+export type ModelStreamPart =
+  | { type: "text-delta"; text: string }
+  | { type: "reasoning-delta"; text: string }
+  /** Keyed by `index`; `id` and `name` may arrive on any delta; argument fragments concatenate. */
+  | { type: "tool-call-delta"; index: number; id?: string; name?: string; argumentsDelta: string }
+  /** The last usage part wins. */
+  | { type: "usage"; usage: Usage }
+  /** `stop`, `tool-calls`, `length`, or another provider value (which ends the turn as a model error). */
+  | { type: "finish"; finishReason: string };
+
+/**
+ * A model failure. Thrown from `stream()`; ends the turn with `{kind: "model-error", ...}`.
+ * `code` is machine-readable, e.g. `context-window`, `auth`, `http`, `stream`.
+ */
+export class ModelError extends Error {
+  constructor(
+    message: string,
+    readonly httpStatus?: number,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = "ModelError";
+  }
+}
+
+/** A provider configured for one bridge process (one `initialize`). */
+export interface ModelProvider {
+  /** The registered name, e.g. `deepseek`. */
+  readonly name: string;
+  /**
+   * Streams one model response. Must stop promptly and release its resources (HTTP stream,
+   * timers) when `signal` aborts; may then throw any error (the loop knows it was aborted).
+   * A stream that ends without a `finish` part is treated as a model error.
+   */
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart>;
+}
+
+/** What a provider factory receives from `initialize`. */
+export interface ProviderConfig {
+  model: string;
+  /** The absolute workspace path; the scripted provider resolves relative script paths against it. */
+  cwd: string;
+  /** The bridge's environment (API keys, base URLs, proxy settings). */
+  env: NodeJS.ProcessEnv;
+}
+
+/** Registers a provider under a name. */
+export interface ProviderFactory {
+  readonly name: string;
+  /**
+   * Builds the provider, or throws `ProviderUnavailableError` when it cannot work as configured
+   * (for `deepseek`: no `DEEPSEEK_API_KEY`), so `initialize` fails with -32004 and not the first prompt.
+   * May be async so that heavy modules (HTTP client, SSE parser) load only when the provider is used.
+   */
+  create(config: ProviderConfig): ModelProvider | Promise<ModelProvider>;
+}
+
+/** Thrown by a factory when the provider cannot work as configured; the message names what to set. */
+export class ProviderUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProviderUnavailableError";
+  }
+}

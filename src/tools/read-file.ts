@@ -1,0 +1,89 @@
+/**
+ * `read_file {path, offset?, limit?}`: a text file's lines, numbered, within caps.
+ */
+import * as fs from "node:fs/promises";
+import type { JsonObject } from "../protocol/index.js";
+import { resolveInWorkspace } from "./workspace.js";
+import { ToolError, textOutput, type Tool } from "./types.js";
+
+/** Files larger than this are refused whole; read them in parts with offset/limit. */
+export const READ_FILE_MAX_BYTES = 10 * 1024 * 1024;
+/** Lines returned when no `limit` is given. */
+export const READ_FILE_DEFAULT_LINES = 2000;
+/** Characters of one line kept; the rest is cut with a marker. */
+export const READ_FILE_MAX_LINE_CHARS = 2000;
+/** Characters returned at most in one result. */
+export const READ_FILE_MAX_OUTPUT_CHARS = 256 * 1024;
+
+function optionalPositiveInt(args: JsonObject, name: string): number | undefined {
+  const value = args[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    throw new ToolError(`${name} must be a positive integer (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+export const readFileTool: Tool = {
+  name: "read_file",
+  readOnly: true,
+  description:
+    "Read a text file of the workspace. Returns numbered lines (`N\\tline`). " +
+    `offset is the first line (1-based, default 1); limit the number of lines (default ${READ_FILE_DEFAULT_LINES}).`,
+  parameters: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "File path, relative to the workspace" },
+      offset: { type: "integer", minimum: 1, description: "First line to read (1-based)" },
+      limit: { type: "integer", minimum: 1, description: "How many lines to read" },
+    },
+    required: ["path"],
+    additionalProperties: false,
+  },
+  async execute(args, ctx) {
+    if (typeof args.path !== "string") throw new ToolError("path is required and must be a string");
+    const offset = optionalPositiveInt(args, "offset") ?? 1;
+    const limit = optionalPositiveInt(args, "limit") ?? READ_FILE_DEFAULT_LINES;
+    const file = resolveInWorkspace(ctx.workspace, args.path, ctx.permissionMode);
+    let stat;
+    try {
+      stat = await fs.stat(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") throw new ToolError(`no such file: ${args.path}`);
+      throw new ToolError(`cannot read ${args.path}: ${(err as Error).message}`);
+    }
+    if (stat.isDirectory()) throw new ToolError(`${args.path} is a directory, not a file`);
+    if (stat.size > READ_FILE_MAX_BYTES) {
+      throw new ToolError(`${args.path} is ${stat.size} bytes, over the ${READ_FILE_MAX_BYTES}-byte limit of read_file`);
+    }
+    const bytes = await fs.readFile(file, { signal: ctx.signal });
+    if (bytes.subarray(0, 8192).includes(0)) {
+      return textOutput(`${args.path} is a binary file (${bytes.length} bytes); read_file shows text files only`, true);
+    }
+    const lines = bytes.toString("utf8").split("\n");
+    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    if (bytes.length === 0) return textOutput(`(${args.path} is empty)`);
+    if (offset > lines.length) {
+      throw new ToolError(`offset ${offset} is past the end of ${args.path} (${lines.length} lines)`);
+    }
+    const out: string[] = [];
+    let chars = 0;
+    let last = offset - 1;
+    for (let i = offset - 1; i < Math.min(lines.length, offset - 1 + limit); i++) {
+      let line = lines[i].replace(/\r$/, "");
+      if (line.length > READ_FILE_MAX_LINE_CHARS) {
+        line = `${line.slice(0, READ_FILE_MAX_LINE_CHARS)}… [line cut: ${line.length} characters]`;
+      }
+      const numbered = `${i + 1}\t${line}`;
+      if (chars + numbered.length > READ_FILE_MAX_OUTPUT_CHARS) break;
+      out.push(numbered);
+      chars += numbered.length + 1;
+      last = i + 1;
+    }
+    if (last < lines.length) {
+      out.push(`[showing lines ${offset}-${last} of ${lines.length}; read on with offset ${last + 1}]`);
+    }
+    return textOutput(out.join("\n"));
+  },
+};

@@ -1,0 +1,56 @@
+/**
+ * Workspace confinement for the file tools: every path resolves against the workspace, and in
+ * a confined mode nothing outside it is reachable — not through `..`, an absolute path, or a
+ * symlink (the real path is checked, also of the nearest existing parent of a new file).
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { PermissionMode } from "../protocol/index.js";
+import { ToolError } from "./types.js";
+
+/** Whether the file tools are held inside the workspace in this mode. */
+export function isConfined(mode: PermissionMode): boolean {
+  return mode !== "full";
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
+
+/** The real path of `p`, or of its nearest existing ancestor joined with the rest. */
+function realPathOfNearest(p: string): string {
+  let existing = p;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(existing), ...rest.reverse());
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "ENOTDIR") throw err;
+      const parent = path.dirname(existing);
+      if (parent === existing) return p;
+      rest.push(path.basename(existing));
+      existing = parent;
+    }
+  }
+}
+
+/**
+ * Resolves a tool's `path` argument to an absolute path, refusing (with a `ToolError` the model
+ * can read) anything outside the workspace when the mode confines.
+ */
+export function resolveInWorkspace(workspace: string, requested: string, mode: PermissionMode): string {
+  if (typeof requested !== "string" || requested.length === 0) throw new ToolError("path must be a non-empty string");
+  const absolute = path.resolve(workspace, requested);
+  if (!isConfined(mode)) return absolute;
+  const realRoot = fs.realpathSync(workspace);
+  if (!isInside(path.resolve(workspace), absolute) && !isInside(realRoot, absolute)) {
+    throw new ToolError(`path '${requested}' is outside the workspace (${workspace}); permission mode '${mode}' confines file tools to it`);
+  }
+  const real = realPathOfNearest(absolute);
+  if (!isInside(realRoot, real)) {
+    throw new ToolError(`path '${requested}' leads outside the workspace through a symbolic link (to ${real}); permission mode '${mode}' confines file tools to it`);
+  }
+  return absolute;
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    // The end-to-end tests spawn the built binary; two cores are all CI has.
+    pool: "forks",
+    maxWorkers: 2,
+  },
+});
