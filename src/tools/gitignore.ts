@@ -1,0 +1,172 @@
+/**
+ * `.gitignore`-aware listing of workspace files, shared by `glob` and `grep`.
+ *
+ * The walk is tinyglobby's; this module filters what it sees by handing it a file-system adapter
+ * whose `readdir` drops ignored entries, so ignored folders (`node_modules/`, `build/`) are never
+ * entered at all. Rules come from every `.gitignore` between the walk root and the entry
+ * (nested files override their parents, `!negation` included), evaluated the way git does:
+ * the last matching rule wins, deeper files last. `.git` is always skipped. In a confined
+ * permission mode a symbolic link whose target is outside the workspace is dropped as well, so
+ * nothing outside can be listed or read through it.
+ *
+ * Not handled: `.git/info/exclude` and the user's global excludes file.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import ignore, { type Ignore } from "ignore";
+
+/** Folders never listed, whatever `.gitignore` says. */
+export const ALWAYS_SKIPPED = new Set([".git"]);
+
+function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
+export class GitignoreFilter {
+  private readonly rules = new Map<string, Ignore | null>();
+  private readonly realRoot: string;
+
+  /**
+   * @param root the folder whose `.gitignore` files apply (the workspace)
+   * @param confineSymlinks drop symbolic links that lead outside `root`
+   */
+  constructor(
+    readonly root: string,
+    readonly confineSymlinks: boolean,
+  ) {
+    this.root = path.resolve(root);
+    try {
+      this.realRoot = fs.realpathSync(this.root);
+    } catch {
+      this.realRoot = this.root;
+    }
+  }
+
+  private rulesOf(dir: string): Ignore | null {
+    const cached = this.rules.get(dir);
+    if (cached !== undefined) return cached;
+    let ig: Ignore | null = null;
+    try {
+      const text = fs.readFileSync(path.join(dir, ".gitignore"), "utf8");
+      ig = ignore().add(text);
+    } catch {
+      ig = null;
+    }
+    this.rules.set(dir, ig);
+    return ig;
+  }
+
+  /** Whether `absPath` (a file, or a folder when `isDir`) is ignored. Paths outside the root never are. */
+  isIgnored(absPath: string, isDir: boolean): boolean {
+    const abs = path.resolve(absPath);
+    if (ALWAYS_SKIPPED.has(path.basename(abs))) return true;
+    if (!isInside(this.root, abs) || abs === this.root) return false;
+    const parts = path.relative(this.root, abs).split(path.sep);
+    if (parts.some((part) => ALWAYS_SKIPPED.has(part))) return true;
+    let ignored = false;
+    let dir = this.root;
+    for (let i = 0; i < parts.length; i++) {
+      const ig = this.rulesOf(dir);
+      if (ig) {
+        const rel = parts.slice(i).join("/") + (isDir ? "/" : "");
+        const verdict = ig.test(rel);
+        if (verdict.ignored) ignored = true;
+        else if (verdict.unignored) ignored = false;
+      }
+      dir = path.join(dir, parts[i]);
+    }
+    return ignored;
+  }
+
+  /** Whether `absPath` may be listed: when confining, its real path (through any link) must be inside the root. */
+  isReachable(absPath: string): boolean {
+    return this.symlinkAllowed(absPath);
+  }
+
+  /** Whether a symbolic link at `absPath` may be listed (its target exists and, when confining, is inside). */
+  private symlinkAllowed(absPath: string): boolean {
+    if (!this.confineSymlinks) return true;
+    try {
+      return isInside(this.realRoot, fs.realpathSync.native(absPath));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Keeps the entries of folder `dir` that are neither ignored nor forbidden links. */
+  filterEntries(dir: string, entries: fs.Dirent[]): fs.Dirent[] {
+    return entries.filter((entry) => {
+      const abs = path.join(dir, entry.name);
+      if (entry.isSymbolicLink() && !this.symlinkAllowed(abs)) return false;
+      let isDir = entry.isDirectory();
+      if (entry.isSymbolicLink()) {
+        try {
+          isDir = fs.statSync(abs).isDirectory();
+        } catch {
+          isDir = false;
+        }
+      }
+      return !this.isIgnored(abs, isDir);
+    });
+  }
+
+  /** A file-system adapter for tinyglobby (`fs` option) that hides ignored entries. */
+  fsAdapter(): { readdir: typeof fs.readdir; readdirSync: typeof fs.readdirSync } {
+    const readdir = ((dir: fs.PathLike, options: unknown, callback: (err: NodeJS.ErrnoException | null, entries: fs.Dirent[]) => void) => {
+      fs.readdir(dir, { withFileTypes: true }, (err, entries) => {
+        if (err) return callback(err, []);
+        try {
+          callback(null, this.filterEntries(path.resolve(String(dir)), entries));
+        } catch (e) {
+          callback(e as NodeJS.ErrnoException, []);
+        }
+      });
+      void options;
+    }) as unknown as typeof fs.readdir;
+    const readdirSync = ((dir: fs.PathLike) =>
+      this.filterEntries(path.resolve(String(dir)), fs.readdirSync(dir, { withFileTypes: true }))) as unknown as typeof fs.readdirSync;
+    return { readdir, readdirSync };
+  }
+}
+
+/** Whether a glob pattern stays inside its root: relative, and no `..` segment. */
+export function patternEscapes(pattern: string): boolean {
+  if (path.isAbsolute(pattern) || pattern.startsWith("~")) return true;
+  return pattern.split(/[\\/]+/).some((segment) => segment === "..");
+}
+
+/**
+ * The files matching `patterns` under `cwd`, `.gitignore`-filtered, relative to `cwd` with `/`
+ * separators, sorted. Rejects with the signal's reason when aborted.
+ */
+export async function listFiles(options: {
+  patterns: string[];
+  cwd: string;
+  filter: GitignoreFilter;
+  signal: AbortSignal;
+  followSymlinks: boolean;
+}): Promise<string[]> {
+  options.signal.throwIfAborted();
+  const { glob } = await import("tinyglobby");
+  const files = await glob(options.patterns, {
+    cwd: options.cwd,
+    dot: true,
+    onlyFiles: true,
+    followSymbolicLinks: options.followSymlinks,
+    expandDirectories: false,
+    fs: options.filter.fsAdapter(),
+    signal: options.signal,
+  });
+  options.signal.throwIfAborted();
+  // The walk's starting folder (e.g. `node_modules` for `node_modules/**`) is not filtered by the
+  // adapter, so check each result too.
+  const cwd = path.resolve(options.cwd);
+  // The same holds for a starting folder reached through a symbolic link.
+  const kept = files.filter((file) => {
+    const abs = path.resolve(cwd, file);
+    return !options.filter.isIgnored(abs, false) && options.filter.isReachable(abs);
+  });
+  return kept.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}

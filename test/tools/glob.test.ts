@@ -1,0 +1,85 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { GLOB_MAX_RESULTS, globTool } from "../../src/tools/glob.js";
+import { ToolError } from "../../src/tools/types.js";
+import { makeCtx, makeSandbox, text, writeTree } from "./helpers.js";
+
+let sb: ReturnType<typeof makeSandbox>;
+beforeEach(() => {
+  sb = makeSandbox();
+  writeTree(sb.ws, {
+    ".gitignore": "node_modules/\nbuild\n*.log\n",
+    "src/.gitignore": "*.tmp\n!keep.tmp\n",
+    "src/a.ts": "",
+    "src/sub/b.ts": "",
+    "src/x.tmp": "",
+    "src/keep.tmp": "",
+    "node_modules/pkg/index.ts": "",
+    "build/out.ts": "",
+    "a.log": "",
+    ".env": "",
+    ".git/config": "",
+    "docs/readme.md": "",
+  });
+});
+afterEach(() => sb.cleanup());
+
+const run = async (pattern: unknown, mode: "workspace-write" | "full" | "read-only" = "workspace-write") =>
+  text(await globTool.execute({ pattern } as never, makeCtx(sb.ws, mode)));
+
+describe("glob", () => {
+  it("lists matches sorted, skipping .gitignore'd files (root and nested) and .git", async () => {
+    expect((await run("**/*")).split("\n")).toEqual([".env", ".gitignore", "docs/readme.md", "src/.gitignore", "src/a.ts", "src/keep.tmp", "src/sub/b.ts"]);
+    expect(await run("**/*.ts")).toBe("src/a.ts\nsrc/sub/b.ts");
+    expect(await run("*.ts")).toMatch(/^No files match/);
+  });
+
+  it("does not list ignored folders even when the pattern names them", async () => {
+    expect(await run("node_modules/**")).toMatch(/^No files match/);
+    expect(await run(".git/*")).toMatch(/^No files match/);
+    expect(await run("build/*.ts")).toMatch(/^No files match/);
+  });
+
+  it("caps the results and says how many were cut", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < GLOB_MAX_RESULTS + 25; i++) files[`many/f${String(i).padStart(5, "0")}.txt`] = "";
+    writeTree(sb.ws, files);
+    const out = (await run("many/*.txt")).split("\n");
+    expect(out).toHaveLength(GLOB_MAX_RESULTS + 1);
+    expect(out[0]).toBe("many/f00000.txt");
+    expect(out[GLOB_MAX_RESULTS]).toMatch(/25 more paths not shown/);
+  });
+
+  it("refuses patterns that escape in confined modes", async () => {
+    for (const p of ["../outside/*", "../*", "src/../../outside/*", path.join(sb.outside, "*"), "/etc/*"]) {
+      await expect(run(p)).rejects.toThrow(ToolError);
+      await expect(run(p, "read-only")).rejects.toThrow(/outside the workspace/);
+    }
+  });
+
+  it("allows escaping patterns in full mode", async () => {
+    expect(await run("../outside/*", "full")).toBe("../outside/secret.txt");
+  });
+
+  it("does not list through a symlink leading outside the workspace", async () => {
+    fs.symlinkSync(sb.outside, path.join(sb.ws, "linkout"));
+    fs.symlinkSync(path.join(sb.outside, "secret.txt"), path.join(sb.ws, "secretlink.txt"));
+    const all = await run("**/*");
+    expect(all).not.toMatch(/secret/);
+    expect(all).not.toMatch(/linkout/);
+    expect(await run("linkout/*")).toMatch(/^No files match/);
+  });
+
+  it("rejects bad arguments naming the argument", async () => {
+    await expect(run(undefined)).rejects.toThrow(/pattern/);
+    await expect(run(3)).rejects.toThrow(/pattern/);
+    await expect(run("")).rejects.toThrow(/pattern/);
+  });
+
+  it("stops when the signal is aborted", async () => {
+    const ac = new AbortController();
+    ac.abort(new Error("cancelled"));
+    await expect(globTool.execute({ pattern: "**/*" }, makeCtx(sb.ws, "workspace-write", ac.signal))).rejects.toThrow();
+  });
+});

@@ -1,0 +1,34 @@
+/** Shared helpers of the tool tests: temp workspaces and a tool context. */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { PermissionMode } from "../../src/protocol/index.js";
+import type { ToolContext, ToolOutput } from "../../src/tools/types.js";
+
+/** A fresh temp folder holding `ws/` (the workspace) and `outside/` (a sibling the tools must not reach). */
+export function makeSandbox(): { root: string; ws: string; outside: string; cleanup: () => void } {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-tools-"));
+  const ws = path.join(root, "ws");
+  const outside = path.join(root, "outside");
+  fs.mkdirSync(ws);
+  fs.mkdirSync(outside);
+  fs.writeFileSync(path.join(outside, "secret.txt"), "TOP SECRET outside\n");
+  return { root, ws, outside, cleanup: () => fs.rmSync(root, { recursive: true, force: true }) };
+}
+
+/** Writes files (relative path → content) under `dir`, creating folders. */
+export function writeTree(dir: string, files: Record<string, string>): void {
+  for (const [rel, content] of Object.entries(files)) {
+    const file = path.join(dir, rel);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, content);
+  }
+}
+
+export function makeCtx(workspace: string, permissionMode: PermissionMode = "workspace-write", signal?: AbortSignal): ToolContext {
+  return { workspace, permissionMode, signal: signal ?? new AbortController().signal, sessionId: "test", callId: "call-1" };
+}
+
+export function text(out: ToolOutput): string {
+  return out.content.map((b) => b.text).join("");
+}
