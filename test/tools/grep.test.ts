@@ -1,0 +1,107 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepTool } from "../../src/tools/grep.js";
+import { ToolError } from "../../src/tools/types.js";
+import { makeCtx, makeSandbox, text, writeTree } from "./helpers.js";
+
+let sb: ReturnType<typeof makeSandbox>;
+beforeEach(() => {
+  sb = makeSandbox();
+  writeTree(sb.ws, {
+    ".gitignore": "node_modules/\n*.log\n",
+    "src/.gitignore": "gen/\n",
+    "src/a.ts": "const needle = 1;\nno match here\r\nlet NEEDLE = 2;\n",
+    "src/b.ts": "nothing\nneedle again\n",
+    "src/gen/g.ts": "needle generated\n",
+    "node_modules/p/i.js": "needle in deps\n",
+    "debug.log": "needle in log\n",
+    ".git/HEAD": "needle in git\n",
+  });
+});
+afterEach(() => sb.cleanup());
+
+const run = async (args: Record<string, unknown>, mode: "workspace-write" | "full" | "read-only" = "workspace-write", signal?: AbortSignal) =>
+  text(await grepTool.execute(args as never, makeCtx(sb.ws, mode, signal)));
+
+describe("grep", () => {
+  it("finds path:line:text, skipping .gitignore'd files and .git", async () => {
+    expect(await run({ pattern: "needle" })).toBe("src/a.ts:1:const needle = 1;\nsrc/b.ts:2:needle again");
+  });
+
+  it("accepts /source/flags and strips CR", async () => {
+    expect(await run({ pattern: "/needle/i" })).toBe("src/a.ts:1:const needle = 1;\nsrc/a.ts:3:let NEEDLE = 2;\nsrc/b.ts:2:needle again");
+    expect(await run({ pattern: "here$" })).toBe("src/a.ts:2:no match here");
+  });
+
+  it("searches one file or one folder", async () => {
+    expect(await run({ pattern: "needle", path: "src/b.ts" })).toBe("src/b.ts:2:needle again");
+    expect(await run({ pattern: "needle", path: "src" })).toBe("src/a.ts:1:const needle = 1;\nsrc/b.ts:2:needle again");
+    // An explicitly named file is searched even if ignored.
+    expect(await run({ pattern: "needle", path: "debug.log" })).toBe("debug.log:1:needle in log");
+  });
+
+  it("reports no match plainly", async () => {
+    expect(await run({ pattern: "zzz" })).toMatch(/^No matches for \/zzz\//);
+  });
+
+  it("skips binary files and files over the size cap", async () => {
+    fs.writeFileSync(path.join(sb.ws, "bin.dat"), Buffer.concat([Buffer.from("needle\n"), Buffer.from([0, 1, 2])]));
+    fs.writeFileSync(path.join(sb.ws, "big.txt"), "needle\n" + "x".repeat(GREP_MAX_FILE_BYTES));
+    const out = await run({ pattern: "needle" });
+    expect(out).not.toMatch(/bin\.dat/);
+    expect(out).not.toMatch(/big\.txt:/);
+    expect(out).toMatch(/skipped 1 file\(s\) over/);
+  });
+
+  it("caps matches and long lines, saying so", async () => {
+    writeTree(sb.ws, { "many.txt": "hit\n".repeat(GREP_MAX_MATCHES + 50), "long.txt": "hit" + "y".repeat(1000) + "\n" });
+    const lines = (await run({ pattern: "^hit", path: "many.txt" })).split("\n");
+    expect(lines).toHaveLength(GREP_MAX_MATCHES + 1);
+    expect(lines[GREP_MAX_MATCHES]).toMatch(/stopped after 500 matches/);
+    const long = await run({ pattern: "^hit", path: "long.txt" });
+    expect(long.length).toBeLessThan(GREP_MAX_LINE_CHARS + 100);
+    expect(long).toMatch(/line cut: 1003 characters/);
+  });
+
+  it("turns an invalid regex into a ToolError with the regex error", async () => {
+    await expect(run({ pattern: "a(b" })).rejects.toThrow(ToolError);
+    await expect(run({ pattern: "a(b" })).rejects.toThrow(/invalid regular expression.*Unterminated group/);
+  });
+
+  it("rejects bad arguments naming the argument", async () => {
+    await expect(run({})).rejects.toThrow(/pattern/);
+    await expect(run({ pattern: 5 })).rejects.toThrow(/pattern/);
+    await expect(run({ pattern: "x", path: 5 })).rejects.toThrow(/path/);
+    await expect(run({ pattern: "x", path: "nope" })).rejects.toThrow(/no such file/);
+  });
+
+  it("is confined: no .., absolute paths or symlinks out", async () => {
+    await expect(run({ pattern: "SECRET", path: "../outside" })).rejects.toThrow(/outside the workspace/);
+    await expect(run({ pattern: "SECRET", path: path.join(sb.outside, "secret.txt") })).rejects.toThrow(/outside the workspace/);
+    await expect(run({ pattern: "SECRET", path: "/etc" }, "read-only")).rejects.toThrow(/outside the workspace/);
+    fs.symlinkSync(sb.outside, path.join(sb.ws, "linkout"));
+    fs.symlinkSync(path.join(sb.outside, "secret.txt"), path.join(sb.ws, "secret-link.txt"));
+    await expect(run({ pattern: "SECRET", path: "linkout" })).rejects.toThrow(/symbolic link/);
+    await expect(run({ pattern: "SECRET", path: "secret-link.txt" })).rejects.toThrow(/symbolic link/);
+    expect(await run({ pattern: "SECRET" })).toMatch(/^No matches/);
+    // full mode may go anywhere
+    expect(await run({ pattern: "SECRET", path: "../outside" }, "full")).toBe(`${path.join(sb.outside, "secret.txt")}:1:TOP SECRET outside`);
+  });
+
+  it("stops when the signal is aborted", async () => {
+    const ac = new AbortController();
+    ac.abort(new Error("cancelled"));
+    await expect(run({ pattern: "needle" }, "workspace-write", ac.signal)).rejects.toThrow(/cancelled/);
+  });
+
+  it("stops walking when aborted mid-search", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) files[`bulk/f${i}.txt`] = "needle\n".repeat(1) + "z\n".repeat(2000);
+    writeTree(sb.ws, files);
+    const ac = new AbortController();
+    const p = run({ pattern: "never-matches-anything" }, "workspace-write", ac.signal);
+    setTimeout(() => ac.abort(new Error("cancelled mid-way")), 5);
+    await expect(p).rejects.toThrow(/cancelled mid-way/);
+  });
+});
