@@ -54,6 +54,8 @@ export const readFileTool: Tool = {
       throw new ToolError(`cannot read ${args.path}: ${(err as Error).message}`);
     }
     if (stat.isDirectory()) throw new ToolError(`${args.path} is a directory, not a file`);
+    // A FIFO would block and a device such as /dev/zero never ends (its size reads as 0).
+    if (!stat.isFile()) throw new ToolError(`${args.path} is not a regular file`);
     if (stat.size > READ_FILE_MAX_BYTES) {
       throw new ToolError(`${args.path} is ${stat.size} bytes, over the ${READ_FILE_MAX_BYTES}-byte limit of read_file`);
     }

@@ -15,22 +15,43 @@ export function isConfined(mode: PermissionMode): boolean {
 
 function isInside(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+  // `..name` is a legal name inside; only a `..` segment leaves.
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
-/** The real path of `p`, or of its nearest existing ancestor joined with the rest. */
+/** The target of `p` if it is a symbolic link (even a dangling one), else `undefined`. */
+function linkTarget(p: string): string | undefined {
+  try {
+    if (!fs.lstatSync(p).isSymbolicLink()) return undefined;
+    return path.resolve(path.dirname(p), fs.readlinkSync(p));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The real path of `p`, or of its nearest existing ancestor joined with the rest. A dangling
+ * symbolic link on the way is followed to where it points (writing through it would create its
+ * target), so a link to a not-yet-existing file outside the workspace is seen as outside.
+ */
 function realPathOfNearest(p: string): string {
   let existing = p;
-  const rest: string[] = [];
-  for (;;) {
+  let rest: string[] = [];
+  for (let hops = 0; ; ) {
     try {
-      return path.join(fs.realpathSync(existing), ...rest.reverse());
+      return path.join(fs.realpathSync(existing), ...[...rest].reverse());
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== "ENOENT" && code !== "ENOTDIR") throw err;
+      const target = linkTarget(existing);
+      if (target !== undefined) {
+        if (++hops > 40) throw new ToolError(`too many levels of symbolic links in ${p}`);
+        existing = target;
+        continue;
+      }
       const parent = path.dirname(existing);
-      if (parent === existing) return p;
-      rest.push(path.basename(existing));
+      if (parent === existing) return path.join(existing, ...[...rest].reverse());
+      rest = [...rest, path.basename(existing)];
       existing = parent;
     }
   }

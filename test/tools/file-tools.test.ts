@@ -1,0 +1,127 @@
+/** write_file, edit_file and read_file: behaviour, limits and confinement attacks. */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { editFileTool } from "../../src/tools/edit-file.js";
+import { readFileTool } from "../../src/tools/read-file.js";
+import { ToolError, type Tool } from "../../src/tools/types.js";
+import { writeFileTool } from "../../src/tools/write-file.js";
+import { makeCtx, makeSandbox, text, writeTree } from "./helpers.js";
+
+let sb: ReturnType<typeof makeSandbox>;
+beforeEach(() => {
+  sb = makeSandbox();
+});
+afterEach(() => sb.cleanup());
+
+const ws = (rel: string) => path.join(sb.ws, rel);
+const exec = async (tool: Tool, args: Record<string, unknown>, mode: "workspace-write" | "full" | "read-only" = "workspace-write") =>
+  tool.execute(args as never, makeCtx(sb.ws, mode));
+
+describe("write_file", () => {
+  it("creates parent folders and reports bytes written", async () => {
+    const out = await exec(writeFileTool, { path: "a/b/c.txt", content: "héllo\n" });
+    expect(out.isError).toBe(false);
+    expect(text(out)).toBe("Created a/b/c.txt (7 bytes written)");
+    expect(fs.readFileSync(ws("a/b/c.txt"), "utf8")).toBe("héllo\n");
+    expect(text(await exec(writeFileTool, { path: "a/b/c.txt", content: "" }))).toBe("Overwrote a/b/c.txt (0 bytes written)");
+    expect(fs.readFileSync(ws("a/b/c.txt"), "utf8")).toBe("");
+  });
+
+  it("refuses a directory and bad arguments", async () => {
+    fs.mkdirSync(ws("dir"));
+    await expect(exec(writeFileTool, { path: "dir", content: "x" })).rejects.toThrow(/is a directory/);
+    await expect(exec(writeFileTool, { content: "x" })).rejects.toThrow(/path/);
+    await expect(exec(writeFileTool, { path: "x.txt" })).rejects.toThrow(/content/);
+    await expect(exec(writeFileTool, { path: "x.txt", content: 42 })).rejects.toThrow(/content/);
+    await expect(exec(writeFileTool, { path: "x.txt", content: "x" }, "read-only")).rejects.toThrow(/read-only/);
+  });
+});
+
+describe("edit_file", () => {
+  beforeEach(() => writeTree(sb.ws, { "f.ts": "let a = 1;\nlet b = 1;\nlet c = 2;\n" }));
+
+  it("replaces a unique match", async () => {
+    const out = await exec(editFileTool, { path: "f.ts", oldText: "let c = 2;", newText: "let c = 3;" });
+    expect(text(out)).toBe("Edited f.ts: replaced 1 occurrence at line 3");
+    expect(fs.readFileSync(ws("f.ts"), "utf8")).toBe("let a = 1;\nlet b = 1;\nlet c = 3;\n");
+  });
+
+  it("refuses 0 or N matches without replaceAll, saying how many", async () => {
+    await expect(exec(editFileTool, { path: "f.ts", oldText: "nope", newText: "x" })).rejects.toThrow(/0 matches/);
+    await expect(exec(editFileTool, { path: "f.ts", oldText: " = 1;", newText: " = 9;" })).rejects.toThrow(/matches 2 places.*lines 1, 2/);
+    expect(fs.readFileSync(ws("f.ts"), "utf8")).toBe("let a = 1;\nlet b = 1;\nlet c = 2;\n");
+  });
+
+  it("replaces every match with replaceAll and counts them; newText is literal", async () => {
+    const out = await exec(editFileTool, { path: "f.ts", oldText: " = 1;", newText: " = $&$1;", replaceAll: true });
+    expect(text(out)).toBe("Edited f.ts: replaced 2 occurrences");
+    expect(fs.readFileSync(ws("f.ts"), "utf8")).toBe("let a = $&$1;\nlet b = $&$1;\nlet c = 2;\n");
+  });
+
+  it("rejects bad arguments naming them", async () => {
+    await expect(exec(editFileTool, { path: "f.ts", oldText: "", newText: "x" })).rejects.toThrow(/oldText must not be empty/);
+    await expect(exec(editFileTool, { path: "f.ts", newText: "x" })).rejects.toThrow(/oldText/);
+    await expect(exec(editFileTool, { path: "f.ts", oldText: "a" })).rejects.toThrow(/newText/);
+    await expect(exec(editFileTool, { path: "f.ts", oldText: "a", newText: "b", replaceAll: "yes" })).rejects.toThrow(/replaceAll/);
+    await expect(exec(editFileTool, { oldText: "a", newText: "b" })).rejects.toThrow(/path/);
+    await expect(exec(editFileTool, { path: "missing.ts", oldText: "a", newText: "b" })).rejects.toThrow(/no such file/);
+  });
+});
+
+describe("confinement of the file tools", () => {
+  const attempts = (s: typeof sb) => ["../outside/secret.txt", path.join(s.outside, "secret.txt"), "sub/../../outside/secret.txt", "/etc/passwd"];
+
+  beforeEach(() => {
+    fs.symlinkSync(sb.outside, ws("linkdir"));
+    fs.symlinkSync(path.join(sb.outside, "secret.txt"), ws("linkfile"));
+    fs.symlinkSync(path.join(sb.outside, "not-yet.txt"), ws("dangling"));
+  });
+
+  for (const mode of ["workspace-write", "read-only"] as const) {
+    it(`read_file refuses .., absolute paths and symlinks out (${mode})`, async () => {
+      for (const p of [...attempts(sb), "linkdir/secret.txt", "linkfile"]) {
+        await expect(exec(readFileTool, { path: p }, mode)).rejects.toThrow(ToolError);
+      }
+    });
+  }
+
+  it("write_file refuses .., absolute paths and symlinks out (including a dangling one)", async () => {
+    for (const p of [...attempts(sb).slice(0, 3), "linkdir/new.txt", "linkfile", "dangling", "linkdir/deep/new.txt"]) {
+      await expect(exec(writeFileTool, { path: p, content: "pwned" }), p).rejects.toThrow(ToolError);
+    }
+    expect(fs.readFileSync(path.join(sb.outside, "secret.txt"), "utf8")).toBe("TOP SECRET outside\n");
+    expect(fs.readdirSync(sb.outside)).toEqual(["secret.txt"]);
+  });
+
+  it("edit_file refuses .., absolute paths and symlinks out", async () => {
+    for (const p of [...attempts(sb).slice(0, 3), "linkdir/secret.txt", "linkfile"]) {
+      await expect(exec(editFileTool, { path: p, oldText: "TOP", newText: "pwned" }), p).rejects.toThrow(ToolError);
+    }
+    expect(fs.readFileSync(path.join(sb.outside, "secret.txt"), "utf8")).toBe("TOP SECRET outside\n");
+  });
+
+  it("allows symlinks inside the workspace and names starting with '..'", async () => {
+    writeTree(sb.ws, { "real/x.txt": "inside\n", "..hidden": "dots\n" });
+    fs.symlinkSync(ws("real"), ws("linkin"));
+    expect(text(await exec(readFileTool, { path: "linkin/x.txt" }))).toBe("1\tinside");
+    expect(text(await exec(readFileTool, { path: "..hidden" }))).toBe("1\tdots");
+    await exec(writeFileTool, { path: "linkin/y.txt", content: "ok" });
+    expect(fs.readFileSync(ws("real/y.txt"), "utf8")).toBe("ok");
+  });
+
+  it("full mode reaches outside", async () => {
+    expect(text(await exec(readFileTool, { path: "../outside/secret.txt" }, "full"))).toBe("1\tTOP SECRET outside");
+    await exec(writeFileTool, { path: "../outside/new.txt", content: "x" }, "full");
+    expect(fs.existsSync(path.join(sb.outside, "new.txt"))).toBe(true);
+  });
+});
+
+describe("read_file limits", () => {
+  it("refuses non-regular files instead of blocking (FIFO) or reading forever (/dev/zero)", async () => {
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("mkfifo", [ws("fifo")]);
+    await expect(exec(readFileTool, { path: "fifo" })).rejects.toThrow(/not a regular file/);
+    await expect(exec(readFileTool, { path: "/dev/zero" }, "full")).rejects.toThrow(/not a regular file/);
+  });
+});
