@@ -1,0 +1,270 @@
+/**
+ * The agent loop: one turn is the user's message, then steps — one model request each — whose
+ * tool calls run and feed their results back, until the model stops, a limit is hit, the model
+ * fails, or the turn is aborted. Whatever happens, the turn ends with one `turn/end` and leaves
+ * a history the next request can send: a step cut short is recorded as a partial assistant
+ * message, and each of its tool calls without a result gets an error result.
+ */
+import { randomUUID } from "node:crypto";
+import type {
+  AssistantContentBlock,
+  FinishReason,
+  JsonObject,
+  TextBlock,
+  ToolCallBlock,
+  TurnEndReason,
+  Usage,
+} from "../protocol/index.js";
+import { ModelError, type ModelProvider, type ModelStreamPart } from "../providers/types.js";
+import { ToolError, type Tool, type ToolContext, type ToolOutput } from "../tools/types.js";
+import type { PermissionMode } from "../protocol/index.js";
+import type { Session } from "./session.js";
+
+/** What a turn runs with. */
+export interface TurnConfig {
+  provider: ModelProvider;
+  model: string;
+  system: string;
+  maxSteps: number;
+  maxTokens?: number;
+  workspace: string;
+  permissionMode: PermissionMode;
+  /** The tools offered to the model, by name. */
+  tools: ReadonlyMap<string, Tool>;
+  /** Present when this session may start subagents. */
+  runSubagent?: ToolContext["runSubagent"];
+}
+
+/** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
+export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
+  await session.emit("user/message", { id: `msg_${randomUUID()}`, content });
+  const turn = session.nextTurnNumber();
+  await session.emit("turn/start", { turn });
+  let usage: Usage | undefined;
+  let reason: TurnEndReason | undefined;
+  for (let step = 1; reason === undefined; step++) {
+    if (signal.aborted) {
+      reason = { kind: "aborted" };
+      break;
+    }
+    if (step > config.maxSteps) {
+      reason = { kind: "max-steps", limit: config.maxSteps };
+      break;
+    }
+    await session.emit("step/start", { turn, step });
+    const outcome = await runStep(session, config, signal, turn, step);
+    usage = addUsage(usage, outcome.usage);
+    reason = outcome.end;
+  }
+  await session.emit("turn/end", usage ? { turn, reason, usage } : { turn, reason });
+  session.sync();
+  return reason;
+}
+
+interface StepOutcome {
+  /** Set when the turn ends with this step. */
+  end?: TurnEndReason;
+  usage?: Usage;
+}
+
+/** Builds an assistant message out of streamed parts, keeping blocks in order of first appearance. */
+class MessageAssembler {
+  readonly blocks: Array<TextBlock | { type: "reasoning"; text: string }> = [];
+  private readonly calls = new Map<number, { id?: string; name?: string; args: string }>();
+  usage: Usage | undefined;
+  finishReason: string | undefined;
+
+  add(part: ModelStreamPart): void {
+    switch (part.type) {
+      case "text-delta":
+      case "reasoning-delta": {
+        const type = part.type === "text-delta" ? "text" : "reasoning";
+        const last = this.blocks[this.blocks.length - 1];
+        if (last && last.type === type) last.text += part.text;
+        else this.blocks.push({ type, text: part.text });
+        break;
+      }
+      case "tool-call-delta": {
+        const call = this.calls.get(part.index) ?? { args: "" };
+        if (part.id) call.id = part.id;
+        // The name arrives whole on one delta (OpenAI-compatible servers); the first one wins.
+        if (part.name) call.name ??= part.name;
+        call.args += part.argumentsDelta;
+        this.calls.set(part.index, call);
+        break;
+      }
+      case "usage":
+        this.usage = part.usage;
+        break;
+      case "finish":
+        this.finishReason = part.finishReason;
+        break;
+    }
+  }
+
+  isEmpty(): boolean {
+    return this.blocks.length === 0 && this.calls.size === 0;
+  }
+
+  toolCalls(turn: number, step: number): ToolCallBlock[] {
+    return [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => parseToolCall(call.id ?? `call_${turn}_${step}_${index}`, call.name ?? "", call.args));
+  }
+}
+
+function parseToolCall(id: string, name: string, raw: string): ToolCallBlock {
+  try {
+    const parsed: unknown = JSON.parse(raw === "" ? "{}" : raw);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      return { type: "tool-call", id, name, arguments: parsed as JsonObject };
+    }
+  } catch {
+    // fall through: the model sent something that is not a JSON object
+  }
+  return { type: "tool-call", id, name, arguments: {}, rawArguments: raw };
+}
+
+async function runStep(session: Session, config: TurnConfig, signal: AbortSignal, turn: number, step: number): Promise<StepOutcome> {
+  const assembler = new MessageAssembler();
+  let failure: TurnEndReason | undefined;
+  try {
+    const stream = config.provider.stream(
+      {
+        model: config.model,
+        system: config.system,
+        messages: session.messages,
+        tools: [...config.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
+        maxTokens: config.maxTokens,
+        sessionId: session.id,
+        parentSessionId: session.parentSessionId,
+      },
+      signal,
+    );
+    for await (const part of stream) {
+      if (signal.aborted) break;
+      assembler.add(part);
+      if (part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-call-delta") {
+        await session.emit("assistant/chunk", { turn, step, chunk: part });
+      }
+    }
+    if (signal.aborted) failure = { kind: "aborted" };
+    else if (assembler.finishReason === undefined) failure = { kind: "model-error", message: "the model stream ended before it finished" };
+  } catch (error) {
+    failure = signal.aborted ? { kind: "aborted" } : modelFailure(error);
+  }
+
+  const calls = assembler.toolCalls(turn, step);
+  const finish = assembler.finishReason;
+  if (!failure && finish === "length") failure = { kind: "max-tokens" };
+  if (!failure && finish !== "stop" && finish !== "tool-calls") {
+    failure = { kind: "model-error", message: `the model stopped with finish reason '${finish}'` };
+  }
+  const finishReason: FinishReason = failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" ? "error" : (finish as string);
+
+  // A step that produced nothing leaves no message: there is nothing to resume from.
+  if (!assembler.isEmpty()) {
+    const content: AssistantContentBlock[] = [...assembler.blocks, ...calls];
+    await session.emit("assistant/message", {
+      id: `msg_${randomUUID()}`,
+      turn,
+      step,
+      content,
+      finishReason,
+      ...(assembler.usage ? { usage: assembler.usage } : {}),
+    });
+  }
+
+  if (failure) {
+    const why = failure.kind === "aborted" ? "the turn was aborted before this tool call ran" : `not run: the step ended with ${failure.kind}`;
+    for (const call of calls) await recordResult(session, call, { content: [{ type: "text", text: why }], isError: true }, 0);
+    return { end: failure, usage: assembler.usage };
+  }
+  if (calls.length === 0) return { end: { kind: "completed" }, usage: assembler.usage };
+  await runToolCalls(session, config, signal, calls);
+  return { end: signal.aborted ? { kind: "aborted" } : undefined, usage: assembler.usage };
+}
+
+function modelFailure(error: unknown): TurnEndReason {
+  if (error instanceof ModelError) {
+    return {
+      kind: "model-error",
+      message: error.message,
+      ...(error.httpStatus !== undefined ? { httpStatus: error.httpStatus } : {}),
+      ...(error.code !== undefined ? { code: error.code } : {}),
+    };
+  }
+  return { kind: "model-error", message: error instanceof Error ? error.message : String(error) };
+}
+
+/**
+ * Runs a step's tool calls: consecutive read-only calls together, every other call alone and
+ * in order; results are recorded in the model's order either way.
+ */
+async function runToolCalls(session: Session, config: TurnConfig, signal: AbortSignal, calls: ToolCallBlock[]): Promise<void> {
+  let i = 0;
+  while (i < calls.length) {
+    const batch = [calls[i]];
+    if (config.tools.get(calls[i].name)?.readOnly) {
+      while (i + batch.length < calls.length && config.tools.get(calls[i + batch.length].name)?.readOnly) batch.push(calls[i + batch.length]);
+    }
+    const outcomes = batch.map((call) => executeTool(session, config, signal, call));
+    for (let k = 0; k < batch.length; k++) {
+      const { output, durationMs } = await outcomes[k];
+      await recordResult(session, batch[k], output, durationMs);
+    }
+    i += batch.length;
+  }
+}
+
+async function executeTool(
+  session: Session,
+  config: TurnConfig,
+  signal: AbortSignal,
+  call: ToolCallBlock,
+): Promise<{ output: ToolOutput; durationMs: number }> {
+  const started = performance.now();
+  const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
+  const error = (text: string) => done({ content: [{ type: "text", text }], isError: true });
+  if (signal.aborted) return error("the turn was aborted before this tool call ran");
+  const tool = config.tools.get(call.name);
+  if (!tool) {
+    const offered = [...config.tools.keys()].join(", ") || "none";
+    return error(`unknown tool '${call.name}'; the tools offered are: ${offered}`);
+  }
+  if (call.rawArguments !== undefined) {
+    return error(`the arguments of this ${call.name} call are not a valid JSON object: ${call.rawArguments.slice(0, 2000)}`);
+  }
+  try {
+    const output = await tool.execute(call.arguments, {
+      workspace: config.workspace,
+      signal,
+      permissionMode: config.permissionMode,
+      sessionId: session.id,
+      callId: call.id,
+      runSubagent: config.runSubagent,
+    });
+    return done(output);
+  } catch (caught) {
+    if (signal.aborted) return error(`the ${call.name} call was aborted`);
+    if (caught instanceof ToolError) return error(caught.message);
+    return error(`${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+  }
+}
+
+function recordResult(session: Session, call: ToolCallBlock, output: ToolOutput, durationMs: number): Promise<void> {
+  return session.emit("tool/result", { callId: call.id, name: call.name, content: output.content, isError: output.isError, durationMs });
+}
+
+function addUsage(total: Usage | undefined, step: Usage | undefined): Usage | undefined {
+  if (!step) return total;
+  if (!total) return { ...step };
+  const sum: Usage = { inputTokens: total.inputTokens + step.inputTokens, outputTokens: total.outputTokens + step.outputTokens };
+  if (total.reasoningTokens !== undefined || step.reasoningTokens !== undefined) {
+    sum.reasoningTokens = (total.reasoningTokens ?? 0) + (step.reasoningTokens ?? 0);
+  }
+  if (total.cacheHitTokens !== undefined || step.cacheHitTokens !== undefined) {
+    sum.cacheHitTokens = (total.cacheHitTokens ?? 0) + (step.cacheHitTokens ?? 0);
+  }
+  return sum;
+}

@@ -1,0 +1,203 @@
+/**
+ * The agent runtime of one bridge process (one successful `initialize`): its sessions, their
+ * in-flight turns, subagents, and the resources they hold.
+ */
+import { randomUUID } from "node:crypto";
+import type {
+  AssistantContentBlock,
+  PermissionMode,
+  SessionEvent,
+  SubagentFinishedNotification,
+  SubagentStartedNotification,
+  TextBlock,
+  TurnEndReason,
+} from "../protocol/index.js";
+import { statusOf } from "../protocol/index.js";
+import type { ModelProvider } from "../providers/types.js";
+import type { Tool, ToolOutput } from "../tools/types.js";
+import type { Logger } from "../log.js";
+import { runTurn } from "./loop.js";
+import { Session } from "./session.js";
+import type { SessionStore } from "./store.js";
+
+/** Where the runtime's notifications go; each resolves when the client has room for more. */
+export interface RuntimeSink {
+  sessionEvent(sessionId: string, event: SessionEvent): Promise<void>;
+  subagentStarted(params: SubagentStartedNotification): Promise<void>;
+  subagentFinished(params: SubagentFinishedNotification): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  workspace: string;
+  provider: ModelProvider;
+  model: string;
+  system: string;
+  maxSteps: number;
+  maxTokens?: number;
+  permissionMode: PermissionMode;
+  /** The tools offered to top-level sessions (already filtered by mode and allow-list). */
+  tools: Tool[];
+  /** How deep subagents may nest: 1 lets top-level sessions start children that cannot start more. */
+  subagentDepth: number;
+  /** Absent: sessions are kept in memory only. */
+  store?: SessionStore;
+  sink: RuntimeSink;
+  logger: Logger;
+}
+
+/** Thrown by `prompt` when the session already has a turn in flight. */
+export class SessionBusyError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} already has a prompt in flight; wait for its response or cancel it`);
+    this.name = "SessionBusyError";
+  }
+}
+
+/** Thrown when a turn reached idle without recording its `turn/end`. */
+export class MissingTurnEndError extends Error {
+  constructor(sessionId: string, cause: unknown) {
+    super(`agent reached idle without turn/end in session ${sessionId}: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = "MissingTurnEndError";
+  }
+}
+
+interface Flight {
+  controller: AbortController;
+  settled: Promise<TurnEndReason>;
+}
+
+export class AgentRuntime {
+  private readonly sessions = new Map<string, Session>();
+  private readonly flights = new Map<string, Flight>();
+
+  constructor(private readonly options: RuntimeOptions) {}
+
+  /** Whether a session has a turn in flight. */
+  isBusy(sessionId: string): boolean {
+    return this.flights.has(sessionId);
+  }
+
+  /**
+   * Starts a turn. Synchronous up to the start, so a second prompt for the same session is
+   * refused (`SessionBusyError`) before anything of the first could interleave.
+   */
+  prompt(sessionId: string, content: TextBlock[]): Promise<TurnEndReason> {
+    if (this.flights.has(sessionId)) throw new SessionBusyError(sessionId);
+    const session = this.session(sessionId);
+    const controller = new AbortController();
+    const settled = this.runTop(session, content, controller.signal).finally(() => this.flights.delete(sessionId));
+    this.flights.set(sessionId, { controller, settled });
+    return settled;
+  }
+
+  /** Aborts a session's turn; resolves once it has settled. `false` when none was in flight. */
+  async cancel(sessionId: string): Promise<boolean> {
+    const flight = this.flights.get(sessionId);
+    if (!flight) return false;
+    flight.controller.abort(new Error("cancelled by session/cancel"));
+    await flight.settled.catch(() => undefined);
+    return true;
+  }
+
+  /** Aborts every turn in flight (shutdown, signals, a closed stdout). */
+  abortAll(reason: string): void {
+    for (const flight of this.flights.values()) flight.controller.abort(new Error(reason));
+  }
+
+  /** Resolves when no turn is in flight. */
+  async settled(): Promise<void> {
+    while (this.flights.size > 0) await Promise.allSettled([...this.flights.values()].map((f) => f.settled));
+  }
+
+  /** fsyncs and closes every session log. */
+  closeAll(): void {
+    for (const session of this.sessions.values()) {
+      try {
+        session.sync();
+        session.close();
+      } catch (error) {
+        this.options.logger.warn(`could not sync the log of session ${session.id}: ${(error as Error).message}`);
+      }
+    }
+    this.sessions.clear();
+  }
+
+  private session(sessionId: string, parentSessionId?: string): Session {
+    const known = this.sessions.get(sessionId);
+    if (known) return known;
+    const log = this.options.store?.open(sessionId, {
+      provider: this.options.provider.name,
+      model: this.options.model,
+      ...(parentSessionId ? { parentSessionId } : {}),
+    });
+    const session = new Session(sessionId, log, (id, event) => this.options.sink.sessionEvent(id, event), parentSessionId ?? log?.header.parentSessionId);
+    this.sessions.set(sessionId, session);
+    return session;
+  }
+
+  private runTop(session: Session, content: TextBlock[], signal: AbortSignal): Promise<TurnEndReason> {
+    return this.run(session, content, signal, this.options.tools, 0);
+  }
+
+  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number): Promise<TurnEndReason> {
+    const canDelegate = depth < this.options.subagentDepth;
+    const offered = canDelegate ? tools : tools.filter((t) => t.name !== "task");
+    try {
+      return await runTurn(
+        session,
+        content,
+        {
+          provider: this.options.provider,
+          model: this.options.model,
+          system: this.options.system,
+          maxSteps: this.options.maxSteps,
+          maxTokens: this.options.maxTokens,
+          workspace: this.options.workspace,
+          permissionMode: this.options.permissionMode,
+          tools: new Map(offered.map((t) => [t.name, t])),
+          runSubagent: canDelegate ? (prompt, description, childSignal) => this.runChild(session, prompt, description, childSignal, tools, depth + 1) : undefined,
+        },
+        signal,
+      );
+    } catch (error) {
+      throw new MissingTurnEndError(session.id, error);
+    }
+  }
+
+  /** Runs a subagent in a child session and returns its final text as a tool output. */
+  private async runChild(
+    parent: Session,
+    prompt: string,
+    description: string | undefined,
+    signal: AbortSignal,
+    tools: Tool[],
+    depth: number,
+  ): Promise<ToolOutput> {
+    const childId = `${parent.id.slice(0, 80)}.task-${randomUUID().slice(0, 8)}`;
+    const child = this.session(childId, parent.id);
+    const { sink } = this.options;
+    await sink.subagentStarted({ parentSessionId: parent.id, childSessionId: childId });
+    let reason: TurnEndReason;
+    try {
+      reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth);
+    } catch (error) {
+      reason = { kind: "internal-error", message: (error as Error).message };
+    }
+    const last: AssistantContentBlock[] | undefined = child.lastAssistantContent;
+    await sink.subagentFinished({
+      provider: this.options.provider.name,
+      agentId: childId,
+      parentSessionId: parent.id,
+      childSessionId: childId,
+      status: statusOf(reason),
+      stopReason: reason,
+      ...(last ? { lastAssistantMessage: last } : {}),
+    });
+    child.sync();
+    const text = (last ?? []).filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
+    const label = description ? `subagent '${description}'` : "the subagent";
+    if (reason.kind === "completed") return { content: [{ type: "text", text: text || `(${label} finished without a final message)` }], isError: false };
+    const why = reason.kind === "aborted" ? "was aborted" : `failed (${reason.kind}${"message" in reason ? `: ${reason.message}` : ""})`;
+    return { content: [{ type: "text", text: `${label} ${why}${text ? `; its last message: ${text}` : ""}` }], isError: true };
+  }
+}

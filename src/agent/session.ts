@@ -1,0 +1,91 @@
+/**
+ * A session: its event sequence, its durable log and the conversation it implies.
+ *
+ * Every event takes the next `seq` (live-only ones too). A durable event is appended to the
+ * log before it is announced; the announcement is awaited so that a slow client slows the turn
+ * down instead of growing a buffer.
+ */
+import {
+  LIVE_ONLY_EVENT_TYPES,
+  type AssistantContentBlock,
+  type SessionEvent,
+  type SessionEventDataMap,
+  type SessionEventType,
+  type TurnEndReason,
+} from "../protocol/index.js";
+import type { ModelMessage } from "../providers/types.js";
+import type { SessionLog } from "./store.js";
+
+/** Where a session's events are announced (the server turns them into notifications). */
+export type EventAnnouncer = (sessionId: string, event: SessionEvent) => Promise<void>;
+
+export class Session {
+  private seq: number;
+  private turns: number;
+  /** The conversation as the model sees it, rebuilt from durable events. */
+  readonly messages: ModelMessage[] = [];
+  /** Content of the last recorded assistant message. */
+  lastAssistantContent: AssistantContentBlock[] | undefined;
+  /** The reason of the last `turn/end` recorded. */
+  lastTurnEnd: { turn: number; reason: TurnEndReason } | undefined;
+
+  constructor(
+    readonly id: string,
+    private readonly log: SessionLog | undefined,
+    private readonly announce: EventAnnouncer,
+    readonly parentSessionId?: string,
+  ) {
+    this.seq = 0;
+    this.turns = 0;
+    for (const event of log?.loadedEvents ?? []) this.absorb(event);
+  }
+
+  /** The number the next turn takes (1-based). */
+  nextTurnNumber(): number {
+    return this.turns + 1;
+  }
+
+  /** Records (when durable) and announces an event; resolves when the client has room for more. */
+  emit<T extends SessionEventType>(type: T, data: SessionEventDataMap[T]): Promise<void> {
+    this.seq += 1;
+    const event = { type, seq: this.seq, time: Date.now(), data } as SessionEvent;
+    if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
+      this.log?.append(event);
+      this.absorb(event);
+    }
+    return this.announce(this.id, event);
+  }
+
+  /** Makes what was appended durable. */
+  sync(): void {
+    this.log?.sync();
+  }
+
+  close(): void {
+    this.log?.close();
+  }
+
+  private absorb(event: SessionEvent): void {
+    if (event.seq > this.seq) this.seq = event.seq;
+    switch (event.type) {
+      case "user/message":
+        this.messages.push({ role: "user", content: event.data.content });
+        break;
+      case "turn/start":
+        this.turns = Math.max(this.turns, event.data.turn);
+        break;
+      case "assistant/message":
+        this.lastAssistantContent = event.data.content;
+        this.messages.push({ role: "assistant", content: event.data.content });
+        break;
+      case "tool/result":
+        this.messages.push({ role: "tool", callId: event.data.callId, name: event.data.name, content: event.data.content, isError: event.data.isError });
+        break;
+      case "turn/end":
+        this.lastTurnEnd = { turn: event.data.turn, reason: event.data.reason };
+        break;
+      default:
+        break;
+    }
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The durable session store: one JSONL file per session, a header line and then every
+ * non-live event, appended (synchronously, in order) before the event is announced.
+ *
+ * Files live under the session root, grouped by workspace, so that a user's repository is not
+ * littered: `<root>/<workspace-name>-<hash>/<sessionId>.jsonl`. The log is fsynced at turn end
+ * and at shutdown; a torn last line (the process killed mid-write) is dropped on load and cut
+ * from the file so later appends start on a clean line.
+ */
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { SessionEvent } from "../protocol/index.js";
+
+/** The first line of every session log. */
+export interface SessionHeader {
+  type: "session-header";
+  version: 1;
+  sessionId: string;
+  workspace: string;
+  createdAt: number;
+  provider: string;
+  model: string;
+  /** Set for subagent sessions: the session whose `task` call created this one. */
+  parentSessionId?: string;
+}
+
+/** The default session root: `$XDG_STATE_HOME/harness-bridge` or `~/.local/state/harness-bridge`. */
+export function defaultSessionRoot(env: NodeJS.ProcessEnv = process.env): string {
+  const state = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(os.homedir(), ".local", "state");
+  return path.join(state, "harness-bridge");
+}
+
+/** The folder of one workspace's sessions: readable name plus a hash of the absolute path. */
+export function workspaceFolderName(workspace: string): string {
+  const name = path.basename(workspace).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 48) || "root";
+  const hash = createHash("sha256").update(workspace).digest("hex").slice(0, 12);
+  return `${name}-${hash}`;
+}
+
+/** Thrown when a log exists but cannot be read back (a corrupt line before the last one). */
+export class SessionLogError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SessionLogError";
+  }
+}
+
+/** One session's open log. */
+export interface SessionLog {
+  readonly header: SessionHeader;
+  /** The durable events found when the log was opened (empty for a new session). */
+  readonly loadedEvents: SessionEvent[];
+  append(event: SessionEvent): void;
+  /** fsync: what was appended survives a power loss. */
+  sync(): void;
+  close(): void;
+}
+
+export class SessionStore {
+  readonly directory: string;
+
+  constructor(root: string, readonly workspace: string) {
+    this.directory = path.join(root, workspaceFolderName(workspace));
+  }
+
+  /** The log file of a session id. */
+  pathOf(sessionId: string): string {
+    return path.join(this.directory, `${sessionId}.jsonl`);
+  }
+
+  /** Opens a session's log, loading it when it exists and creating it with `header` when not. */
+  open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
+    const file = this.pathOf(sessionId);
+    const existing = fs.existsSync(file) ? openExisting(file) : undefined;
+    if (existing) return existing;
+    fs.mkdirSync(this.directory, { recursive: true });
+    const full: SessionHeader = { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header };
+    const fd = fs.openSync(file, "w");
+    fs.writeSync(fd, `${JSON.stringify(full)}\n`);
+    return new FileSessionLog(fd, full, []);
+  }
+}
+
+function openExisting(file: string): SessionLog | undefined {
+  const text = fs.readFileSync(file, "utf8");
+  const lines = text.split("\n");
+  // Only lines followed by "\n" are whole; the last piece is "" or a torn write.
+  const tail = lines.pop() ?? "";
+  let goodBytes = Buffer.byteLength(text) - Buffer.byteLength(tail);
+  const parsed: unknown[] = [];
+  lines.forEach((line, index) => {
+    try {
+      parsed.push(JSON.parse(line));
+    } catch {
+      if (index === lines.length - 1) {
+        // A whole but unparsable last line is a torn write too (its bytes reached the disk
+        // out of order); anything earlier is corruption we must not paper over.
+        goodBytes -= Buffer.byteLength(line) + 1;
+        return;
+      }
+      throw new SessionLogError(`session log ${file} is corrupt at line ${index + 1}; move it away to start the session afresh`);
+    }
+  });
+  if (parsed.length === 0) return undefined; // killed while writing the header: start afresh
+  const [header, ...events] = parsed as [SessionHeader, ...SessionEvent[]];
+  if (header.type !== "session-header") {
+    throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
+  }
+  if (goodBytes < Buffer.byteLength(text)) fs.truncateSync(file, goodBytes);
+  return new FileSessionLog(fs.openSync(file, "a"), header, events);
+}
+
+class FileSessionLog implements SessionLog {
+  private closed = false;
+
+  constructor(
+    private readonly fd: number,
+    readonly header: SessionHeader,
+    readonly loadedEvents: SessionEvent[],
+  ) {}
+
+  append(event: SessionEvent): void {
+    fs.writeSync(this.fd, `${JSON.stringify(event)}\n`);
+  }
+
+  sync(): void {
+    if (!this.closed) fs.fsyncSync(this.fd);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    fs.closeSync(this.fd);
+  }
+}

@@ -1,0 +1,4 @@
+/** Entry point of the bundle and the single executable. */
+import { main } from "./cli.js";
+
+main();

@@ -1,0 +1,28 @@
+/**
+ * The built-in script behind `provider: "scripted", model: "demo"`: one turn that thinks,
+ * reads a file of the workspace with a real tool, and answers — every kind of event a real
+ * turn has, with no network and no key.
+ */
+import type { Script } from "./scripted.js";
+
+export const DEMO_SCRIPT: Script = {
+  turns: [
+    {
+      steps: [
+        {
+          reasoning: "The user wants to see the agent at work. Reading the workspace's README is a harmless first step.",
+          text: "Let me look at the README of this workspace.",
+          toolCalls: [{ name: "read_file", arguments: { path: "README.md", limit: 3 } }],
+          chunkSize: 12,
+        },
+        {
+          text:
+            "I have read the first lines of README.md (a missing file would have come back as an error result, and the turn would go on). " +
+            "This turn ran on the offline `scripted` provider: a deterministic model built into harness-bridge that streams chunk by chunk like a real one. " +
+            "Initialize with provider \"deepseek\" and set DEEPSEEK_API_KEY to talk to a real model.",
+          chunkSize: 24,
+        },
+      ],
+    },
+  ],
+};

@@ -1,0 +1,221 @@
+/**
+ * The `scripted` provider: an offline, deterministic model that replays a script, streaming
+ * chunk by chunk like a real model, so ordering, backpressure and cancellation are exercised
+ * for real. `model: "demo"` is the built-in demo script; any other model is a script file path
+ * (relative to the workspace). The format is documented in README.md ("The scripted provider").
+ *
+ * Which step answers a request is derived from the request alone, so a resumed session picks
+ * up where it left off: the turn is the number of user messages so far (`turns[i % length]`),
+ * the step the number of assistant messages since the last user message.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { JsonObject, Usage } from "../protocol/index.js";
+import { DEMO_SCRIPT } from "./demo-script.js";
+import {
+  ModelError,
+  ProviderUnavailableError,
+  type ModelMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelStreamPart,
+  type ProviderFactory,
+} from "./types.js";
+
+/** One scripted model response. */
+export interface ScriptStep {
+  reasoning?: string;
+  text?: string;
+  toolCalls?: Array<{ id?: string; name: string; arguments?: JsonObject; rawArguments?: string }>;
+  /** Default: `tool-calls` when there are tool calls, else `stop`. */
+  finishReason?: string;
+  /** Characters per streamed delta. Default 16. */
+  chunkSize?: number;
+  /** Stream `text` this many times. Default 1. */
+  repeat?: number;
+  /** Wait this long before each chunk. */
+  delayMs?: number;
+  /** After streaming, wait until the request is aborted. */
+  hang?: boolean;
+  /** After streaming, fail with this model error. */
+  error?: { message: string; httpStatus?: number; code?: string };
+  /** Default: estimated as a quarter of the characters in and out. */
+  usage?: Usage;
+}
+
+export interface ScriptTurn {
+  steps: ScriptStep[];
+}
+
+/** A whole script: turns for top-level sessions, and optionally others for subagent sessions. */
+export interface Script {
+  turns: ScriptTurn[];
+  subagent?: { turns: ScriptTurn[] };
+}
+
+const DEFAULT_CHUNK_SIZE = 16;
+
+function fail(where: string, what: string): never {
+  throw new ProviderUnavailableError(`scripted model ${where}: ${what}`);
+}
+
+function checkTurns(turns: unknown, where: string): ScriptTurn[] {
+  if (!Array.isArray(turns) || turns.length === 0) fail(where, "'turns' must be a non-empty array");
+  turns.forEach((turn, t) => {
+    const steps = (turn as ScriptTurn)?.steps;
+    if (!Array.isArray(steps) || steps.length === 0) fail(where, `turns[${t}].steps must be a non-empty array`);
+    steps.forEach((step, s) => {
+      const at = `turns[${t}].steps[${s}]`;
+      if (typeof step !== "object" || step === null || Array.isArray(step)) fail(where, `${at} must be an object`);
+      for (const key of ["reasoning", "text", "finishReason"] as const) {
+        if (step[key] !== undefined && typeof step[key] !== "string") fail(where, `${at}.${key} must be a string`);
+      }
+      for (const key of ["chunkSize", "repeat"] as const) {
+        const v = step[key];
+        if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 1)) fail(where, `${at}.${key} must be a positive integer`);
+      }
+      if (step.delayMs !== undefined && !(typeof step.delayMs === "number" && step.delayMs >= 0)) fail(where, `${at}.delayMs must be a number >= 0`);
+      if (step.toolCalls !== undefined) {
+        if (!Array.isArray(step.toolCalls)) fail(where, `${at}.toolCalls must be an array`);
+        step.toolCalls.forEach((call: unknown, c: number) => {
+          const callAt = `${at}.toolCalls[${c}]`;
+          if (typeof (call as { name?: unknown })?.name !== "string") fail(where, `${callAt}.name must be a string`);
+          const args = (call as { arguments?: unknown }).arguments;
+          if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) fail(where, `${callAt}.arguments must be an object`);
+        });
+      }
+      if (step.error !== undefined && typeof step.error?.message !== "string") fail(where, `${at}.error.message must be a string`);
+    });
+  });
+  return turns as ScriptTurn[];
+}
+
+/** Validates a parsed script (`{turns, subagent?}`, or `{steps}` for one turn). */
+export function parseScript(value: unknown, where: string): Script {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail(where, "the script must be a JSON object");
+  const raw = value as { turns?: unknown; steps?: unknown; subagent?: unknown };
+  const turns = checkTurns(raw.turns ?? (raw.steps !== undefined ? [{ steps: raw.steps }] : undefined), where);
+  const script: Script = { turns };
+  if (raw.subagent !== undefined) {
+    const sub = raw.subagent as { turns?: unknown; steps?: unknown };
+    script.subagent = { turns: checkTurns(sub?.turns ?? (sub?.steps !== undefined ? [{ steps: sub.steps }] : undefined), `${where} (subagent)`) };
+  }
+  return script;
+}
+
+/** Loads the script a `model` names: `demo`, or a JSON file path relative to the workspace. */
+export function loadScript(model: string, cwd: string): Script {
+  if (model === "demo") return DEMO_SCRIPT;
+  const file = path.resolve(cwd, model);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (error) {
+    fail(`'${model}'`, `cannot read the script file ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); use model "demo" for the built-in script`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    fail(`'${model}'`, `${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  return parseScript(parsed, `'${model}'`);
+}
+
+function chunksOf(text: string, size: number): string[] {
+  const out: string[] = [];
+  // Split by code points so a chunk never holds half of a surrogate pair.
+  const chars = Array.from(text);
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
+  return out;
+}
+
+function charsOf(messages: ModelMessage[]): number {
+  let n = 0;
+  for (const m of messages) {
+    for (const block of m.content) n += block.type === "tool-call" ? JSON.stringify(block.arguments).length : block.text.length;
+  }
+  return n;
+}
+
+/** Picks the step that answers this request. */
+export function stepFor(script: Script, request: ModelRequest): { step: ScriptStep; turnIndex: number; stepIndex: number } {
+  const turns = request.parentSessionId !== undefined && script.subagent ? script.subagent.turns : script.turns;
+  let users = 0;
+  let sinceUser = 0;
+  for (const m of request.messages) {
+    if (m.role === "user") {
+      users++;
+      sinceUser = 0;
+    } else if (m.role === "assistant") sinceUser++;
+  }
+  const turnIndex = Math.max(0, users - 1);
+  const turn = turns[turnIndex % turns.length];
+  const step = turn.steps[sinceUser];
+  if (!step) {
+    throw new ModelError(`the script has no step ${sinceUser + 1} for turn ${turnIndex + 1} (its turn has ${turn.steps.length})`, undefined, "script-exhausted");
+  }
+  return { step, turnIndex, stepIndex: sinceUser };
+}
+
+async function* streamStep(step: ScriptStep, request: ModelRequest, signal: AbortSignal, turnIndex: number, stepIndex: number): AsyncGenerator<ModelStreamPart> {
+  const size = step.chunkSize ?? DEFAULT_CHUNK_SIZE;
+  const delay = step.delayMs ?? 0;
+  const pace = async () => {
+    if (delay > 0) await sleep(delay, undefined, { signal });
+    else if (signal.aborted) throw signal.reason;
+  };
+  let outChars = 0;
+  for (const text of chunksOf(step.reasoning ?? "", size)) {
+    await pace();
+    outChars += text.length;
+    yield { type: "reasoning-delta", text };
+  }
+  const textChunks = chunksOf(step.text ?? "", size);
+  for (let r = 0; r < (step.repeat ?? 1); r++) {
+    for (const text of textChunks) {
+      await pace();
+      outChars += text.length;
+      yield { type: "text-delta", text };
+    }
+  }
+  for (const [index, call] of (step.toolCalls ?? []).entries()) {
+    const args = call.rawArguments ?? JSON.stringify(call.arguments ?? {});
+    await pace();
+    yield { type: "tool-call-delta", index, id: call.id ?? `call_${turnIndex + 1}_${stepIndex + 1}_${index}`, name: call.name, argumentsDelta: "" };
+    for (const piece of chunksOf(args, size)) {
+      await pace();
+      outChars += piece.length;
+      yield { type: "tool-call-delta", index, argumentsDelta: piece };
+    }
+  }
+  if (step.hang) {
+    await new Promise<void>((_, reject) => {
+      if (signal.aborted) reject(signal.reason);
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+  }
+  if (step.error) throw new ModelError(step.error.message, step.error.httpStatus, step.error.code);
+  yield {
+    type: "usage",
+    usage: step.usage ?? { inputTokens: Math.ceil((request.system.length + charsOf(request.messages)) / 4), outputTokens: Math.ceil(outChars / 4) },
+  };
+  yield { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") };
+}
+
+export class ScriptedProvider implements ModelProvider {
+  readonly name = "scripted";
+
+  constructor(private readonly script: Script) {}
+
+  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+    const { step, turnIndex, stepIndex } = stepFor(this.script, request);
+    yield* streamStep(step, request, signal, turnIndex, stepIndex);
+  }
+}
+
+export const scriptedProvider: ProviderFactory = {
+  name: "scripted",
+  create: (config) => new ScriptedProvider(loadScript(config.model, config.cwd)),
+};

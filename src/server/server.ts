@@ -1,0 +1,304 @@
+/**
+ * The method handlers and the process lifecycle: `initialize`, `session/prompt`,
+ * `session/cancel`, `shutdown`, and what end of input, a closed stdout and signals do.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ErrorCode, RpcError } from "../protocol/errors.js";
+import {
+  PROTOCOL_VERSION,
+  statusOf,
+  type InitializeParams,
+  type InitializeResult,
+  type JsonObject,
+  type PermissionMode,
+  type SessionCancelResult,
+  type SessionPromptResult,
+} from "../protocol/types.js";
+import type { ServerEndpoint } from "../transport/server-endpoint.js";
+import type { Logger } from "../log.js";
+import { AgentRuntime, MissingTurnEndError, SessionBusyError } from "../agent/runtime.js";
+import { SessionLogError, SessionStore } from "../agent/store.js";
+import { PROVIDERS } from "../providers/registry.js";
+import { ProviderUnavailableError } from "../providers/types.js";
+import { BUILTIN_TOOLS, toolsFor } from "../tools/registry.js";
+import { buildSystemPrompt } from "./system-prompt.js";
+
+/** How long the process waits for stdout to drain before it exits anyway. */
+export const DRAIN_DEADLINE_MS = 5_000;
+
+const PERMISSION_ORDER: PermissionMode[] = ["read-only", "workspace-write", "full"];
+
+export interface ServerOptions {
+  endpoint: ServerEndpoint;
+  version: string;
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+  /** Where session logs go; `undefined` keeps sessions in memory only. */
+  sessionRoot: string | undefined;
+  /** Default `maxSteps` when `initialize` gives none. */
+  defaultMaxSteps: number;
+  /** The widest permission mode `initialize` may ask for. */
+  permissionCeiling: PermissionMode;
+  /** How deep subagents nest (1: children cannot start children). */
+  subagentDepth: number;
+  /** Ends the process; called once, after stdout drained or the drain deadline passed. */
+  exit: (code: number) => void;
+}
+
+type Schemas = typeof import("../protocol/schemas.js");
+
+export class HarnessServer {
+  private runtime: AgentRuntime | undefined;
+  /** The `initialize` in progress: session requests pipelined behind it wait for it. */
+  private initializing: Promise<unknown> | undefined;
+  private shuttingDown = false;
+  private exiting = false;
+  /**
+   * The promise each in-flight prompt handed to the transport, by session. Whoever awaits one
+   * of these registers after the transport did, so its continuation runs after the prompt's
+   * response was written: that is how cancel and shutdown answer after the prompts they end.
+   */
+  private readonly prompts = new Map<string, Promise<unknown>>();
+  private readonly pending = new Set<Promise<unknown>>();
+  private schemas: Schemas | undefined;
+
+  constructor(private readonly options: ServerOptions) {}
+
+  /** The transport's request handler. */
+  readonly handle = (method: string, params: JsonObject | undefined): Promise<unknown> => {
+    const result = this.dispatch(method, params);
+    this.pending.add(result);
+    const sessionId = method === "session/prompt" && typeof params?.sessionId === "string" ? params.sessionId : undefined;
+    // A prompt refused as busy must not take the place of the one in flight.
+    if (sessionId !== undefined && !this.prompts.has(sessionId)) this.prompts.set(sessionId, result);
+    const forget = () => {
+      this.pending.delete(result);
+      if (sessionId !== undefined && this.prompts.get(sessionId) === result) this.prompts.delete(sessionId);
+    };
+    result.then(forget, forget);
+    return result;
+  };
+
+  private dispatch(method: string, params: JsonObject | undefined): Promise<unknown> {
+    if (this.shuttingDown) {
+      return Promise.reject(new RpcError(ErrorCode.ShuttingDown, `shutting down: ${method} was not run`, { kind: "shutting-down" }));
+    }
+    switch (method) {
+      case "initialize":
+        return this.initialize(params);
+      case "session/prompt":
+        return this.prompt(params);
+      case "session/cancel":
+        return this.cancel(params);
+      case "shutdown":
+        return this.shutdown();
+      default:
+        return Promise.reject(
+          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, shutdown)`, {
+            kind: "method-not-found",
+          }),
+        );
+    }
+  }
+
+  private async validate<K extends "initializeParamsSchema" | "sessionPromptParamsSchema" | "sessionCancelParamsSchema">(
+    schema: K,
+    params: JsonObject | undefined,
+  ) {
+    // zod loads on the first request that needs it, not at start-up.
+    this.schemas ??= await import("../protocol/schemas.js");
+    const parsed = this.schemas[schema].safeParse(params ?? {});
+    if (!parsed.success) {
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params: ${this.schemas.describeIssues(parsed.error)}`, { kind: "invalid-params" });
+    }
+    return parsed.data as ReturnType<Schemas[K]["parse"]>;
+  }
+
+  private initialize(raw: JsonObject | undefined): Promise<InitializeResult> {
+    if (this.runtime || this.initializing) {
+      return Promise.reject(
+        new RpcError(ErrorCode.NotInitialized, "already initialized: initialize may succeed once per process", { kind: "already-initialized" }),
+      );
+    }
+    const running = this.initializeRuntime(raw);
+    this.initializing = running;
+    const done = () => {
+      this.initializing = undefined;
+    };
+    running.then(done, done);
+    return running;
+  }
+
+  private async initializeRuntime(raw: JsonObject | undefined): Promise<InitializeResult> {
+    {
+      const params: InitializeParams = await this.validate("initializeParamsSchema", raw);
+      const factory = PROVIDERS.get(params.provider);
+      if (!factory) {
+        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.provider: unknown provider '${params.provider}' (registered: ${[...PROVIDERS.keys()].join(", ")})`, {
+          kind: "unknown-provider",
+          providers: [...PROVIDERS.keys()],
+        });
+      }
+      const workspace = path.resolve(params.cwd);
+      if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} is not a directory`, { kind: "invalid-params" });
+      }
+      if (params.tools) {
+        const unknown = params.tools.filter((name) => !BUILTIN_TOOLS.some((t) => t.name === name));
+        if (unknown.length > 0) {
+          throw new RpcError(
+            ErrorCode.InvalidParams,
+            `invalid params: params.tools: unknown tool ${unknown.map((n) => `'${n}'`).join(", ")} (built-in: ${BUILTIN_TOOLS.map((t) => t.name).join(", ")})`,
+            { kind: "invalid-params" },
+          );
+        }
+      }
+      const permissionMode = this.narrowPermission(params.permissionMode);
+      let provider;
+      try {
+        provider = await factory.create({ model: params.model, cwd: workspace, env: this.options.env });
+      } catch (error) {
+        if (error instanceof ProviderUnavailableError) {
+          throw new RpcError(ErrorCode.ProviderUnavailable, `provider unavailable: ${error.message}`, { kind: "provider-unavailable", provider: params.provider });
+        }
+        throw error;
+      }
+      const { sink } = this;
+      this.runtime = new AgentRuntime({
+        workspace,
+        provider,
+        model: params.model,
+        system: buildSystemPrompt(workspace, permissionMode, params.instructions),
+        maxSteps: params.maxSteps ?? this.options.defaultMaxSteps,
+        maxTokens: params.maxTokens,
+        permissionMode,
+        tools: toolsFor(permissionMode, params.tools),
+        subagentDepth: this.options.subagentDepth,
+        store: this.options.sessionRoot ? new SessionStore(this.options.sessionRoot, workspace) : undefined,
+        sink,
+        logger: this.options.logger,
+      });
+      this.options.logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
+      return { serverInfo: { name: "harness-bridge", version: this.options.version }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()] };
+    }
+  }
+
+  private narrowPermission(requested: PermissionMode | undefined): PermissionMode {
+    const ceiling = this.options.permissionCeiling;
+    const wanted = requested ?? (ceiling === "full" ? "workspace-write" : ceiling);
+    if (PERMISSION_ORDER.indexOf(wanted) <= PERMISSION_ORDER.indexOf(ceiling)) return wanted;
+    this.options.logger.warn(`permissionMode '${wanted}' is wider than the --permission-mode ceiling '${ceiling}'; using '${ceiling}'`);
+    return ceiling;
+  }
+
+  private get sink() {
+    const { endpoint } = this.options;
+    return {
+      sessionEvent: (sessionId: string, event: import("../protocol/types.js").SessionEvent) => endpoint.notify("session.event", { sessionId, event }),
+      subagentStarted: (params: import("../protocol/types.js").SubagentStartedNotification) => endpoint.notify("subagent.started", params),
+      subagentFinished: (params: import("../protocol/types.js").SubagentFinishedNotification) => endpoint.notify("subagent.finished", params),
+    };
+  }
+
+  /** The runtime, once an `initialize` sent before this request has finished. */
+  private async requireRuntime(method: string): Promise<AgentRuntime> {
+    if (this.initializing) await this.initializing.catch(() => undefined);
+    if (!this.runtime) {
+      throw new RpcError(ErrorCode.NotInitialized, `not initialized: send initialize before ${method}`, { kind: "not-initialized" });
+    }
+    return this.runtime;
+  }
+
+  private async prompt(raw: JsonObject | undefined): Promise<SessionPromptResult> {
+    const runtime = await this.requireRuntime("session/prompt");
+    const params = await this.validate("sessionPromptParamsSchema", raw);
+    // From here to the registration below nothing awaits, so overlap is decided at once.
+    if (this.shuttingDown) throw new RpcError(ErrorCode.ShuttingDown, "shutting down: session/prompt was not run", { kind: "shutting-down" });
+    let settled: Promise<import("../protocol/types.js").TurnEndReason>;
+    try {
+      settled = runtime.prompt(params.sessionId, params.contentBlocks);
+    } catch (error) {
+      if (error instanceof SessionBusyError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
+      if (error instanceof SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
+      throw error;
+    }
+    try {
+      const reason = await settled;
+      return { status: statusOf(reason), reason };
+    } catch (error) {
+      if (error instanceof MissingTurnEndError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "missing-turn-end" });
+      throw error;
+    }
+  }
+
+  private async cancel(raw: JsonObject | undefined): Promise<SessionCancelResult> {
+    const runtime = await this.requireRuntime("session/cancel");
+    const params = await this.validate("sessionCancelParamsSchema", raw);
+    const answer = this.prompts.get(params.sessionId);
+    const cancelled = await runtime.cancel(params.sessionId);
+    // See `prompts`: this puts the cancel response after the cancelled prompt's response.
+    if (cancelled && answer) await answer.catch(() => undefined);
+    return { cancelled };
+  }
+
+  private async shutdown(): Promise<Record<string, never>> {
+    this.shuttingDown = true;
+    await this.settleEverything("shutdown requested");
+    // Exit once the response itself is on its way: the transport writes it in a reaction to
+    // this promise, which runs before the macrotask scheduled here.
+    setImmediate(() => void this.finish(0));
+    return {};
+  }
+
+  /** Aborts every turn, waits until their responses were written, and syncs the logs. */
+  private async settleEverything(why: string): Promise<void> {
+    this.runtime?.abortAll(why);
+    await Promise.allSettled([...this.prompts.values()]);
+    await this.runtime?.settled();
+    this.runtime?.closeAll();
+  }
+
+  /** stdin ended: no more requests; let what is in flight finish, then exit 0. */
+  onInputEnd(): void {
+    this.options.logger.debug("stdin ended; finishing in-flight requests");
+    void (async () => {
+      while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+      if (this.exiting) return;
+      await this.runtime?.settled();
+      this.runtime?.closeAll();
+      await this.finish(0);
+    })();
+  }
+
+  /** stdout is gone (EPIPE): nobody is listening; abort everything and exit. */
+  onOutputClosed(error: Error): void {
+    this.options.logger.warn(`stdout closed (${(error as NodeJS.ErrnoException).code ?? error.message}); aborting everything`);
+    this.shuttingDown = true;
+    void this.settleEverything("stdout closed").finally(() => this.finish(0));
+  }
+
+  /** SIGTERM and SIGINT: like `shutdown` without a response. */
+  onSignal(signal: "SIGTERM" | "SIGINT"): void {
+    if (this.exiting) return;
+    this.options.logger.info(`${signal} received; shutting down`);
+    this.shuttingDown = true;
+    void this.settleEverything(`${signal} received`).finally(() => this.finish(signal === "SIGINT" ? 130 : 0));
+  }
+
+  private async finish(code: number): Promise<void> {
+    if (this.exiting) return;
+    this.exiting = true;
+    this.options.endpoint.close();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.options.logger.warn(`stdout did not drain within ${DRAIN_DEADLINE_MS} ms; exiting anyway`);
+        resolve();
+      }, DRAIN_DEADLINE_MS);
+    });
+    await Promise.race([this.options.endpoint.flush(), deadline]);
+    clearTimeout(timer);
+    this.options.exit(code);
+  }
+}

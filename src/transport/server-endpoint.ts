@@ -1,0 +1,230 @@
+/**
+ * The server half of directional JSON-RPC 2.0 over NDJSON: it takes requests and writes
+ * responses and notifications, nothing else. There is no outbound request, no request-id
+ * generator, no pending-response map and no inbound notification dispatch; response- and
+ * notification-shaped input frames are ignored (with a debug line on stderr).
+ *
+ * Ordering: frames go to the output in the order they are produced. A request's response is
+ * produced when its handler settles, so every notification the handler emitted before that
+ * (awaited or not) is already ahead of it on the stream.
+ */
+import type { Readable, Writable } from "node:stream";
+import { ErrorCode, RpcError } from "../protocol/errors.js";
+import type { JsonObject, NotificationMap, NotificationMethod, RequestId, ResponseFrame } from "../protocol/types.js";
+import { LineReader } from "./line-reader.js";
+import type { Logger } from "../log.js";
+
+/** Default longest accepted input line: 16 MiB. */
+export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+/** What a handler learns about the request it serves. */
+export interface RequestContext {
+  id: RequestId;
+  method: string;
+}
+
+/**
+ * Serves one request. The resolved value is the `result`; a thrown `RpcError` is answered
+ * with its code, anything else with -32603 and the error's message.
+ */
+export type RequestHandler = (method: string, params: JsonObject | undefined, context: RequestContext) => unknown;
+
+export interface ServerEndpointOptions {
+  /** Where requests come from (stdin). */
+  input: Readable;
+  /** Where frames go (stdout). Nothing else may write to it. */
+  output: Writable;
+  /** Longest accepted input line in bytes. Default 16 MiB (`DEFAULT_MAX_LINE_BYTES`). */
+  maxLineBytes?: number;
+  /** Called once when the input has ended (EOF) and every line of it has been dispatched. */
+  onInputEnd?: () => void;
+  /** Called once when the output can no longer be written (EPIPE: the client stopped listening). */
+  onOutputClosed?: (error: Error) => void;
+  /** Where debug lines about ignored frames go. Default: nowhere. */
+  logger?: Logger;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function usableId(value: unknown): RequestId | null {
+  return typeof value === "string" || typeof value === "number" ? value : null;
+}
+
+export class ServerEndpoint {
+  private handler: RequestHandler | undefined;
+  private readonly reader: LineReader;
+  private started = false;
+  private closed = false;
+  private outputBroken = false;
+  private lastWrite: Promise<void> = Promise.resolve();
+  private drainWaiter: Promise<void> | undefined;
+  private readonly onData = (chunk: Buffer | string) => this.reader.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+  private readonly onEnd = () => {
+    this.reader.end();
+    this.options.onInputEnd?.();
+  };
+
+  constructor(private readonly options: ServerEndpointOptions) {
+    this.reader = new LineReader({
+      maxLineBytes: options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
+      onLine: (line) => this.handleLine(line),
+      onOverflow: () =>
+        this.writeError(null, ErrorCode.InvalidRequest, `line longer than ${options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES} bytes discarded`, "line-too-long"),
+    });
+    options.output.on("error", (error: Error) => this.breakOutput(error));
+  }
+
+  /** Sets the one request handler. Requests that arrive before it is set get -32603. */
+  onRequest(handler: RequestHandler): void {
+    this.handler = handler;
+  }
+
+  /** Starts reading input. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.options.input.on("data", this.onData);
+    this.options.input.on("end", this.onEnd);
+    this.options.input.on("error", this.onEnd);
+  }
+
+  /**
+   * Writes a notification. The promise resolves once the output has room again, so a producer
+   * that awaits it is slowed to the client's reading pace and memory stays bounded.
+   */
+  notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): Promise<void> {
+    const accepted = this.write({ jsonrpc: "2.0", method, params });
+    return accepted ? Promise.resolve() : this.waitForDrain();
+  }
+
+  /** Resolves when every frame written so far has been handed to the OS (or the output broke). */
+  flush(): Promise<void> {
+    return this.lastWrite;
+  }
+
+  /** Stops reading input. Frames still being produced are written; nothing new is dispatched. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.options.input.off("data", this.onData);
+    this.options.input.off("end", this.onEnd);
+    this.options.input.off("error", this.onEnd);
+    this.options.input.pause();
+  }
+
+  private handleLine(line: string): void {
+    if (this.closed) return;
+    if (line.trim() === "") return;
+    let frame: unknown;
+    try {
+      frame = JSON.parse(line);
+    } catch (error) {
+      this.writeError(null, ErrorCode.ParseError, `parse error: ${(error as Error).message}`, "parse-error");
+      return;
+    }
+    if (!isObject(frame)) {
+      const what = Array.isArray(frame) ? "a batch (array); batches are not supported" : `a ${frame === null ? "null" : typeof frame}`;
+      this.writeError(null, ErrorCode.InvalidRequest, `invalid request: expected one JSON object per line, got ${what}`, "not-an-object");
+      return;
+    }
+    const hasMethod = "method" in frame;
+    const hasId = "id" in frame;
+    if (hasMethod && hasId) {
+      this.handleRequest(frame);
+    } else if (hasMethod) {
+      this.options.logger?.debug(`ignored a notification-shaped frame (method ${JSON.stringify(frame.method)}): the server consumes no notifications`);
+    } else if ("result" in frame || "error" in frame) {
+      this.options.logger?.debug(`ignored a response-shaped frame (id ${JSON.stringify(frame.id)}): the server sends no requests`);
+    } else {
+      this.writeError(usableId(frame.id), ErrorCode.InvalidRequest, "invalid request: a request needs 'method' and 'id'", "invalid-request");
+    }
+  }
+
+  private handleRequest(frame: Record<string, unknown>): void {
+    const id = usableId(frame.id);
+    if (id === null) {
+      this.writeError(null, ErrorCode.InvalidRequest, "invalid request: 'id' must be a string or a number", "invalid-request");
+      return;
+    }
+    if (frame.jsonrpc !== "2.0") {
+      this.writeError(id, ErrorCode.InvalidRequest, 'invalid request: \'jsonrpc\' must be "2.0"', "invalid-request");
+      return;
+    }
+    if (typeof frame.method !== "string") {
+      this.writeError(id, ErrorCode.InvalidRequest, "invalid request: 'method' must be a string", "invalid-request");
+      return;
+    }
+    const params = frame.params;
+    if (Array.isArray(params)) {
+      this.writeError(id, ErrorCode.InvalidParams, "invalid params: params must be an object (by-name), not an array", "invalid-params");
+      return;
+    }
+    if (params !== undefined && !isObject(params)) {
+      this.writeError(id, ErrorCode.InvalidRequest, "invalid request: 'params' must be an object when present", "invalid-request");
+      return;
+    }
+    const method = frame.method;
+    const handler = this.handler;
+    if (!handler) {
+      this.writeError(id, ErrorCode.InternalError, "no request handler is installed", "internal-error");
+      return;
+    }
+    let result: Promise<unknown>;
+    try {
+      result = Promise.resolve(handler(method, params as JsonObject | undefined, { id, method }));
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    result.then(
+      (value) => this.write({ jsonrpc: "2.0", id, result: value === undefined ? {} : value }),
+      (error: unknown) => {
+        if (error instanceof RpcError) {
+          this.write({ jsonrpc: "2.0", id, error: error.toJSON() });
+        } else {
+          const message = error instanceof Error ? error.message : String(error);
+          this.writeError(id, ErrorCode.InternalError, `internal error: ${message}`, "internal-error");
+        }
+      },
+    );
+  }
+
+  private writeError(id: RequestId | null, code: number, message: string, kind: string): void {
+    this.write({ jsonrpc: "2.0", id, error: { code, message, data: { kind } } } as ResponseFrame);
+  }
+
+  /** Returns whether the output is below its high-water mark. */
+  private write(frame: object): boolean {
+    if (this.outputBroken) return true;
+    const line = `${JSON.stringify(frame)}\n`;
+    let accepted = true;
+    this.lastWrite = new Promise<void>((resolve) => {
+      accepted = this.options.output.write(line, () => resolve());
+    });
+    return accepted;
+  }
+
+  private waitForDrain(): Promise<void> {
+    if (this.outputBroken) return Promise.resolve();
+    this.drainWaiter ??= new Promise<void>((resolve) => {
+      const done = () => {
+        this.options.output.off("drain", done);
+        this.options.output.off("close", done);
+        this.drainWaiter = undefined;
+        resolve();
+      };
+      this.options.output.on("drain", done);
+      this.options.output.on("close", done);
+    });
+    return this.drainWaiter;
+  }
+
+  private breakOutput(error: Error): void {
+    if (this.outputBroken) return;
+    this.outputBroken = true;
+    this.lastWrite = Promise.resolve();
+    this.options.output.emit("drain");
+    this.options.onOutputClosed?.(error);
+  }
+}
