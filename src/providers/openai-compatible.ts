@@ -15,6 +15,7 @@
 import type { Dispatcher } from "undici";
 import type { EventSourceMessage } from "eventsource-parser";
 import type { Usage } from "../protocol/index.js";
+import { createStderrLogger, LOG_LEVELS, type LogLevel } from "../log.js";
 import {
   ModelError,
   ProviderUnavailableError,
@@ -139,13 +140,15 @@ export function chatCompletionsUrl(baseUrl: string): string {
   return `${baseUrl.trim().replace(/\/+$/, "")}/chat/completions`;
 }
 
-/** The default log: warnings always, debug lines only with `HARNESS_LOG_LEVEL=debug`; all on stderr. */
+/**
+ * The default log: the bridge's stderr logger at `HARNESS_LOG_LEVEL` (default `warn`; `debug`
+ * also shows ignored SSE lines and accepted streams without `[DONE]`). `ProviderConfig` carries
+ * no logger, so the level comes from the bridge's environment.
+ */
 export function stderrLog(env: NodeJS.ProcessEnv, name: string): ProviderLog {
-  const debug = (env.HARNESS_LOG_LEVEL ?? "").toLowerCase() === "debug";
-  return (level, message) => {
-    if (level === "debug" && !debug) return;
-    process.stderr.write(`[${level}] provider ${name}: ${message}\n`);
-  };
+  const wanted = (env.HARNESS_LOG_LEVEL ?? "").trim().toLowerCase() as LogLevel;
+  const logger = createStderrLogger(LOG_LEVELS.includes(wanted) ? wanted : "warn");
+  return (level, message) => logger[level](`provider ${name}: ${message}`);
 }
 
 /**

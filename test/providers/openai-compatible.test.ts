@@ -53,6 +53,7 @@ function testEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     HARNESS_RETRY_BASE_MS: "1",
     HARNESS_RETRY_MAX_MS: "5",
     HARNESS_IDLE_TIMEOUT_MS: "5000",
+    HARNESS_LOG_LEVEL: "error",
     ...extra,
   };
 }
