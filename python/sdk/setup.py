@@ -1,0 +1,82 @@
+"""Build hooks: the version from the root package.json, and a platform tag when the wheel
+bundles the harness-bridge binary (``src/deepseek_harness/_bin/harness-bridge``).
+
+``scripts/build_wheel.py`` builds the platform wheel; a plain ``pip install python/sdk``
+builds a pure wheel that finds the binary elsewhere (see README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sysconfig
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+PACKAGE_DIR = HERE / "src" / "deepseek_harness"
+VERSION_ENV = "DEEPSEEK_HARNESS_BUILD_VERSION"
+PLAT_ENV = "DEEPSEEK_HARNESS_PLAT_NAME"
+
+
+def read_version() -> str:
+    explicit = os.environ.get(VERSION_ENV)
+    if explicit:
+        return explicit
+    for directory in [HERE, *HERE.parents]:
+        pkg = directory / "package.json"
+        if pkg.is_file():
+            data = json.loads(pkg.read_text(encoding="utf-8"))
+            if data.get("name") == "harness-bridge":
+                return data["version"]
+    pkg_info = HERE / "PKG-INFO"  # building from an sdist
+    if pkg_info.is_file():
+        match = re.search(r"^Version: (.+)$", pkg_info.read_text(encoding="utf-8"), re.M)
+        if match:
+            return match.group(1).strip()
+    raise SystemExit(
+        f"deepseek-harness: cannot find the version: no harness-bridge package.json above {HERE} "
+        f"and {VERSION_ENV} is not set"
+    )
+
+
+VERSION = read_version()
+
+
+class BuildPyWithVersion(build_py):
+    """Writes ``_version.py`` into the built package (not into the source tree)."""
+
+    def run(self) -> None:
+        super().run()
+        target = Path(self.build_lib) / "deepseek_harness" / "_version.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f'__version__ = "{VERSION}"\n', encoding="utf-8")
+
+
+cmdclass = {"build_py": BuildPyWithVersion}
+
+BUNDLED = PACKAGE_DIR / "_bin" / ("harness-bridge.exe" if os.name == "nt" else "harness-bridge")
+
+if BUNDLED.is_file():
+    try:
+        from setuptools.command.bdist_wheel import bdist_wheel  # setuptools >= 70.1
+    except ImportError:  # pragma: no cover
+        from wheel.bdist_wheel import bdist_wheel  # type: ignore[no-redef]
+
+    class PlatformWheel(bdist_wheel):
+        """The wheel holds a native executable: any Python 3, no ABI, this platform."""
+
+        def finalize_options(self) -> None:
+            super().finalize_options()
+            self.root_is_pure = False
+
+        def get_tag(self):  # type: ignore[no-untyped-def]
+            plat = os.environ.get(PLAT_ENV) or sysconfig.get_platform().replace("-", "_").replace(".", "_")
+            return "py3", "none", plat
+
+    cmdclass["bdist_wheel"] = PlatformWheel
+
+setup(version=VERSION, cmdclass=cmdclass)

@@ -1,0 +1,941 @@
+"""``HarnessClient``: the low-level, thread-safe client of ``harness-bridge --stdio``.
+
+One bridge process, three threads of ours around it:
+
+* the caller's threads send requests (one lock serialises writes to stdin);
+* a reader thread reads stdout as binary lines (no length limit), decodes each frame and
+  routes it: a response to its waiter, a notification to the inbox of the prompt of its
+  session (and of that session's subagents) and to the subscriptions that want it;
+* a stderr thread drains stderr continuously, keeps the last 400 lines for error messages and
+  forwards every line to the ``deepseek_harness.bridge`` logger.
+
+The client only sends requests and only receives responses and notifications. A frame shaped
+like a server request (``method`` and ``id``) is dropped by an explicit guard in the reader.
+
+Ordering: the reader appends a prompt's notifications and finally its response to one inbox,
+in stream order; ``session_prompt`` drains that inbox on the caller's thread, calling
+``on_notification`` for each notification, and returns when it reaches the response. So every
+notification that arrived before the response has been handed to the callback before
+``session_prompt`` returns, and callbacks never run on the reader thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import io
+import itertools
+import json
+import logging
+import os
+import subprocess
+import threading
+import time
+import warnings
+import weakref
+from pathlib import Path
+from typing import (
+    Any,
+    Callable,
+    Collection,
+    Deque,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Union,
+)
+
+from pydantic import ValidationError
+
+from ._binary import find_bridge_binary
+from ._meta import UNKNOWN_VERSION, __version__
+from .errors import (
+    HarnessError,
+    JsonRpcError,
+    ProtocolError,
+    RequestTimeoutError,
+    TransportClosedError,
+)
+from .models import (
+    PROTOCOL_VERSION,
+    InitializeResponse,
+    Notification,
+    SessionCancelResponse,
+    SessionPromptResponse,
+    TextBlock,
+)
+
+__all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
+
+log = logging.getLogger("deepseek_harness")
+bridge_log = logging.getLogger("deepseek_harness.bridge")
+
+STDERR_TAIL_LINES = 400
+
+NotificationCallback = Callable[[Notification], None]
+NotificationFilter = Union[None, str, Collection[str], Callable[[Notification], bool]]
+
+_INF = float("inf")
+
+
+# ---------------------------------------------------------------------------
+# Inbox: a deque the reader appends to and one consumer drains.
+# ---------------------------------------------------------------------------
+
+
+class _Response:
+    """The response frame of a request, as the last item of its inbox."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: Dict[str, Any]) -> None:
+        self.frame = frame
+
+
+class _Closed:
+    """The transport closed: the last item of an inbox."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: TransportClosedError) -> None:
+        self.error = error
+
+
+class _Inbox:
+    """Single-consumer queue. ``put`` is cheap: it sets the event only when it is clear."""
+
+    __slots__ = ("items", "event")
+
+    def __init__(self) -> None:
+        self.items: Deque[Any] = collections.deque()
+        self.event = threading.Event()
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        if not self.event.is_set():
+            self.event.set()
+
+    def get(self, deadline: float = _INF) -> Any:
+        """Next item; raises ``TimeoutError`` when ``deadline`` (monotonic) passes first."""
+        items = self.items
+        while True:
+            try:
+                return items.popleft()
+            except IndexError:
+                pass
+            self.event.clear()
+            if items:
+                continue
+            if deadline == _INF:
+                self.event.wait()
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self.event.wait(remaining):
+                    if items:
+                        continue
+                    raise TimeoutError
+
+
+class _Pending:
+    """A request waiting for its response. Prompts also collect their sessions' notifications."""
+
+    __slots__ = ("id", "method", "inbox", "session_ids")
+
+    def __init__(self, request_id: int, method: str, session_id: Optional[str]) -> None:
+        self.id = request_id
+        self.method = method
+        self.inbox = _Inbox()
+        self.session_ids: Set[str] = {session_id} if session_id is not None else set()
+
+
+# ---------------------------------------------------------------------------
+# Subscriptions
+# ---------------------------------------------------------------------------
+
+
+class NotificationSubscription:
+    """A stream of notifications, filled by the reader thread, read by any thread.
+
+    Iterate it (blocks until the subscription or the transport is closed), or call
+    :meth:`get` with a timeout, or :meth:`drain` for what has arrived so far. Close it when
+    done (or use it as a context manager): an open subscription keeps everything it matched.
+    """
+
+    def __init__(
+        self,
+        client: "HarnessClient",
+        predicate: Optional[Callable[[Notification], bool]],
+        session_id: Optional[str] = None,
+    ) -> None:
+        self._client = client
+        self._predicate = predicate
+        #: For session subscriptions: the session and every child learnt from subagent.started.
+        self.session_ids: Optional[Set[str]] = {session_id} if session_id is not None else None
+        self._items: Deque[Optional[Notification]] = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._closed = False
+
+    # Called on the reader thread.
+    def _offer(self, n: Notification) -> None:
+        ids = self.session_ids
+        if ids is not None:
+            if not _belongs(n, ids):
+                return
+        elif self._predicate is not None:
+            try:
+                if not self._predicate(n):
+                    return
+            except Exception:  # a broken filter must not break the reader
+                log.exception("notification filter raised; treating it as no match")
+                return
+        with self._cond:
+            if self._closed:
+                return
+            self._items.append(n)
+            self._cond.notify()
+
+    def _end(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def get(self, timeout: Optional[float] = None) -> Optional[Notification]:
+        """The next notification; None on timeout, or once closed and drained."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._items:
+                if self._closed:
+                    return None
+                if deadline is None:
+                    self._cond.wait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return None
+                    self._cond.wait(remaining)
+            return self._items.popleft()
+
+    def drain(self) -> List[Notification]:
+        """Everything that has arrived and not been read yet, without blocking."""
+        with self._cond:
+            out = [n for n in self._items if n is not None]
+            self._items.clear()
+            return out
+
+    def __iter__(self) -> Iterator[Notification]:
+        while True:
+            n = self.get()
+            if n is None:
+                return
+            yield n
+
+    def close(self) -> None:
+        """Stops receiving (what was received stays readable)."""
+        self._client._unsubscribe(self)
+        self._end()
+
+    def __enter__(self) -> "NotificationSubscription":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _belongs(n: Notification, ids: Set[str]) -> bool:
+    p = n.payload
+    sid = p.get("sessionId")
+    if sid is not None:
+        return sid in ids
+    return p.get("parentSessionId") in ids or p.get("childSessionId") in ids
+
+
+def _make_predicate(filter: NotificationFilter) -> Optional[Callable[[Notification], bool]]:
+    if filter is None:
+        return None
+    if isinstance(filter, str):
+        name = filter
+        return lambda n: n.method == name
+    if callable(filter):
+        return filter
+    names = frozenset(filter)
+    return lambda n: n.method in names
+
+
+# ---------------------------------------------------------------------------
+# Live clients, reaped at exit
+# ---------------------------------------------------------------------------
+
+_live_clients: "weakref.WeakSet[HarnessClient]" = weakref.WeakSet()
+
+
+def _reap_at_exit() -> None:
+    for client in list(_live_clients):
+        try:
+            client.close()
+        except Exception:  # pragma: no cover - best effort at interpreter exit
+            pass
+
+
+atexit.register(_reap_at_exit)
+
+
+def _level_of(line: str) -> int:
+    """The logging level of a bridge stderr line (``harness-bridge <level>: ...``)."""
+    head = line[:40].lower()
+    if "error" in head or "fatal" in head:
+        return logging.ERROR
+    if "warn" in head:
+        return logging.WARNING
+    if "debug" in head or "trace" in head:
+        return logging.DEBUG
+    return logging.INFO
+
+
+# ---------------------------------------------------------------------------
+# The client
+# ---------------------------------------------------------------------------
+
+
+class HarnessClient:
+    """Runs ``harness-bridge --stdio`` and talks JSON-RPC 2.0 to it. Thread-safe.
+
+    Args:
+        bridge_bin: path of the executable; default: found by :func:`find_bridge_binary`
+            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``, a development checkout).
+        session_root: passed as ``--session-root DIR`` (where durable session logs go);
+            default: the bridge's own default.
+        log_level: passed as ``--log-level LEVEL``; default: the bridge's default.
+        max_steps: passed as ``--max-steps N`` (a ceiling); default: none.
+        permission_mode: passed as ``--permission-mode MODE`` (a ceiling); default: none.
+        extra_args: more command-line arguments, appended last.
+        env: variables added to the caller's environment for the child; ``NODE_OPTIONS`` is
+            never inherited (it is passed only when given here explicitly).
+        cwd: working directory of the child process; default: the caller's.
+        request_timeout_seconds: default timeout of every request; None (default) waits
+            as long as the bridge lives. A timed-out ``session/prompt`` is cancelled.
+        shutdown_timeout_seconds: how long each step of :meth:`close` waits (the ``shutdown``
+            request, then the exit after stdin closes, then the exit after SIGTERM).
+            Default 5 s.
+    """
+
+    def __init__(
+        self,
+        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
+        *,
+        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
+        log_level: Optional[str] = None,
+        max_steps: Optional[int] = None,
+        permission_mode: Optional[str] = None,
+        extra_args: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
+        request_timeout_seconds: Optional[float] = None,
+        shutdown_timeout_seconds: float = 5.0,
+    ) -> None:
+        self.bridge_bin = bridge_bin
+        self.session_root = session_root
+        self.log_level = log_level
+        self.max_steps = max_steps
+        self.permission_mode = permission_mode
+        self.extra_args = list(extra_args)
+        self.env = dict(env) if env else {}
+        self.cwd = cwd
+        self.request_timeout_seconds = request_timeout_seconds
+        self.shutdown_timeout_seconds = shutdown_timeout_seconds
+
+        #: The resolved executable, once started.
+        self.bridge_path: Optional[Path] = None
+        #: The ``initialize`` result, once initialized.
+        self.initialize_response: Optional[InitializeResponse] = None
+
+        self._proc: Optional[subprocess.Popen[bytes]] = None
+        self._stdin: Optional[io.BufferedWriter] = None
+        self._reader: Optional[threading.Thread] = None
+        self._stderr_thread: Optional[threading.Thread] = None
+        self._stderr_tail: Deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()  # pending, routes, subscriptions, state
+        self._write_lock = threading.Lock()
+        self._lifecycle_lock = threading.Lock()
+        self._pending: Dict[int, _Pending] = {}
+        # session id → prompts in flight for it (oldest first); children map to their parent's prompt.
+        self._routes: Dict[str, List[_Pending]] = {}
+        self._subscriptions: tuple = ()
+        self._closed_error: Optional[TransportClosedError] = None
+        self._closing = False
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_error is not None
+
+    @property
+    def process(self) -> Optional["subprocess.Popen[bytes]"]:
+        """The bridge process (for diagnostics)."""
+        return self._proc
+
+    @property
+    def stderr_tail(self) -> List[str]:
+        """The last lines (at most 400) the bridge wrote to stderr."""
+        return list(self._stderr_tail)
+
+    def command(self) -> List[str]:
+        """The command line the bridge is (or will be) started with."""
+        path = self.bridge_path or find_bridge_binary(self.bridge_bin, self._child_env(), self.cwd)
+        args = [str(path), "--stdio"]
+        if self.session_root is not None:
+            args += ["--session-root", os.fspath(self.session_root)]
+        if self.log_level is not None:
+            args += ["--log-level", self.log_level]
+        if self.max_steps is not None:
+            args += ["--max-steps", str(self.max_steps)]
+        if self.permission_mode is not None:
+            args += ["--permission-mode", self.permission_mode]
+        return args + self.extra_args
+
+    def _child_env(self) -> Dict[str, str]:
+        env = dict(os.environ)
+        env.pop("NODE_OPTIONS", None)
+        env.update(self.env)
+        return env
+
+    def start(self) -> "HarnessClient":
+        """Finds the binary and spawns the bridge. Idempotent."""
+        with self._lifecycle_lock:
+            if self._started:
+                return self
+            if self._closing:
+                raise TransportClosedError("the client was closed; create a new one")
+            env = self._child_env()
+            self.bridge_path = find_bridge_binary(self.bridge_bin, env, self.cwd)
+            cmd = self.command()
+            log.debug("starting %s", cmd)
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    cwd=self.cwd,
+                    bufsize=0,
+                )
+            except OSError as exc:
+                raise TransportClosedError(f"could not start {cmd[0]}: {exc}") from exc
+            self._proc = proc
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            self._stdin = io.BufferedWriter(proc.stdin, buffer_size=1 << 16)  # type: ignore[arg-type]
+            stdout = io.BufferedReader(proc.stdout, buffer_size=1 << 16)  # type: ignore[arg-type]
+            self._stderr_thread = threading.Thread(
+                target=self._drain_stderr, args=(proc.stderr,), name="harness-bridge-stderr", daemon=True
+            )
+            self._reader = threading.Thread(
+                target=self._read_loop, args=(stdout,), name="harness-bridge-reader", daemon=True
+            )
+            self._stderr_thread.start()
+            self._reader.start()
+            self._started = True
+            _live_clients.add(self)
+            return self
+
+    def close(self) -> None:
+        """Stops the bridge: ``shutdown`` (with a timeout) → close stdin → wait → SIGTERM →
+        wait → SIGKILL. Idempotent; safe from any thread. Pending requests fail with
+        :class:`TransportClosedError` if the bridge did not answer them first."""
+        with self._lifecycle_lock:
+            if self._closing:
+                return
+            self._closing = True
+            proc = self._proc
+        _live_clients.discard(self)
+        if proc is None:
+            self._fail_all(TransportClosedError("the client was closed"))
+            return
+        timeout = self.shutdown_timeout_seconds
+        if self._closed_error is None and proc.poll() is None:
+            try:
+                self._request("shutdown", None, timeout=timeout, allow_closing=True)
+            except HarnessError as exc:
+                log.debug("shutdown request failed: %s", exc)
+        try:
+            if self._stdin is not None:
+                with self._write_lock:
+                    self._stdin.close()
+        except OSError:
+            pass
+        if not _wait(proc, timeout):
+            log.warning("harness-bridge did not exit %g s after stdin closed; sending SIGTERM", timeout)
+            try:
+                proc.terminate()
+            except OSError:
+                pass
+            if not _wait(proc, timeout):
+                log.warning("harness-bridge ignored SIGTERM for %g s; sending SIGKILL", timeout)
+                try:
+                    proc.kill()
+                except OSError:
+                    pass
+                proc.wait()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout)
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout)
+        self._fail_all(TransportClosedError("the client was closed", proc.returncode, self.stderr_tail))
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "HarnessClient":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def initialize(
+        self,
+        cwd: Union[str, "os.PathLike[str]"],
+        provider: str,
+        model: str,
+        max_tokens: Optional[int] = None,
+        max_steps: Optional[int] = None,
+        permission_mode: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        instructions: Optional[str] = None,
+        *,
+        timeout: Optional[float] = None,
+    ) -> InitializeResponse:
+        """Sends ``initialize``; checks the protocol version (raises :class:`ProtocolError`
+        on a mismatch) and warns when the bridge's version differs from the SDK's."""
+        params: Dict[str, Any] = {
+            "cwd": os.path.abspath(os.fspath(cwd)),
+            "provider": provider,
+            "model": model,
+            "protocolVersion": PROTOCOL_VERSION,
+        }
+        if max_tokens is not None:
+            params["maxTokens"] = max_tokens
+        if max_steps is not None:
+            params["maxSteps"] = max_steps
+        if permission_mode is not None:
+            params["permissionMode"] = permission_mode
+        if tools is not None:
+            params["tools"] = list(tools)
+        if instructions is not None:
+            params["instructions"] = instructions
+        result = self._request("initialize", params, timeout=timeout)
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if version != PROTOCOL_VERSION:
+            raise ProtocolError(
+                f"harness-bridge speaks protocol version {version!r}, this SDK speaks "
+                f"{PROTOCOL_VERSION}: install matching versions of deepseek-harness and "
+                f"harness-bridge (the SDK is {__version__}; bridge at {self.bridge_path})"
+            )
+        response = _validate(InitializeResponse, result, "initialize")
+        server_version = response.server_info.version
+        if __version__ != UNKNOWN_VERSION and server_version != __version__:
+            warnings.warn(
+                f"harness-bridge {server_version} (at {self.bridge_path}) differs from "
+                f"deepseek-harness {__version__}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        self.initialize_response = response
+        return response
+
+    def session_prompt(
+        self,
+        session_id: str,
+        content_blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]],
+        on_notification: Optional[NotificationCallback] = None,
+        *,
+        timeout: Optional[float] = None,
+    ) -> SessionPromptResponse:
+        """Runs one turn and returns its settled ``{status, reason}``.
+
+        ``content_blocks`` is a list of text blocks (dicts or :class:`TextBlock`), or a string
+        for a single text block. ``on_notification`` is called, on this thread, with every
+        notification of the session and its subagents, in stream order, and all of those
+        written before the response have been delivered when this returns. If it raises, the
+        turn is cancelled on the bridge and the exception is re-raised here once the turn has
+        settled. On timeout (``timeout``, else ``request_timeout_seconds``) the turn is
+        cancelled and :class:`RequestTimeoutError` is raised.
+        """
+        blocks = _content_blocks(content_blocks)
+        if timeout is None:
+            timeout = self.request_timeout_seconds
+        pending = self._send("session/prompt", {"sessionId": session_id, "contentBlocks": blocks}, session_id)
+        deadline = _INF if timeout is None else time.monotonic() + timeout
+        inbox = pending.inbox
+        callback = on_notification
+        failure: Optional[BaseException] = None
+        cancel: Optional[_Pending] = None
+        timed_out = False
+        try:
+            while True:
+                try:
+                    item = inbox.get(deadline)
+                except TimeoutError:
+                    if not timed_out:
+                        # Timed out: cancel the turn, wait (bounded) for it to settle, then raise.
+                        timed_out = True
+                        if failure is None:
+                            assert timeout is not None
+                            failure = RequestTimeoutError("session/prompt", timeout, "the turn was cancelled")
+                            callback = None
+                            cancel = self._try_cancel(session_id)
+                        deadline = time.monotonic() + self.shutdown_timeout_seconds
+                        continue
+                    self._forget(pending)
+                    assert failure is not None
+                    raise failure
+                if type(item) is Notification:
+                    if callback is not None:
+                        try:
+                            callback(item)
+                        except BaseException as exc:  # noqa: BLE001 - re-raised after the cancel
+                            failure = exc
+                            callback = None
+                            cancel = self._try_cancel(session_id)
+                    continue
+                if type(item) is _Closed:
+                    if failure is not None:
+                        raise failure
+                    raise item.error
+                frame = item.frame
+                break
+        except BaseException as exc:
+            # KeyboardInterrupt or similar while waiting: cancel the turn, drop the waiter.
+            if failure is None or exc is not failure:
+                self._forget(pending)
+                if cancel is None and not isinstance(exc, HarnessError):
+                    try:
+                        self._send_cancel(session_id)
+                    except HarnessError:
+                        pass
+            raise
+        if failure is not None:
+            if cancel is not None:
+                self._await_quietly(cancel, self.shutdown_timeout_seconds)
+            raise failure
+        result = self._result_of(frame, "session/prompt")
+        return _validate(SessionPromptResponse, result, "session/prompt")
+
+    def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+        """Cancels the session's turn in flight; True when there was one (it has settled
+        ``aborted`` when this returns), False otherwise."""
+        result = self._request("session/cancel", {"sessionId": session_id}, timeout=timeout)
+        return _validate(SessionCancelResponse, result, "session/cancel").cancelled
+
+    def shutdown(self, *, timeout: Optional[float] = None) -> None:
+        """Sends ``shutdown`` only (the process then exits); :meth:`close` does this and more."""
+        self._request("shutdown", None, timeout=timeout)
+
+    # ------------------------------------------------------------------ subscriptions
+
+    def subscribe_notifications(self, filter: NotificationFilter = None) -> NotificationSubscription:
+        """Every notification from now on, or those matching ``filter``: a method name, a
+        collection of method names, or a predicate (it runs on the reader thread, so keep it
+        quick; an exception counts as no match)."""
+        sub = NotificationSubscription(self, _make_predicate(filter))
+        self._subscribe(sub)
+        return sub
+
+    def subscribe_session_notifications(self, session_id: str) -> NotificationSubscription:
+        """The notifications of one session and, as ``subagent.started`` reveals them, of its
+        child sessions (recursively)."""
+        sub = NotificationSubscription(self, None, session_id)
+        self._subscribe(sub)
+        return sub
+
+    def _subscribe(self, sub: NotificationSubscription) -> None:
+        with self._lock:
+            if self._closed_error is not None:
+                sub._end()
+                return
+            self._subscriptions = self._subscriptions + (sub,)
+
+    def _unsubscribe(self, sub: NotificationSubscription) -> None:
+        with self._lock:
+            self._subscriptions = tuple(s for s in self._subscriptions if s is not sub)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _send(self, method: str, params: Optional[Dict[str, Any]], session_id: Optional[str] = None,
+              allow_closing: bool = False) -> _Pending:
+        if not self._started:
+            raise HarnessError("the client is not started: call start() first")
+        request_id = next(self._ids)
+        pending = _Pending(request_id, method, session_id)
+        frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            frame["params"] = params
+        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        with self._lock:
+            if self._closed_error is not None:
+                raise self._closed_error
+            if self._closing and not allow_closing:
+                raise TransportClosedError("the client is closing")
+            self._pending[request_id] = pending
+            if session_id is not None:
+                self._routes.setdefault(session_id, []).append(pending)
+        try:
+            with self._write_lock:
+                assert self._stdin is not None
+                self._stdin.write(data)
+                self._stdin.flush()
+        except (OSError, ValueError) as exc:
+            self._forget(pending)
+            raise self._transport_error(f"could not write to harness-bridge: {exc}") from exc
+        return pending
+
+    def _send_cancel(self, session_id: str) -> _Pending:
+        return self._send("session/cancel", {"sessionId": session_id})
+
+    def _try_cancel(self, session_id: str) -> Optional[_Pending]:
+        try:
+            return self._send_cancel(session_id)
+        except HarnessError as exc:
+            log.debug("could not cancel session %s: %s", session_id, exc)
+            return None
+
+    def _request(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None,
+                 allow_closing: bool = False) -> Any:
+        if timeout is None:
+            timeout = self.request_timeout_seconds
+        pending = self._send(method, params, allow_closing=allow_closing)
+        deadline = _INF if timeout is None else time.monotonic() + timeout
+        try:
+            item = pending.inbox.get(deadline)
+        except TimeoutError:
+            self._forget(pending)
+            assert timeout is not None
+            raise RequestTimeoutError(method, timeout) from None
+        except BaseException:
+            self._forget(pending)
+            raise
+        if type(item) is _Closed:
+            raise item.error
+        return self._result_of(item.frame, method)
+
+    def _await_quietly(self, pending: _Pending, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                item = pending.inbox.get(deadline)
+                if type(item) is not Notification:
+                    return
+        except TimeoutError:
+            self._forget(pending)
+
+    @staticmethod
+    def _result_of(frame: Dict[str, Any], method: str) -> Any:
+        if "error" in frame:
+            raise JsonRpcError.from_wire(frame["error"], method)
+        return frame.get("result")
+
+    def _forget(self, pending: _Pending) -> None:
+        with self._lock:
+            self._pending.pop(pending.id, None)
+            self._unroute(pending)
+
+    def _unroute(self, pending: _Pending) -> None:
+        # Caller holds self._lock.
+        for sid in pending.session_ids:
+            routes = self._routes.get(sid)
+            if routes is not None:
+                try:
+                    routes.remove(pending)
+                except ValueError:
+                    pass
+                if not routes:
+                    del self._routes[sid]
+
+    def _transport_error(self, reason: str) -> TransportClosedError:
+        if self._closed_error is not None:
+            return self._closed_error
+        code = self._proc.poll() if self._proc is not None else None
+        return TransportClosedError(reason, code, self.stderr_tail)
+
+    def _fail_all(self, error: TransportClosedError) -> None:
+        with self._lock:
+            if self._closed_error is None:
+                self._closed_error = error
+            error = self._closed_error
+            pending = list(self._pending.values())
+            self._pending.clear()
+            self._routes.clear()
+            subs = self._subscriptions
+            self._subscriptions = ()
+        for p in pending:
+            p.inbox.put(_Closed(error))
+        for s in subs:
+            s._end()
+
+    # ------------------------------------------------------------------ threads
+
+    def _read_loop(self, stdout: io.BufferedReader) -> None:
+        loads = json.loads
+        readline = stdout.readline
+        pending_map = self._pending
+        routes = self._routes
+        lock = self._lock
+        debug = log.isEnabledFor(logging.DEBUG)
+        try:
+            while True:
+                line = readline()
+                if not line:
+                    break
+                try:
+                    msg = loads(line)
+                except ValueError:
+                    if line.strip():
+                        log.warning("dropping a line that is not JSON: %r", line[:200])
+                    continue
+                if type(msg) is not dict:
+                    log.warning("dropping a frame that is not an object: %r", line[:200])
+                    continue
+                method = msg.get("method")
+                if method is not None:
+                    if "id" in msg:
+                        # A server-request-shaped frame: this client never answers requests,
+                        # and it must never be taken for a response.
+                        log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r",
+                                    method, msg.get("id"))
+                        continue
+                    params = msg.get("params")
+                    if type(params) is not dict or type(method) is not str:
+                        log.warning("dropping a malformed notification: %r", line[:200])
+                        continue
+                    n = Notification(method, params)
+                    sid = params.get("sessionId")
+                    if sid is not None:
+                        targets = routes.get(sid)
+                        if targets:
+                            try:
+                                targets[0].inbox.put(n)
+                            except IndexError:  # the prompt settled meanwhile
+                                pass
+                    else:
+                        self._route_subagent(n, params)
+                    subs = self._subscriptions
+                    if subs:
+                        if method == "subagent.started":
+                            _learn_child(subs, params)
+                        for s in subs:
+                            s._offer(n)
+                    continue
+                request_id = msg.get("id")
+                if "result" in msg or "error" in msg:
+                    if type(request_id) is int:
+                        with lock:
+                            pending = pending_map.pop(request_id, None)
+                            if pending is not None:
+                                self._unroute(pending)
+                        if pending is not None:
+                            pending.inbox.put(_Response(msg))
+                            continue
+                    if request_id is None and "error" in msg:
+                        log.warning("harness-bridge reported an error for no request: %r", msg.get("error"))
+                    elif debug:
+                        log.debug("dropping a response for no pending request: id=%r", request_id)
+                    continue
+                log.warning("dropping an unrecognised frame: %r", line[:200])
+        except (OSError, ValueError) as exc:
+            log.debug("reading harness-bridge stdout failed: %s", exc)
+        self._on_eof()
+
+    def _route_subagent(self, n: Notification, params: Dict[str, Any]) -> None:
+        parent = params.get("parentSessionId")
+        child = params.get("childSessionId")
+        with self._lock:
+            targets = self._routes.get(parent) if isinstance(parent, str) else None
+            if not targets:
+                return
+            owner = targets[0]
+            if n.method == "subagent.started" and isinstance(child, str) and child not in owner.session_ids:
+                owner.session_ids.add(child)
+                self._routes.setdefault(child, []).append(owner)
+        owner.inbox.put(n)
+
+    def _on_eof(self) -> None:
+        proc = self._proc
+        code: Optional[int] = None
+        if proc is not None:
+            _wait(proc, 2.0)
+            code = proc.poll()
+        if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
+            self._stderr_thread.join(2.0)
+        reason = "the client was closed" if self._closing else "harness-bridge exited"
+        self._fail_all(TransportClosedError(reason, code, self.stderr_tail))
+
+    def _drain_stderr(self, stderr: Any) -> None:
+        tail = self._stderr_tail
+        try:
+            for raw in iter(stderr.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                tail.append(line)
+                if line:
+                    bridge_log.log(_level_of(line), "%s", line)
+        except (OSError, ValueError):
+            pass
+
+
+def _learn_child(subs: Iterable[NotificationSubscription], params: Dict[str, Any]) -> None:
+    parent = params.get("parentSessionId")
+    child = params.get("childSessionId")
+    if not isinstance(child, str):
+        return
+    for s in subs:
+        ids = s.session_ids
+        if ids is not None and parent in ids:
+            ids.add(child)
+
+
+def _wait(proc: "subprocess.Popen[bytes]", timeout: float) -> bool:
+    try:
+        proc.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _content_blocks(blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]) -> List[Dict[str, Any]]:
+    if isinstance(blocks, str):
+        return [{"type": "text", "text": blocks}]
+    out: List[Dict[str, Any]] = []
+    for b in blocks:
+        if isinstance(b, TextBlock):
+            out.append(b.to_wire())
+        elif isinstance(b, Mapping):
+            out.append(dict(b))
+        else:
+            raise TypeError(f"a content block must be a dict or TextBlock, not {type(b).__name__}")
+    return out
+
+
+def _validate(model: Any, value: Any, method: str) -> Any:
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise ProtocolError(f"malformed {method} result from harness-bridge: {exc}") from exc

@@ -1,0 +1,171 @@
+"""The SDK's exceptions. Every one derives from :class:`HarnessError`."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+
+__all__ = [
+    "ErrorCode",
+    "HarnessError",
+    "JsonRpcError",
+    "SessionBusyError",
+    "NotInitializedError",
+    "ShuttingDownError",
+    "ProviderUnavailableError",
+    "InvalidParamsError",
+    "TransportClosedError",
+    "RequestTimeoutError",
+    "BridgeNotFoundError",
+    "ProtocolError",
+]
+
+
+class ErrorCode:
+    """JSON-RPC error codes of the protocol (PROTOCOL.md, "Errors")."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    SESSION_BUSY = -32001
+    NOT_INITIALIZED = -32002
+    SHUTTING_DOWN = -32003
+    PROVIDER_UNAVAILABLE = -32004
+
+
+class HarnessError(Exception):
+    """Base class of every error the SDK raises."""
+
+
+class JsonRpcError(HarnessError):
+    """The bridge answered a request with a JSON-RPC error.
+
+    ``JsonRpcError.from_wire`` returns the subclass for the protocol's own codes
+    (:class:`SessionBusyError`, :class:`NotInitializedError`, :class:`ShuttingDownError`,
+    :class:`ProviderUnavailableError`, :class:`InvalidParamsError`), so callers may either
+    ``except SessionBusyError`` or test ``err.is_busy``.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, method: Optional[str] = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+        where = f" ({method})" if method else ""
+        super().__init__(f"JSON-RPC error {code}{where}: {message}")
+
+    @property
+    def kind(self) -> Optional[str]:
+        """``error.data.kind`` when the bridge sent one."""
+        if isinstance(self.data, dict):
+            kind = self.data.get("kind")
+            return kind if isinstance(kind, str) else None
+        return None
+
+    @property
+    def is_busy(self) -> bool:
+        """-32001: the session already has a prompt in flight."""
+        return self.code == ErrorCode.SESSION_BUSY
+
+    @property
+    def is_not_initialized(self) -> bool:
+        """-32002: ``session/*`` before ``initialize``, or a second ``initialize``."""
+        return self.code == ErrorCode.NOT_INITIALIZED
+
+    @property
+    def is_shutting_down(self) -> bool:
+        """-32003: the bridge received ``shutdown``."""
+        return self.code == ErrorCode.SHUTTING_DOWN
+
+    @property
+    def is_provider_unavailable(self) -> bool:
+        """-32004: the provider cannot work as configured (e.g. no API key)."""
+        return self.code == ErrorCode.PROVIDER_UNAVAILABLE
+
+    @classmethod
+    def from_wire(cls, error: Any, method: Optional[str] = None) -> "JsonRpcError":
+        """Builds the right subclass from a response's ``error`` object."""
+        if not isinstance(error, dict):
+            return JsonRpcError(ErrorCode.INTERNAL_ERROR, f"malformed error object: {error!r}", None, method)
+        code = error.get("code")
+        message = error.get("message")
+        if not isinstance(code, int) or isinstance(code, bool):
+            code = ErrorCode.INTERNAL_ERROR
+        if not isinstance(message, str):
+            message = repr(message)
+        sub = _BY_CODE.get(code, JsonRpcError)
+        return sub(code, message, error.get("data"), method)
+
+
+class SessionBusyError(JsonRpcError):
+    """-32001: a ``session/prompt`` for a session that already has one in flight."""
+
+
+class NotInitializedError(JsonRpcError):
+    """-32002: not initialized, or already initialized."""
+
+
+class ShuttingDownError(JsonRpcError):
+    """-32003: any request after ``shutdown``."""
+
+
+class ProviderUnavailableError(JsonRpcError):
+    """-32004: the provider cannot work as configured (the message names what to set)."""
+
+
+class InvalidParamsError(JsonRpcError):
+    """-32602: invalid params, unknown provider or unsupported protocol version."""
+
+
+_BY_CODE: Dict[int, Type[JsonRpcError]] = {
+    ErrorCode.SESSION_BUSY: SessionBusyError,
+    ErrorCode.NOT_INITIALIZED: NotInitializedError,
+    ErrorCode.SHUTTING_DOWN: ShuttingDownError,
+    ErrorCode.PROVIDER_UNAVAILABLE: ProviderUnavailableError,
+    ErrorCode.INVALID_PARAMS: InvalidParamsError,
+}
+
+
+class TransportClosedError(HarnessError):
+    """The bridge process is gone (or was closed): pending and later requests fail with this.
+
+    ``exit_code`` is the process's return code when known (negative: killed by that signal);
+    ``stderr_tail`` holds the last lines the bridge wrote to stderr.
+    """
+
+    def __init__(self, reason: str, exit_code: Optional[int] = None, stderr_tail: Sequence[str] = ()) -> None:
+        self.reason = reason
+        self.exit_code = exit_code
+        self.stderr_tail: List[str] = list(stderr_tail)
+        msg = reason
+        if exit_code is not None:
+            msg += f" (exit code {exit_code})"
+        if self.stderr_tail:
+            shown = self.stderr_tail[-20:]
+            msg += "\nlast lines of the bridge's stderr:\n" + "\n".join("  " + line for line in shown)
+        super().__init__(msg)
+
+
+class RequestTimeoutError(HarnessError, TimeoutError):
+    """A request got no response in time. A timed-out ``session/prompt`` is cancelled on the bridge."""
+
+    def __init__(self, method: str, timeout_seconds: float, detail: str = "") -> None:
+        self.method = method
+        self.timeout_seconds = timeout_seconds
+        msg = f"{method} got no response within {timeout_seconds:g} s"
+        if detail:
+            msg += f"; {detail}"
+        super().__init__(msg)
+
+
+class BridgeNotFoundError(HarnessError):
+    """No usable ``harness-bridge`` binary. ``tried`` lists ``(place, detail)`` in order."""
+
+    def __init__(self, message: str, tried: Sequence[Tuple[str, str]] = ()) -> None:
+        self.tried: List[Tuple[str, str]] = list(tried)
+        super().__init__(message)
+
+
+class ProtocolError(HarnessError):
+    """The bridge sent something this SDK cannot accept: a malformed result, or another protocol version."""

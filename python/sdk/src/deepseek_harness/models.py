@@ -1,0 +1,319 @@
+"""Wire models: a pydantic v2 mirror of the harness-bridge protocol, version 1.
+
+Field names are snake_case in Python and camelCase on the wire (``input_tokens`` ↔
+``inputTokens``); every model accepts either spelling and dumps the wire one with
+``model_dump(by_alias=True)``.
+
+Notifications are the hot path (a turn may stream hundreds of thousands of
+``assistant/chunk`` events), so :class:`Notification` is a plain slotted object that keeps
+the decoded dict and validates lazily, when a typed accessor is first used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "LIVE_ONLY_EVENT_TYPES",
+    "TurnStatus",
+    "PermissionMode",
+    "WireModel",
+    "TextBlock",
+    "ReasoningBlock",
+    "ToolCallBlock",
+    "ContentBlock",
+    "TurnEndReason",
+    "Usage",
+    "SessionEvent",
+    "ServerInfo",
+    "InitializeResponse",
+    "SessionPromptResponse",
+    "SessionCancelResponse",
+    "SessionEventParams",
+    "SubagentStartedParams",
+    "SubagentFinishedParams",
+    "Notification",
+    "status_of",
+]
+
+#: The protocol version this SDK speaks.
+PROTOCOL_VERSION = 1
+
+#: Event types that are streamed but never written to the durable log.
+LIVE_ONLY_EVENT_TYPES = frozenset({"assistant/chunk"})
+
+TurnStatus = Literal["ok", "error", "aborted"]
+PermissionMode = Literal["read-only", "workspace-write", "full"]
+
+
+class WireModel(BaseModel):
+    """Base of every wire model: camelCase aliases, either spelling accepted, extras kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+    )
+
+    def to_wire(self) -> Dict[str, Any]:
+        """The wire form (camelCase keys, unset optional fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+# ---------------------------------------------------------------------------
+# Content blocks
+# ---------------------------------------------------------------------------
+
+
+class TextBlock(WireModel):
+    """Plain text; the only block a prompt may hold."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ReasoningBlock(WireModel):
+    """The model's reasoning (assistant content only)."""
+
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+
+
+class ToolCallBlock(WireModel):
+    """A tool call the model asked for (assistant content only)."""
+
+    type: Literal["tool-call"] = "tool-call"
+    id: str
+    name: str
+    arguments: Dict[str, Any] = Field(default_factory=dict)
+    #: Present only when the model sent arguments that were not a JSON object.
+    raw_arguments: Optional[str] = None
+
+
+ContentBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock]
+
+
+# ---------------------------------------------------------------------------
+# Turn end reasons and usage
+# ---------------------------------------------------------------------------
+
+
+def status_of(kind: str) -> TurnStatus:
+    """Maps a reason kind to a turn status: completed → ok, aborted → aborted, else error."""
+    if kind == "completed":
+        return "ok"
+    if kind == "aborted":
+        return "aborted"
+    return "error"
+
+
+class TurnEndReason(WireModel):
+    """Why a turn ended.
+
+    Known kinds: ``completed``, ``aborted``, ``max-tokens``, ``max-steps`` (``limit``),
+    ``model-error`` (``message``, ``http_status``, ``code``), ``internal-error``
+    (``message``). Unknown kinds are kept as they are (extra fields allowed) and map to
+    status ``error``.
+    """
+
+    kind: str
+    message: Optional[str] = None
+    limit: Optional[int] = None
+    http_status: Optional[int] = None
+    code: Optional[str] = None
+
+    @property
+    def status(self) -> TurnStatus:
+        """The status this reason maps to."""
+        return status_of(self.kind)
+
+
+class Usage(WireModel):
+    """Token usage of one model request, or summed over a turn."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: Optional[int] = None
+    cache_hit_tokens: Optional[int] = None
+
+    def __add__(self, other: "Usage") -> "Usage":
+        if not isinstance(other, Usage):
+            return NotImplemented
+
+        def opt(a: Optional[int], b: Optional[int]) -> Optional[int]:
+            if a is None and b is None:
+                return None
+            return (a or 0) + (b or 0)
+
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
+            cache_hit_tokens=opt(self.cache_hit_tokens, other.cache_hit_tokens),
+        )
+
+
+# ---------------------------------------------------------------------------
+# Session events
+# ---------------------------------------------------------------------------
+
+
+class SessionEvent(WireModel):
+    """One session event. ``data`` is kept as the decoded dict (see PROTOCOL.md's table)."""
+
+    type: str
+    seq: int
+    time: int
+    data: Dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def live_only(self) -> bool:
+        """True for events that are streamed but never logged (``assistant/chunk``)."""
+        return self.type in LIVE_ONLY_EVENT_TYPES
+
+
+# ---------------------------------------------------------------------------
+# Responses
+# ---------------------------------------------------------------------------
+
+
+class ServerInfo(WireModel):
+    name: str
+    version: str
+
+
+class InitializeResponse(WireModel):
+    """Result of ``initialize``."""
+
+    server_info: ServerInfo
+    protocol_version: int
+    providers: List[str] = Field(default_factory=list)
+
+
+class SessionPromptResponse(WireModel):
+    """Result of ``session/prompt``: exactly ``status`` and ``reason``, and they must agree."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    status: TurnStatus
+    reason: TurnEndReason
+
+    @model_validator(mode="after")
+    def _status_matches_reason(self) -> "SessionPromptResponse":
+        expected = status_of(self.reason.kind)
+        if self.status != expected:
+            raise ValueError(
+                f"status {self.status!r} does not match reason kind {self.reason.kind!r} "
+                f"(expected {expected!r})"
+            )
+        return self
+
+
+class SessionCancelResponse(WireModel):
+    """Result of ``session/cancel``."""
+
+    cancelled: bool
+
+
+# ---------------------------------------------------------------------------
+# Notifications
+# ---------------------------------------------------------------------------
+
+
+class SessionEventParams(WireModel):
+    """Params of ``session.event``."""
+
+    session_id: str
+    event: SessionEvent
+
+
+class SubagentStartedParams(WireModel):
+    """Params of ``subagent.started``."""
+
+    parent_session_id: str
+    child_session_id: str
+
+
+class SubagentFinishedParams(WireModel):
+    """Params of ``subagent.finished``."""
+
+    provider: str
+    agent_id: str
+    parent_session_id: str
+    child_session_id: str
+    status: str
+    stop_reason: TurnEndReason
+    last_assistant_message: Optional[List[Dict[str, Any]]] = None
+
+
+_PARAMS_MODELS = {
+    "session.event": SessionEventParams,
+    "subagent.started": SubagentStartedParams,
+    "subagent.finished": SubagentFinishedParams,
+}
+
+
+class Notification:
+    """One server notification: ``method`` and its decoded ``payload`` (the params dict).
+
+    Construction does no validation, so the streaming path stays cheap. Typed views are
+    validated on first access and cached: :attr:`params` (the method's params model),
+    :attr:`event` (the :class:`SessionEvent` of a ``session.event``).
+    """
+
+    __slots__ = ("method", "payload", "_params")
+
+    def __init__(self, method: str, payload: Dict[str, Any]) -> None:
+        self.method = method
+        self.payload = payload
+        self._params: Any = None
+
+    # -- cheap accessors (no validation) ------------------------------------------------
+
+    @property
+    def session_id(self) -> Optional[str]:
+        """The session this notification belongs to (the parent for ``subagent.*``)."""
+        p = self.payload
+        sid = p.get("sessionId")
+        if sid is None:
+            sid = p.get("parentSessionId")
+        return sid if isinstance(sid, str) else None
+
+    @property
+    def event_type(self) -> Optional[str]:
+        """The event ``type`` of a ``session.event``, else None."""
+        if self.method != "session.event":
+            return None
+        ev = self.payload.get("event")
+        return ev.get("type") if isinstance(ev, dict) else None
+
+    # -- validated views ----------------------------------------------------------------
+
+    @property
+    def params(self) -> Any:
+        """The payload validated against its method's model (the dict for unknown methods)."""
+        if self._params is None:
+            model = _PARAMS_MODELS.get(self.method)
+            self._params = model.model_validate(self.payload) if model else self.payload
+        return self._params
+
+    @property
+    def event(self) -> Optional[SessionEvent]:
+        """The validated :class:`SessionEvent` of a ``session.event``, else None."""
+        if self.method != "session.event":
+            return None
+        return self.params.event
+
+    def __repr__(self) -> str:
+        return f"Notification(method={self.method!r}, payload={self.payload!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Notification):
+            return NotImplemented
+        return self.method == other.method and self.payload == other.payload
+
+    __hash__ = None  # type: ignore[assignment]
