@@ -40,7 +40,7 @@ export interface ScriptStep {
   hang?: boolean;
   /** After streaming, fail with this model error. */
   error?: { message: string; httpStatus?: number; code?: string };
-  /** Default: estimated as a quarter of the characters in and out. */
+  /** Default: a quarter of the characters of the messages in and of the output. */
   usage?: Usage;
 }
 
@@ -199,7 +199,8 @@ async function* streamStep(step: ScriptStep, request: ModelRequest, signal: Abor
   if (step.error) throw new ModelError(step.error.message, step.error.httpStatus, step.error.code);
   yield {
     type: "usage",
-    usage: step.usage ?? { inputTokens: Math.ceil((request.system.length + charsOf(request.messages)) / 4), outputTokens: Math.ceil(outChars / 4) },
+    // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
+    usage: step.usage ?? { inputTokens: Math.ceil(charsOf(request.messages) / 4), outputTokens: Math.ceil(outChars / 4) },
   };
   yield { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") };
 }

@@ -1,0 +1,94 @@
+/**
+ * Runs a snapshot scenario (snapshots/<provider>/<scenario>/scenario.json) against the built
+ * binary with a raw NDJSON client, and returns what a client received before the prompt's
+ * response, plus the response.
+ */
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as readline from "node:readline";
+
+export const ROOT = path.resolve(__dirname, "..", "..");
+export const BINARY = path.join(ROOT, "bin", "harness-bridge");
+export const SNAPSHOTS = path.join(ROOT, "snapshots");
+
+export interface Scenario {
+  description: string;
+  files?: Record<string, string>;
+  model?: string;
+  script?: unknown;
+  prompt: string;
+  cancelOn?: string;
+}
+
+export interface ScenarioRun {
+  notifications: unknown[];
+  response: unknown;
+  workspace: string;
+  sessionRoot: string;
+}
+
+export function scenarioDirs(provider: string): string[] {
+  const dir = path.join(SNAPSHOTS, provider);
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => path.join(dir, d.name))
+    .sort();
+}
+
+export async function runScenario(dir: string, provider: string, env: NodeJS.ProcessEnv = process.env): Promise<ScenarioRun> {
+  const scenario = JSON.parse(fs.readFileSync(path.join(dir, "scenario.json"), "utf8")) as Scenario;
+  const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "hb-snap-")));
+  const workspace = path.join(base, "workspace");
+  const sessionRoot = path.join(base, "sessions");
+  fs.mkdirSync(workspace);
+  for (const [name, content] of Object.entries(scenario.files ?? {})) {
+    fs.mkdirSync(path.dirname(path.join(workspace, name)), { recursive: true });
+    fs.writeFileSync(path.join(workspace, name), content);
+  }
+  let model = scenario.model ?? "demo";
+  if (scenario.script !== undefined) {
+    model = path.join(base, "script.json");
+    fs.writeFileSync(model, JSON.stringify(scenario.script));
+  }
+  const child = spawn(BINARY, ["--stdio", "--session-root", sessionRoot], { env, stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const lines = readline.createInterface({ input: child.stdout });
+  const send = (frame: object) => child.stdin.write(`${JSON.stringify(frame)}\n`);
+  const notifications: unknown[] = [];
+  try {
+    const response = await new Promise<unknown>((resolve, reject) => {
+      let cancelled = false;
+      child.on("exit", (code) => reject(new Error(`bridge exited (${code}) before the prompt's response; stderr:\n${stderr}`)));
+      lines.on("line", (line) => {
+        const frame = JSON.parse(line);
+        if (frame.id === 1) {
+          if (frame.error) reject(new Error(`initialize failed: ${JSON.stringify(frame.error)}`));
+          return;
+        }
+        if (frame.id === 2) {
+          if (frame.error) reject(new Error(`prompt failed: ${JSON.stringify(frame.error)}`));
+          else resolve(frame.result);
+          return;
+        }
+        if ("method" in frame) {
+          notifications.push(frame);
+          if (!cancelled && scenario.cancelOn && frame.method === "session.event" && frame.params.event.type === scenario.cancelOn) {
+            cancelled = true;
+            send({ jsonrpc: "2.0", id: 3, method: "session/cancel", params: { sessionId: "snap" } });
+          }
+        }
+      });
+      send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: workspace, provider, model } });
+      send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "snap", contentBlocks: [{ type: "text", text: scenario.prompt }] } });
+    });
+    return { notifications, response, workspace, sessionRoot };
+  } finally {
+    child.stdin.end();
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+}
