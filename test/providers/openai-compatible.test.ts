@@ -496,6 +496,15 @@ describe("faults", () => {
     expect(server.requests).toHaveLength(4);
   });
 
+  it("reports a 429 that outlasts the retries as rate-limit", async () => {
+    const limited = () => jsonReply(429, errorBody("Rate limit reached", "rate_limit"), { "retry-after": "0" });
+    server.enqueue(limited(), limited(), okReply());
+    const { error } = await collectError(await makeProvider({ HARNESS_MAX_RETRIES: "1" }));
+    expect(error).toMatchObject({ name: "ModelError", httpStatus: 429, code: "rate-limit" });
+    expect((error as ModelError).message).toContain("Rate limit reached");
+    expect(server.requests).toHaveLength(2);
+  });
+
   it("does not retry a 401: the key was refused", async () => {
     server.enqueue(jsonReply(401, errorBody("Authentication Fails, Your api key: ****-key is invalid", "authentication_error")), okReply());
     const { error } = await collectError(await makeProvider());
@@ -651,9 +660,9 @@ describe("proxy", () => {
     server.enqueue(okReply());
     const parts = await collect(await makeProvider({ HTTP_PROXY: proxy.url }));
     expect(text(parts)).toBe("ok");
-    expect([...proxy.connects, ...proxy.forwards]).toEqual([
-      expect.stringContaining(`127.0.0.1:${server.port}`),
-    ]);
+    // undici tunnels with CONNECT, also for http:// targets.
+    expect(proxy.connects).toEqual([`127.0.0.1:${server.port}`]);
+    expect(proxy.forwards).toEqual([]);
     expect(server.requests).toHaveLength(1);
   });
 
