@@ -638,6 +638,8 @@ class OpenAICompatibleProvider implements ModelProvider {
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
+    // The signal may have aborted while the modules or the dispatcher were loading.
+    if (signal.aborted) controller.abort(signal.reason);
     let idle: NodeJS.Timeout | undefined;
     const armIdle = (phase: string) => {
       clearTimeout(idle);

@@ -638,6 +638,17 @@ describe("faults", () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it("sends no request when aborted while the stream is starting", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "x" }))], { then: "stall" }));
+    const controller = new AbortController();
+    const iterator = (await makeProvider()).stream(request(), controller.signal)[Symbol.asyncIterator]();
+    const first = iterator.next();
+    controller.abort(new Error("cancelled early"));
+    await expect(first).rejects.toThrow("cancelled early");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.requests).toHaveLength(0);
+  });
+
   it("throws at once for an already aborted signal, without a request", async () => {
     const controller = new AbortController();
     controller.abort(new Error("too late"));
