@@ -371,7 +371,10 @@ def main() -> None:
             continue
         if LOG_PATH:
             with open(LOG_PATH, "a") as f:
-                f.write(json.dumps(frame)[:1000] + "\n")
+                params = frame.get("params") if isinstance(frame, dict) else None
+                f.write(json.dumps({"method": frame.get("method") if isinstance(frame, dict) else None,
+                                    "id": frame.get("id") if isinstance(frame, dict) else None,
+                                    "sessionId": params.get("sessionId") if isinstance(params, dict) else None}) + "\n")
         if isinstance(frame, dict):
             fake.handle(frame)
     # EOF: let in-flight turns finish, then exit.
