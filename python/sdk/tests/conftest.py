@@ -18,6 +18,19 @@ REPO_ROOT = TESTS.parents[2]
 REAL_BRIDGE = REPO_ROOT / "bin" / "harness-bridge"
 
 
+SUBAGENT_SCRIPT = {
+    "turns": [
+        {
+            "steps": [
+                {"text": "delegating", "toolCalls": [{"id": "t1", "name": "task", "arguments": {"prompt": "look around", "description": "child"}}]},
+                {"text": "parent done"},
+            ]
+        }
+    ],
+    "subagent": {"turns": [{"steps": [{"text": "child says hi"}]}]},
+}
+
+
 def real_bridge_or_skip() -> Path:
     """The real binary; skipped when absent, except in CI, where it must exist."""
     if REAL_BRIDGE.is_file() and os.access(REAL_BRIDGE, os.X_OK):

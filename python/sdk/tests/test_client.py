@@ -23,7 +23,7 @@ from deepseek_harness import (
     TransportClosedError,
 )
 
-from conftest import call_within, read_fake_log
+from conftest import SUBAGENT_SCRIPT, call_within, read_fake_log
 
 HANG = {"turns": [{"steps": [{"text": "working on it", "chunkSize": 4, "hang": True}]}, {"steps": [{"text": "done"}]}]}
 MANY_CHUNKS = {"steps": [{"reasoning": "think " * 20, "text": "abcdefghij" * 50, "chunkSize": 1}]}
@@ -257,21 +257,9 @@ def test_request_timeout_cancels_the_prompt(backend, fake_log):
 # Subscriptions and subagents
 # ---------------------------------------------------------------------------
 
-SUBAGENT = {
-    "turns": [
-        {
-            "steps": [
-                {"text": "delegating", "toolCalls": [{"id": "t1", "name": "task", "arguments": {"prompt": "look around", "description": "child"}}]},
-                {"text": "parent done"},
-            ]
-        }
-    ],
-    "subagent": {"turns": [{"steps": [{"text": "child says hi"}]}]},
-}
-
 
 def test_session_subscription_follows_children(backend):
-    c = backend.initialized_client(SUBAGENT)
+    c = backend.initialized_client(SUBAGENT_SCRIPT)
     parent_sub = c.subscribe_session_notifications("parent")
     other_sub = c.subscribe_session_notifications("other")
     methods_sub = c.subscribe_notifications("subagent.started")

@@ -1,0 +1,138 @@
+"""DeepSeekHarness / Session / TurnResult."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+
+from deepseek_harness import DeepSeekHarness, Notification, SessionEvent, TurnResult, Usage
+from deepseek_harness.api import final_response_of, usage_of
+
+from conftest import SUBAGENT_SCRIPT, call_within
+
+TWO_TURNS = {
+    "turns": [
+        {"steps": [
+            {"reasoning": "hmm", "text": "first, a tool", "toolCalls": [{"id": "c1", "name": "read_file", "arguments": {"path": "README.md"}}],
+             "usage": {"inputTokens": 100, "outputTokens": 10}},
+            {"text": "Hello ", "usage": {"inputTokens": 120, "outputTokens": 5}},
+        ]},
+        {"steps": [{"text": "second turn answer", "usage": {"inputTokens": 7, "outputTokens": 3}}]},
+    ]
+}
+
+
+def test_run_builds_the_turn_result(backend):
+    with backend.harness(TWO_TURNS) as h:
+        seen = []
+        r = call_within(60, h.run, "hello", on_notification=seen.append)
+    assert isinstance(r, TurnResult)
+    assert (r.status, r.reason.kind, r.ok) == ("ok", "completed", True)
+    assert re.fullmatch(r"[A-Za-z0-9._:-]{1,128}", r.session_id)
+    assert r.final_response == "Hello "
+    types = [e.type for e in r.events]
+    assert all(isinstance(e, SessionEvent) for e in r.events)
+    assert "assistant/chunk" not in types
+    assert types[0] == "user/message" and types[-1] == "turn/end"
+    assert types.count("assistant/message") == 2 and "tool/result" in types
+    assert r.usage == Usage(input_tokens=220, output_tokens=15) or (
+        r.usage.input_tokens == 220 and r.usage.output_tokens == 15)
+    # notifications: every one, chunks included, in the order the callback saw them
+    assert r.notifications == seen
+    assert any(n.event_type == "assistant/chunk" for n in r.notifications)
+
+
+def test_session_continues_across_turns(backend):
+    with backend.harness(TWO_TURNS) as h:
+        s = h.start_session()
+        first = call_within(60, s.run, "one")
+        second = call_within(60, s.run, "two")
+        assert first.session_id == second.session_id == s.session_id == s.id
+        assert first.final_response == "Hello "
+        assert second.final_response == "second turn answer"
+        assert second.events[0].type == "user/message"
+        assert second.events[0].seq > first.events[-1].seq
+        assert second.usage.input_tokens == 7
+        named = h.start_session("my-session.1")
+        assert call_within(60, named.run, "x").session_id == "my-session.1"
+
+
+def test_error_and_aborted_turns(backend):
+    script = {"turns": [
+        {"steps": [{"text": "partial", "error": {"message": "rate limited", "httpStatus": 429, "code": "rate_limit"}}]},
+        {"steps": [{"text": "waiting", "hang": True}]},
+    ]}
+    with backend.harness(script) as h:
+        s = h.start_session()
+        r = call_within(60, s.run, "go")
+        assert (r.status, r.reason.kind) == ("error", "model-error")
+        assert r.reason.message and "rate limited" in r.reason.message and r.reason.http_status == 429
+
+        started = threading.Event()
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("r", s.run("hang", on_notification=lambda n: started.set())))
+        t.start()
+        assert started.wait(30)
+        assert call_within(30, s.cancel) is True
+        t.join(30)
+        assert (box["r"].status, box["r"].reason.kind) == ("aborted", "aborted")
+        assert box["r"].events[-1].type == "turn/end"
+
+
+def test_subagent_notifications_are_collected(backend):
+    with backend.harness(SUBAGENT_SCRIPT) as h:
+        r = call_within(60, h.run, "delegate", session_id="root")
+    assert r.status == "ok"
+    assert r.final_response == "parent done"
+    methods = {n.method for n in r.notifications}
+    assert {"subagent.started", "subagent.finished", "session.event"} <= methods
+    assert any(n.method == "session.event" and n.payload["sessionId"] != "root" for n in r.notifications)
+    assert all(e for e in r.events)  # only this session's events
+    assert {n.payload["sessionId"] for n in r.notifications if n.method == "session.event"} - {"root"}
+
+
+def test_context_manager_starts_and_closes(backend):
+    h = backend.harness()
+    assert not h.client.started
+    with h:
+        assert h.client.started and h.initialize_response.protocol_version == 1
+        proc = h.client.process
+        assert call_within(60, h.run, "hi").status == "ok"
+    assert proc.returncode == 0 and h.client.closed
+    h.close()  # idempotent
+
+
+def test_run_starts_lazily(backend):
+    h = backend.harness()
+    try:
+        assert call_within(60, h.run, "hi").ok
+    finally:
+        h.close()
+
+
+def test_final_response_and_usage_helpers():
+    def ev(seq, type_, data):
+        return SessionEvent(type=type_, seq=seq, time=0, data=data)
+
+    events = [
+        ev(1, "assistant/message", {"content": [{"type": "text", "text": "a"}], "usage": {"inputTokens": 1, "outputTokens": 2}}),
+        ev(2, "assistant/message", {"content": [{"type": "reasoning", "text": "r"}, {"type": "text", "text": "b"},
+                                                {"type": "tool-call", "id": "x", "name": "glob", "arguments": {}},
+                                                {"type": "text", "text": "c"}],
+                                    "usage": {"inputTokens": 3, "outputTokens": 4, "reasoningTokens": 1}}),
+    ]
+    assert final_response_of(events) == "bc"
+    assert final_response_of([]) == ""
+    u = usage_of(events)
+    assert (u.input_tokens, u.output_tokens, u.reasoning_tokens) == (4, 6, 1)
+    assert usage_of(events + [ev(3, "turn/end", {"reason": {"kind": "completed"}, "usage": {"inputTokens": 9, "outputTokens": 9}})]).input_tokens == 9
+    assert usage_of([]) is None
+
+
+def test_notification_is_lazy():
+    n = Notification("session.event", {"sessionId": "s", "event": {"type": "turn/start", "seq": "not-an-int", "time": 0, "data": {}}})
+    assert n.session_id == "s" and n.event_type == "turn/start"  # no validation yet
+    with pytest.raises(ValueError):
+        n.event
