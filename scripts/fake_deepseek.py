@@ -1,0 +1,147 @@
+"""A local DeepSeek-format chat-completions server that replays a scenario's ``server`` table.
+
+Standard library only. The table format is in snapshots/README.md ("The deepseek
+scenarios"): responses are keyed by the request's first user message, and the k-th request
+after the last user message gets entry k.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional
+
+
+def _text_of(message: Dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def _chunk(model: str, n: int, event: Dict[str, Any]) -> Dict[str, Any]:
+    base = {
+        "id": f"chatcmpl-fake-{n}",
+        "object": "chat.completion.chunk",
+        "created": 1750000000,
+        "model": model,
+        "system_fingerprint": "fp_fake",
+    }
+    if "usage" in event:
+        return {**base, "choices": [], "usage": event["usage"]}
+    choice = {"index": 0, "delta": event.get("delta", {}), "logprobs": None, "finish_reason": event.get("finish_reason")}
+    return {**base, "choices": [choice]}
+
+
+class FakeDeepSeek:
+    """Serves on 127.0.0.1 (a free port); ``base_url`` is what DEEPSEEK_BASE_URL should be."""
+
+    def __init__(self) -> None:
+        self.table: Dict[str, List[Dict[str, Any]]] = {}
+        self.requests: List[Dict[str, Any]] = []
+        self.problems: List[str] = []
+        self._stop = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep the smoke's output clean
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+                fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                fake._answer(self, body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-deepseek", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> "FakeDeepSeek":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _entry_for(self, body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        messages = body.get("messages", [])
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if not users:
+            return None
+        key = _text_of(messages[users[0]])
+        step = sum(1 for m in messages[users[-1] + 1 :] if m.get("role") == "assistant")
+        entries = self.table.get(key)
+        if entries is None or step >= len(entries):
+            return None
+        return entries[step]
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: Dict[str, Any]) -> None:
+        entry = self._entry_for(body)
+        if entry is None:
+            self.problems.append(f"no scripted answer for request: {json.dumps(body)[:300]}")
+            return self._json(handler, 400, {"error": {"message": "fake server: no scripted answer for this request"}})
+        if entry.get("expect", {}).get("reasoningContentSentBack"):
+            lacking = [m for m in body["messages"] if m.get("role") == "assistant" and m.get("tool_calls") and not m.get("reasoning_content")]
+            if lacking:
+                self.problems.append("an assistant tool-call message was sent without reasoning_content")
+                return self._json(handler, 400, {"error": {"message": "reasoning_content missing on an assistant tool-call message"}})
+        if "status" in entry:
+            return self._json(handler, entry["status"], entry.get("body", {}))
+        model = body.get("model", "deepseek-v4-flash")
+        frames = [f"data: {json.dumps(_chunk(model, n, e), ensure_ascii=False)}\n\n" for n, e in enumerate(entry["events"])]
+        if not entry.get("stall"):
+            frames.append("data: [DONE]\n\n")
+        payload = "".join(frames).encode("utf-8")
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close" if not entry.get("stall") else "keep-alive")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        split = entry.get("splitBytes") or len(payload) or 1
+        try:
+            for i in range(0, len(payload), split):
+                piece = payload[i : i + split]
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                handler.wfile.flush()
+                if entry.get("splitBytes"):
+                    time.sleep(0.002)
+            if entry.get("stall"):
+                # Hold the stream open, silent, until the client goes away or we stop.
+                while not self._stop.wait(0.05):
+                    try:
+                        handler.wfile.write(b"")
+                        handler.wfile.flush()
+                        if handler.connection.recv(1, 0x40) == b"":  # MSG_DONTWAIT: EOF means gone
+                            break
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        break
+                return
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+        except OSError:
+            pass
+        handler.close_connection = True
+
+    @staticmethod
+    def _json(handler: BaseHTTPRequestHandler, status: int, body: Dict[str, Any]) -> None:
+        data = json.dumps(body).encode("utf-8")
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+        handler.close_connection = True

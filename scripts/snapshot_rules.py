@@ -1,0 +1,59 @@
+"""The normalization rules of snapshots/README.md, in Python (the TypeScript twin is
+test/support/snapshot-rules.ts). Also reads and writes the snapshot files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId"}
+
+
+def normalize_stream(frames: List[Any], workspace: str, session_root: str) -> List[Any]:
+    """Normalizes frames (notifications, then the response) as one stream."""
+    ids: Dict[str, str] = {}
+
+    def visit(value: Any, key: Any = None) -> Any:
+        if isinstance(value, str):
+            if key in ID_KEYS:
+                if value not in ids:
+                    ids[value] = f"<id:{len(ids) + 1}>"
+                return ids[value]
+            return value.replace(workspace, "<workspace>").replace(session_root, "<session-root>")
+        if key == "time":
+            return "<time>"
+        if key == "durationMs":
+            return "<duration>"
+        if isinstance(value, list):
+            return [visit(item) for item in value]
+        if isinstance(value, dict):
+            return {k: visit(v, k) for k, v in value.items()}
+        return value
+
+    return [visit(frame) for frame in frames]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def read_snapshot(directory: Path) -> Tuple[List[Any], Any]:
+    lines = (directory / "notifications.jsonl").read_text(encoding="utf-8").splitlines()
+    notifications = [json.loads(line) for line in lines if line.strip()]
+    response = json.loads((directory / "response.json").read_text(encoding="utf-8"))
+    return notifications, response
+
+
+def write_snapshot(directory: Path, notifications: List[Any], response: Any) -> None:
+    (directory / "notifications.jsonl").write_text("".join(dumps(n) + "\n" for n in notifications), encoding="utf-8")
+    (directory / "response.json").write_text(json.dumps(response, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def diff(expected: List[Any], actual: List[Any]) -> str:
+    """A unified diff of two frame lists, one compact JSON line per frame."""
+    import difflib
+
+    return "\n".join(
+        difflib.unified_diff([dumps(e) for e in expected], [dumps(a) for a in actual], "expected", "actual", lineterm="", n=1)
+    )
