@@ -5,9 +5,10 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeDeepSeek } from "./support/fake-deepseek.js";
 import { normalizeStream } from "./support/snapshot-rules.js";
-import { runScenario, scenarioDirs } from "./support/scenario.js";
+import { readScenario, runScenario, scenarioDirs, type ScenarioRun } from "./support/scenario.js";
 
 const UPDATE = process.env.UPDATE_SNAPSHOTS === "1";
 
@@ -19,22 +20,41 @@ function readJsonl(file: string): unknown[] {
     .map((line) => JSON.parse(line));
 }
 
+function check(dir: string, run: ScenarioRun): void {
+  // One stream, notifications first and the response last, so ids number the same way in
+  // both languages.
+  const normalized = normalizeStream([...run.notifications, run.response], run);
+  const normalizedNotifications = normalized.slice(0, -1);
+  const normalizedResponse = normalized[normalized.length - 1];
+  const notificationsFile = path.join(dir, "notifications.jsonl");
+  const responseFile = path.join(dir, "response.json");
+  if (UPDATE) {
+    fs.writeFileSync(notificationsFile, normalizedNotifications.map((n) => JSON.stringify(n)).join("\n") + "\n");
+    fs.writeFileSync(responseFile, `${JSON.stringify(normalizedResponse, null, 2)}\n`);
+  }
+  if (!fs.existsSync(notificationsFile)) throw new Error(`${notificationsFile} is missing: run with UPDATE_SNAPSHOTS=1, review and commit it`);
+  expect(normalizedResponse).toEqual(JSON.parse(fs.readFileSync(responseFile, "utf8")));
+  expect(normalizedNotifications).toEqual(readJsonl(notificationsFile));
+}
+
 describe.each(scenarioDirs("scripted").map((dir) => [path.basename(dir), dir]))("scripted/%s", (_name, dir) => {
   it("matches the pinned notification stream and prompt response", async () => {
-    const run = await runScenario(dir, "scripted");
-    // One stream, notifications first and the response last, so ids number the same way in
-    // both languages.
-    const normalized = normalizeStream([...run.notifications, run.response], run);
-    const normalizedNotifications = normalized.slice(0, -1);
-    const normalizedResponse = normalized[normalized.length - 1];
-    const notificationsFile = path.join(dir, "notifications.jsonl");
-    const responseFile = path.join(dir, "response.json");
-    if (UPDATE) {
-      fs.writeFileSync(notificationsFile, normalizedNotifications.map((n) => JSON.stringify(n)).join("\n") + "\n");
-      fs.writeFileSync(responseFile, `${JSON.stringify(normalizedResponse, null, 2)}\n`);
-    }
-    if (!fs.existsSync(notificationsFile)) throw new Error(`${notificationsFile} is missing: run with UPDATE_SNAPSHOTS=1, review and commit it`);
-    expect(normalizedResponse).toEqual(JSON.parse(fs.readFileSync(responseFile, "utf8")));
-    expect(normalizedNotifications).toEqual(readJsonl(notificationsFile));
+    check(dir, await runScenario(dir, "scripted"));
+  });
+});
+
+describe("deepseek scenarios over HTTP (fake DeepSeek server)", () => {
+  const server = new FakeDeepSeek();
+  let baseUrl = "";
+  beforeAll(async () => {
+    baseUrl = await server.start();
+  });
+  afterAll(() => server.stop());
+
+  it.each(scenarioDirs("deepseek").map((dir) => [path.basename(dir), dir]))("deepseek/%s matches its snapshot", async (_name, dir) => {
+    server.table = readScenario(dir).server ?? {};
+    const env = { ...process.env, DEEPSEEK_API_KEY: "sk-test-not-a-real-key", DEEPSEEK_BASE_URL: baseUrl, HARNESS_RETRY_BASE_MS: "10", NO_PROXY: "127.0.0.1", no_proxy: "127.0.0.1" };
+    check(dir, await runScenario(dir, "deepseek", env));
+    expect(server.problems).toEqual([]);
   });
 });

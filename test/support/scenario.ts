@@ -20,6 +20,8 @@ export interface Scenario {
   script?: unknown;
   prompt: string;
   cancelOn?: string;
+  /** For HTTP providers: what the fake DeepSeek server answers (test/support/fake-deepseek.ts). */
+  server?: import("./fake-deepseek.js").ServerTable;
 }
 
 export interface ScenarioRun {
@@ -38,8 +40,12 @@ export function scenarioDirs(provider: string): string[] {
     .sort();
 }
 
+export function readScenario(dir: string): Scenario {
+  return JSON.parse(fs.readFileSync(path.join(dir, "scenario.json"), "utf8")) as Scenario;
+}
+
 export async function runScenario(dir: string, provider: string, env: NodeJS.ProcessEnv = process.env): Promise<ScenarioRun> {
-  const scenario = JSON.parse(fs.readFileSync(path.join(dir, "scenario.json"), "utf8")) as Scenario;
+  const scenario = readScenario(dir);
   const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "hb-snap-")));
   const workspace = path.join(base, "workspace");
   const sessionRoot = path.join(base, "sessions");

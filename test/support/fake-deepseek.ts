@@ -1,0 +1,79 @@
+/**
+ * A local DeepSeek-format server that replays a scenario's `server` table (format:
+ * snapshots/README.md, "The deepseek scenarios"). The Python twin is scripts/fake_deepseek.py.
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { DONE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
+
+type Entry =
+  | { status: number; body?: unknown }
+  | {
+      events: Array<{ delta?: Record<string, unknown>; finish_reason?: string; usage?: Record<string, unknown> }>;
+      splitBytes?: number;
+      stall?: boolean;
+      expect?: { reasoningContentSentBack?: boolean };
+    };
+
+export type ServerTable = Record<string, Entry[]>;
+
+type WireMessage = { role: string; content?: unknown; tool_calls?: unknown[]; reasoning_content?: string };
+
+const textOf = (m: WireMessage) =>
+  typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: string }) => p.text ?? "").join("") : "";
+
+export class FakeDeepSeek {
+  table: ServerTable = {};
+  readonly problems: string[] = [];
+  private readonly server = http.createServer((req, res) => this.answer(req, res));
+  private readonly sockets = new Set<import("node:net").Socket>();
+
+  async start(): Promise<string> {
+    this.server.on("connection", (s) => {
+      this.sockets.add(s);
+      s.on("close", () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private entryFor(messages: WireMessage[]): Entry | undefined {
+    const users = messages.flatMap((m, i) => (m.role === "user" ? [i] : []));
+    if (users.length === 0) return undefined;
+    const step = messages.slice(users[users.length - 1] + 1).filter((m) => m.role === "assistant").length;
+    return this.table[textOf(messages[users[0]])]?.[step];
+  }
+
+  private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let raw = "";
+    for await (const piece of req) raw += piece;
+    const body = JSON.parse(raw || "{}") as { messages: WireMessage[] };
+    const entry = this.entryFor(body.messages ?? []);
+    const json = (status: number, payload: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(payload));
+    if (!entry) {
+      this.problems.push(`no scripted answer for ${raw.slice(0, 300)}`);
+      return void json(400, { error: { message: "fake server: no scripted answer for this request" } });
+    }
+    if ("status" in entry) return void json(entry.status, entry.body ?? {});
+    if (entry.expect?.reasoningContentSentBack && body.messages.some((m) => m.role === "assistant" && m.tool_calls?.length && !m.reasoning_content)) {
+      this.problems.push("an assistant tool-call message was sent without reasoning_content");
+      return void json(400, { error: { message: "reasoning_content missing on an assistant tool-call message" } });
+    }
+    const frames = entry.events.map((e) => frame(e.usage ? usageChunk(e.usage) : chunk(e.delta ?? {}, e.finish_reason ?? null)));
+    if (!entry.stall) frames.push(DONE);
+    const bytes = Buffer.from(frames.join(""));
+    res.writeHead(200, SSE_HEADERS);
+    const split = entry.splitBytes ?? bytes.length;
+    for (let i = 0; i < bytes.length; i += split) {
+      res.write(bytes.subarray(i, i + split));
+      if (entry.splitBytes) await new Promise((r) => setTimeout(r, 2));
+    }
+    if (!entry.stall) res.end();
+    // A stalled stream stays open until the client goes away or stop() destroys the socket.
+  }
+}
