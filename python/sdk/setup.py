@@ -13,7 +13,7 @@ import re
 import sysconfig
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -69,14 +69,17 @@ if BUNDLED.is_file():
     class PlatformWheel(bdist_wheel):
         """The wheel holds a native executable: any Python 3, no ABI, this platform."""
 
-        def finalize_options(self) -> None:
-            super().finalize_options()
-            self.root_is_pure = False
-
         def get_tag(self):  # type: ignore[no-untyped-def]
             plat = os.environ.get(PLAT_ENV) or sysconfig.get_platform().replace("-", "_").replace(".", "_")
             return "py3", "none", plat
 
-    cmdclass["bdist_wheel"] = PlatformWheel
+    class BinaryDistribution(Distribution):
+        """Built and installed as platform-specific (platlib, not purelib)."""
 
-setup(version=VERSION, cmdclass=cmdclass)
+        def has_ext_modules(self) -> bool:
+            return True
+
+    cmdclass["bdist_wheel"] = PlatformWheel
+    setup(version=VERSION, cmdclass=cmdclass, distclass=BinaryDistribution)
+else:
+    setup(version=VERSION, cmdclass=cmdclass)

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Builds the platform wheel of deepseek-harness with the harness-bridge binary inside.
+
+    python python/sdk/scripts/build_wheel.py [--bin bin/harness-bridge] [--out python/sdk/dist]
+                                             [--plat-name linux_x86_64] [--no-build-isolation]
+
+The SDK sources are copied to a temporary directory, the binary is copied into
+``deepseek_harness/_bin/``, and ``pip wheel`` builds it there: the source tree is left
+untouched. The version is the root ``package.json``'s (the same that ``harness-bridge
+--version`` prints); ``setup.py`` writes it into ``deepseek_harness/_version.py``. The tag is
+``py3-none-<platform>``; the platform defaults to this machine's (e.g. ``linux_x86_64``).
+Pass ``--plat-name manylinux_2_28_x86_64`` for a release wheel when the binary's glibc
+needs allow it (Node 20's do: glibc >= 2.28).
+
+Prints the path of the wheel on the last line of stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+SDK = Path(__file__).resolve().parents[1]
+REPO = SDK.parents[1]
+EXE = "harness-bridge.exe" if os.name == "nt" else "harness-bridge"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bin", type=Path, default=REPO / "bin" / EXE, help="the binary to bundle (default: bin/harness-bridge)")
+    parser.add_argument("--out", type=Path, default=SDK / "dist", help="output directory (default: python/sdk/dist)")
+    parser.add_argument("--plat-name", default=None, help="platform tag (default: this machine's, e.g. linux_x86_64)")
+    parser.add_argument("--no-build-isolation", action="store_true", help="build with the current environment's setuptools")
+    args = parser.parse_args(argv)
+
+    binary: Path = args.bin.resolve()
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        print(f"build_wheel: {binary} is missing or not executable; run `npm run build` at the repository root first",
+              file=sys.stderr)
+        return 1
+    version = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["version"]
+    plat = args.plat_name or sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    with tempfile.TemporaryDirectory(prefix="deepseek-harness-wheel-") as tmp:
+        src = Path(tmp) / "sdk"
+        shutil.copytree(
+            SDK,
+            src,
+            ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "_bin", "_version.py", "tests"),
+        )
+        bundled = src / "src" / "deepseek_harness" / "_bin" / EXE
+        bundled.parent.mkdir(parents=True)
+        shutil.copy2(binary, bundled)
+        bundled.chmod(0o755)
+        env = dict(os.environ, DEEPSEEK_HARNESS_BUILD_VERSION=version, DEEPSEEK_HARNESS_PLAT_NAME=plat)
+        wheel_dir = Path(tmp) / "wheels"
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheel_dir), str(src)]
+        if args.no_build_isolation:
+            cmd.insert(4, "--no-build-isolation")
+        subprocess.run(cmd, check=True, env=env, stdout=sys.stderr)
+        wheels = list(wheel_dir.glob("*.whl"))
+        if len(wheels) != 1:
+            print(f"build_wheel: expected one wheel, got {wheels}", file=sys.stderr)
+            return 1
+        target = out / wheels[0].name
+        shutil.copy2(wheels[0], target)
+    print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The platform wheel: built by scripts/build_wheel.py, installed into a fresh venv, runs a
+turn with no other configuration (no HARNESS_BRIDGE_BIN, nothing on PATH, outside the
+checkout). Skipped only when bin/harness-bridge is absent, and never in CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, real_bridge_or_skip
+
+SDK = Path(__file__).resolve().parents[1]
+
+SCRIPT = r"""
+import json, sys
+from deepseek_harness import DeepSeekHarness, __version__
+with DeepSeekHarness(provider="scripted", model="demo", session_root=sys.argv[1]) as h:
+    r = h.run("What is in README.md?")
+    print(json.dumps({"status": r.status, "final": r.final_response, "bridge": str(h.client.bridge_path),
+                      "version": __version__, "server": h.initialize_response.server_info.version,
+                      "events": [e.type for e in r.events]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    binary = real_bridge_or_skip()
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run(
+        [sys.executable, str(SDK / "scripts" / "build_wheel.py"), "--bin", str(binary), "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.is_file()
+    return path
+
+
+def test_wheel_is_a_platform_wheel_with_the_binary(wheel):
+    import zipfile
+
+    assert wheel.name.startswith("deepseek_harness-") and "-py3-none-" in wheel.name
+    assert not wheel.name.endswith("-any.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        info = z.getinfo("deepseek_harness/_bin/harness-bridge")
+        assert info.external_attr >> 16 & 0o111, "the binary must be executable in the wheel"
+        assert "deepseek_harness/py.typed" in names
+        version_py = z.read("deepseek_harness/_version.py").decode()
+    version = json.loads((REPO_ROOT / "package.json").read_text())["version"]
+    assert f'"{version}"' in version_py
+    assert f"-{version}-" in wheel.name
+
+
+def test_wheel_installs_and_runs_a_turn_in_a_fresh_venv(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    install = subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-4000:]
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    (work / "README.md").write_text("# A project\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_BRIDGE_BIN", "PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join(["/usr/bin", "/bin"])
+    run = subprocess.run([str(py), "-c", SCRIPT, str(tmp_path / "sessions")], cwd=work, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-4000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["status"] == "ok" and out["final"]
+    assert out["events"][0] == "user/message" and out["events"][-1] == "turn/end"
+    assert Path(out["bridge"]).is_relative_to(env_dir.resolve()), out["bridge"]
+    version = json.loads((REPO_ROOT / "package.json").read_text())["version"]
+    assert out["version"] == out["server"] == version
+    bundled_version = subprocess.run([out["bridge"], "--version"], capture_output=True, text=True, timeout=60)
+    assert bundled_version.stdout.strip() == version
