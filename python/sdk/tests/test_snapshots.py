@@ -1,0 +1,55 @@
+"""The scripted snapshots (snapshots/scripted/*), seen through the SDK: the notifications a
+turn hands to the caller and its {status, reason}, normalized by snapshots/README.md's rules,
+must equal the files the TypeScript suite checks too. ``UPDATE_SNAPSHOTS=1`` is honoured by
+the TypeScript suite only: the files have one writer."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+from deepseek_harness import DeepSeekHarness
+
+from conftest import REPO_ROOT, real_bridge_or_skip
+
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+from snapshot_rules import diff, normalize_stream, read_snapshot  # noqa: E402
+
+SCENARIOS = sorted(p for p in (REPO_ROOT / "snapshots" / "scripted").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("directory", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_scripted_scenario_matches_snapshot(directory: Path, tmp_path: Path) -> None:
+    bridge = real_bridge_or_skip()
+    scenario: Dict[str, Any] = json.loads((directory / "scenario.json").read_text(encoding="utf-8"))
+    tmp_path = tmp_path.resolve()
+    workspace, session_root = tmp_path / "workspace", tmp_path / "sessions"
+    workspace.mkdir()
+    for name, content in scenario.get("files", {}).items():
+        (workspace / name).write_text(content, encoding="utf-8")
+    model = scenario.get("model", "demo")
+    if "script" in scenario:
+        model = str(tmp_path / "script.json")
+        Path(model).write_text(json.dumps(scenario["script"]), encoding="utf-8")
+
+    with DeepSeekHarness(provider="scripted", model=model, cwd=str(workspace), session_root=str(session_root), bridge_bin=str(bridge), request_timeout_seconds=60) as harness:
+        cancelled = threading.Event()
+
+        def watch(n: Any) -> None:
+            if scenario.get("cancelOn") and not cancelled.is_set() and n.method == "session.event" and n.payload["event"]["type"] == scenario["cancelOn"]:
+                cancelled.set()
+                harness.cancel("snap")  # from the callback: callbacks run on the caller's thread
+
+        result = harness.run(scenario["prompt"], session_id="snap", on_notification=watch)
+
+    frames = [{"jsonrpc": "2.0", "method": n.method, "params": n.payload} for n in result.notifications]
+    response = {"status": result.status, "reason": result.reason.model_dump(by_alias=True, exclude_none=True)}
+    normalized = normalize_stream([*frames, response], str(workspace), str(session_root))
+    expected_notifications, expected_response = read_snapshot(directory)
+    assert normalized[-1] == expected_response
+    assert normalized[:-1] == expected_notifications, diff(expected_notifications, normalized[:-1])
