@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The demo: one turn of the offline demo model, streamed through bin/harness-bridge.
+# The demo: one turn of the offline demo model, streamed through bin/harness-bridge by the Python SDK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec node scripts/demo.mjs
+exec .venv/bin/python scripts/demo.py

@@ -19,7 +19,7 @@ if [ "${SETUP_PYTHON:-1}" = "1" ]; then
     echo "setup: python venv" >&2
     python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c 'import deepseek_harness, pytest, hypothesis' 2>/dev/null; then
+  if ! .venv/bin/python -c 'import deepseek_harness, pytest' 2>/dev/null; then
     echo "setup: pip install python/sdk[test]" >&2
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test]'
   fi
