@@ -78,7 +78,7 @@ export class SessionStore {
     fs.mkdirSync(this.directory, { recursive: true });
     const full: SessionHeader = { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header };
     const fd = fs.openSync(file, "w");
-    fs.writeSync(fd, `${JSON.stringify(full)}\n`);
+    writeAll(fd, `${JSON.stringify(full)}\n`);
     return new FileSessionLog(fd, full, []);
   }
 }
@@ -112,17 +112,39 @@ function openExisting(file: string): SessionLog | undefined {
   return new FileSessionLog(fs.openSync(file, "a"), header, events);
 }
 
+/** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
+function writeAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text, "utf8");
+  for (let offset = 0; offset < bytes.length; ) offset += fs.writeSync(fd, bytes, offset, bytes.length - offset);
+}
+
 class FileSessionLog implements SessionLog {
   private closed = false;
+  /** Bytes of whole lines in the file: where a failed append is cut back to. */
+  private size: number;
 
   constructor(
     private readonly fd: number,
     readonly header: SessionHeader,
     readonly loadedEvents: SessionEvent[],
-  ) {}
+  ) {
+    this.size = fs.fstatSync(fd).size;
+  }
 
   append(event: SessionEvent): void {
-    fs.writeSync(this.fd, `${JSON.stringify(event)}\n`);
+    const line = `${JSON.stringify(event)}\n`;
+    try {
+      writeAll(this.fd, line);
+    } catch (error) {
+      // Cut the torn line off, so a later append does not glue onto it and corrupt the log.
+      try {
+        fs.ftruncateSync(this.fd, this.size);
+      } catch {
+        // the torn line stays; it is dropped on load if nothing follows it
+      }
+      throw error;
+    }
+    this.size += Buffer.byteLength(line);
   }
 
   sync(): void {
