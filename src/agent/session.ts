@@ -28,6 +28,8 @@ export class Session {
   lastAssistantContent: AssistantContentBlock[] | undefined;
   /** The reason of the last `turn/end` recorded. */
   lastTurnEnd: { turn: number; reason: TurnEndReason } | undefined;
+  /** Tool calls of the last assistant message that have no result yet (callId → tool name). */
+  private readonly unanswered = new Map<string, string>();
 
   constructor(
     readonly id: string,
@@ -69,6 +71,13 @@ export class Session {
     if (event.seq > this.seq) this.seq = event.seq;
     switch (event.type) {
       case "user/message":
+        // A log cut off mid-turn (the process was killed) can hold tool calls without results;
+        // models refuse such a history, so each is answered before the next user message.
+        for (const [callId, name] of this.unanswered) {
+          const text = "not run: the turn was interrupted before this tool call ran";
+          this.messages.push({ role: "tool", callId, name, content: [{ type: "text", text }], isError: true });
+        }
+        this.unanswered.clear();
         this.messages.push({ role: "user", content: event.data.content });
         break;
       case "turn/start":
@@ -77,8 +86,10 @@ export class Session {
       case "assistant/message":
         this.lastAssistantContent = event.data.content;
         this.messages.push({ role: "assistant", content: event.data.content });
+        for (const block of event.data.content) if (block.type === "tool-call") this.unanswered.set(block.id, block.name);
         break;
       case "tool/result":
+        this.unanswered.delete(event.data.callId);
         this.messages.push({ role: "tool", callId: event.data.callId, name: event.data.name, content: event.data.content, isError: event.data.isError });
         break;
       case "turn/end":
