@@ -253,6 +253,8 @@ export class HarnessServer {
 
   /** Aborts every turn, waits until their responses were written, and syncs the logs. */
   private async settleEverything(why: string): Promise<void> {
+    // A turn held by backpressure (the client stopped reading) must still see its abort.
+    this.options.endpoint.releaseProducers();
     this.runtime?.abortAll(why);
     await Promise.allSettled([...this.prompts.values()]);
     await this.runtime?.settled();

@@ -60,6 +60,8 @@ export class ServerEndpoint {
   private outputBroken = false;
   private lastWrite: Promise<void> = Promise.resolve();
   private drainWaiter: Promise<void> | undefined;
+  private releaseDrainWaiter: (() => void) | undefined;
+  private released = false;
   private readonly onData = (chunk: Buffer | string) => this.reader.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
   private readonly onEnd = () => {
     this.reader.end();
@@ -96,7 +98,17 @@ export class ServerEndpoint {
    */
   notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): Promise<void> {
     const accepted = this.write({ jsonrpc: "2.0", method, params });
-    return accepted ? Promise.resolve() : this.waitForDrain();
+    return accepted || this.released ? Promise.resolve() : this.waitForDrain();
+  }
+
+  /**
+   * Stops holding producers back: pending and future `notify()` promises resolve at once. For
+   * shutdown and signals, so that turns being aborted reach their end (and the process its
+   * drain deadline) even when the client has stopped reading.
+   */
+  releaseProducers(): void {
+    this.released = true;
+    this.releaseDrainWaiter?.();
   }
 
   /** Resolves when every frame written so far has been handed to the OS (or the output broke). */
@@ -212,8 +224,10 @@ export class ServerEndpoint {
         this.options.output.off("drain", done);
         this.options.output.off("close", done);
         this.drainWaiter = undefined;
+        this.releaseDrainWaiter = undefined;
         resolve();
       };
+      this.releaseDrainWaiter = done;
       this.options.output.on("drain", done);
       this.options.output.on("close", done);
     });
