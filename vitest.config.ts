@@ -5,6 +5,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    // Builds bin/harness-bridge when it is missing or older than src/ (the end-to-end tests run it).
+    globalSetup: ["test/support/build-once.ts"],
     // The end-to-end tests spawn the built binary; two cores are all CI has.
     pool: "forks",
     maxWorkers: 2,

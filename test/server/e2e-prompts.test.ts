@@ -1,0 +1,370 @@
+/**
+ * End to end against the built binary (bin/harness-bridge, built by test/support/build-once.ts):
+ * initialize and prompts, status mapping, cancel, overlap, concurrent sessions, errors of the
+ * request handlers, max-steps, the missing-turn-end invariant and resuming from the log.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { workspaceFolderName } from "../../src/agent/store.js";
+import { BINARY, RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
+import { oneTurn, tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+
+let ws: TempWorkspace;
+const clients: RawClient[] = [];
+
+beforeEach(() => {
+  ws = tempWorkspace("hb-e2e-");
+  ws.file("README.md", "# A workspace\nline two\nline three\nline four\n");
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.dispose()));
+  ws.cleanup();
+});
+
+function start(options: ConstructorParameters<typeof RawClient>[0] = {}): RawClient {
+  const client = new RawClient(options);
+  clients.push(client);
+  return client;
+}
+
+/** Every stdout line parses and is a JSON-RPC 2.0 frame. */
+function expectCleanStdout(client: RawClient): void {
+  expect(client.badLines).toEqual([]);
+  for (const frame of client.frames) expect(frame.jsonrpc).toBe("2.0");
+}
+
+async function initialized(model = "demo", extra: object = {}, options: ConstructorParameters<typeof RawClient>[0] = {}): Promise<RawClient> {
+  const c = start(options);
+  c.request("init", "initialize", initParams(ws.dir, model, extra));
+  const res = await c.response("init");
+  expect(res.error).toBeUndefined();
+  return c;
+}
+
+function lastIndex(frames: Frame[], match: (f: Frame) => boolean): number {
+  for (let i = frames.length - 1; i >= 0; i--) if (match(frames[i])) return i;
+  return -1;
+}
+
+const hangScript = oneTurn({ text: "working on it", chunkSize: 4, hang: true });
+
+describe("initialize and a prompt", () => {
+  it("streams every notification of the turn before the {status, reason} response", async () => {
+    const c = start();
+    c.request(1, "initialize", initParams(ws.dir));
+    const init = await c.response(1);
+    expect(init.result).toMatchObject({ serverInfo: { name: "harness-bridge" }, protocolVersion: 1 });
+    expect(typeof init.result.serverInfo.version).toBe("string");
+    expect(init.result.providers).toEqual(expect.arrayContaining(["scripted", "deepseek", "openai"]));
+
+    c.request(2, "session/prompt", promptParams("demo-1", "show me"));
+    const res = await c.response(2);
+    expect(res.result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(Object.keys(res.result).sort()).toEqual(["reason", "status"]);
+
+    const events = c.events("demo-1");
+    const types = events.map((e) => e.type);
+    expect(types[0]).toBe("user/message");
+    expect(types).toContain("assistant/chunk");
+    expect(types).toContain("tool/result");
+    expect(types[types.length - 1]).toBe("turn/end");
+    const lastEvent = lastIndex(c.frames, (f) => f.method === "session.event");
+    expect(lastEvent).toBeLessThan(c.indexOf(res));
+    for (let i = 1; i < events.length; i++) expect(events[i].seq).toBeGreaterThan(events[i - 1].seq);
+    for (const e of events) expect(typeof e.time).toBe("number");
+    // The demo's read_file really read the workspace's README.
+    const result = events.find((e) => e.type === "tool/result");
+    expect(result.data.isError).toBe(false);
+    expect(JSON.stringify(result.data.content)).toContain("A workspace");
+    expectCleanStdout(c);
+  });
+
+  it("serves initialize and a prompt pipelined in one write", async () => {
+    const c = start();
+    c.send(
+      RawClient.request(1, "initialize", initParams(ws.dir)),
+      RawClient.request(2, "session/prompt", promptParams("p")),
+      RawClient.request(3, "session/cancel", { sessionId: "nobody" }),
+    );
+    expect((await c.response(1)).result.protocolVersion).toBe(1);
+    expect((await c.response(2)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect((await c.response(3)).result).toEqual({ cancelled: false });
+  });
+
+  it("maps a model error to status error", async () => {
+    const script = ws.script("err.json", oneTurn({ text: "partial", error: { message: "upstream is down", httpStatus: 502, code: "http" } }));
+    const c = await initialized(script);
+    c.request(2, "session/prompt", promptParams("e"));
+    const res = await c.response(2);
+    expect(res.result).toEqual({ status: "error", reason: { kind: "model-error", message: "upstream is down", httpStatus: 502, code: "http" } });
+  });
+
+  it("maps maxSteps to {status: error, reason: {kind: max-steps, limit}}", async () => {
+    const script = ws.script("tools.json", oneTurn({ toolCalls: [{ name: "read_file", arguments: { path: "README.md" } }] }, { text: "done" }));
+    const c = await initialized(script, { maxSteps: 1 });
+    c.request(2, "session/prompt", promptParams("m"));
+    expect((await c.response(2)).result).toEqual({ status: "error", reason: { kind: "max-steps", limit: 1 } });
+  });
+});
+
+describe("cancel and overlap", () => {
+  it("cancel during a hang: the prompt answers aborted before the cancel answers {cancelled: true}", async () => {
+    const c = await initialized(ws.script("hang.json", hangScript));
+    c.request("p", "session/prompt", promptParams("h"));
+    await c.waitFrame((f) => f.method === "session.event" && f.params.event.type === "assistant/chunk", "a chunk");
+    c.request("c", "session/cancel", { sessionId: "h" });
+    const cancel = await c.response("c");
+    const prompt = await c.response("p");
+    expect(prompt.result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+    expect(cancel.result).toEqual({ cancelled: true });
+    expect(c.indexOf(prompt)).toBeLessThan(c.indexOf(cancel));
+    // The turn/end of the aborted turn came before both.
+    const end = c.frames.findIndex((f) => f.method === "session.event" && f.params.event.type === "turn/end");
+    expect(end).toBeGreaterThan(-1);
+    expect(end).toBeLessThan(c.indexOf(prompt));
+    // The session is reusable: the script's only turn hangs again, and cancels again.
+    c.request("p2", "session/prompt", promptParams("h"));
+    await c.waitFrame((f) => f.method === "session.event" && f.params.event.type === "turn/start" && f.params.event.data.turn === 2, "turn 2");
+    c.request("c2", "session/cancel", { sessionId: "h" });
+    expect((await c.response("c2")).result).toEqual({ cancelled: true });
+    expect((await c.response("p2")).result.status).toBe("aborted");
+  });
+
+  it("cancel with nothing in flight → false, and no session is created", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
+    try {
+      const c = await initialized("demo", {}, { args: ["--stdio", "--session-root", root] });
+      c.request(1, "session/cancel", { sessionId: "ghost" });
+      expect((await c.response(1)).result).toEqual({ cancelled: false });
+      c.request(2, "session/prompt", promptParams("real"));
+      await c.response(2);
+      c.request(3, "session/cancel", { sessionId: "real" });
+      expect((await c.response(3)).result).toEqual({ cancelled: false });
+      const files = fs.readdirSync(root, { recursive: true }).map(String);
+      expect(files.some((f) => f.endsWith("real.jsonl"))).toBe(true);
+      expect(files.some((f) => f.includes("ghost"))).toBe(false);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("a second prompt for a busy session fails at once with -32001 while the first runs", async () => {
+    const c = await initialized(ws.script("hang.json", hangScript));
+    c.request("first", "session/prompt", promptParams("b"));
+    await c.waitFrame((f) => f.method === "session.event" && f.params.event.type === "turn/start", "turn/start");
+    c.request("second", "session/prompt", promptParams("b"));
+    const busy = await c.response("second");
+    expect(busy.error).toMatchObject({ code: -32001, data: { kind: "session-busy" } });
+    expect(c.frames.find((f) => f.id === "first")).toBeUndefined();
+    // Another session is not blocked by it.
+    c.request("other-cancel", "session/cancel", { sessionId: "other" });
+    expect((await c.response("other-cancel")).result).toEqual({ cancelled: false });
+    c.request("c", "session/cancel", { sessionId: "b" });
+    expect((await c.response("c")).result).toEqual({ cancelled: true });
+    expect((await c.response("first")).result.status).toBe("aborted");
+  });
+
+  it("two sessions run concurrently: their events interleave and both settle", async () => {
+    const script = ws.script("slow.json", oneTurn({ text: "abcdefghijklmnopqrstuvwxyz0123456789", chunkSize: 2, delayMs: 15 }));
+    const c = await initialized(script);
+    c.send(RawClient.request("a", "session/prompt", promptParams("A")), RawClient.request("b", "session/prompt", promptParams("B")));
+    const [ra, rb] = await Promise.all([c.response("a"), c.response("b")]);
+    expect(ra.result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(rb.result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const sessionsInOrder = c.frames.filter((f) => f.method === "session.event").map((f) => f.params.sessionId as string);
+    const firstB = sessionsInOrder.indexOf("B");
+    const lastA = sessionsInOrder.lastIndexOf("A");
+    expect(firstB).toBeLessThan(lastA); // B started before A finished: they ran side by side
+    for (const [id, res] of [["A", ra], ["B", rb]] as const) {
+      const idx = lastIndex(c.frames, (f) => f.method === "session.event" && f.params.sessionId === id);
+      expect(idx).toBeLessThan(c.indexOf(res));
+      const seqs = c.events(id).map((e) => e.seq);
+      for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]);
+    }
+  });
+});
+
+describe("request errors", () => {
+  it("-32002 for session/* before initialize and for a second initialize", async () => {
+    const c = start();
+    c.request(1, "session/prompt", promptParams("x"));
+    c.request(2, "session/cancel", { sessionId: "x" });
+    expect((await c.response(1)).error).toMatchObject({ code: -32002 });
+    expect((await c.response(2)).error).toMatchObject({ code: -32002 });
+    c.request(3, "initialize", initParams(ws.dir));
+    expect((await c.response(3)).result).toBeDefined();
+    c.request(4, "initialize", initParams(ws.dir));
+    expect((await c.response(4)).error).toMatchObject({ code: -32002 });
+  });
+
+  it("a failed initialize may be retried", async () => {
+    const c = start();
+    c.request(1, "initialize", initParams(ws.dir, "no-such-script.json"));
+    expect((await c.response(1)).error).toBeDefined();
+    c.request(2, "initialize", initParams(ws.dir));
+    expect((await c.response(2)).result.protocolVersion).toBe(1);
+  });
+
+  it("an unknown provider → -32602 listing the registered providers", async () => {
+    const c = start();
+    c.request(1, "initialize", { cwd: ws.dir, provider: "skynet", model: "x" });
+    const { error } = await c.response(1);
+    expect(error?.code).toBe(-32602);
+    expect(error?.message).toContain("skynet");
+    for (const p of ["scripted", "deepseek", "openai"]) expect(error?.message).toContain(p);
+    expect(error?.data?.providers).toEqual(expect.arrayContaining(["scripted", "deepseek"]));
+  });
+
+  it("deepseek without DEEPSEEK_API_KEY → -32004 naming the variable, at initialize", async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "hb-home-"));
+    try {
+      const c = start({ env: { PATH: "/usr/bin:/bin", HOME: home } });
+      c.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-chat" });
+      const { error } = await c.response(1);
+      expect(error?.code).toBe(-32004);
+      expect(error?.message).toContain("DEEPSEEK_API_KEY");
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it("invalid params name the field", async () => {
+    const c = await initialized();
+    c.request(1, "session/prompt", { contentBlocks: [{ type: "text", text: "x" }] });
+    c.request(2, "session/prompt", { sessionId: "s", contentBlocks: [] });
+    c.request(3, "session/cancel", {});
+    c.request(4, "session/prompt", { sessionId: "s", contentBlocks: [{ type: "image", url: "x" }] });
+    const r1 = await c.response(1);
+    expect(r1.error).toMatchObject({ code: -32602 });
+    expect(r1.error?.message).toContain("params.sessionId");
+    const r2 = await c.response(2);
+    expect(r2.error).toMatchObject({ code: -32602 });
+    expect(r2.error?.message).toContain("params.contentBlocks");
+    expect((await c.response(3)).error?.message).toContain("params.sessionId");
+    expect((await c.response(4)).error).toMatchObject({ code: -32602 });
+  });
+
+  it("initialize params are validated too (the field is named)", async () => {
+    const c = start();
+    // One at a time: an initialize sent while another is still running is refused (-32002).
+    c.request(1, "initialize", { provider: "scripted", model: "demo" });
+    expect((await c.response(1)).error?.message).toContain("params.cwd");
+    c.request(2, "initialize", { cwd: ws.dir, provider: "scripted", model: "demo", protocolVersion: 2 });
+    expect((await c.response(2)).error).toMatchObject({ code: -32602 });
+    c.request(3, "initialize", { cwd: ws.dir, provider: "scripted", model: "demo", maxSteps: 0 });
+    expect((await c.response(3)).error?.message).toContain("params.maxSteps");
+  });
+
+  it.each(["..", ".", "a/b", "../etc", "", "x".repeat(129), "a b", "a\\b"])("sessionId %j → -32602", async (sessionId) => {
+    const c = await initialized();
+    c.request(1, "session/prompt", { sessionId, contentBlocks: [{ type: "text", text: "x" }] });
+    const { error } = await c.response(1);
+    expect(error).toMatchObject({ code: -32602 });
+    expect(error?.message).toContain("params.sessionId");
+  });
+
+  it("an unknown method → -32601", async () => {
+    const c = await initialized();
+    c.request(1, "session/fork", { sessionId: "x" });
+    expect((await c.response(1)).error).toMatchObject({ code: -32601 });
+  });
+
+  it("framing errors come back from the binary too, and it keeps serving", async () => {
+    const c = start();
+    await c.sendRaw('not json\n[1,2]\n{"jsonrpc":"2.0","id":1,"method":"initialize","params":[]}\n');
+    await c.sendRaw(`${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "initialize", params: initParams(ws.dir) })}\n`);
+    expect((await c.response(2)).result.protocolVersion).toBe(1);
+    const errors = await c.nullIdErrors(2);
+    expect(errors.map((f) => f.error?.code).sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual([-32700, -32600]);
+    expect((await c.response(1)).error?.code).toBe(-32602);
+  });
+});
+
+describe("the missing turn/end invariant", () => {
+  it("a session log that cannot be appended mid-turn → -32603 (missing-turn-end); nothing unlogged was announced", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
+    try {
+      // RLIMIT_FSIZE of 1 KiB: the log (a regular file) hits it mid-turn; stdout (a pipe) does not.
+      const script = ws.script("big.json", oneTurn({ text: "0123456789abcdef".repeat(40), chunkSize: 64 }, { text: "never" }));
+      const c = start({
+        command: "bash",
+        args: ["-c", `trap '' XFSZ; ulimit -f 1; exec "$0" "$@"`, BINARY, "--stdio", "--session-root", root],
+      });
+      c.request(1, "initialize", initParams(ws.dir, script));
+      await c.response(1);
+      c.request(2, "session/prompt", promptParams("full"));
+      const res = await c.response(2);
+      expect(res.error).toMatchObject({ code: -32603, data: { kind: "missing-turn-end" } });
+      expect(res.error?.message).toMatch(/idle without turn\/end/);
+      expect(c.events("full").some((e) => e.type === "turn/end")).toBe(false);
+      // Every durable event announced is whole in the log (appended before it was announced).
+      const file = fs.readdirSync(root, { recursive: true }).map(String).find((f) => f.endsWith("full.jsonl"))!;
+      const text = fs.readFileSync(path.join(root, file), "utf8");
+      // The failed append was cut back: the log holds whole lines only, so it stays loadable.
+      expect(text.endsWith("\n")).toBe(true);
+      const logged = text
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .slice(1);
+      const announced = c.events("full").filter((e) => e.type !== "assistant/chunk");
+      expect(announced.length).toBeGreaterThan(0);
+      for (const e of announced) expect(logged).toContainEqual(e);
+      // The server survives it.
+      c.request(3, "session/cancel", { sessionId: "full" });
+      expect((await c.response(3)).result).toEqual({ cancelled: false });
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("durable sessions across processes", () => {
+  it("a corrupt session log → -32603 naming the file; other sessions still work", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
+    try {
+      const dir = path.join(root, workspaceFolderName(ws.dir));
+      fs.mkdirSync(dir, { recursive: true });
+      const header = { type: "session-header", version: 1, sessionId: "broken", workspace: ws.dir, createdAt: 1, provider: "scripted", model: "demo" };
+      fs.writeFileSync(path.join(dir, "broken.jsonl"), `${JSON.stringify(header)}\n{oops\n{"type":"turn/start","seq":2,"time":1,"data":{"turn":1}}\n`);
+      const c = await initialized("demo", {}, { args: ["--stdio", "--session-root", root] });
+      c.request(1, "session/prompt", promptParams("broken"));
+      const { error } = await c.response(1);
+      expect(error?.code).toBe(-32603);
+      expect(error?.message).toContain("broken.jsonl");
+      expect(error?.message).toMatch(/corrupt/);
+      c.request(2, "session/prompt", promptParams("fine"));
+      expect((await c.response(2)).result.status).toBe("ok");
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("a second process resumes the session: turn numbers and seq continue", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
+    try {
+      const script = ws.script("two.json", turns([{ text: "first answer" }], [{ text: "second answer" }]));
+      const args = ["--stdio", "--session-root", root];
+      const one = await initialized(script, {}, { args });
+      one.request(2, "session/prompt", promptParams("keep", "first"));
+      await one.response(2);
+      const lastSeq = one.events("keep").at(-1).seq;
+      one.end();
+      expect((await one.exit()).code).toBe(0);
+
+      const two = await initialized(script, {}, { args });
+      two.request(2, "session/prompt", promptParams("keep", "second"));
+      expect((await two.response(2)).result.status).toBe("ok");
+      const events = two.events("keep");
+      expect(events[0].seq).toBe(lastSeq + 1);
+      expect(events.find((e) => e.type === "turn/start").data.turn).toBe(2);
+      const msg = events.find((e) => e.type === "assistant/message");
+      expect(msg.data.content).toEqual([{ type: "text", text: "second answer" }]);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

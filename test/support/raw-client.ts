@@ -1,0 +1,206 @@
+/**
+ * A raw NDJSON client of the built binary: spawns `bin/harness-bridge`, writes lines or bytes
+ * to its stdin, parses every stdout line into a frame, keeps stderr, and waits for responses,
+ * frames and the exit. It knows nothing of the protocol beyond "one JSON object per line".
+ */
+import { spawn, type ChildProcessWithoutNullStreams, type SpawnOptions } from "node:child_process";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const BINARY = path.join(ROOT, "bin", "harness-bridge");
+
+/** Any parsed stdout frame. */
+export interface Frame {
+  jsonrpc: string;
+  id?: string | number | null;
+  method?: string;
+  params?: any;
+  result?: any;
+  error?: { code: number; message: string; data?: any };
+}
+
+export interface RawClientOptions {
+  /** CLI arguments. Default: `["--stdio", "--no-session-log"]`. */
+  args?: string[];
+  /** The child's environment. Default: this process's environment. */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** The executable. Default: bin/harness-bridge. */
+  command?: string;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+const DEFAULT_WAIT_MS = 15_000;
+
+export class RawClient {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Every stdout frame, in order. */
+  readonly frames: Frame[] = [];
+  /** stdout lines that did not parse as JSON (there must be none). */
+  readonly badLines: string[] = [];
+  /** Every raw stdout line, in order. */
+  readonly lines: string[] = [];
+  stderr = "";
+  readonly exited: Promise<Exit>;
+  private stdoutBuffer = "";
+  private waiters: Array<() => void> = [];
+  private exitInfo: Exit | undefined;
+
+  constructor(options: RawClientOptions = {}) {
+    const spawnOptions: SpawnOptions = { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, stdio: "pipe" };
+    this.child = spawn(options.command ?? BINARY, options.args ?? ["--stdio", "--no-session-log"], spawnOptions) as ChildProcessWithoutNullStreams;
+    this.child.stdout.setEncoding("utf8");
+    this.child.stdout.on("data", (chunk: string) => this.onStdout(chunk));
+    this.child.stderr.setEncoding("utf8");
+    this.child.stderr.on("data", (chunk: string) => {
+      this.stderr += chunk;
+      this.wake();
+    });
+    // The tests write after the child may have exited; a broken stdin must not crash them.
+    this.child.stdin.on("error", () => undefined);
+    this.exited = new Promise<Exit>((resolve) => {
+      this.child.on("exit", (code, signal) => {
+        this.exitInfo = { code, signal };
+        resolve(this.exitInfo);
+        this.wake();
+      });
+    });
+  }
+
+  /** Writes frames (objects are JSON-encoded), one per line, in a single write. */
+  send(...frames: Array<object | string>): void {
+    this.sendRaw(frames.map((f) => `${typeof f === "string" ? f : JSON.stringify(f)}\n`).join(""));
+  }
+
+  /** Writes raw bytes as they are. */
+  sendRaw(data: string | Buffer): Promise<void> {
+    return new Promise((resolve) => {
+      this.child.stdin.write(data, () => resolve());
+    });
+  }
+
+  /** Builds a request frame. */
+  static request(id: string | number, method: string, params?: object): object {
+    return params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params };
+  }
+
+  request(id: string | number, method: string, params?: object): void {
+    this.send(RawClient.request(id, method, params));
+  }
+
+  /** Closes stdin (EOF). */
+  end(): void {
+    this.child.stdin.end();
+  }
+
+  kill(signal: NodeJS.Signals = "SIGTERM"): void {
+    if (this.exitInfo === undefined) this.child.kill(signal);
+  }
+
+  /** Waits until a frame matches; returns it. */
+  async waitFrame(match: (frame: Frame) => boolean, what = "a matching frame", timeoutMs = DEFAULT_WAIT_MS): Promise<Frame> {
+    return this.until(() => this.frames.find(match), what, timeoutMs);
+  }
+
+  /** Waits for the response with this id. */
+  response(id: string | number, timeoutMs = DEFAULT_WAIT_MS): Promise<Frame> {
+    return this.waitFrame((f) => f.id === id && f.method === undefined && ("result" in f || "error" in f), `the response to ${JSON.stringify(id)}`, timeoutMs);
+  }
+
+  /** Waits for the next `n` responses with id null (framing errors). */
+  async nullIdErrors(n: number, timeoutMs = DEFAULT_WAIT_MS): Promise<Frame[]> {
+    return this.until(
+      () => {
+        const found = this.frames.filter((f) => f.id === null && f.error);
+        return found.length >= n ? found : undefined;
+      },
+      `${n} id-null errors`,
+      timeoutMs,
+    );
+  }
+
+  /** Waits for the exit. */
+  async exit(timeoutMs = DEFAULT_WAIT_MS): Promise<Exit> {
+    return this.until(() => this.exitInfo, "the process to exit", timeoutMs);
+  }
+
+  /** Index of a frame in the stream. */
+  indexOf(frame: Frame): number {
+    return this.frames.indexOf(frame);
+  }
+
+  /** `session.event` notifications of a session, in order. */
+  events(sessionId: string): any[] {
+    return this.frames.filter((f) => f.method === "session.event" && f.params.sessionId === sessionId).map((f) => f.params.event);
+  }
+
+  /** Kills the child if it is still running (afterEach). */
+  async dispose(): Promise<void> {
+    if (this.exitInfo === undefined) {
+      this.child.kill("SIGKILL");
+      await this.exited;
+    }
+  }
+
+  private async until<T>(probe: () => T | undefined, what: string, timeoutMs: number): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = probe();
+      if (value !== undefined) return value;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(
+          `timed out after ${timeoutMs} ms waiting for ${what}; exit ${JSON.stringify(this.exitInfo)}; last frames:\n${this.lines.slice(-5).join("\n")}\nstderr:\n${this.stderr.slice(-2000)}`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== wake);
+          resolve();
+        }, left);
+        const wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        this.waiters.push(wake);
+      });
+    }
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  private onStdout(chunk: string): void {
+    this.stdoutBuffer += chunk;
+    let nl: number;
+    while ((nl = this.stdoutBuffer.indexOf("\n")) !== -1) {
+      const line = this.stdoutBuffer.slice(0, nl);
+      this.stdoutBuffer = this.stdoutBuffer.slice(nl + 1);
+      this.lines.push(line);
+      try {
+        this.frames.push(JSON.parse(line) as Frame);
+      } catch {
+        this.badLines.push(line);
+      }
+    }
+    this.wake();
+  }
+}
+
+/** The `initialize` params most tests use. */
+export function initParams(cwd: string, model = "demo", extra: object = {}): object {
+  return { cwd, provider: "scripted", model, ...extra };
+}
+
+/** A text prompt's params. */
+export function promptParams(sessionId: string, text = "hello"): object {
+  return { sessionId, contentBlocks: [{ type: "text", text }] };
+}
