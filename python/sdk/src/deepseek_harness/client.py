@@ -76,6 +76,16 @@ log = logging.getLogger("deepseek_harness")
 bridge_log = logging.getLogger("deepseek_harness.bridge")
 
 STDERR_TAIL_LINES = 400
+READ_SIZE = 1 << 16
+
+# Fast path: the bridge serialises session.event notifications with this exact prefix. When no
+# subscription needs decoded notifications, the reader routes such a line by the session id in
+# the prefix and hands the raw bytes to the prompt's consumer, which decodes it (and applies the
+# same request-shape guard) on its own thread. Raw bytes are not tracked by the garbage
+# collector, so batches waiting between the threads cost nothing to keep; any other line takes
+# the full path below.
+_FAST_PREFIX = b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"'
+_FAST_LEN = len(_FAST_PREFIX)
 
 NotificationCallback = Callable[[Notification], None]
 NotificationFilter = Union[None, str, Collection[str], Callable[[Notification], bool]]
@@ -441,12 +451,11 @@ class HarnessClient:
             self._proc = proc
             assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
             self._stdin = io.BufferedWriter(proc.stdin, buffer_size=1 << 16)  # type: ignore[arg-type]
-            stdout = io.BufferedReader(proc.stdout, buffer_size=1 << 16)  # type: ignore[arg-type]
             self._stderr_thread = threading.Thread(
                 target=self._drain_stderr, args=(proc.stderr,), name="harness-bridge-stderr", daemon=True
             )
             self._reader = threading.Thread(
-                target=self._read_loop, args=(stdout,), name="harness-bridge-reader", daemon=True
+                target=self._read_loop, args=(proc.stdout,), name="harness-bridge-reader", daemon=True
             )
             self._stderr_thread.start()
             self._reader.start()
@@ -588,6 +597,7 @@ class HarnessClient:
         deadline = _INF if timeout is None else time.monotonic() + timeout
         inbox = pending.inbox
         callback = on_notification
+        loads = json.loads
         failure: Optional[BaseException] = None
         cancel: Optional[_Pending] = None
         timed_out = False
@@ -609,10 +619,24 @@ class HarnessClient:
                     self._forget(pending)
                     assert failure is not None
                     raise failure
-                if type(item) is Notification:
+                if type(item) is list:
                     if callback is not None:
                         try:
-                            callback(item)
+                            for n in item:
+                                if type(n) is bytes:
+                                    # Inlined fast path of _decode_notification (hot loop).
+                                    msg = loads(n)
+                                    if type(msg) is dict and "id" not in msg:
+                                        params = msg.get("params")
+                                        if type(params) is dict:
+                                            n = Notification(msg["method"], params)
+                                        else:
+                                            n = _decode_notification(n)
+                                    else:
+                                        n = _decode_notification(n)
+                                    if n is None:
+                                        continue
+                                callback(n)
                         except BaseException as exc:  # noqa: BLE001 - re-raised after the cancel
                             failure = exc
                             callback = None
@@ -743,7 +767,7 @@ class HarnessClient:
         try:
             while True:
                 item = pending.inbox.get(deadline)
-                if type(item) is not Notification:
+                if type(item) is not list:
                     return
         except TimeoutError:
             self._forget(pending)
@@ -794,89 +818,143 @@ class HarnessClient:
 
     # ------------------------------------------------------------------ threads
 
-    def _read_loop(self, stdout: io.BufferedReader) -> None:
-        loads = json.loads
-        readline = stdout.readline
-        pending_map = self._pending
-        routes = self._routes
-        lock = self._lock
-        debug = log.isEnabledFor(logging.DEBUG)
+    def _read_loop(self, stdout: Any) -> None:
+        """Reads stdout in blocks, splits lines itself (no length limit: a long line is
+        collected in pieces and joined once), and hands each block's notifications to their
+        inboxes as one batch: one wake-up of the consumer per block, not per notification."""
+        read = stdout.read
+        parts: List[bytes] = []  # pieces of an unterminated line
         try:
             while True:
-                line = readline()
-                if not line:
+                data = read(READ_SIZE)
+                if not data:
                     break
-                try:
-                    msg = loads(line)
-                except ValueError:
-                    if line.strip():
-                        log.warning("dropping a line that is not JSON: %r", line[:200])
+                nl = data.rfind(b"\n")
+                if nl < 0:
+                    parts.append(data)
                     continue
-                if type(msg) is not dict:
-                    log.warning("dropping a frame that is not an object: %r", line[:200])
-                    continue
-                method = msg.get("method")
-                if method is not None:
-                    if "id" in msg:
-                        # A server-request-shaped frame: this client never answers requests,
-                        # and it must never be taken for a response.
-                        log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r",
-                                    method, msg.get("id"))
-                        continue
-                    params = msg.get("params")
-                    if type(params) is not dict or type(method) is not str:
-                        log.warning("dropping a malformed notification: %r", line[:200])
-                        continue
-                    n = Notification(method, params)
-                    sid = params.get("sessionId")
-                    if sid is not None:
-                        targets = routes.get(sid)
-                        if targets:
-                            try:
-                                targets[0].inbox.put(n)
-                            except IndexError:  # the prompt settled meanwhile
-                                pass
-                    else:
-                        self._route_subagent(n, params)
-                    subs = self._subscriptions
-                    if subs:
-                        if method == "subagent.started":
-                            _learn_child(subs, params)
-                        for s in subs:
-                            s._offer(n)
-                    continue
-                request_id = msg.get("id")
-                if "result" in msg or "error" in msg:
-                    if type(request_id) is int:
-                        with lock:
-                            pending = pending_map.pop(request_id, None)
-                            if pending is not None:
-                                self._unroute(pending)
-                        if pending is not None:
-                            pending.inbox.put(_Response(msg))
-                            continue
-                    if request_id is None and "error" in msg:
-                        log.warning("harness-bridge reported an error for no request: %r", msg.get("error"))
-                    elif debug:
-                        log.debug("dropping a response for no pending request: id=%r", request_id)
-                    continue
-                log.warning("dropping an unrecognised frame: %r", line[:200])
+                if parts:
+                    parts.append(data[: nl + 1])
+                    block = b"".join(parts)
+                    parts = []
+                else:
+                    block = data[: nl + 1] if nl + 1 < len(data) else data
+                if nl + 1 < len(data):
+                    parts.append(data[nl + 1 :])
+                self._dispatch(block.split(b"\n"))
+            if parts:
+                self._dispatch([b"".join(parts)])
         except (OSError, ValueError) as exc:
             log.debug("reading harness-bridge stdout failed: %s", exc)
         self._on_eof()
 
-    def _route_subagent(self, n: Notification, params: Dict[str, Any]) -> None:
+    def _dispatch(self, lines: List[bytes]) -> None:
+        """Routes the frames of one block, in order. Runs on the reader thread only."""
+        loads = json.loads
+        routes = self._routes
+        batches: Dict[_Pending, List[Notification]] = {}
+        subs = self._subscriptions
+        for line in lines:
+            if not line:
+                continue
+            if not subs and line.startswith(_FAST_PREFIX):
+                end = line.find(b'"', _FAST_LEN)
+                if end > 0 and b"\\" not in line[_FAST_LEN:end]:
+                    targets = routes.get(line[_FAST_LEN:end].decode("utf-8", "replace"))
+                    if targets:
+                        try:
+                            owner = targets[0]
+                        except IndexError:
+                            continue
+                        batch = batches.get(owner)
+                        if batch is None:
+                            batches[owner] = [line]
+                        else:
+                            batch.append(line)
+                    continue
+            try:
+                msg = loads(line)
+            except ValueError:
+                if line.strip():
+                    log.warning("dropping a line that is not JSON: %r", line[:200])
+                continue
+            if type(msg) is not dict:
+                log.warning("dropping a frame that is not an object: %r", line[:200])
+                continue
+            method = msg.get("method")
+            if method is not None:
+                if "id" in msg:
+                    # A server-request-shaped frame: this client never answers requests, and
+                    # it must never be taken for a response.
+                    log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r",
+                                method, msg.get("id"))
+                    continue
+                params = msg.get("params")
+                if type(params) is not dict or type(method) is not str:
+                    log.warning("dropping a malformed notification: %r", line[:200])
+                    continue
+                n = Notification(method, params)
+                sid = params.get("sessionId")
+                if sid is not None:
+                    targets = routes.get(sid)
+                    if targets:
+                        try:
+                            owner = targets[0]
+                        except IndexError:  # the prompt settled meanwhile
+                            owner = None
+                        if owner is not None:
+                            batch = batches.get(owner)
+                            if batch is None:
+                                batches[owner] = [n]
+                            else:
+                                batch.append(n)
+                else:
+                    owner = self._route_subagent(n, params)
+                    if owner is not None:
+                        batches.setdefault(owner, []).append(n)
+                if subs:
+                    if method == "subagent.started":
+                        _learn_child(subs, params)
+                    for sub in subs:
+                        sub._offer(n)
+                continue
+            if "result" in msg or "error" in msg:
+                request_id = msg.get("id")
+                pending = None
+                if type(request_id) is int:
+                    with self._lock:
+                        pending = self._pending.pop(request_id, None)
+                        if pending is not None:
+                            self._unroute(pending)
+                if pending is None:
+                    if request_id is None and "error" in msg:
+                        log.warning("harness-bridge reported an error for no request: %r", msg.get("error"))
+                    else:
+                        log.debug("dropping a response for no pending request: id=%r", request_id)
+                    continue
+                # Everything read before this response goes out first.
+                if batches:
+                    for owner, batch in batches.items():
+                        owner.inbox.put(batch)
+                    batches = {}
+                pending.inbox.put(_Response(msg))
+                continue
+            log.warning("dropping an unrecognised frame: %r", line[:200])
+        for owner, batch in batches.items():
+            owner.inbox.put(batch)
+
+    def _route_subagent(self, n: Notification, params: Dict[str, Any]) -> Optional[_Pending]:
         parent = params.get("parentSessionId")
         child = params.get("childSessionId")
         with self._lock:
             targets = self._routes.get(parent) if isinstance(parent, str) else None
             if not targets:
-                return
+                return None
             owner = targets[0]
             if n.method == "subagent.started" and isinstance(child, str) and child not in owner.session_ids:
                 owner.session_ids.add(child)
                 self._routes.setdefault(child, []).append(owner)
-        owner.inbox.put(n)
+        return owner
 
     def _on_eof(self) -> None:
         proc = self._proc
@@ -899,6 +977,26 @@ class HarnessClient:
                     bridge_log.log(_level_of(line), "%s", line)
         except (OSError, ValueError):
             pass
+
+
+def _decode_notification(line: bytes) -> Optional[Notification]:
+    """Decodes a fast-path line on the consumer's thread, with the reader's guards."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        log.warning("dropping a line that is not JSON: %r", line[:200])
+        return None
+    if type(msg) is not dict:
+        return None
+    if "id" in msg:
+        log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r", msg.get("method"), msg.get("id"))
+        return None
+    params = msg.get("params")
+    method = msg.get("method")
+    if type(params) is not dict or type(method) is not str:
+        log.warning("dropping a malformed notification: %r", line[:200])
+        return None
+    return Notification(method, params)
 
 
 def _learn_child(subs: Iterable[NotificationSubscription], params: Dict[str, Any]) -> None:

@@ -270,7 +270,6 @@ class Notification:
     def __init__(self, method: str, payload: Dict[str, Any]) -> None:
         self.method = method
         self.payload = payload
-        self._params: Any = None
 
     # -- cheap accessors (no validation) ------------------------------------------------
 
@@ -296,10 +295,12 @@ class Notification:
     @property
     def params(self) -> Any:
         """The payload validated against its method's model (the dict for unknown methods)."""
-        if self._params is None:
+        try:
+            return self._params
+        except AttributeError:
             model = _PARAMS_MODELS.get(self.method)
             self._params = model.model_validate(self.payload) if model else self.payload
-        return self._params
+            return self._params
 
     @property
     def event(self) -> Optional[SessionEvent]:
