@@ -128,6 +128,8 @@ function parseToolCall(id: string, name: string, raw: string): ToolCallBlock {
 async function runStep(session: Session, config: TurnConfig, signal: AbortSignal, turn: number, step: number): Promise<StepOutcome> {
   const assembler = new MessageAssembler();
   let failure: TurnEndReason | undefined;
+  /** The stream failed (threw) rather than finishing. */
+  let cutShort = false;
   try {
     const stream = config.provider.stream(
       {
@@ -151,6 +153,7 @@ async function runStep(session: Session, config: TurnConfig, signal: AbortSignal
     if (signal.aborted) failure = { kind: "aborted" };
     else if (assembler.finishReason === undefined) failure = { kind: "model-error", message: "the model stream ended before it finished" };
   } catch (error) {
+    cutShort = true;
     failure = signal.aborted ? { kind: "aborted" } : modelFailure(error);
   }
 
@@ -160,7 +163,10 @@ async function runStep(session: Session, config: TurnConfig, signal: AbortSignal
   if (!failure && finish !== "stop" && finish !== "tool-calls") {
     failure = { kind: "model-error", message: `the model stopped with finish reason '${finish}'` };
   }
-  const finishReason: FinishReason = failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" ? "error" : (finish as string);
+  // "error" for a step cut short; a finish reason the provider did send passes through (even
+  // one the loop does not know, which ends the turn as a model error).
+  const finishReason: FinishReason =
+    failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" && (finish === undefined || cutShort) ? "error" : (finish as string);
 
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
