@@ -394,6 +394,9 @@ describe("turn end reasons and usage", () => {
     const reason = await rec.runtime.prompt("s", text("go"));
     expect(reason.kind).toBe("model-error");
     expect((reason as { message: string }).message).toContain("content_filter");
+    // The message keeps the provider's value (FinishReason: other provider values pass through).
+    const [msg] = of(rec.events.get("s")!, "assistant/message");
+    expect(msg.data.finishReason).toBe("content_filter");
   });
 
   it("a model error → model-error with message, httpStatus and code; partial text recorded", async () => {

@@ -159,15 +159,42 @@ describe("a client that stops reading", () => {
 });
 
 describe("a closed stdout (EPIPE)", () => {
-  it("aborts the turn and exits when the client stops reading", async () => {
-    const script = ws.script("long.json", oneTurn({ text: "a fairly long line of streamed output ", repeat: 5000, chunkSize: 8, delayMs: 1 }));
-    const c = await initialized(script);
-    c.request("p", "session/prompt", promptParams("pipe"));
-    await c.waitFrame(isEvent("assistant/chunk"), "a chunk");
-    c.child.stdout.destroy();
-    const exit = await c.exit(20_000);
-    expect(exit.signal).toBeNull();
-    expect(exit.code).not.toBeNull();
+  async function runUntilClosed(closeStderrToo: boolean): Promise<{ exit: Awaited<ReturnType<RawClient["exit"]>>; logTypes: string[] }> {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
+    try {
+      const script = ws.script("long.json", oneTurn({ text: "a fairly long line of streamed output ", repeat: 5000, chunkSize: 8, delayMs: 1 }));
+      const c = await initialized(script, { args: ["--stdio", "--session-root", root] });
+      c.request("p", "session/prompt", promptParams("pipe"));
+      await c.waitFrame(isEvent("assistant/chunk"), "a chunk");
+      if (closeStderrToo) c.child.stderr.destroy();
+      c.child.stdout.destroy();
+      const exit = await c.exit(20_000);
+      const file = fs.readdirSync(root, { recursive: true }).map(String).find((f) => f.endsWith("pipe.jsonl"))!;
+      const logTypes = fs
+        .readFileSync(path.join(root, file), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).type);
+      return { exit, logTypes };
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }
+
+  it("aborts the turn (its log ends with turn/end) and exits 0 when the client stops listening", async () => {
+    const { exit, logTypes } = await runUntilClosed(false);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(logTypes.slice(-2)).toEqual(["assistant/message", "turn/end"]);
+  });
+
+  // Known bug, not in this suite's files to fix (src/cli.ts / src/log.ts): with stderr closed
+  // as well (the client died), the EPIPE warning written to stderr raises an unhandled 'error'
+  // on process.stderr and the process dies with exit 1 before the turn is aborted and the log
+  // synced. Fix: ignore errors on process.stderr (logging is best effort). Unskip once fixed.
+  it.skip("does the same when stderr is closed too (the client died)", async () => {
+    const { exit, logTypes } = await runUntilClosed(true);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(logTypes.slice(-2)).toEqual(["assistant/message", "turn/end"]);
   });
 });
 

@@ -133,6 +133,20 @@ describe("cancel and overlap", () => {
     expect((await c.response("p2")).result.status).toBe("aborted");
   });
 
+  it("a cancel pipelined right behind its prompt (one write) aborts it", async () => {
+    const c = start();
+    c.send(
+      RawClient.request(1, "initialize", initParams(ws.dir, ws.script("hang.json", hangScript))),
+      RawClient.request("p", "session/prompt", promptParams("quick")),
+      RawClient.request("c", "session/cancel", { sessionId: "quick" }),
+    );
+    const cancel = await c.response("c");
+    const prompt = await c.response("p");
+    expect(cancel.result).toEqual({ cancelled: true });
+    expect(prompt.result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+    expect(c.indexOf(prompt)).toBeLessThan(c.indexOf(cancel));
+  });
+
   it("cancel with nothing in flight → false, and no session is created", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
     try {
@@ -184,6 +198,58 @@ describe("cancel and overlap", () => {
       const seqs = c.events(id).map((e) => e.seq);
       for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]);
     }
+  });
+});
+
+describe("subagents", () => {
+  it("every subagent notification comes before the parent's prompt response", async () => {
+    const script = ws.script("sub.json", {
+      turns: [{ steps: [{ toolCalls: [{ name: "task", arguments: { prompt: "read the README", description: "reader" } }] }, { text: "The subagent says hi." }] }],
+      subagent: { turns: [{ steps: [{ text: "Child answer." }] }] },
+    });
+    const c = await initialized(script);
+    c.request("p", "session/prompt", promptParams("parent"));
+    const res = await c.response("p");
+    expect(res.result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const started = c.frames.find((f) => f.method === "subagent.started");
+    const finished = c.frames.find((f) => f.method === "subagent.finished");
+    expect(started?.params.parentSessionId).toBe("parent");
+    const child = started?.params.childSessionId as string;
+    expect(finished?.params).toMatchObject({
+      parentSessionId: "parent",
+      childSessionId: child,
+      agentId: child,
+      provider: "scripted",
+      status: "ok",
+      stopReason: { kind: "completed" },
+      lastAssistantMessage: [{ type: "text", text: "Child answer." }],
+    });
+    const childEvents = c.frames.filter((f) => f.method === "session.event" && f.params.sessionId === child);
+    expect(childEvents.length).toBeGreaterThan(0);
+    for (const f of [started!, finished!, ...childEvents]) expect(c.indexOf(f)).toBeLessThan(c.indexOf(res));
+    expect(c.indexOf(started!)).toBeLessThan(c.indexOf(childEvents[0]));
+    expect(c.indexOf(childEvents.at(-1)!)).toBeLessThan(c.indexOf(finished!));
+    const result = c.events("parent").find((e) => e.type === "tool/result");
+    expect(result.data).toMatchObject({ name: "task", isError: false, content: [{ type: "text", text: "Child answer." }] });
+  });
+
+  it("cancel during a hanging subagent aborts parent and child; the prompt answers aborted first", async () => {
+    const script = ws.script("subhang.json", {
+      turns: [{ steps: [{ toolCalls: [{ name: "task", arguments: { prompt: "wait forever" } }] }, { text: "never" }] }],
+      subagent: { turns: [{ steps: [{ text: "waiting", hang: true }] }] },
+    });
+    const c = await initialized(script);
+    c.request("p", "session/prompt", promptParams("parent2"));
+    await c.waitFrame((f) => f.method === "session.event" && f.params.sessionId !== "parent2" && f.params.event.type === "assistant/chunk", "a child chunk");
+    c.request("c", "session/cancel", { sessionId: "parent2" });
+    const cancel = await c.response("c");
+    const prompt = await c.response("p");
+    expect(cancel.result).toEqual({ cancelled: true });
+    expect(prompt.result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+    expect(c.indexOf(prompt)).toBeLessThan(c.indexOf(cancel));
+    const finished = c.frames.find((f) => f.method === "subagent.finished");
+    expect(finished?.params).toMatchObject({ status: "aborted", stopReason: { kind: "aborted" } });
+    expect(c.indexOf(finished!)).toBeLessThan(c.indexOf(prompt));
   });
 });
 
