@@ -13,7 +13,19 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import ignore, { type Ignore } from "ignore";
+import type { Ignore, Options as IgnoreOptions } from "ignore";
+
+type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
+/** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
+let ignoreFactory: IgnoreFactory | undefined;
+
+async function loadIgnore(): Promise<IgnoreFactory> {
+  if (!ignoreFactory) {
+    const mod = (await import("ignore")) as unknown as { default: IgnoreFactory };
+    ignoreFactory = mod.default;
+  }
+  return ignoreFactory;
+}
 
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
@@ -47,12 +59,12 @@ export class GitignoreFilter {
   private rulesOf(dir: string): Ignore | null {
     const cached = this.rules.get(dir);
     if (cached !== undefined) return cached;
+    if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
     let ig: Ignore | null = null;
     try {
-      const text = fs.readFileSync(path.join(dir, ".gitignore"), "utf8");
-      ig = ignore().add(text);
+      ig = ignoreFactory().add(fs.readFileSync(path.join(dir, ".gitignore"), "utf8"));
     } catch {
-      ig = null;
+      ig = null; // no (readable) .gitignore here
     }
     this.rules.set(dir, ig);
     return ig;
@@ -149,6 +161,7 @@ export async function listFiles(options: {
   followSymlinks: boolean;
 }): Promise<string[]> {
   options.signal.throwIfAborted();
+  await loadIgnore();
   const { glob } = await import("tinyglobby");
   const files = await glob(options.patterns, {
     cwd: options.cwd,
