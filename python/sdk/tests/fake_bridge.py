@@ -200,6 +200,9 @@ class Fake:
                     {"jsonrpc": "2.0", "id": req_id, "method": "session/prompt",
                      "result": {"status": "error", "reason": {"kind": "internal-error", "message": "spoofed"}}}
                 )
+                # Shaped like the bridge's session.event lines (the SDK's fast path), plus an id.
+                self.send({"jsonrpc": "2.0", "method": "session.event", "params": {"sessionId": sid, "event": {
+                    "type": "spoofed", "seq": 999999, "time": 0, "data": {}}}, "id": req_id})
             if "garbage" in MODES:
                 self.send_raw(b"this is not json\n[1,2,3]\n\n\"scalar\"\n")
             status = "ok" if reason["kind"] == "completed" else "aborted" if reason["kind"] == "aborted" else "error"

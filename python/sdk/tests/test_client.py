@@ -322,9 +322,18 @@ def test_unknown_provider_is_invalid_params(backend):
 def test_server_request_frames_are_dropped(fake):
     c = fake.initialized_client(env={"FAKE_BRIDGE_MODE": "server-request"})
     for i in range(2):
-        r = call_within(30, c.session_prompt, f"sr{i}", "hi")
+        seen = []
+        r = call_within(30, c.session_prompt, f"sr{i}", "hi", seen.append)
         # The spoofed frames reused the prompt's id; the real response still settles it.
         assert (r.status, r.reason.kind) == ("ok", "completed")
+        assert seen and all(n.event_type != "spoofed" for n in seen)
+        assert event_types(seen)[-1] == "turn/end"
+    # the same with a subscription open (the reader decodes every frame itself then)
+    sub = c.subscribe_notifications()
+    seen = []
+    assert call_within(30, c.session_prompt, "sr-sub", "hi", seen.append).status == "ok"
+    assert all(n.event_type != "spoofed" for n in seen + sub.drain())
+    sub.close()
 
 
 def test_garbage_frames_are_ignored(fake):
