@@ -246,7 +246,15 @@ describe("bash processes do not outlive a SIGKILLed bridge", () => {
         expect(await waitFor(() => pidsWith(m).length === 0, 5000)).toBe(true);
       } finally {
         bridge.kill("SIGKILL");
-        for (const pid of pidsWith(m)) process.kill(pid, "SIGKILL");
+        // If the test failed, leave nothing behind: kill the leftovers' whole process groups.
+        for (const pid of pidsWith(m)) {
+          try {
+            const pgid = Number(fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ")[2]);
+            process.kill(pgid > 1 ? -pgid : pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }
       }
     }, 30_000);
   }
