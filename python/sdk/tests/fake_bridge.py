@@ -353,7 +353,7 @@ class Fake:
 def main() -> None:
     if LOG_PATH:
         with open(LOG_PATH, "a") as f:
-            f.write(json.dumps({"argv": sys.argv[1:], "node_options": os.environ.get("NODE_OPTIONS")}) + "\n")
+            f.write(json.dumps({"argv": sys.argv[1:], "pid": os.getpid(), "node_options": os.environ.get("NODE_OPTIONS")}) + "\n")
     if "exit-at-start" in MODES:
         sys.stderr.write("harness-bridge info: starting\nharness-bridge error: fatal start-up error (fake)\n")
         sys.stderr.flush()

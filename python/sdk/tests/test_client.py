@@ -463,3 +463,34 @@ def test_requests_before_start_fail_clearly():
     with pytest.raises(HarnessError, match="not started"):
         c.session_prompt("x", "hi")
     c.close()
+
+
+def test_atexit_reaps_a_forgotten_child(fake, fake_log):
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import sys\n"
+        "from deepseek_harness import HarnessClient\n"
+        "c = HarnessClient(sys.argv[1], env={'FAKE_BRIDGE_LOG': sys.argv[2]}).start()\n"
+        "c.initialize(sys.argv[3], 'scripted', 'demo')\n"
+        "print('started', flush=True)\n"  # exits without close()
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(fake.bridge), str(fake_log), str(fake.workspace)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "started" in run.stdout, run.stderr
+    pid = read_fake_log(fake_log)[0]["pid"]
+    # The atexit hook closed the bridge before the interpreter exited: it is gone (or a zombie
+    # of the exited parent, already reaped by init).
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the bridge (pid {pid}) outlived the Python process that forgot to close it")
+    methods = [f["method"] for f in read_fake_log(fake_log)[1:]]
+    assert methods[-1] == "shutdown"
