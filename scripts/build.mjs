@@ -33,7 +33,11 @@ await esbuild.build({
   target: "node20",
   minify: true,
   legalComments: "none",
-  define: { __HARNESS_VERSION__: JSON.stringify(pkg.version) },
+  // ESM-only dependencies (fdir, under tinyglobby) call createRequire(import.meta.url) at load
+  // time; in a CommonJS bundle import.meta is empty, so give it this file's URL (the executable's
+  // path inside the SEA) instead of crashing the first glob/grep.
+  define: { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta.url": "__bundleUrl" },
+  banner: { js: 'var __bundleUrl=require("node:url").pathToFileURL(__filename).href;' },
   logLevel: "warning",
 });
 step(`bundle ${fs.statSync(bundle).size} bytes`);

@@ -201,6 +201,72 @@ describe("cancel and overlap", () => {
   });
 });
 
+describe("built-in tools through the binary", () => {
+  const toolResults = (c: RawClient, id: string) =>
+    c.events(id).filter((e) => e.type === "tool/result").map((e) => ({ name: e.data.name, isError: e.data.isError, text: e.data.content.map((b: { text: string }) => b.text).join("") }));
+
+  it("write_file, edit_file, read_file, glob, grep and bash work on the workspace, in the model's order", async () => {
+    const script = ws.script(
+      "tools.json",
+      oneTurn(
+        { toolCalls: [{ name: "write_file", arguments: { path: "src/app.txt", content: "alpha\nbeta\n" } }] },
+        { toolCalls: [{ name: "edit_file", arguments: { path: "src/app.txt", oldText: "beta", newText: "gamma" } }] },
+        {
+          toolCalls: [
+            { name: "read_file", arguments: { path: "src/app.txt" } },
+            { name: "glob", arguments: { pattern: "**/*.txt" } },
+            { name: "grep", arguments: { pattern: "gam+a" } },
+            { name: "bash", arguments: { command: "wc -l < src/app.txt; echo \"secret=${DEEPSEEK_API_KEY:-none}\"; exit 3" } },
+          ],
+        },
+        { text: "done" },
+      ),
+    );
+    const c = await initialized(script, {}, { env: { ...process.env, DEEPSEEK_API_KEY: "sk-must-not-leak" } });
+    c.request("p", "session/prompt", promptParams("tools"));
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(fs.readFileSync(path.join(ws.dir, "src/app.txt"), "utf8")).toBe("alpha\ngamma\n");
+    const results = toolResults(c, "tools");
+    expect(results.map((r) => r.name)).toEqual(["write_file", "edit_file", "read_file", "glob", "grep", "bash"]);
+    // A command that ran is not a tool error, whatever its exit code: the model reads the code.
+    expect(results.every((r) => !r.isError)).toBe(true);
+    expect(results[2].text).toMatch(/1\s+alpha[\s\S]*2\s+gamma/);
+    expect(results[3].text).toContain("src/app.txt");
+    expect(results[4].text).toContain("src/app.txt:2:gamma");
+    expect(results[5].text).toBe("2\nsecret=none\n[exit code 3]");
+  });
+
+  it("read-only mode does not offer bash, write_file or edit_file: calling one is an error result and the turn goes on", async () => {
+    const script = ws.script(
+      "ro.json",
+      oneTurn({ toolCalls: [{ name: "bash", arguments: { command: "touch pwned" } }, { name: "write_file", arguments: { path: "x", content: "x" } }] }, { text: "ok" }),
+    );
+    const c = await initialized(script, { permissionMode: "read-only" });
+    c.request("p", "session/prompt", promptParams("ro"));
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const results = toolResults(c, "ro");
+    expect(results).toHaveLength(2);
+    for (const r of results) {
+      expect(r.isError).toBe(true);
+      expect(r.text).toMatch(/unknown tool .*offered are: read_file, glob, grep, task$/);
+    }
+    expect(fs.existsSync(path.join(ws.dir, "pwned"))).toBe(false);
+  });
+
+  it("the tools allow-list narrows what is offered; unknown names are refused at initialize", async () => {
+    const script = ws.script("allow.json", oneTurn({ toolCalls: [{ name: "bash", arguments: { command: "true" } }] }, { text: "ok" }));
+    const c = await initialized(script, { tools: ["read_file", "grep"] });
+    c.request("p", "session/prompt", promptParams("allow"));
+    await c.response("p");
+    expect(toolResults(c, "allow")[0].text).toMatch(/offered are: read_file, grep$/);
+    const other = start();
+    other.request("bad", "initialize", initParams(ws.dir, script, { tools: ["rm_rf"] }));
+    const bad = await other.response("bad");
+    expect(bad.error?.code).toBe(-32602);
+    expect(bad.error?.message).toMatch(/unknown tool 'rm_rf' \(built-in: bash, read_file, write_file, edit_file, glob, grep, task\)/);
+  });
+});
+
 describe("subagents", () => {
   it("every subagent notification comes before the parent's prompt response", async () => {
     const script = ws.script("sub.json", {
