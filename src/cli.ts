@@ -78,6 +78,9 @@ export function main(argv: string[] = process.argv): void {
 }
 
 function serve(options: CliOptions): void {
+  // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
+  // not kill the process before in-flight turns are aborted and their logs synced.
+  process.stderr.on("error", () => {});
   const logger = createStderrLogger(options.logLevel);
   const sessionRoot = options.sessionLog ? (options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT ?? defaultSessionRoot()) : undefined;
   let server: HarnessServer | undefined;
