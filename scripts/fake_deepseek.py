@@ -8,6 +8,7 @@ after the last user message gets entry k.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -79,9 +80,11 @@ class FakeDeepSeek:
         users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
         if not users:
             return None
-        key = _text_of(messages[users[0]])
+        # A later turn may have its own key (its own user message); else the session's first.
+        entries = self.table.get(_text_of(messages[users[-1]]))
+        if entries is None:
+            entries = self.table.get(_text_of(messages[users[0]]))
         step = sum(1 for m in messages[users[-1] + 1 :] if m.get("role") == "assistant")
-        entries = self.table.get(key)
         if entries is None or step >= len(entries):
             return None
         return entries[step]
@@ -99,8 +102,8 @@ class FakeDeepSeek:
         if "status" in entry:
             return self._json(handler, entry["status"], entry.get("body", {}))
         model = body.get("model", "deepseek-v4-flash")
-        frames = [f"data: {json.dumps(_chunk(model, n, e), ensure_ascii=False)}\n\n" for n, e in enumerate(entry["events"])]
-        if not entry.get("stall"):
+        frames = [e["raw"] if "raw" in e else f"data: {json.dumps(_chunk(model, n, e), ensure_ascii=False)}\n\n" for n, e in enumerate(entry["events"])]
+        if not entry.get("stall") and not entry.get("reset"):
             frames.append("data: [DONE]\n\n")
         payload = "".join(frames).encode("utf-8")
         handler.send_response(200)
@@ -129,6 +132,10 @@ class FakeDeepSeek:
                         continue
                     except OSError:
                         break
+                return
+            if entry.get("reset"):
+                # A reset mid-stream: the connection goes away without the closing chunk.
+                handler.connection.shutdown(socket.SHUT_RDWR)
                 return
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()

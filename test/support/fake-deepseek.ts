@@ -9,9 +9,13 @@ import { DONE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-serve
 type Entry =
   | { status: number; body?: unknown }
   | {
-      events: Array<{ delta?: Record<string, unknown>; finish_reason?: string; usage?: Record<string, unknown> }>;
+      /** `raw` is written as-is (a garbage line, a comment), the others as `data:` frames. */
+      events: Array<{ delta?: Record<string, unknown>; finish_reason?: string; usage?: Record<string, unknown>; raw?: string }>;
       splitBytes?: number;
+      /** Keep the stream open after the events (no `[DONE]`), until the client goes away. */
       stall?: boolean;
+      /** Destroy the connection after the events (a reset mid-stream; no `[DONE]`). */
+      reset?: boolean;
       expect?: { reasoningContentSentBack?: boolean };
     };
 
@@ -42,11 +46,13 @@ export class FakeDeepSeek {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
+  /** The entry keyed by the latest user message (a later turn), else by the session's first. */
   private entryFor(messages: WireMessage[]): Entry | undefined {
     const users = messages.flatMap((m, i) => (m.role === "user" ? [i] : []));
     if (users.length === 0) return undefined;
-    const step = messages.slice(users[users.length - 1] + 1).filter((m) => m.role === "assistant").length;
-    return this.table[textOf(messages[users[0]])]?.[step];
+    const last = users[users.length - 1];
+    const step = messages.slice(last + 1).filter((m) => m.role === "assistant").length;
+    return (this.table[textOf(messages[last])] ?? this.table[textOf(messages[users[0]])])?.[step];
   }
 
   private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -64,8 +70,8 @@ export class FakeDeepSeek {
       this.problems.push("an assistant tool-call message was sent without reasoning_content");
       return void json(400, { error: { message: "reasoning_content missing on an assistant tool-call message" } });
     }
-    const frames = entry.events.map((e) => frame(e.usage ? usageChunk(e.usage) : chunk(e.delta ?? {}, e.finish_reason ?? null)));
-    if (!entry.stall) frames.push(DONE);
+    const frames = entry.events.map((e) => (e.raw !== undefined ? e.raw : frame(e.usage ? usageChunk(e.usage) : chunk(e.delta ?? {}, e.finish_reason ?? null))));
+    if (!entry.stall && !entry.reset) frames.push(DONE);
     const bytes = Buffer.from(frames.join(""));
     res.writeHead(200, SSE_HEADERS);
     const split = entry.splitBytes ?? bytes.length;
@@ -73,6 +79,7 @@ export class FakeDeepSeek {
       res.write(bytes.subarray(i, i + split));
       if (entry.splitBytes) await new Promise((r) => setTimeout(r, 2));
     }
+    if (entry.reset) return void res.socket?.destroy();
     if (!entry.stall) res.end();
     // A stalled stream stays open until the client goes away or stop() destroys the socket.
   }

@@ -1,0 +1,95 @@
+/**
+ * The DeepSeek provider's faults end to end through the built binary: each fault ends the turn
+ * with `{status: "error", reason: {kind: "model-error", …}}` in bounded time, the bridge keeps
+ * serving, and the next prompt on the same session works (its history, partial messages of the
+ * failed turn included, is accepted by the server).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { FakeDeepSeek, type ServerTable } from "../support/fake-deepseek.js";
+import { RawClient, promptParams } from "../support/raw-client.js";
+import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+
+const server = new FakeDeepSeek();
+let baseUrl = "";
+let ws: TempWorkspace;
+let client: RawClient | undefined;
+
+beforeAll(async () => {
+  baseUrl = await server.start();
+  ws = tempWorkspace("hb-faults-");
+});
+afterAll(async () => {
+  await server.stop();
+  ws.cleanup();
+});
+afterEach(async () => {
+  await client?.dispose();
+  client = undefined;
+});
+
+const say = (text: string) => [{ delta: { role: "assistant", content: text } }, { delta: {}, finish_reason: "stop" }, { usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } }];
+
+const RECOVERY: ServerTable = { "Are you still there?": [{ events: say("Still here.") }] };
+
+async function deepseekClient(): Promise<RawClient> {
+  client = new RawClient({
+    args: ["--stdio", "--no-session-log"],
+    env: {
+      ...process.env,
+      DEEPSEEK_API_KEY: "sk-test-not-a-real-key",
+      DEEPSEEK_BASE_URL: baseUrl,
+      HARNESS_MAX_RETRIES: "1",
+      HARNESS_RETRY_BASE_MS: "10",
+      HARNESS_IDLE_TIMEOUT_MS: "400",
+      NO_PROXY: "127.0.0.1",
+      no_proxy: "127.0.0.1",
+    },
+  });
+  client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
+  expect((await client.response("init")).error).toBeUndefined();
+  return client;
+}
+
+const cases: Array<[string, ServerTable[string], Record<string, unknown>]> = [
+  [
+    "401: the key was refused, no retry",
+    [{ status: 401, body: { error: { message: "Authentication Fails", type: "authentication_error" } } }],
+    { httpStatus: 401, code: "auth", message: expect.stringMatching(/refused/i) },
+  ],
+  [
+    "500 twice: retried once, then given up with the status",
+    [{ status: 500, body: { error: { message: "overloaded" } } }],
+    { httpStatus: 500, code: "http", message: expect.stringMatching(/overloaded.*gave up after 1 retry/) },
+  ],
+  [
+    "a connection reset after output: no retry",
+    [{ events: [{ delta: { role: "assistant", content: "Half an ans" } }], reset: true }],
+    { code: expect.stringMatching(/network|stream/) },
+  ],
+  [
+    "garbage lines, then a stream that ends without a finish",
+    [{ events: [{ raw: "data: {not json\n\n" }, { raw: "what is this\n\n" }, { delta: { role: "assistant", content: "partial" } }] }],
+    { code: "stream" },
+  ],
+  ["a stream that stalls after output: idle timeout", [{ events: [{ delta: { role: "assistant", content: "thinking…" } }], stall: true }], { code: "timeout" }],
+];
+
+describe("deepseek faults through the binary", () => {
+  it.each(cases)("%s → model-error; the next prompt on the session works", async (name, entries, reason) => {
+    const c = await deepseekClient();
+    server.table = { [name]: entries, ...RECOVERY };
+    const session = `s-${cases.findIndex(([n]) => n === name)}`;
+    c.request("fault", "session/prompt", promptParams(session, name));
+    const fault = await c.response("fault", 15_000);
+    expect(fault.result).toEqual({ status: "error", reason: { kind: "model-error", message: expect.any(String), ...reason } });
+    const events = c.events(session);
+    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { reason: fault.result.reason } });
+
+    c.request("again", "session/prompt", promptParams(session, "Are you still there?"));
+    expect((await c.response("again", 15_000)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const last = c.events(session).filter((e) => e.type === "assistant/message").at(-1);
+    expect(last.data.content).toEqual([{ type: "text", text: "Still here." }]);
+    expect(server.problems).toEqual([]);
+    expect(c.badLines).toEqual([]);
+  });
+});
