@@ -319,6 +319,57 @@ describe("subagents", () => {
   });
 });
 
+describe("subagent failures and depth", () => {
+  it("a failing child ends error; the parent's tool result says why and the parent's turn goes on", async () => {
+    const script = ws.script("subfail.json", {
+      turns: [{ steps: [{ toolCalls: [{ name: "task", arguments: { prompt: "try", description: "flaky" } }] }, { text: "The helper failed; I will do it myself." }] }],
+      subagent: { turns: [{ steps: [{ text: "Starting", error: { message: "upstream is down", httpStatus: 503, code: "http" } }] }] },
+    });
+    const c = await initialized(script);
+    c.request("p", "session/prompt", promptParams("pf"));
+    const res = await c.response("p");
+    expect(res.result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const finished = c.frames.find((f) => f.method === "subagent.finished");
+    expect(finished?.params).toMatchObject({
+      status: "error",
+      stopReason: { kind: "model-error", message: "upstream is down", httpStatus: 503 },
+      lastAssistantMessage: [{ type: "text", text: "Starting" }],
+    });
+    expect(c.indexOf(finished!)).toBeLessThan(c.indexOf(res));
+    const result = c.events("pf").find((e) => e.type === "tool/result");
+    expect(result.data).toMatchObject({
+      name: "task",
+      isError: true,
+      content: [{ type: "text", text: "subagent 'flaky' failed (model-error: upstream is down); its last message: Starting" }],
+    });
+  });
+
+  it("children get no task tool at the default depth 1; --subagent-depth 2 allows a grandchild", async () => {
+    const script = ws.script("nest.json", {
+      turns: [{ steps: [{ toolCalls: [{ name: "task", arguments: { prompt: "delegate further" } }] }, { text: "parent done" }] }],
+      subagent: { turns: [{ steps: [{ toolCalls: [{ name: "task", arguments: { prompt: "deeper" } }] }, { text: "child done" }] }] },
+    });
+    const childResults = (c: RawClient) =>
+      c.frames
+        .filter((f) => f.method === "session.event" && f.params.sessionId.includes(".task-") && f.params.event.type === "tool/result")
+        .map((f) => f.params.event.data);
+
+    const flat = await initialized(script);
+    flat.request("p", "session/prompt", promptParams("nest"));
+    expect((await flat.response("p")).result.status).toBe("ok");
+    expect(flat.frames.filter((f) => f.method === "subagent.started")).toHaveLength(1);
+    expect(childResults(flat)[0]).toMatchObject({ name: "task", isError: true, content: [{ text: expect.stringMatching(/unknown tool 'task'/) }] });
+
+    const deep = await initialized(script, {}, { args: ["--stdio", "--no-session-log", "--subagent-depth", "2"] });
+    deep.request("p", "session/prompt", promptParams("nest2"));
+    expect((await deep.response("p")).result.status).toBe("ok");
+    const started = deep.frames.filter((f) => f.method === "subagent.started").map((f) => f.params);
+    expect(started).toHaveLength(2);
+    expect(started[1].parentSessionId).toBe(started[0].childSessionId);
+    expect(childResults(deep).some((r) => r.name === "task" && !r.isError)).toBe(true);
+  });
+});
+
 describe("request errors", () => {
   it("-32002 for session/* before initialize and for a second initialize", async () => {
     const c = start();

@@ -3,7 +3,13 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { editFileTool } from "../../src/tools/edit-file.js";
-import { readFileTool } from "../../src/tools/read-file.js";
+import {
+  READ_FILE_DEFAULT_LINES,
+  READ_FILE_MAX_BYTES,
+  READ_FILE_MAX_LINE_CHARS,
+  READ_FILE_MAX_OUTPUT_CHARS,
+  readFileTool,
+} from "../../src/tools/read-file.js";
 import { ToolError, type Tool } from "../../src/tools/types.js";
 import { writeFileTool } from "../../src/tools/write-file.js";
 import { makeCtx, makeSandbox, text, writeTree } from "./helpers.js";
@@ -114,6 +120,50 @@ describe("confinement of the file tools", () => {
     expect(text(await exec(readFileTool, { path: "../outside/secret.txt" }, "full"))).toBe("1\tTOP SECRET outside");
     await exec(writeFileTool, { path: "../outside/new.txt", content: "x" }, "full");
     expect(fs.existsSync(path.join(sb.outside, "new.txt"))).toBe(true);
+  });
+});
+
+describe("read_file", () => {
+  it("numbers lines from 1, strips CR, and pages with offset and limit, saying how to read on", async () => {
+    writeTree(sb.ws, { "f.txt": "one\r\ntwo\nthree\nfour\n" });
+    expect(text(await exec(readFileTool, { path: "f.txt" }))).toBe("1\tone\n2\ttwo\n3\tthree\n4\tfour");
+    expect(text(await exec(readFileTool, { path: "f.txt", offset: 2, limit: 2 }))).toBe("2\ttwo\n3\tthree\n[showing lines 2-3 of 4; read on with offset 4]");
+    await expect(exec(readFileTool, { path: "f.txt", offset: 9 })).rejects.toThrow(/offset 9 is past the end of f.txt \(4 lines\)/);
+    await expect(exec(readFileTool, { path: "f.txt", limit: 0 })).rejects.toThrow(/limit must be a positive integer/);
+    await expect(exec(readFileTool, { path: "nope.txt" })).rejects.toThrow(/no such file: nope.txt/);
+    writeTree(sb.ws, { "empty.txt": "" });
+    expect(text(await exec(readFileTool, { path: "empty.txt" }))).toBe("(empty.txt is empty)");
+  });
+
+  it(`shows ${READ_FILE_DEFAULT_LINES} lines by default, cuts long lines and caps the output size`, async () => {
+    writeTree(sb.ws, { "many.txt": Array.from({ length: READ_FILE_DEFAULT_LINES + 5 }, (_, i) => `l${i + 1}`).join("\n") });
+    const many = text(await exec(readFileTool, { path: "many.txt" }));
+    expect(many.split("\n").at(-1)).toBe(`[showing lines 1-${READ_FILE_DEFAULT_LINES} of ${READ_FILE_DEFAULT_LINES + 5}; read on with offset ${READ_FILE_DEFAULT_LINES + 1}]`);
+
+    writeTree(sb.ws, { "long.txt": "x".repeat(READ_FILE_MAX_LINE_CHARS + 10) + "\nshort\n" });
+    const long = text(await exec(readFileTool, { path: "long.txt" }));
+    expect(long).toContain(`… [line cut: ${READ_FILE_MAX_LINE_CHARS + 10} characters]`);
+    expect(long.endsWith("2\tshort")).toBe(true);
+
+    // Lines of the longest kept length: the output stops under the cap and says where to go on.
+    const line = "y".repeat(READ_FILE_MAX_LINE_CHARS);
+    const count = Math.ceil(READ_FILE_MAX_OUTPUT_CHARS / READ_FILE_MAX_LINE_CHARS) + 10;
+    writeTree(sb.ws, { "wide.txt": Array.from({ length: count }, () => line).join("\n") });
+    const wide = text(await exec(readFileTool, { path: "wide.txt", limit: count }));
+    expect(wide.length).toBeLessThanOrEqual(READ_FILE_MAX_OUTPUT_CHARS + 100);
+    expect(wide.split("\n").at(-1)).toMatch(new RegExp(`^\\[showing lines 1-\\d+ of ${count}; read on with offset \\d+\\]$`));
+  });
+
+  it("detects binary files, and refuses files over the size cap without reading them", async () => {
+    fs.writeFileSync(ws("img.bin"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x02]));
+    const bin = await exec(readFileTool, { path: "img.bin" });
+    expect(bin.isError).toBe(true);
+    expect(text(bin)).toBe("img.bin is a binary file (7 bytes); read_file shows text files only");
+    fs.writeFileSync(ws("big.txt"), "");
+    fs.truncateSync(ws("big.txt"), READ_FILE_MAX_BYTES + 1); // sparse: costs no disk
+    await expect(exec(readFileTool, { path: "big.txt" })).rejects.toThrow(`big.txt is ${READ_FILE_MAX_BYTES + 1} bytes, over the ${READ_FILE_MAX_BYTES}-byte limit of read_file`);
+    fs.mkdirSync(ws("dir"));
+    await expect(exec(readFileTool, { path: "dir" })).rejects.toThrow(/dir is a directory/);
   });
 });
 

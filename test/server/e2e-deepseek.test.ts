@@ -1,9 +1,12 @@
 /**
- * The DeepSeek provider's faults end to end through the built binary: each fault ends the turn
- * with `{status: "error", reason: {kind: "model-error", …}}` in bounded time, the bridge keeps
- * serving, and the next prompt on the same session works (its history, partial messages of the
- * failed turn included, is accepted by the server).
+ * The DeepSeek provider end to end through the built binary, against a local DeepSeek-format
+ * server: a model that uses every built-in tool and a subagent over HTTP, and the faults — each
+ * ends the turn with `{status: "error", reason: {kind: "model-error", …}}` in bounded time, the
+ * bridge keeps serving, and the next prompt on the same session works (its history, partial
+ * messages of the failed turn included, is accepted by the server).
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FakeDeepSeek, type ServerTable } from "../support/fake-deepseek.js";
 import { RawClient, promptParams } from "../support/raw-client.js";
@@ -73,6 +76,60 @@ const cases: Array<[string, ServerTable[string], Record<string, unknown>]> = [
   ],
   ["a stream that stalls after output: idle timeout", [{ events: [{ delta: { role: "assistant", content: "thinking…" } }], stall: true }], { code: "timeout" }],
 ];
+
+/** One streamed tool call per step, its arguments split in two fragments, with reasoning first. */
+const callStep = (id: string, name: string, args: object) => {
+  const json = JSON.stringify(args);
+  const half = Math.floor(json.length / 2);
+  return {
+    expect: { reasoningContentSentBack: true },
+    events: [
+      { delta: { role: "assistant", content: null, reasoning_content: `Next: ${name}.` } },
+      { delta: { tool_calls: [{ index: 0, id, type: "function", function: { name, arguments: json.slice(0, half) } }] } },
+      { delta: { tool_calls: [{ index: 0, function: { arguments: json.slice(half) } }] } },
+      { delta: {}, finish_reason: "tool_calls" },
+    ],
+  };
+};
+
+describe("a DeepSeek-format model using the built-in tools over HTTP", () => {
+  it("writes, edits, reads, searches, runs a command and delegates to a subagent", async () => {
+    const c = await deepseekClient();
+    const task = "Count the lines of app.py.";
+    server.table = {
+      "Build it.": [
+        callStep("c1", "write_file", { path: "pkg/app.py", content: "print('hi')\nprint('bye')\n" }),
+        callStep("c2", "edit_file", { path: "pkg/app.py", oldText: "bye", newText: "ciao" }),
+        callStep("c3", "read_file", { path: "pkg/app.py" }),
+        callStep("c4", "glob", { pattern: "**/*.py" }),
+        callStep("c5", "grep", { pattern: "ciao", path: "pkg" }),
+        callStep("c6", "bash", { command: "python3 pkg/app.py || echo no-python" }),
+        callStep("c7", "task", { prompt: task, description: "counter" }),
+        { expect: { reasoningContentSentBack: true }, events: say("All done.") },
+      ],
+      [task]: [callStep("k1", "bash", { command: "wc -l < pkg/app.py" }), { events: say("It has 2 lines.") }],
+    };
+    c.request("p", "session/prompt", promptParams("tools-over-http", "Build it."));
+    expect((await c.response("p", 30_000)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(fs.readFileSync(path.join(ws.dir, "pkg/app.py"), "utf8")).toBe("print('hi')\nprint('ciao')\n");
+    const results = c.events("tools-over-http").filter((e) => e.type === "tool/result").map((e) => e.data);
+    expect(results.map((r) => [r.name, r.isError])).toEqual([
+      ["write_file", false],
+      ["edit_file", false],
+      ["read_file", false],
+      ["glob", false],
+      ["grep", false],
+      ["bash", false],
+      ["task", false],
+    ]);
+    const textOf = (r: { content: Array<{ text: string }> }) => r.content.map((b) => b.text).join("");
+    expect(textOf(results[2])).toBe("1\tprint('hi')\n2\tprint('ciao')");
+    expect(textOf(results[3])).toBe("pkg/app.py");
+    expect(textOf(results[4])).toBe("pkg/app.py:2:print('ciao')");
+    expect(textOf(results[6])).toBe("It has 2 lines.");
+    expect(server.problems).toEqual([]);
+  });
+});
 
 describe("deepseek faults through the binary", () => {
   it.each(cases)("%s → model-error; the next prompt on the session works", async (name, entries, reason) => {
