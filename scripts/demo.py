@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python" / "sdk" / "src"))
@@ -61,7 +61,7 @@ class Printer:
 
     def __init__(self, root_session: str) -> None:
         self.root = root_session
-        self.inline = ""  # what is being printed inline ("reasoning", "text"), "" when nothing
+        self.inline: Optional[Tuple[str, str]] = None  # (kind, session) being printed inline
 
     def line(self, text: str, session: Any = None) -> None:
         self.end_inline()
@@ -73,7 +73,7 @@ class Printer:
     def end_inline(self) -> None:
         if self.inline:
             print()
-            self.inline = ""
+            self.inline = None
 
     def show(self, item: Any) -> None:
         if isinstance(item, (TextDeltaEvent, ReasoningDeltaEvent)):
@@ -81,7 +81,7 @@ class Printer:
             if self.inline != (kind, item.session_id):
                 self.end_inline()
                 print(f"{self.indent(item.session_id)}{kind} ▸ ", end="")
-                self.inline = (kind, item.session_id)  # type: ignore[assignment]
+                self.inline = (kind, item.session_id)
             print(item.text, end="", flush=True)
         elif isinstance(item, UserMessageEvent):
             self.line(f"user ▸ {item.text}", item.session_id)
