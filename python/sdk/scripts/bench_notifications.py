@@ -2,12 +2,17 @@
 """Notification throughput: the SDK's callback path against a raw ``json.loads`` reader.
 
     .venv/bin/python python/sdk/scripts/bench_notifications.py [--source replay|real] [--chunks 200000]
+        [--api callback|async|stream|async-stream]
 
 Both readers consume the same turn of N ``assistant/chunk`` notifications followed by the
 prompt response:
 
 * raw: ``readline()`` + ``json.loads`` on the bridge's stdout, counting notifications;
-* sdk: ``HarnessClient.session_prompt(..., on_notification=count)``.
+* sdk: by ``--api``: ``callback`` (default, the goal's measure):
+  ``HarnessClient.session_prompt(..., on_notification=count)``; ``async``: the same through
+  ``AsyncDeepSeekHarness.run(..., on_notification=count)``; ``stream`` / ``async-stream``:
+  iterating ``Session.stream`` / ``AsyncSession.stream`` (typed pydantic events, one per
+  notification: slower by design, reported for information).
 
 ``--source replay`` (default) serves a pre-rendered stream from a tiny Python stand-in, so the
 numbers measure the readers, not the producer; ``--source real`` drives bin/harness-bridge
@@ -32,7 +37,9 @@ SDK = Path(__file__).resolve().parents[1]
 REPO = SDK.parents[1]
 sys.path.insert(0, str(SDK / "src"))
 
-from deepseek_harness import HarnessClient  # noqa: E402
+import asyncio  # noqa: E402
+
+from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness, HarnessClient, TurnResult  # noqa: E402
 
 REPLAY = textwrap.dedent(
     r'''
@@ -118,11 +125,68 @@ def sdk_run(cmd: list, model_name: str, cwd: str) -> tuple:
     return count, elapsed
 
 
+def _harness(cls, cmd: list, model_name: str, cwd: str):
+    h = cls(provider="scripted", model=model_name, cwd=cwd, bridge_bin=cmd[0])
+    client = h.client
+    client.command = lambda: list(cmd)  # type: ignore[method-assign]
+    return h
+
+
+def _started(h) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h.start()
+
+
+def stream_run(cmd: list, model_name: str, cwd: str) -> tuple:
+    h = _harness(DeepSeekHarness, cmd, model_name, cwd)
+    _started(h)
+    start = time.perf_counter()
+    count = sum(1 for item in h.stream("go", session_id="bench") if not isinstance(item, TurnResult))
+    elapsed = time.perf_counter() - start
+    h.close()
+    return count, elapsed
+
+
+def async_run(cmd: list, model_name: str, cwd: str, stream: bool = False) -> tuple:
+    async def main() -> tuple:
+        h = _harness(AsyncDeepSeekHarness, cmd, model_name, cwd)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await h.start()
+        count = 0
+
+        def on_notification(n):
+            nonlocal count
+            count += 1
+
+        start = time.perf_counter()
+        if stream:
+            async for item in h.stream("go", session_id="bench"):
+                count += not isinstance(item, TurnResult)
+        else:
+            await h.run("go", session_id="bench", on_notification=on_notification)
+        elapsed = time.perf_counter() - start
+        await h.close()
+        return count, elapsed
+
+    return asyncio.run(main())
+
+
+APIS = {
+    "callback": sdk_run,
+    "async": async_run,
+    "stream": stream_run,
+    "async-stream": lambda cmd, model_name, cwd: async_run(cmd, model_name, cwd, stream=True),
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", choices=["replay", "real"], default="replay")
     parser.add_argument("--chunks", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--api", choices=sorted(APIS), default="callback")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
@@ -130,13 +194,16 @@ def main() -> int:
         model_name = model(args.source, args.chunks, tmp)
         best = {"raw": 0.0, "sdk": 0.0}
         for i in range(args.runs):
-            for name, fn in (("raw", raw_run), ("sdk", sdk_run)):
+            for name, fn in (("raw", raw_run), ("sdk", APIS[args.api])):
                 count, elapsed = fn(cmd, model_name, t)
                 rate = count / elapsed
                 best[name] = max(best[name], rate)
                 print(f"run {i + 1} {name}: {count} notifications in {elapsed:.3f} s = {rate:,.0f}/s")
         ratio = best["sdk"] / best["raw"]
-        print(f"sdk/raw throughput (best runs): {ratio:.2f} (goal >= 0.7)")
+        if args.api == "callback":
+            print(f"sdk/raw throughput (best runs): {ratio:.2f} (goal >= 0.7)")
+        else:
+            print(f"sdk ({args.api}) / raw throughput (best runs): {ratio:.2f} (for information; the goal is for callback)")
     return 0
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional
 
 import pytest
 
-from deepseek_harness import DeepSeekHarness, HarnessClient
+from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness, HarnessClient
 
 TESTS = Path(__file__).resolve().parent
 FAKE_BRIDGE = TESTS / "fake_bridge.py"
@@ -62,6 +62,14 @@ def call_within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: An
     return box.get("value")
 
 
+def run_async(coro: Any, seconds: float = 120) -> Any:
+    """``asyncio.run(coro)`` with a hang guard (see :func:`call_within`): a test whose loop is
+    stuck fails instead of hanging the suite."""
+    import asyncio
+
+    return call_within(seconds, asyncio.run, coro)
+
+
 class Backend:
     """Builds clients and harnesses against one bridge (fake or real), in a tmp workspace."""
 
@@ -111,6 +119,20 @@ class Backend:
             **kwargs,
         )
         self.opened.append(h)
+        return h
+
+    def async_harness(self, script: Optional[Dict[str, Any]] = None, **kwargs: Any) -> AsyncDeepSeekHarness:
+        kwargs.setdefault("shutdown_timeout_seconds", 5.0)
+        h = AsyncDeepSeekHarness(
+            provider="scripted",
+            model=self.script(script),
+            cwd=self.workspace,
+            session_root=self.session_root,
+            bridge_bin=self.bridge,
+            **kwargs,
+        )
+        # close_all runs outside any event loop: the blocking harness underneath closes the same way.
+        self.opened.append(h._harness)
         return h
 
     def close_all(self) -> None:

@@ -19,6 +19,9 @@ Fault modes, comma-separated in ``FAKE_BRIDGE_MODE``:
 * ``protocol-2``: ``initialize`` answers ``protocolVersion: 2``.
 * ``bad-prompt-result``: ``session/prompt`` answers ``{status: "ok", reason: {kind: "aborted"}}``.
 * ``exit-at-start``: write two stderr lines and exit 1 at once.
+* ``unknown-events``: before each ``turn/end``, send what a newer bridge might: a
+  ``session.event`` of type ``plan/update``, an ``assistant/chunk`` of kind ``citation-delta``,
+  and a ``session.metrics`` notification (with the ``sessionId``).
 
 ``FAKE_BRIDGE_LOG``: a file to which every received frame is appended (one JSON per line),
 and argv as the first line. ``FAKE_BRIDGE_SERVER_VERSION`` overrides ``serverInfo.version``.
@@ -324,6 +327,10 @@ class Fake:
                 break
             if finish != "tool-calls":
                 break
+        if "unknown-events" in MODES:
+            self.event(sid, "plan/update", {"items": [{"step": "read", "done": True}]})
+            self.event(sid, "assistant/chunk", {"turn": turn, "step": 0, "chunk": {"type": "citation-delta", "url": "https://example.com"}})
+            self.send({"jsonrpc": "2.0", "method": "session.metrics", "params": {"sessionId": sid, "tokensPerSecond": 12.5}})
         self.event(sid, "turn/end", {"turn": turn, "reason": reason, "usage": total})
         return reason
 

@@ -8,12 +8,22 @@ High level::
         result = harness.run("What is in README.md?")
         print(result.status, result.final_response)
 
+Streaming (typed events as they arrive, then the TurnResult)::
+
+    for item in harness.start_session().stream("Explain this repository"):
+        if isinstance(item, TextDeltaEvent):
+            print(item.text, end="")
+
+asyncio: :class:`AsyncDeepSeekHarness` / :class:`AsyncSession` (``await session.run(...)``,
+``async for item in session.stream(...)``), on the same core as the blocking API.
+
 Low level: :class:`HarnessClient` (requests, notifications, subscriptions).
 """
 
 from ._binary import find_bridge_binary
 from ._meta import __version__
-from .api import DeepSeekHarness, Session, TurnResult, new_session_id
+from .api import DeepSeekHarness, Session, StreamItem, TurnResult, TurnStream, new_session_id
+from .async_api import AsyncDeepSeekHarness, AsyncSession, AsyncTurnStream
 from .client import HarnessClient, NotificationSubscription
 from .errors import (
     BridgeNotFoundError,
@@ -28,6 +38,27 @@ from .errors import (
     SessionBusyError,
     ShuttingDownError,
     TransportClosedError,
+)
+from .events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    BaseSessionEvent,
+    ReasoningDelta,
+    ReasoningDeltaEvent,
+    StepStartEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    TextDelta,
+    TextDeltaEvent,
+    ToolCallDelta,
+    ToolCallDeltaEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnEvent,
+    TurnStartEvent,
+    UnknownEvent,
+    UserMessageEvent,
+    event_from_notification,
 )
 from .models import (
     PROTOCOL_VERSION,
@@ -50,7 +81,33 @@ __all__ = [
     "DeepSeekHarness",
     "Session",
     "TurnResult",
+    "TurnStream",
+    "StreamItem",
     "new_session_id",
+    # asyncio
+    "AsyncDeepSeekHarness",
+    "AsyncSession",
+    "AsyncTurnStream",
+    # stream events
+    "TurnEvent",
+    "BaseSessionEvent",
+    "UserMessageEvent",
+    "TurnStartEvent",
+    "StepStartEvent",
+    "AssistantChunkEvent",
+    "TextDeltaEvent",
+    "ReasoningDeltaEvent",
+    "ToolCallDeltaEvent",
+    "TextDelta",
+    "ReasoningDelta",
+    "ToolCallDelta",
+    "AssistantMessageEvent",
+    "ToolResultEvent",
+    "TurnEndEvent",
+    "SubagentStartedEvent",
+    "SubagentFinishedEvent",
+    "UnknownEvent",
+    "event_from_notification",
     # low level
     "HarnessClient",
     "NotificationSubscription",

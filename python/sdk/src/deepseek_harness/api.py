@@ -1,26 +1,40 @@
-"""The friendly surface: :class:`DeepSeekHarness`, :class:`Session`, :class:`TurnResult`."""
+"""The friendly surface: :class:`DeepSeekHarness`, :class:`Session`, :class:`TurnResult`,
+:class:`TurnStream`. The asyncio twins are in :mod:`deepseek_harness.async_api`; the pieces both
+share (:class:`_TurnCollector`, :class:`_StreamBuffer`) are here."""
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .client import HarnessClient, NotificationCallback
+from .client import HarnessClient, NotificationCallback, _PromptCall, decode_batch
+from .events import TurnEvent, event_from_notification
 from .models import (
     LIVE_ONLY_EVENT_TYPES,
     InitializeResponse,
     Notification,
     SessionEvent,
+    SessionPromptResponse,
     TextBlock,
     TurnEndReason,
     TurnStatus,
     Usage,
 )
 
-__all__ = ["DeepSeekHarness", "Session", "TurnResult", "new_session_id", "final_response_of", "usage_of"]
+__all__ = [
+    "DeepSeekHarness",
+    "Session",
+    "TurnResult",
+    "TurnStream",
+    "StreamItem",
+    "new_session_id",
+    "final_response_of",
+    "usage_of",
+]
 
 PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
 
@@ -82,6 +96,154 @@ def usage_of(events: Sequence[SessionEvent]) -> Optional[Usage]:
             u = Usage.model_validate(ev.data["usage"])
             total = u if total is None else total + u
     return total
+
+
+class _TurnCollector:
+    """Builds a :class:`TurnResult` from the notifications of one turn, as they are delivered
+    (shared by ``run`` and the streams, sync and async). ``add`` runs once per notification:
+    it only appends and looks at two dict keys."""
+
+    __slots__ = ("session_id", "notifications", "durable", "callback")
+
+    def __init__(self, session_id: str, callback: Optional[NotificationCallback] = None) -> None:
+        self.session_id = session_id
+        self.notifications: List[Notification] = []
+        self.durable: List[Dict[str, Any]] = []
+        self.callback = callback
+
+    def add(self, n: Notification) -> None:
+        self.notifications.append(n)
+        if n.method == "session.event":
+            p = n.payload
+            ev = p.get("event")
+            if p.get("sessionId") == self.session_id and isinstance(ev, dict) and ev.get("type") not in LIVE_ONLY_EVENT_TYPES:
+                self.durable.append(ev)
+        if self.callback is not None:
+            self.callback(n)
+
+    def result(self, response: SessionPromptResponse) -> "TurnResult":
+        events = [SessionEvent.model_validate(ev) for ev in self.durable]
+        return TurnResult(
+            session_id=self.session_id,
+            status=response.status,
+            reason=response.reason,
+            final_response=final_response_of(events),
+            events=events,
+            notifications=self.notifications,
+            usage=usage_of(events),
+        )
+
+
+#: What a turn stream yields: typed events, then the :class:`TurnResult` as the last item.
+StreamItem = Union[TurnEvent, TurnResult]
+
+
+class _StreamBuffer:
+    """The part of a turn stream that does not depend on how it waits: it takes the batches of
+    a :class:`_PromptCall`, records them for the :class:`TurnResult`, and hands out one typed
+    event at a time (built when it is handed out, not before)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.collector = _TurnCollector(session_id)
+        self.queue: Deque[Notification] = collections.deque()
+        self.call: Optional[_PromptCall] = None
+        #: The turn's result, once the stream has yielded it.
+        self.result: Optional[TurnResult] = None
+        #: True once nothing more will be yielded (the result, an error, or closed early).
+        self.finished = False
+
+    def take(self, batch: List[Any]) -> None:
+        notifications = decode_batch(batch)
+        add = self.collector.add
+        for n in notifications:
+            add(n)
+        self.queue.extend(notifications)
+
+    def settle(self) -> TurnResult:
+        assert self.call is not None and self.call.response is not None
+        self.finished = True
+        self.result = self.collector.result(self.call.response)
+        return self.result
+
+    @property
+    def in_flight(self) -> bool:
+        """Started and not yet answered: closing now must cancel the turn."""
+        return self.call is not None and not self.call.settled
+
+
+class TurnStream:
+    """A turn, event by event: iterate it for typed :mod:`events <deepseek_harness.events>` as
+    they arrive (the session's and its subagents', in stream order), then the
+    :class:`TurnResult` as the last item, also kept in :attr:`result`.
+
+    The prompt is sent on the first ``next()``. Closing the stream before the end (``close()``,
+    leaving a ``with`` block, ``break`` out of a ``for`` loop over a stream nobody else holds)
+    cancels the turn and waits until it has settled, so the session can run its next turn at
+    once. Errors are those of :meth:`Session.run`.
+    """
+
+    def __init__(self, harness: "DeepSeekHarness", session_id: str, input: PromptInput) -> None:
+        self.harness = harness
+        self.session_id = session_id
+        self._input = input
+        self._buffer = _StreamBuffer(session_id)
+
+    @property
+    def result(self) -> Optional[TurnResult]:
+        """The :class:`TurnResult` once the stream has yielded it, else None."""
+        return self._buffer.result
+
+    def __iter__(self) -> "TurnStream":
+        return self
+
+    def __next__(self) -> StreamItem:
+        buf = self._buffer
+        while True:
+            if buf.queue:
+                return event_from_notification(buf.queue.popleft())
+            if buf.finished:
+                raise StopIteration
+            try:
+                if buf.call is None:
+                    self.harness.start()
+                    buf.call = _PromptCall(self.harness.client, self.session_id, self._input)
+                batch = buf.call.next_batch()
+            except BaseException:
+                buf.finished = True
+                raise
+            if batch is None:
+                return buf.settle()
+            buf.take(batch)
+
+    def close(self) -> None:
+        """Stops the stream; a turn still in flight is cancelled, and this returns once it has
+        settled (bounded by ``shutdown_timeout_seconds``). Idempotent."""
+        buf = self._buffer
+        buf.finished = True
+        buf.queue.clear()
+        if buf.in_flight:
+            assert buf.call is not None
+            buf.call.abort()
+
+    def __enter__(self) -> "TurnStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # An abandoned stream (e.g. `for ev in session.stream(...): break`) must not leave its
+        # turn running and its session busy: CPython finalizes it right there, like a generator.
+        try:
+            if self._buffer.in_flight:
+                self.close()
+        except Exception:  # noqa: BLE001 - nothing can be reported from a finalizer
+            pass
+
+    def __repr__(self) -> str:
+        state = "done" if self._buffer.finished else "in flight" if self._buffer.call else "not started"
+        return f"TurnStream({self.session_id!r}, {state})"
 
 
 class DeepSeekHarness:
@@ -193,37 +355,20 @@ class DeepSeekHarness:
         """Runs one turn (in a new session unless ``session_id`` is given) and returns its result."""
         return self._run(session_id or new_session_id(), input, on_notification)
 
+    def stream(self, input: PromptInput, session_id: Optional[str] = None) -> TurnStream:
+        """Runs one turn (in a new session unless ``session_id`` is given) as a
+        :class:`TurnStream`: typed events as they arrive, then the :class:`TurnResult`."""
+        return TurnStream(self, session_id or new_session_id(), input)
+
     def cancel(self, session_id: str) -> bool:
         """Cancels the session's turn in flight; True when there was one."""
         return self._client.session_cancel(session_id)
 
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         self.start()
-        notifications: List[Notification] = []
-        durable: List[Dict[str, Any]] = []
-        append = notifications.append
-
-        def collect(n: Notification) -> None:
-            append(n)
-            if n.method == "session.event":
-                p = n.payload
-                ev = p.get("event")
-                if p.get("sessionId") == session_id and isinstance(ev, dict) and ev.get("type") not in LIVE_ONLY_EVENT_TYPES:
-                    durable.append(ev)
-            if on_notification is not None:
-                on_notification(n)
-
-        response = self._client.session_prompt(session_id, input, collect)
-        events = [SessionEvent.model_validate(ev) for ev in durable]
-        return TurnResult(
-            session_id=session_id,
-            status=response.status,
-            reason=response.reason,
-            final_response=final_response_of(events),
-            events=events,
-            notifications=notifications,
-            usage=usage_of(events),
-        )
+        collector = _TurnCollector(session_id, on_notification)
+        response = self._client.session_prompt(session_id, input, collector.add)
+        return collector.result(response)
 
 
 class Session:
@@ -240,6 +385,11 @@ class Session:
     def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None) -> TurnResult:
         """Runs one turn of this session."""
         return self.harness._run(self.session_id, input, on_notification)
+
+    def stream(self, input: PromptInput) -> TurnStream:
+        """Runs one turn of this session as a :class:`TurnStream`: typed events as they arrive,
+        then the :class:`TurnResult` (see :class:`TurnStream` for early closing)."""
+        return TurnStream(self.harness, self.session_id, input)
 
     def cancel(self) -> bool:
         """Cancels this session's turn in flight; True when there was one."""

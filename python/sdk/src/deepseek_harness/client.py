@@ -17,10 +17,19 @@ in stream order; ``session_prompt`` drains that inbox on the caller's thread, ca
 ``on_notification`` for each notification, and returns when it reaches the response. So every
 notification that arrived before the response has been handed to the callback before
 ``session_prompt`` returns, and callbacks never run on the reader thread.
+
+Two kinds of inbox share that design: :class:`_Inbox` wakes a blocked thread, and
+:class:`_AsyncInbox` wakes an asyncio task (``loop.call_soon_threadsafe``, only when the task
+is actually waiting). :class:`_PromptCall` is the consumer side of one prompt for both: it pulls
+batches in stream order, settles on the response, and cancels a turn whose consumer gives up
+(waiting, bounded, until it has settled). The blocking front (:meth:`HarnessClient.session_prompt`,
+``Session.stream``) and the asyncio front (``deepseek_harness.async_api``) differ only in how
+they wait; framing, routing, cancellation and the binary lookup exist once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import collections
 import io
@@ -151,15 +160,81 @@ class _Inbox:
                     raise TimeoutError
 
 
+def _wake(waiter: "asyncio.Future[None]") -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class _AsyncInbox:
+    """Single-consumer queue drained by an asyncio task of ``loop``.
+
+    ``put`` runs on the reader thread. It schedules a wake-up on the loop only when the consumer
+    is parked on a future: the reader hands over whole blocks, so a busy stream costs one
+    ``call_soon_threadsafe`` per block at most, and none while the consumer is still busy with
+    earlier items. The consumer publishes its future *before* looking at the deque again, and
+    ``put`` appends *before* looking for a future, so an item is never left without a wake-up.
+    """
+
+    __slots__ = ("items", "loop", "waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.items: Deque[Any] = collections.deque()
+        self.loop = loop
+        self.waiter: Optional["asyncio.Future[None]"] = None
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            try:
+                self.loop.call_soon_threadsafe(_wake, waiter)
+            except RuntimeError:  # the loop is closed: nobody is left to wake
+                pass
+
+    async def aget(self, deadline: float = _INF) -> Any:
+        """Next item; raises ``TimeoutError`` when ``deadline`` (monotonic) passes first."""
+        items = self.items
+        loop = self.loop
+        while True:
+            try:
+                return items.popleft()
+            except IndexError:
+                pass
+            waiter = loop.create_future()
+            self.waiter = waiter
+            if items:  # put() ran between popleft and publishing the waiter
+                self.waiter = None
+                continue
+            timer = None
+            if deadline != _INF:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.waiter = None
+                    raise TimeoutError
+                timer = loop.call_later(remaining, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                self.waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if not items and deadline != _INF and time.monotonic() >= deadline:
+                raise TimeoutError
+
+
+AnyInbox = Union[_Inbox, _AsyncInbox]
+
+
 class _Pending:
     """A request waiting for its response. Prompts also collect their sessions' notifications."""
 
     __slots__ = ("id", "method", "inbox", "session_ids")
 
-    def __init__(self, request_id: int, method: str, session_id: Optional[str]) -> None:
+    def __init__(self, request_id: int, method: str, session_id: Optional[str], inbox: Optional[AnyInbox] = None) -> None:
         self.id = request_id
         self.method = method
-        self.inbox = _Inbox()
+        self.inbox: Any = inbox if inbox is not None else _Inbox()
         self.session_ids: Set[str] = {session_id} if session_id is not None else set()
 
 
@@ -590,85 +665,53 @@ class HarnessClient:
         settled. On timeout (``timeout``, else ``request_timeout_seconds``) the turn is
         cancelled and :class:`RequestTimeoutError` is raised.
         """
-        blocks = _content_blocks(content_blocks)
-        if timeout is None:
-            timeout = self.request_timeout_seconds
-        pending = self._send("session/prompt", {"sessionId": session_id, "contentBlocks": blocks}, session_id)
-        deadline = _INF if timeout is None else time.monotonic() + timeout
-        inbox = pending.inbox
-        callback = on_notification
-        loads = json.loads
-        failure: Optional[BaseException] = None
-        cancel: Optional[_Pending] = None
-        timed_out = False
-        try:
-            while True:
+        call = _PromptCall(self, session_id, content_blocks, timeout)
+        while True:
+            batch = call.next_batch()
+            if batch is None:
+                assert call.response is not None
+                return call.response
+            if on_notification is not None:
                 try:
-                    item = inbox.get(deadline)
-                except TimeoutError:
-                    if not timed_out:
-                        # Timed out: cancel the turn, wait (bounded) for it to settle, then raise.
-                        timed_out = True
-                        if failure is None:
-                            assert timeout is not None
-                            failure = RequestTimeoutError("session/prompt", timeout, "the turn was cancelled")
-                            callback = None
-                            cancel = self._try_cancel(session_id)
-                        deadline = time.monotonic() + self.shutdown_timeout_seconds
-                        continue
-                    self._forget(pending)
-                    assert failure is not None
-                    raise failure
-                if type(item) is list:
-                    if callback is not None:
-                        try:
-                            for n in item:
-                                if type(n) is bytes:
-                                    # Inlined fast path of _decode_notification (hot loop).
-                                    msg = loads(n)
-                                    if type(msg) is dict and "id" not in msg:
-                                        params = msg.get("params")
-                                        if type(params) is dict:
-                                            n = Notification(msg["method"], params)
-                                        else:
-                                            n = _decode_notification(n)
-                                    else:
-                                        n = _decode_notification(n)
-                                    if n is None:
-                                        continue
-                                callback(n)
-                        except BaseException as exc:  # noqa: BLE001 - re-raised after the cancel
-                            failure = exc
-                            callback = None
-                            cancel = self._try_cancel(session_id)
-                    continue
-                if type(item) is _Closed:
-                    if failure is not None:
-                        raise failure
-                    raise item.error
-                frame = item.frame
-                break
-        except BaseException as exc:
-            # KeyboardInterrupt or similar while waiting: cancel the turn, drop the waiter.
-            if failure is None or exc is not failure:
-                self._forget(pending)
-                if cancel is None and not isinstance(exc, HarnessError):
-                    try:
-                        self._send_cancel(session_id)
-                    except HarnessError:
-                        pass
-            raise
-        if failure is not None:
-            if cancel is not None:
-                self._await_quietly(cancel, self.shutdown_timeout_seconds)
-            raise failure
-        result = self._result_of(frame, "session/prompt")
-        return _validate(SessionPromptResponse, result, "session/prompt")
+                    _deliver(batch, on_notification)
+                except BaseException:
+                    # Whatever the callback raised: cancel the turn, let it settle, re-raise.
+                    call.abort()
+                    raise
+
+    async def _asession_prompt(
+        self,
+        session_id: str,
+        content_blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]],
+        on_notification: Optional[NotificationCallback] = None,
+        *,
+        timeout: Optional[float] = None,
+    ) -> SessionPromptResponse:
+        """:meth:`session_prompt` for the asyncio front: awaits instead of blocking, and calls
+        ``on_notification`` on the event loop. Cancelling the awaiting task cancels the turn,
+        waits until it has settled, then lets ``CancelledError`` propagate."""
+        call = _PromptCall(self, session_id, content_blocks, timeout, _AsyncInbox(asyncio.get_running_loop()))
+        while True:
+            batch = await call.anext_batch()
+            if batch is None:
+                assert call.response is not None
+                return call.response
+            if on_notification is not None:
+                try:
+                    _deliver(batch, on_notification)
+                except BaseException:
+                    await call.aabort()
+                    raise
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled
         ``aborted`` when this returns), False otherwise."""
         result = self._request("session/cancel", {"sessionId": session_id}, timeout=timeout)
+        return _validate(SessionCancelResponse, result, "session/cancel").cancelled
+
+    async def _asession_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+        """:meth:`session_cancel` for the asyncio front."""
+        result = await self._arequest("session/cancel", {"sessionId": session_id}, timeout=timeout)
         return _validate(SessionCancelResponse, result, "session/cancel").cancelled
 
     def shutdown(self, *, timeout: Optional[float] = None) -> None:
@@ -706,11 +749,14 @@ class HarnessClient:
     # ------------------------------------------------------------------ plumbing
 
     def _send(self, method: str, params: Optional[Dict[str, Any]], session_id: Optional[str] = None,
-              allow_closing: bool = False) -> _Pending:
+              allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> _Pending:
+        """Registers a waiter and writes the request. The write happens on the caller's thread
+        (for the asyncio front: on the loop); requests are small and the bridge reads stdin
+        continuously, so it does not block in practice."""
         if not self._started:
             raise HarnessError("the client is not started: call start() first")
         request_id = next(self._ids)
-        pending = _Pending(request_id, method, session_id)
+        pending = _Pending(request_id, method, session_id, inbox)
         frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             frame["params"] = params
@@ -733,12 +779,9 @@ class HarnessClient:
             raise self._transport_error(f"could not write to harness-bridge: {exc}") from exc
         return pending
 
-    def _send_cancel(self, session_id: str) -> _Pending:
-        return self._send("session/cancel", {"sessionId": session_id})
-
-    def _try_cancel(self, session_id: str) -> Optional[_Pending]:
+    def _try_cancel(self, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[_Pending]:
         try:
-            return self._send_cancel(session_id)
+            return self._send("session/cancel", {"sessionId": session_id}, inbox=inbox)
         except HarnessError as exc:
             log.debug("could not cancel session %s: %s", session_id, exc)
             return None
@@ -751,6 +794,25 @@ class HarnessClient:
         deadline = _INF if timeout is None else time.monotonic() + timeout
         try:
             item = pending.inbox.get(deadline)
+        except TimeoutError:
+            self._forget(pending)
+            assert timeout is not None
+            raise RequestTimeoutError(method, timeout) from None
+        except BaseException:
+            self._forget(pending)
+            raise
+        if type(item) is _Closed:
+            raise item.error
+        return self._result_of(item.frame, method)
+
+    async def _arequest(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None) -> Any:
+        """:meth:`_request` for the asyncio front (a cancelled task just drops its waiter)."""
+        if timeout is None:
+            timeout = self.request_timeout_seconds
+        pending = self._send(method, params, inbox=_AsyncInbox(asyncio.get_running_loop()))
+        deadline = _INF if timeout is None else time.monotonic() + timeout
+        try:
+            item = await pending.inbox.aget(deadline)
         except TimeoutError:
             self._forget(pending)
             assert timeout is not None
@@ -979,24 +1041,228 @@ class HarnessClient:
             pass
 
 
-def _decode_notification(line: bytes) -> Optional[Notification]:
-    """Decodes a fast-path line on the consumer's thread, with the reader's guards."""
-    try:
-        msg = json.loads(line)
-    except ValueError:
+def _loads_lines(lines: List[bytes]) -> List[Any]:
+    """Decodes fast-path lines, one JSON value per line (``_BAD`` for a line that is not JSON).
+
+    ``json.loads`` has a fixed cost per call (encoding detection, decoding the bytes, a scanner
+    set-up) as large as the parse of a short chunk notification itself, so the lines are parsed
+    together, as one JSON array: about twice the throughput. That is exact only if every line is
+    one JSON value: a line that is not valid on its own either breaks the array (a syntax error)
+    or changes the number of values (``{..},{..}`` on one line, a string cut by a line break), so
+    anything but exactly ``len(lines)`` values falls back to one call per line.
+    """
+    loads = json.loads
+    if len(lines) > 1:
+        try:
+            values = loads(b"[" + b",".join(lines) + b"]")
+        except ValueError:
+            pass
+        else:
+            if len(values) == len(lines):
+                return values
+    out: List[Any] = []
+    for line in lines:
+        try:
+            out.append(loads(line))
+        except ValueError:
+            out.append(_BAD)
+    return out
+
+
+_BAD = object()  # a line that is not JSON
+
+
+def _deliver(batch: List[Any], callback: NotificationCallback) -> None:
+    """Hands one batch to ``callback`` in order, decoding the fast path's raw lines on the way
+    (each run of consecutive raw lines with one parse, see :func:`_loads_lines`), with the
+    reader's guards: a request-shaped or malformed frame is dropped with a warning. This is the
+    hot loop of every notification."""
+    count = len(batch)
+    i = 0
+    while i < count:
+        item = batch[i]
+        if type(item) is not bytes:
+            callback(item)
+            i += 1
+            continue
+        j = i + 1
+        while j < count and type(batch[j]) is bytes:
+            j += 1
+        lines = batch if i == 0 and j == count else batch[i:j]
+        for line, msg in zip(lines, _loads_lines(lines)):
+            if type(msg) is dict and "id" not in msg:
+                params = msg.get("params")
+                method = msg.get("method")
+                if type(params) is dict and type(method) is str:
+                    callback(Notification(method, params))
+                    continue
+            _drop(line, msg)
+        i = j
+
+
+def _drop(line: bytes, msg: Any) -> None:
+    if msg is _BAD:
         log.warning("dropping a line that is not JSON: %r", line[:200])
-        return None
-    if type(msg) is not dict:
-        return None
-    if "id" in msg:
+    elif type(msg) is dict and "id" in msg:
         log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r", msg.get("method"), msg.get("id"))
-        return None
-    params = msg.get("params")
-    method = msg.get("method")
-    if type(params) is not dict or type(method) is not str:
+    else:
         log.warning("dropping a malformed notification: %r", line[:200])
+
+
+def decode_batch(batch: List[Any]) -> List[Notification]:
+    """One batch of a prompt's inbox as :class:`Notification` objects, in order."""
+    out: List[Notification] = []
+    _deliver(batch, out.append)
+    return out
+
+
+class _PromptCall:
+    """One ``session/prompt`` in flight, seen from its consumer.
+
+    The reader thread fills the request's inbox with batches of notifications (decoded
+    :class:`Notification` objects, or raw fast-path lines: see :func:`_deliver`) and finally
+    the response. The consumer pulls them in that order with :meth:`next_batch` (blocking, for
+    an :class:`_Inbox`) or :meth:`anext_batch` (awaiting, for an :class:`_AsyncInbox`); both
+    return ``None`` once the turn has settled, with :attr:`response` set. A consumer that gives
+    up (a callback raised, a stream was closed, a task was cancelled, the timeout passed) calls
+    :meth:`abort` / :meth:`aabort`: ``session/cancel``, then wait, bounded by the client's
+    ``shutdown_timeout_seconds``, until the prompt and the cancel have both been answered, so
+    the session is idle (reusable) afterwards.
+    """
+
+    __slots__ = ("client", "session_id", "pending", "timeout", "deadline", "response", "settled")
+
+    def __init__(
+        self,
+        client: "HarnessClient",
+        session_id: str,
+        content_blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]],
+        timeout: Optional[float] = None,
+        inbox: Optional[AnyInbox] = None,
+    ) -> None:
+        blocks = _content_blocks(content_blocks)
+        if timeout is None:
+            timeout = client.request_timeout_seconds
+        self.client = client
+        self.session_id = session_id
+        self.timeout = timeout
+        self.response: Optional[SessionPromptResponse] = None
+        #: True once the consumer is done with the inbox: answered, aborted or abandoned.
+        self.settled = False
+        self.pending = client._send("session/prompt", {"sessionId": session_id, "contentBlocks": blocks}, session_id,
+                                    inbox=inbox)
+        self.deadline = _INF if timeout is None else time.monotonic() + timeout
+
+    # -- shared ------------------------------------------------------------------------
+
+    def _settle(self, item: Any) -> None:
+        self.settled = True
+        if type(item) is _Closed:
+            raise item.error
+        result = self.client._result_of(item.frame, "session/prompt")
+        self.response = _validate(SessionPromptResponse, result, "session/prompt")
+
+    def _timeout_error(self) -> RequestTimeoutError:
+        assert self.timeout is not None
+        return RequestTimeoutError("session/prompt", self.timeout, "the turn was cancelled")
+
+    def _abandon(self) -> None:
+        """Interrupted while waiting (e.g. KeyboardInterrupt): drop the waiter, ask the bridge to
+        cancel, and do not wait for anything."""
+        if self.settled:
+            return
+        self.settled = True
+        self.client._forget(self.pending)
+        self.client._try_cancel(self.session_id)
+
+    # -- blocking front ----------------------------------------------------------------
+
+    def next_batch(self) -> Optional[List[Any]]:
+        """The next batch (see :func:`_deliver`), or None once the response has arrived."""
+        try:
+            item = self.pending.inbox.get(self.deadline)
+        except TimeoutError:
+            self.abort()
+            raise self._timeout_error() from None
+        except BaseException:
+            self._abandon()
+            raise
+        if type(item) is list:
+            return item
+        self._settle(item)
         return None
-    return Notification(method, params)
+
+    def abort(self) -> None:
+        """Cancels the turn and waits (bounded) until it has settled; what arrives meanwhile is
+        dropped. Idempotent; a no-op once the turn has settled."""
+        if self.settled:
+            return
+        self.settled = True
+        client = self.client
+        cancel = client._try_cancel(self.session_id)
+        wait = client.shutdown_timeout_seconds
+        deadline = time.monotonic() + wait
+        try:
+            while type(self.pending.inbox.get(deadline)) is list:
+                pass
+        except TimeoutError:
+            client._forget(self.pending)
+            if cancel is not None:
+                client._forget(cancel)
+            return
+        if cancel is not None:
+            client._await_quietly(cancel, wait)
+
+    # -- asyncio front -----------------------------------------------------------------
+
+    async def anext_batch(self) -> Optional[List[Any]]:
+        """:meth:`next_batch`, awaiting. A cancelled task cancels the turn and waits until it
+        has settled before ``CancelledError`` propagates."""
+        try:
+            item = await self.pending.inbox.aget(self.deadline)
+        except TimeoutError:
+            await self.aabort()
+            raise self._timeout_error() from None
+        except asyncio.CancelledError:
+            await self.aabort()
+            raise
+        except BaseException:
+            self._abandon()
+            raise
+        if type(item) is list:
+            return item
+        self._settle(item)
+        return None
+
+    async def aabort(self) -> None:
+        """:meth:`abort`, awaiting. A further cancellation of the task while it waits does not
+        cut the wait short (the wait is bounded anyway): it is re-raised once the turn settled."""
+        if self.settled:
+            return
+        self.settled = True
+        client = self.client
+        cancel = client._try_cancel(self.session_id, _AsyncInbox(asyncio.get_running_loop()))
+        wait = client.shutdown_timeout_seconds
+        cancelled_again = False
+        for pending in (self.pending, cancel):
+            if pending is None:
+                continue
+            deadline = time.monotonic() + wait
+            answered = False
+            while not answered:
+                try:
+                    answered = type(await pending.inbox.aget(deadline)) is not list
+                except asyncio.CancelledError:
+                    cancelled_again = True
+                except TimeoutError:
+                    break
+            if not answered:  # the bridge did not settle in time: stop waiting for it at all
+                client._forget(self.pending)
+                if cancel is not None:
+                    client._forget(cancel)
+                break
+        if cancelled_again:
+            raise asyncio.CancelledError
 
 
 def _learn_child(subs: Iterable[NotificationSubscription], params: Dict[str, Any]) -> None:

@@ -1,0 +1,318 @@
+"""The asyncio surface: :class:`AsyncDeepSeekHarness`, :class:`AsyncSession`, :class:`AsyncTurnStream`.
+
+Design: an asyncio front on the one thread-based core, not a second client.
+
+The bridge is still run by :class:`~deepseek_harness.client.HarnessClient`: its reader thread
+frames stdout, routes every frame to the inbox of the request (and session) it belongs to, and
+its stderr thread keeps the tail for error messages. What differs per front is only *how the
+consumer of an inbox waits*. An async request gets an ``_AsyncInbox``: the reader appends to it
+exactly as to a blocking one, and wakes the waiting task with ``loop.call_soon_threadsafe`` — at
+most once per block read from the pipe, and only while the task is actually parked. The prompt
+state machine (settlement on the response, bounded cancel-and-settle when the consumer gives
+up, timeouts) is ``_PromptCall``, shared by both fronts; results are assembled by the same
+``_TurnCollector`` and streams by the same ``_StreamBuffer`` as in :mod:`deepseek_harness.api`.
+
+Why not an asyncio-native core (``asyncio.create_subprocess_exec`` with a reader task)? Then
+the blocking API would need a private event loop in a thread, or the protocol code would exist
+twice. Reading on a dedicated thread also keeps the pipe drained while the event loop is busy
+with the user's own work, and keeps the notification hot path free of per-frame task switches
+(the reader batches a whole block per wake-up). The costs are accepted and small: starting the
+process and :meth:`AsyncDeepSeekHarness.close` (which waits for the process to exit) run in a
+worker thread via :func:`asyncio.to_thread`; writing a request to stdin happens on the loop (a
+small write to a pipe the bridge drains continuously).
+
+Cancellation: cancelling a task that awaits :meth:`AsyncSession.run` (or iterates a stream)
+sends ``session/cancel``, waits until the turn has settled ``aborted`` (bounded by
+``shutdown_timeout_seconds``), then lets ``CancelledError`` propagate — so ``asyncio.timeout``,
+``asyncio.wait_for`` and task groups behave, and the session can run its next turn at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+from .api import (
+    DeepSeekHarness,
+    PromptInput,
+    StreamItem,
+    TurnResult,
+    _StreamBuffer,
+    _TurnCollector,
+    new_session_id,
+)
+from .client import HarnessClient, NotificationCallback, _AsyncInbox, _PromptCall
+from .events import event_from_notification
+from .models import InitializeResponse
+
+__all__ = ["AsyncDeepSeekHarness", "AsyncSession", "AsyncTurnStream"]
+
+
+class AsyncDeepSeekHarness:
+    """:class:`~deepseek_harness.DeepSeekHarness` for asyncio: the same arguments, the same
+    process, ``run``/``cancel``/``start``/``close`` as coroutines.
+
+    Use it as an async context manager (entering starts the bridge and sends ``initialize``),
+    or ``await start()`` / ``await close()``; ``run`` and ``stream`` also start it on first use.
+    Any number of sessions may run turns concurrently (``asyncio.gather``, task groups). Use one
+    instance from one event loop.
+    """
+
+    def __init__(
+        self,
+        provider: str = "deepseek",
+        model: str = "deepseek-v4-flash",
+        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
+        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
+        env: Optional[Mapping[str, str]] = None,
+        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
+        max_tokens: Optional[int] = None,
+        max_steps: Optional[int] = None,
+        permission_mode: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        instructions: Optional[str] = None,
+        request_timeout_seconds: Optional[float] = None,
+        shutdown_timeout_seconds: float = 5.0,
+        log_level: Optional[str] = None,
+    ) -> None:
+        # Configuration, process lifecycle and initialize are the blocking harness's; only the
+        # waiting is done differently here.
+        self._harness = DeepSeekHarness(
+            provider=provider,
+            model=model,
+            cwd=cwd,
+            session_root=session_root,
+            env=env,
+            bridge_bin=bridge_bin,
+            max_tokens=max_tokens,
+            max_steps=max_steps,
+            permission_mode=permission_mode,
+            tools=tools,
+            instructions=instructions,
+            request_timeout_seconds=request_timeout_seconds,
+            shutdown_timeout_seconds=shutdown_timeout_seconds,
+            log_level=log_level,
+        )
+        self._starting: Optional["asyncio.Future[Any]"] = None
+        # session id → the prompt of a stream dropped while its turn was in flight, then the
+        # task that cancels it and waits for it to settle (see AsyncTurnStream.__del__).
+        self._abandoned: Dict[str, Any] = {}
+
+    @property
+    def client(self) -> HarnessClient:
+        """The underlying :class:`HarnessClient` (shared with nothing else)."""
+        return self._harness.client
+
+    @property
+    def initialize_response(self) -> Optional[InitializeResponse]:
+        return self._harness.initialize_response
+
+    async def start(self) -> "AsyncDeepSeekHarness":
+        """Starts the bridge and initializes it (in a worker thread). Idempotent; concurrent
+        callers share one start; a failed start closes the bridge and raises to all of them."""
+        while self._harness.initialize_response is None:
+            task = self._starting
+            if task is None:
+                task = self._starting = asyncio.ensure_future(asyncio.to_thread(self._harness.start))
+                task.add_done_callback(self._start_done)
+            # shield: one caller being cancelled must not cancel the start the others wait for.
+            await asyncio.shield(task)
+        return self
+
+    def _start_done(self, task: "asyncio.Future[Any]") -> None:
+        if self._starting is task:
+            self._starting = None
+        if not task.cancelled():
+            task.exception()  # retrieved here; every waiter gets it through its shield
+
+    async def close(self) -> None:
+        """Shuts the bridge down (in a worker thread; see :meth:`HarnessClient.close`): turns
+        in flight settle ``aborted`` first. Idempotent."""
+        await asyncio.to_thread(self._harness.close)
+
+    async def __aenter__(self) -> "AsyncDeepSeekHarness":
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def start_session(self, session_id: Optional[str] = None) -> "AsyncSession":
+        """A handle on a session (a new id when none is given; an existing one is resumed)."""
+        return AsyncSession(self, session_id or new_session_id())
+
+    async def run(
+        self,
+        input: PromptInput,
+        session_id: Optional[str] = None,
+        on_notification: Optional[NotificationCallback] = None,
+    ) -> TurnResult:
+        """Runs one turn (in a new session unless ``session_id`` is given) and returns its
+        result. ``on_notification`` is called on the event loop, in stream order."""
+        return await self._run(session_id or new_session_id(), input, on_notification)
+
+    def stream(self, input: PromptInput, session_id: Optional[str] = None) -> "AsyncTurnStream":
+        """Runs one turn as an :class:`AsyncTurnStream` (typed events, then the TurnResult)."""
+        return AsyncTurnStream(self, session_id or new_session_id(), input)
+
+    async def cancel(self, session_id: str) -> bool:
+        """Cancels the session's turn in flight; True when there was one (it has settled
+        ``aborted`` when this returns)."""
+        await self.start()
+        return await self.client._asession_cancel(session_id)
+
+    async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
+        await self._prepare(session_id)
+        collector = _TurnCollector(session_id, on_notification)
+        response = await self.client._asession_prompt(session_id, input, collector.add)
+        return collector.result(response)
+
+    async def _prepare(self, session_id: str) -> None:
+        """Before a turn: the bridge is up, and an abandoned stream of this session has been
+        cancelled and has settled (otherwise the new prompt would find the session busy)."""
+        if self._harness.initialize_response is None:
+            await self.start()
+        if session_id in self._abandoned:
+            task = self._reap(session_id)
+            if task is not None:
+                # wait, not shield: never raises the cleanup's outcome into this turn, and a
+                # cancelled caller leaves the cleanup running.
+                await asyncio.wait([task])
+
+    # -- abandoned streams ----------------------------------------------------------------
+
+    def _abandon(self, session_id: str, call: _PromptCall) -> None:
+        """Called from ``AsyncTurnStream.__del__``: at any moment, possibly inside the garbage
+        collector, so nothing here takes a lock or writes to the bridge. The cancel is sent from
+        a callback on the call's own loop."""
+        inbox = call.pending.inbox
+        assert isinstance(inbox, _AsyncInbox)
+        self._abandoned[session_id] = call
+        try:
+            inbox.loop.call_soon_threadsafe(self._reap, session_id)
+        except RuntimeError:  # the loop is closed: the bridge settles the turn on its own
+            self._abandoned.pop(session_id, None)
+
+    def _reap(self, session_id: str) -> Optional["asyncio.Task[None]"]:
+        """Starts (once) the task cancelling an abandoned stream's turn; returns that task."""
+        entry = self._abandoned.get(session_id)
+        if entry is None or isinstance(entry, asyncio.Task):
+            return entry
+        task = asyncio.get_running_loop().create_task(entry.aabort())
+        self._abandoned[session_id] = task
+        task.add_done_callback(functools.partial(self._reaped, session_id))
+        return task
+
+    def _reaped(self, session_id: str, task: "asyncio.Task[None]") -> None:
+        if self._abandoned.get(session_id) is task:
+            del self._abandoned[session_id]
+        if not task.cancelled():
+            task.exception()  # a failed cleanup has nobody to report to; the next turn will say
+
+    def __repr__(self) -> str:
+        return f"AsyncDeepSeekHarness(provider={self._harness.provider!r}, model={self._harness.model!r})"
+
+
+class AsyncSession:
+    """One conversation: successive :meth:`run` calls continue it."""
+
+    def __init__(self, harness: AsyncDeepSeekHarness, session_id: str) -> None:
+        self.harness = harness
+        self.session_id = session_id
+
+    @property
+    def id(self) -> str:
+        return self.session_id
+
+    async def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None) -> TurnResult:
+        """Runs one turn of this session. Cancelling the awaiting task cancels the turn, waits
+        until it has settled, then raises ``CancelledError``; the session stays usable."""
+        return await self.harness._run(self.session_id, input, on_notification)
+
+    def stream(self, input: PromptInput) -> "AsyncTurnStream":
+        """Runs one turn of this session as an :class:`AsyncTurnStream`."""
+        return AsyncTurnStream(self.harness, self.session_id, input)
+
+    async def cancel(self) -> bool:
+        """Cancels this session's turn in flight; True when there was one."""
+        return await self.harness.cancel(self.session_id)
+
+    def __repr__(self) -> str:
+        return f"AsyncSession({self.session_id!r})"
+
+
+class AsyncTurnStream:
+    """A turn, event by event, for ``async for``: typed events as they arrive (the session's and
+    its subagents', in stream order), then the :class:`TurnResult` as the last item, also kept
+    in :attr:`result`.
+
+    The prompt is sent on the first ``__anext__``. Closing early — ``await aclose()``, leaving an
+    ``async with`` block, or cancelling the task that iterates — cancels the turn and waits until
+    it has settled. Python does not close an async iterator on ``break``; a stream dropped with
+    its turn in flight is cancelled from a callback on its loop, and the session's next turn
+    waits for that to finish first. Prefer ``async with session.stream(...) as events:``.
+    """
+
+    def __init__(self, harness: AsyncDeepSeekHarness, session_id: str, input: PromptInput) -> None:
+        self.harness = harness
+        self.session_id = session_id
+        self._input = input
+        self._buffer = _StreamBuffer(session_id)
+
+    @property
+    def result(self) -> Optional[TurnResult]:
+        """The :class:`TurnResult` once the stream has yielded it, else None."""
+        return self._buffer.result
+
+    def __aiter__(self) -> "AsyncTurnStream":
+        return self
+
+    async def __anext__(self) -> StreamItem:
+        buf = self._buffer
+        while True:
+            if buf.queue:
+                return event_from_notification(buf.queue.popleft())
+            if buf.finished:
+                raise StopAsyncIteration
+            try:
+                if buf.call is None:
+                    await self.harness._prepare(self.session_id)
+                    buf.call = _PromptCall(self.harness.client, self.session_id, self._input, None,
+                                           _AsyncInbox(asyncio.get_running_loop()))
+                batch = await buf.call.anext_batch()
+            except BaseException:
+                buf.finished = True
+                raise
+            if batch is None:
+                return buf.settle()
+            buf.take(batch)
+
+    async def aclose(self) -> None:
+        """Stops the stream; a turn still in flight is cancelled, and this returns once it has
+        settled (bounded by ``shutdown_timeout_seconds``). Idempotent."""
+        buf = self._buffer
+        buf.finished = True
+        buf.queue.clear()
+        if buf.in_flight:
+            assert buf.call is not None
+            await buf.call.aabort()
+
+    async def __aenter__(self) -> "AsyncTurnStream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        try:
+            buf = self._buffer
+            if buf.in_flight:
+                assert buf.call is not None
+                self.harness._abandon(self.session_id, buf.call)
+        except Exception:  # noqa: BLE001 - nothing can be reported from a finalizer
+            pass
+
+    def __repr__(self) -> str:
+        state = "done" if self._buffer.finished else "in flight" if self._buffer.call else "not started"
+        return f"AsyncTurnStream({self.session_id!r}, {state})"

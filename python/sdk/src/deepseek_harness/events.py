@@ -1,0 +1,324 @@
+"""Typed events of a streamed turn: what ``Session.stream`` / ``AsyncSession.stream`` yield.
+
+One model per session event type of the protocol (``user/message``, ``turn/start``,
+``step/start``, ``assistant/chunk``, ``assistant/message``, ``tool/result``, ``turn/end``) and
+per subagent notification (``subagent.started``, ``subagent.finished``). A session event's
+``data`` fields sit on the event itself, next to ``session_id``, ``type``, ``seq`` and ``time``
+(``ev.text``, not ``ev.data["chunk"]["text"]``). ``assistant/chunk`` has one subclass per chunk
+kind (:class:`TextDeltaEvent`, :class:`ReasoningDeltaEvent`, :class:`ToolCallDeltaEvent`), so
+``isinstance`` picks out text and reasoning deltas; their ``type`` stays ``"assistant/chunk"``,
+as on the wire.
+
+Anything else — an event type, chunk kind or notification method this SDK does not know, or
+a known one whose data does not fit its model — becomes an :class:`UnknownEvent` holding the
+notification's params dict untouched, so a newer bridge never breaks an older SDK's stream.
+
+These models are built only for stream consumers, one per notification, by
+:func:`event_from_notification`; the ``on_notification`` path never validates anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any, Dict, List, Literal, Optional, Type, Union
+
+from pydantic import Field, ValidationError
+
+from .models import Notification, ReasoningBlock, TextBlock, ToolCallBlock, TurnEndReason, Usage, WireModel
+
+__all__ = [
+    "TurnEvent",
+    "BaseSessionEvent",
+    "UserMessageEvent",
+    "TurnStartEvent",
+    "StepStartEvent",
+    "TextDelta",
+    "ReasoningDelta",
+    "ToolCallDelta",
+    "AssistantChunkEvent",
+    "TextDeltaEvent",
+    "ReasoningDeltaEvent",
+    "ToolCallDeltaEvent",
+    "AssistantMessageEvent",
+    "ToolResultEvent",
+    "TurnEndEvent",
+    "SubagentStartedEvent",
+    "SubagentFinishedEvent",
+    "UnknownEvent",
+    "event_from_notification",
+]
+
+log = logging.getLogger("deepseek_harness")
+
+# Content blocks: the known kinds as models, any other kind kept as its dict. left_to_right,
+# because pydantic's default "smart" union would take every dict as the plain-dict member.
+AssistantBlock = Annotated[
+    Union[TextBlock, ReasoningBlock, ToolCallBlock, Dict[str, Any]], Field(union_mode="left_to_right")
+]
+ResultBlock = Annotated[Union[TextBlock, Dict[str, Any]], Field(union_mode="left_to_right")]
+
+
+def _texts(blocks: List[Any], kind: Type[Any]) -> str:
+    return "".join(b.text for b in blocks if isinstance(b, kind))
+
+
+class TurnEvent(WireModel):
+    """Base of every event a turn stream yields (everything but the final ``TurnResult``)."""
+
+
+class BaseSessionEvent(TurnEvent):
+    """A ``session.event`` notification: the session it belongs to (a subagent's events carry
+    the child's id), the event's ``type``, ``seq`` (strictly increasing within the session) and
+    ``time`` (epoch ms); subclasses add the event's data fields."""
+
+    session_id: str
+    type: str
+    seq: int
+    time: int
+
+
+class UserMessageEvent(BaseSessionEvent):
+    """``user/message``: the prompt, as recorded."""
+
+    type: Literal["user/message"] = "user/message"
+    id: str
+    content: List[ResultBlock] = Field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return _texts(self.content, TextBlock)
+
+
+class TurnStartEvent(BaseSessionEvent):
+    """``turn/start``."""
+
+    type: Literal["turn/start"] = "turn/start"
+    turn: int
+
+
+class StepStartEvent(BaseSessionEvent):
+    """``step/start``: one model request begins."""
+
+    type: Literal["step/start"] = "step/start"
+    turn: int
+    step: int
+
+
+class TextDelta(WireModel):
+    type: Literal["text-delta"] = "text-delta"
+    text: str
+
+
+class ReasoningDelta(WireModel):
+    type: Literal["reasoning-delta"] = "reasoning-delta"
+    text: str
+
+
+class ToolCallDelta(WireModel):
+    """A piece of a streamed tool call: ``index`` within the step; ``id`` and ``name`` when the
+    model sent them with this piece; ``arguments_delta``, a piece of the JSON arguments."""
+
+    type: Literal["tool-call-delta"] = "tool-call-delta"
+    index: int
+    id: Optional[str] = None
+    name: Optional[str] = None
+    arguments_delta: str = ""
+
+
+class AssistantChunkEvent(BaseSessionEvent):
+    """``assistant/chunk`` (live only, never in the durable log). Known chunk kinds come as the
+    subclasses below; an unknown kind as this class, with ``chunk`` the raw dict."""
+
+    type: Literal["assistant/chunk"] = "assistant/chunk"
+    turn: int
+    step: int
+    chunk: Union[TextDelta, ReasoningDelta, ToolCallDelta, Dict[str, Any]]
+
+
+class TextDeltaEvent(AssistantChunkEvent):
+    """A piece of the assistant's answer text."""
+
+    chunk: TextDelta
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+
+class ReasoningDeltaEvent(AssistantChunkEvent):
+    """A piece of the model's reasoning."""
+
+    chunk: ReasoningDelta
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+
+class ToolCallDeltaEvent(AssistantChunkEvent):
+    """A piece of a tool call being streamed (the complete call is in ``assistant/message``)."""
+
+    chunk: ToolCallDelta
+
+
+class AssistantMessageEvent(BaseSessionEvent):
+    """``assistant/message``: one model request's complete output. Its tool calls
+    (:attr:`tool_calls`) are what the agent runs next, each answered by a ``tool/result``."""
+
+    type: Literal["assistant/message"] = "assistant/message"
+    id: str
+    turn: int
+    step: int
+    content: List[AssistantBlock] = Field(default_factory=list)
+    finish_reason: str
+    usage: Optional[Usage] = None
+
+    @property
+    def text(self) -> str:
+        """The text blocks, joined."""
+        return _texts(self.content, TextBlock)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning blocks, joined."""
+        return _texts(self.content, ReasoningBlock)
+
+    @property
+    def tool_calls(self) -> List[ToolCallBlock]:
+        """The tool calls, in the model's order."""
+        return [b for b in self.content if isinstance(b, ToolCallBlock)]
+
+
+class ToolResultEvent(BaseSessionEvent):
+    """``tool/result``: the outcome of the tool call ``call_id``."""
+
+    type: Literal["tool/result"] = "tool/result"
+    call_id: str
+    name: str
+    content: List[ResultBlock] = Field(default_factory=list)
+    is_error: bool
+    duration_ms: int
+
+    @property
+    def text(self) -> str:
+        return _texts(self.content, TextBlock)
+
+
+class TurnEndEvent(BaseSessionEvent):
+    """``turn/end``: why the turn ended, and its usage summed over its steps."""
+
+    type: Literal["turn/end"] = "turn/end"
+    turn: int
+    reason: TurnEndReason
+    usage: Optional[Usage] = None
+
+
+class SubagentStartedEvent(TurnEvent):
+    """``subagent.started``: a ``task`` tool call created the child session ``child_session_id``
+    (its events follow, with that ``session_id``)."""
+
+    parent_session_id: str
+    child_session_id: str
+
+    @property
+    def session_id(self) -> str:
+        """The parent session (the one the stream belongs to)."""
+        return self.parent_session_id
+
+
+class SubagentFinishedEvent(TurnEvent):
+    """``subagent.finished``: the child's turn settled (``status`` and ``stop_reason``, as for a
+    prompt), with the content of its last assistant message."""
+
+    provider: str
+    agent_id: str
+    parent_session_id: str
+    child_session_id: str
+    status: str
+    stop_reason: TurnEndReason
+    last_assistant_message: Optional[List[AssistantBlock]] = None
+
+    @property
+    def session_id(self) -> str:
+        """The parent session (the one the stream belongs to)."""
+        return self.parent_session_id
+
+    @property
+    def text(self) -> str:
+        """The text of the child's last assistant message."""
+        return _texts(self.last_assistant_message or [], TextBlock)
+
+
+class UnknownEvent(TurnEvent):
+    """A notification this SDK has no model for, passed through untouched: ``params`` is the
+    notification's params dict itself (for a ``session.event``: ``{sessionId, event}``)."""
+
+    method: str
+    params: Dict[str, Any]
+
+    @property
+    def type(self) -> Optional[str]:
+        """The event type of a ``session.event``, else None."""
+        ev = self.params.get("event") if self.method == "session.event" else None
+        return ev.get("type") if isinstance(ev, dict) else None
+
+    @property
+    def session_id(self) -> Optional[str]:
+        sid = self.params.get("sessionId", self.params.get("parentSessionId"))
+        return sid if isinstance(sid, str) else None
+
+
+_SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
+    "user/message": UserMessageEvent,
+    "turn/start": TurnStartEvent,
+    "step/start": StepStartEvent,
+    "assistant/chunk": AssistantChunkEvent,
+    "assistant/message": AssistantMessageEvent,
+    "tool/result": ToolResultEvent,
+    "turn/end": TurnEndEvent,
+}
+_CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {
+    "text-delta": TextDeltaEvent,
+    "reasoning-delta": ReasoningDeltaEvent,
+    "tool-call-delta": ToolCallDeltaEvent,
+}
+_NOTIFICATIONS: Dict[str, Type[TurnEvent]] = {
+    "subagent.started": SubagentStartedEvent,
+    "subagent.finished": SubagentFinishedEvent,
+}
+
+
+def event_from_notification(n: Notification) -> TurnEvent:
+    """The typed event of one notification (an :class:`UnknownEvent` when there is none)."""
+    method = n.method
+    payload = n.payload
+    cls: Optional[Type[TurnEvent]]
+    if method == "session.event":
+        ev = payload.get("event")
+        if type(ev) is not dict:
+            return UnknownEvent.model_construct(method=method, params=payload)
+        cls = _SESSION_EVENTS.get(ev.get("type"))  # type: ignore[arg-type]
+        if cls is None:
+            return UnknownEvent.model_construct(method=method, params=payload)
+        data = ev.get("data")
+        fields = dict(data) if type(data) is dict else {}
+        if cls is AssistantChunkEvent:
+            chunk = fields.get("chunk")
+            kind = chunk.get("type") if type(chunk) is dict else None
+            cls = _CHUNKS.get(kind, AssistantChunkEvent)  # type: ignore[arg-type]
+        # The envelope wins over a data field of the same name (there is none today).
+        fields["sessionId"] = payload.get("sessionId")
+        fields["type"] = ev.get("type")
+        fields["seq"] = ev.get("seq")
+        fields["time"] = ev.get("time")
+    else:
+        cls = _NOTIFICATIONS.get(method)
+        if cls is None:
+            return UnknownEvent.model_construct(method=method, params=payload)
+        fields = payload
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        log.warning("a %s notification does not fit %s; passing it through as UnknownEvent: %s",
+                    method, cls.__name__, exc)
+        return UnknownEvent.model_construct(method=method, params=payload)
