@@ -48,8 +48,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * The id to answer with: a string, or a number the response can carry back exactly. A number
+ * that JSON can hold but a double cannot (`1e400` parses as Infinity, `2^64` loses its last
+ * digits) would come back as a different id — or as `null` — and be taken for another
+ * request's response, so it counts as unusable.
+ */
 function usableId(value: unknown): RequestId | null {
-  return typeof value === "string" || typeof value === "number" ? value : null;
+  if (typeof value === "string") return value;
+  if (typeof value !== "number" || !Number.isFinite(value)) return null;
+  return Number.isInteger(value) && !Number.isSafeInteger(value) ? null : value;
 }
 
 export class ServerEndpoint {
@@ -157,7 +165,11 @@ export class ServerEndpoint {
   private handleRequest(frame: Record<string, unknown>): void {
     const id = usableId(frame.id);
     if (id === null) {
-      this.writeError(null, ErrorCode.InvalidRequest, "invalid request: 'id' must be a string or a number", "invalid-request");
+      const why =
+        typeof frame.id === "number"
+          ? "'id' must be a string or a number that can be echoed exactly (finite; an integer no larger than 2^53-1 in magnitude)"
+          : "'id' must be a string or a number";
+      this.writeError(null, ErrorCode.InvalidRequest, `invalid request: ${why}`, "invalid-request");
       return;
     }
     if (frame.jsonrpc !== "2.0") {
