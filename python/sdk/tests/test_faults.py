@@ -2,9 +2,9 @@
 
 * The bridge is SIGKILLed mid-turn: the running ``run`` raises :class:`TransportClosedError` at
   once, carrying the exit status and the tail of the bridge's stderr; later calls fail the same
-  way; no process the bash tool started survives (checked through a pid file); a new bridge on
-  the same session root resumes the session from its durable log — the log holds exactly the
-  durable events the SDK saw, ``seq`` strictly increases, nothing is duplicated.
+  way; no process the bash tool started survives (checked through a pid file); the log holds
+  exactly the durable events the SDK saw; a new bridge on the same session root resumes the
+  session from it, past a torn last line — ``seq`` strictly increases, nothing is duplicated.
 * The model server fails (a local DeepSeek-format server): 429 with ``Retry-After`` is retried
   and the turn completes; 429 past the retries, 500, a reset, a stall and garbage each end the
   turn ``status == "error"`` with a ``model-error`` reason, and the same harness serves the next
@@ -124,6 +124,11 @@ def test_sigkill_mid_turn_then_resume(real, tmp_path):
     assert [e["type"] for e in logged] == ["user/message", "turn/start", "step/start", "assistant/message"]
     last_seq = max(n.payload["event"]["seq"] for n in seen if n.method == "session.event")
     call_within(30, h.close)
+
+    # A kill in the middle of an append would leave a torn last line: it must be tolerated.
+    (log_path,) = list(real.session_root.rglob("killed.jsonl"))
+    with open(log_path, "a") as f:
+        f.write('{"type":"tool/result","seq":99,"time":1,"data":{"callId":"jo')
 
     # A new bridge resumes the session from the log.
     h2 = real.harness(script, permission_mode="full")
