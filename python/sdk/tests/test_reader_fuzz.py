@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -143,9 +143,15 @@ class Replay:
             os.close(self.writer)
             self.writer = -1
 
-    def settle(self, seconds: float = SETTLE_SECONDS) -> None:
-        for t in self.threads:
-            t.join(seconds)
+    def settle(self, seconds: float = SETTLE_SECONDS, give_up: Callable[[], Optional[str]] = lambda: None) -> None:
+        """Waits for every prompt to settle; fails on a hang, or at once when `give_up` says why."""
+        deadline = time.monotonic() + seconds
+        while any(t.is_alive() for t in self.threads) and time.monotonic() < deadline:
+            why = give_up()
+            if why:
+                pytest.fail(why)
+            for t in self.threads:
+                t.join(0.05)
         hung = [s for s, t in zip(self.sessions, self.threads) if t.is_alive()]
         if hung:
             pytest.fail(f"session_prompt did not settle within {seconds} s of EOF (hang): {hung}")
@@ -371,14 +377,14 @@ def test_reader_fuzz(replay_bridge: Path, count: int, plan: List[Tuple], cuts: L
 # ---------------------------------------------------------------------------
 
 
-def run_stream(bridge: Path, stream: bytes, settle_seconds: float = SETTLE_SECONDS) -> Replay:
+def run_stream(bridge: Path, stream: bytes, give_up: Callable[[], Optional[str]] = lambda: None) -> Replay:
     """Replays `stream` (with `@ID@` replaced by the prompt's id) to one prompt of session s0 and settles it."""
     replay = Replay(bridge, ["s0"])
     try:
         ids = replay.request_ids()
         replay.write([stream.replace(b"@ID@", str(ids["s0"]).encode())])
         replay.end()
-        replay.settle(settle_seconds)
+        replay.settle(give_up=give_up)
     finally:
         replay.close()
     return replay
@@ -444,9 +450,11 @@ def test_a_torn_last_line_at_eof_is_a_transport_error(replay_bridge: Path) -> No
     "SDK bug: a notification whose sessionId is a JSON array or object makes the reader thread "
     "die with TypeError (unhashable type) in _dispatch; nothing fails the pending requests, so "
     "session_prompt hangs forever, even after the bridge exits"))
-def test_an_unhashable_session_id_does_not_kill_the_reader(replay_bridge: Path) -> None:
+def test_an_unhashable_session_id_does_not_kill_the_reader(replay_bridge: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    died: List[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(f"{args.thread.name}: {args.exc_value!r}"))
     odd = b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":["s0"],"event":{}}}'
     done = b'{"jsonrpc":"2.0","id":@ID@,"result":{"status":"ok","reason":{"kind":"completed"}}}'
-    # The response is in the stream right behind: 5 s is ample once the reader survives.
-    replay = run_stream(replay_bridge, odd + b"\n" + done + b"\n", settle_seconds=5.0)
+    # A dead reader thread means a hang: report it at once rather than after the hang guard.
+    replay = run_stream(replay_bridge, odd + b"\n" + done + b"\n", give_up=lambda: died and f"a thread died: {died[0]}")
     assert replay.outcome["s0"].status == "ok"
