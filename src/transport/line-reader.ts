@@ -13,6 +13,8 @@ export interface LineReaderOptions {
   onLine: (line: string) => void;
   /** A line passed `maxLineBytes`; called once per such line, as soon as it does. */
   onOverflow: () => void;
+  /** After `end()`, once every line before it was emitted. */
+  onEnd?: () => void;
 }
 
 const NEWLINE = 0x0a;
@@ -21,13 +23,45 @@ export class LineReader {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private discarding = false;
+  private paused = false;
+  /** Input that arrived, or was left unread, while paused. */
+  private held: Buffer[] = [];
+  private endHeld = false;
 
   constructor(private readonly options: LineReaderOptions) {}
 
+  /**
+   * Stops emitting lines, even in the middle of a chunk (for flow control: `onLine` may call
+   * this). What is pushed meanwhile is held, unread, until `resume()`.
+   */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Emits what was held, then whatever is pushed next. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    while (!this.paused && this.held.length > 0) this.push(this.held.shift()!);
+    if (!this.paused && this.endHeld) {
+      this.endHeld = false;
+      this.end();
+    }
+  }
+
   /** Feeds the next chunk of input. */
   push(chunk: Buffer): void {
+    if (this.paused) {
+      this.held.push(chunk);
+      return;
+    }
     let start = 0;
     for (;;) {
+      if (this.paused) {
+        // Paused by a line's handler: keep (a copy of) the rest of this chunk for later.
+        if (start < chunk.length) this.held.unshift(Buffer.from(chunk.subarray(start)));
+        return;
+      }
       const newline = chunk.indexOf(NEWLINE, start);
       if (newline === -1) break;
       const piece = chunk.subarray(start, newline);
@@ -58,16 +92,21 @@ export class LineReader {
     this.pendingBytes += rest.length;
   }
 
-  /** The input ended: a last line without `\n` still counts. */
+  /** The input ended: a last line without `\n` still counts (once resumed, when paused). */
   end(): void {
+    if (this.paused) {
+      this.endHeld = true;
+      return;
+    }
     if (this.discarding || this.pending.length === 0) {
       this.reset();
       this.discarding = false;
-      return;
+    } else {
+      const line = Buffer.concat(this.pending);
+      this.reset();
+      this.emit(line);
     }
-    const line = Buffer.concat(this.pending);
-    this.reset();
-    this.emit(line);
+    this.options.onEnd?.();
   }
 
   private emit(bytes: Buffer): void {

@@ -17,6 +17,9 @@ import type { Logger } from "../log.js";
 /** Default longest accepted input line: 16 MiB. */
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 
+/** Default output waiting for the client above which input is no longer read: 1 MiB. */
+export const DEFAULT_MAX_QUEUED_OUTPUT_BYTES = 1024 * 1024;
+
 /** What a handler learns about the request it serves. */
 export interface RequestContext {
   id: RequestId;
@@ -36,6 +39,15 @@ export interface ServerEndpointOptions {
   output: Writable;
   /** Longest accepted input line in bytes. Default 16 MiB (`DEFAULT_MAX_LINE_BYTES`). */
   maxLineBytes?: number;
+  /**
+   * Flow control of the input: while more than this many bytes of output wait for the client
+   * (`output.writableLength`), no more input is read; reading resumes on `drain`. Replies to
+   * requests are not held back the way notifications are, so without this a client that floods
+   * requests (or garbage) and does not read would make the queue grow without bound. Producers
+   * awaiting `notify()` keep the queue near the stream's high-water mark, far below this, so
+   * they never stop the input. Default 1 MiB (`DEFAULT_MAX_QUEUED_OUTPUT_BYTES`).
+   */
+  maxQueuedOutputBytes?: number;
   /** Called once when the input has ended (EOF) and every line of it has been dispatched. */
   onInputEnd?: () => void;
   /** Called once when the output can no longer be written (EPIPE: the client stopped listening). */
@@ -48,8 +60,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * The id to answer with: a string, or a number the response can carry back exactly. A number
+ * that JSON can hold but a double cannot (`1e400` parses as Infinity, `2^64` loses its last
+ * digits) would come back as a different id — or as `null` — and be taken for another
+ * request's response, so it counts as unusable.
+ */
 function usableId(value: unknown): RequestId | null {
-  return typeof value === "string" || typeof value === "number" ? value : null;
+  if (typeof value === "string") return value;
+  if (typeof value !== "number" || !Number.isFinite(value)) return null;
+  return Number.isInteger(value) && !Number.isSafeInteger(value) ? null : value;
 }
 
 export class ServerEndpoint {
@@ -62,10 +82,15 @@ export class ServerEndpoint {
   private drainWaiter: Promise<void> | undefined;
   private releaseDrainWaiter: (() => void) | undefined;
   private released = false;
+  /** Input is paused because too much output waits for the client (see `maxQueuedOutputBytes`). */
+  private throttled = false;
   private readonly onData = (chunk: Buffer | string) => this.reader.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+  private inputEnded = false;
   private readonly onEnd = () => {
+    if (this.inputEnded) return;
+    this.inputEnded = true;
+    // onInputEnd follows once every line was dispatched (later, when input is throttled).
     this.reader.end();
-    this.options.onInputEnd?.();
   };
 
   constructor(private readonly options: ServerEndpointOptions) {
@@ -74,6 +99,7 @@ export class ServerEndpoint {
       onLine: (line) => this.handleLine(line),
       onOverflow: () =>
         this.writeError(null, ErrorCode.InvalidRequest, `line longer than ${options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES} bytes discarded`, "line-too-long"),
+      onEnd: () => this.options.onInputEnd?.(),
     });
     options.output.on("error", (error: Error) => this.breakOutput(error));
   }
@@ -157,7 +183,11 @@ export class ServerEndpoint {
   private handleRequest(frame: Record<string, unknown>): void {
     const id = usableId(frame.id);
     if (id === null) {
-      this.writeError(null, ErrorCode.InvalidRequest, "invalid request: 'id' must be a string or a number", "invalid-request");
+      const why =
+        typeof frame.id === "number"
+          ? "'id' must be a string or a number that can be echoed exactly (finite; an integer no larger than 2^53-1 in magnitude)"
+          : "'id' must be a string or a number";
+      this.writeError(null, ErrorCode.InvalidRequest, `invalid request: ${why}`, "invalid-request");
       return;
     }
     if (frame.jsonrpc !== "2.0") {
@@ -214,7 +244,31 @@ export class ServerEndpoint {
     this.lastWrite = new Promise<void>((resolve) => {
       accepted = this.options.output.write(line, () => resolve());
     });
+    if (!accepted && this.options.output.writableLength > (this.options.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES)) this.throttleInput();
     return accepted;
+  }
+
+  /**
+   * Stops reading input — at once, even in the middle of a chunk — until the output has drained
+   * (or broke, or closed). Lines already read wait in the line reader, unparsed.
+   */
+  private throttleInput(): void {
+    if (this.throttled || !this.started || this.closed) return;
+    this.throttled = true;
+    const { input, output } = this.options;
+    this.reader.pause();
+    input.pause();
+    const resume = () => {
+      output.off("drain", resume);
+      output.off("close", resume);
+      this.throttled = false;
+      if (this.closed) return;
+      // The lines held back first; they may throttle again.
+      this.reader.resume();
+      if (!this.throttled && !this.closed && !this.inputEnded) input.resume();
+    };
+    output.on("drain", resume);
+    output.on("close", resume);
   }
 
   private waitForDrain(): Promise<void> {

@@ -1,0 +1,177 @@
+/**
+ * A client that floods the bridge with bad input and does not read stdout. Every bad line gets
+ * an error reply (~130 bytes for a 2-byte line), and replies are not held back by the
+ * producers' backpressure, so without flow control the bridge would queue them in memory
+ * without bound (measured: 1M junk lines took it from 50 MB to 840 MB). The transport stops
+ * reading input while more than `maxQueuedOutputBytes` of output wait for the client, and reads
+ * on once they drained: memory stays bounded, and every line is still answered exactly once.
+ */
+import { spawn } from "node:child_process";
+import { PassThrough } from "node:stream";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { LineReader } from "../../src/transport/line-reader.js";
+import { ServerEndpoint } from "../../src/transport/server-endpoint.js";
+import { cut, cutsArb } from "./support/fuzz-frames.js";
+import { BINARY } from "../support/raw-client.js";
+import { peakRss, waitFor } from "./support/procs.js";
+
+const junk = (lines: number) => Buffer.from("x\n".repeat(lines));
+
+describe("the line reader's pause", () => {
+  it("paused at random lines (from inside onLine) and resumed later, it emits the same lines in order, and ends after them", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ maxLength: 12 }).map((t) => t.replace(/[\r\n]/g, "")), { maxLength: 30 }),
+        cutsArb,
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
+        fc.boolean(),
+        (texts, cuts, pauses, lastWithoutNewline) => {
+          let text = texts.map((t) => `${t}\n`).join("");
+          if (lastWithoutNewline) text = text.replace(/\n$/, "");
+          const bytes = Buffer.from(text);
+          const events: string[] = [];
+          let k = 0;
+          const reader: LineReader = new LineReader({
+            maxLineBytes: 1000,
+            onLine: (line) => {
+              events.push(line);
+              if (pauses[k++ % pauses.length]) reader.pause();
+            },
+            onOverflow: () => events.push("<overflow>"),
+            onEnd: () => events.push("<end>"),
+          });
+          for (const chunk of cut(bytes, cuts)) {
+            reader.push(chunk);
+            if (pauses[k % pauses.length]) reader.resume();
+          }
+          reader.end();
+          for (let i = 0; i < 1000 && events.at(-1) !== "<end>"; i++) reader.resume();
+          const expected = texts.filter((t, i) => !(lastWithoutNewline && i === texts.length - 1 && t === ""));
+          expect(events).toEqual([...expected, "<end>"]);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("input flow control, in process", () => {
+  const open: Array<{ endpoint: ServerEndpoint; input: PassThrough; output: PassThrough }> = [];
+  afterEach(() => {
+    for (const h of open.splice(0)) {
+      h.endpoint.close();
+      h.input.destroy();
+      h.output.destroy();
+    }
+  });
+
+  it("stops reading while the output queue is over the cap, reads on once drained, answers every line once", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: 64 * 1024 });
+    open.push({ endpoint, input, output });
+    endpoint.onRequest(() => ({}));
+    endpoint.start();
+    // Nobody reads the output yet. 20 000 junk lines in 2 000-line chunks.
+    for (let i = 0; i < 10; i++) input.write(junk(2000));
+    await new Promise((r) => setImmediate(r));
+    expect(input.isPaused()).toBe(true);
+    // Bounded: the cap, plus the one reply that crossed it (input stops mid-chunk).
+    expect(output.writableLength).toBeGreaterThan(64 * 1024);
+    expect(output.writableLength).toBeLessThan(64 * 1024 + 1024);
+    expect(input.readableLength).toBeGreaterThan(0);
+
+    // The client reads: everything is answered, once.
+    let text = "";
+    output.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+    expect(await waitFor(() => text.split("\n").length - 1 === 20_000, 15_000)).toBe(true);
+    const frames = text.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(frames.every((f) => f.id === null && f.error.code === -32700)).toBe(true);
+    expect(input.isPaused()).toBe(false);
+    // And it serves as before.
+    input.write('{"jsonrpc":"2.0","id":"after","method":"m"}\n');
+    expect(await waitFor(() => text.includes('"id":"after"'), 5_000)).toBe(true);
+  });
+
+  it("a producer held by backpressure does not pause input: requests (a cancel, a shutdown) still get in", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: 64 * 1024 });
+    open.push({ endpoint, input, output });
+    const seen: string[] = [];
+    endpoint.onRequest((method) => {
+      seen.push(method);
+      return {};
+    });
+    endpoint.start();
+    // A turn streams into a client that stopped reading: it waits at the high-water mark.
+    let held = false;
+    void (async () => {
+      for (let i = 0; i < 1000; i++) {
+        const wait = endpoint.notify("session.event" as never, { n: i, pad: "y".repeat(100) } as never);
+        held = true;
+        await wait;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(held).toBe(true);
+    expect(output.writableLength).toBeLessThan(64 * 1024);
+    input.write('{"jsonrpc":"2.0","id":1,"method":"session/cancel"}\n{"jsonrpc":"2.0","id":2,"method":"shutdown"}\n');
+    expect(await waitFor(() => seen.length === 2, 5_000)).toBe(true);
+    expect(input.isPaused()).toBe(false);
+  });
+});
+
+describe("input flow control, through the binary", () => {
+  it("a flood of junk from a client that does not read: memory stays bounded, every line is answered once, it keeps serving", async () => {
+    const child = spawn(BINARY, ["--stdio", "--no-session-log"], { stdio: ["pipe", "pipe", "pipe"] });
+    try {
+      child.stdout.pause();
+      child.stdin.on("error", () => undefined);
+      await waitFor(() => {
+        try {
+          return peakRss(child.pid!) > 0;
+        } catch {
+          return false;
+        }
+      }, 5_000);
+      await new Promise((r) => setTimeout(r, 200)); // let start-up finish before the baseline
+      const before = peakRss(child.pid!);
+      const LINES = 200_000;
+      const block = junk(10_000);
+      let taken = 0;
+      for (let i = 0; i < LINES / 10_000; i++) child.stdin.write(block, () => taken++);
+      // Without flow control the bridge reads all of it and queues ~100 MB of replies in 2 s;
+      // with it, it stops after about 1 MiB of replies. (The wait only bounds the flood.)
+      await waitFor(() => taken === LINES / 10_000, 2_000);
+      expect(peakRss(child.pid!) - before).toBeLessThan(48 * 1024 * 1024);
+      expect(taken).toBeLessThan(LINES / 10_000);
+
+      let newlines = 0;
+      let tail = "";
+      let bad = 0;
+      child.stdout.on("data", (chunk: Buffer) => {
+        const text = tail + chunk.toString("utf8");
+        const lines = text.split("\n");
+        tail = lines.pop() ?? "";
+        for (const line of lines) {
+          newlines++;
+          if (!line.startsWith('{"jsonrpc":"2.0","id":null,"error":{"code":-32700')) bad++;
+        }
+      });
+      child.stdout.resume();
+      // Once the client reads, every line is answered, once.
+      expect(await waitFor(() => newlines === LINES, 60_000)).toBe(true);
+      expect(bad).toBe(0);
+
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      child.stdin.write('{"jsonrpc":"2.0","id":"still","method":"shutdown"}\n');
+      expect(await waitFor(() => newlines === LINES + 1, 15_000)).toBe(true);
+      expect(await exited).toBe(0);
+      expect(tail).toBe("");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 90_000);
+});
