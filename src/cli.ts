@@ -5,7 +5,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import type { PermissionMode } from "./protocol/types.js";
-import { defaultSessionRoot } from "./agent/store.js";
 import { HarnessServer } from "./server/server.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
@@ -82,7 +81,8 @@ function serve(options: CliOptions): void {
   // not kill the process before in-flight turns are aborted and their logs synced.
   process.stderr.on("error", () => {});
   const logger = createStderrLogger(options.logLevel);
-  const sessionRoot = options.sessionLog ? (options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT ?? defaultSessionRoot()) : undefined;
+  // The default root is resolved by the server with the store, which loads after initialize.
+  const sessionRoot = options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT;
   let server: HarnessServer | undefined;
   const endpoint = new ServerEndpoint({
     input: process.stdin,
@@ -97,6 +97,7 @@ function serve(options: CliOptions): void {
     version: VERSION,
     logger,
     env: process.env,
+    sessionLog: options.sessionLog,
     sessionRoot,
     defaultMaxSteps: options.maxSteps,
     permissionCeiling: options.permissionMode,
@@ -109,5 +110,5 @@ function serve(options: CliOptions): void {
   // A failure nobody awaited must not kill a bridge that is serving other sessions.
   process.on("unhandledRejection", (reason) => logger.error(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}`));
   endpoint.start();
-  logger.debug(`serving on stdio; session logs: ${sessionRoot ?? "off"}`);
+  logger.debug(`serving on stdio; session logs: ${options.sessionLog ? (sessionRoot ?? "the default root") : "off"}`);
 }
