@@ -13,6 +13,7 @@ import { parseArgs } from "node:util";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import type { PermissionMode } from "./protocol/types.js";
 import { HarnessServer } from "./server/server.js";
+import { coalescingWritable } from "./transport/coalescing-writable.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
 
@@ -209,7 +210,8 @@ function serve(options: CliOptions): void {
   let server: HarnessServer | undefined;
   const endpoint = new ServerEndpoint({
     input: process.stdin,
-    output: process.stdout,
+    // One write(2) per burst of frames instead of one per frame (see coalescing-writable.ts).
+    output: coalescingWritable(process.stdout),
     maxLineBytes: options.maxLineBytes,
     logger,
     onInputEnd: () => server?.onInputEnd(),
