@@ -5,49 +5,71 @@
 import { once } from "node:events";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { coalescingWritable } from "../../src/transport/coalescing-writable.js";
+import { CoalescingWritable, coalescingWritable, DEFAULT_DIRECT_WRITES } from "../../src/transport/coalescing-writable.js";
 
-/** A target that completes each write on the next turn of the event loop, like a pipe. */
-function target(onWrite?: (chunk: string) => void) {
+/** A target with room: each write is taken at once, like a pipe the reader keeps empty. */
+function target() {
   const writes: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb) {
       writes.push(chunk.toString());
-      onWrite?.(chunk.toString());
-      setImmediate(cb);
+      cb();
     },
   });
   return { stream, writes };
 }
 
 describe("coalescingWritable", () => {
-  it("hands a lone write on at once", () => {
+  it("hands the first writes of a tick on at once (a prompt's few frames)", () => {
     const t = target();
-    coalescingWritable(t.stream).write("one\n");
-    expect(t.writes).toEqual(["one\n"]);
+    const out = coalescingWritable(t.stream);
+    for (let i = 0; i < DEFAULT_DIRECT_WRITES; i++) out.write(`${i}\n`);
+    expect(t.writes).toHaveLength(DEFAULT_DIRECT_WRITES);
   });
 
-  it("turns a burst into few writes, in order", async () => {
+  it("turns the rest of a burst into few writes, in order, by the end of the tick", async () => {
     const t = target();
     const out = coalescingWritable(t.stream);
     for (let i = 0; i < 1000; i++) out.write(`${i}\n`);
-    await new Promise<void>((resolve) => out.end(resolve));
+    expect(t.writes).toHaveLength(DEFAULT_DIRECT_WRITES);
+    await new Promise((resolve) => process.nextTick(resolve));
     expect(t.writes.join("")).toBe(Array.from({ length: 1000 }, (_, i) => `${i}\n`).join(""));
-    expect(t.writes.length).toBeLessThanOrEqual(3);
+    expect(t.writes.length).toBe(DEFAULT_DIRECT_WRITES + 1);
   });
 
-  it("asks the producer to wait past its high-water mark, and drains", async () => {
+  it("writes a batch at its size limit without waiting for the tick to end", () => {
     const t = target();
-    const out = coalescingWritable(t.stream, 100);
+    const out = new CoalescingWritable(t.stream, 100, 0);
+    for (let i = 0; i < 10; i++) out.write("x".repeat(30));
+    expect(t.writes.map((w) => w.length)).toEqual([120, 120]);
+  });
+
+  it("end() writes what is still collected", async () => {
+    const t = target();
+    const out = new CoalescingWritable(t.stream, 1000, 0);
+    out.write("a");
+    out.write("b");
+    await new Promise<void>((resolve) => out.end(resolve));
+    expect(t.writes.join("")).toBe("ab");
+  });
+
+  it("asks the producer to wait while the target is over its mark, and drains", async () => {
+    const slow = new Writable({
+      highWaterMark: 100,
+      write(_chunk, _enc, cb) {
+        setTimeout(cb, 5);
+      },
+    });
+    const out = new CoalescingWritable(slow, 100, 0);
     let accepted = true;
     let written = 0;
     while (accepted) {
       accepted = out.write("x".repeat(30));
       written++;
     }
-    expect(written).toBeLessThanOrEqual(5);
+    expect(written).toBeLessThanOrEqual(4);
     await once(out, "drain");
-    expect(t.writes.join("").length).toBe(written * 30);
+    expect(out.write("y")).toBe(true);
   });
 
   it("calls write callbacks only once the target took the data", async () => {
