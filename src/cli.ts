@@ -1,29 +1,109 @@
 /**
  * `harness-bridge`: the command line. `--stdio` serves the protocol on stdin/stdout; anything
  * else is a usage error (exit 2) after the help text on stderr.
+ *
+ * Parsing is Node's own `util.parseArgs`, driven by the `OPTIONS` table below, which is also
+ * the source of the help text. Why not commander (used before): it was a quarter of the
+ * bridge's start-up (spawn → `initialize` response, see bench/run.py), mostly because it loads
+ * node:child_process at require time for git-style subcommands this CLI does not have.
+ * `parseArgs` ships with Node, so parsing costs nothing to load and adds nothing to the bundle;
+ * what it lacks (choices, integer checks, help) is this table.
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { parseArgs } from "node:util";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import type { PermissionMode } from "./protocol/types.js";
-import { defaultSessionRoot } from "./agent/store.js";
 import { HarnessServer } from "./server/server.js";
+import { coalescingWritable } from "./transport/coalescing-writable.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
 
+const PERMISSION_MODES: readonly PermissionMode[] = ["read-only", "workspace-write", "full"];
+
+/** A usage error: reported on stderr with exit code 2. */
+class UsageError extends Error {}
+
 function positiveInt(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("must be a positive integer");
+  if (value.trim() === "" || !Number.isInteger(n) || n < 1) throw new Error("must be a positive integer");
   return n;
 }
 
 function nonNegativeInt(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("must be a whole number >= 0");
+  if (value.trim() === "" || !Number.isInteger(n) || n < 0) throw new Error("must be a whole number >= 0");
   return n;
 }
 
+function oneOf<T extends string>(choices: readonly T[]): (value: string) => T {
+  return (value) => {
+    if (!(choices as readonly string[]).includes(value)) throw new Error(`allowed choices are ${choices.join(", ")}`);
+    return value as T;
+  };
+}
+
+interface OptionSpec {
+  /** Takes a value (`--name <value>`) or is a flag. */
+  type: "string" | "boolean";
+  short?: string;
+  /** The value's name in the help text. */
+  value?: string;
+  help: string;
+  /** Converts and checks a value; throws with the reason when it is not acceptable. */
+  parse?: (value: string) => unknown;
+  /** Shown in the help text, and used when the option is absent. */
+  default?: unknown;
+}
+
+/** Every option: what `parseArgs` accepts and what `--help` shows, in that order. */
+const OPTIONS = {
+  version: { type: "boolean", short: "V", help: "output the version number" },
+  stdio: { type: "boolean", help: "serve the protocol: requests on stdin, responses and notifications on stdout" },
+  "session-root": {
+    type: "string",
+    value: "<dir>",
+    help: "where session logs are kept (default: $HARNESS_SESSION_ROOT, else $XDG_STATE_HOME/harness-bridge or ~/.local/state/harness-bridge)",
+  },
+  "no-session-log": { type: "boolean", help: "keep sessions in memory only: nothing is written, nothing resumes" },
+  "log-level": { type: "string", value: "<level>", help: `stderr log level (${LOG_LEVELS.join("|")})`, parse: oneOf(LOG_LEVELS), default: "warn" },
+  "max-steps": { type: "string", value: "<n>", help: "default model requests per turn, when initialize gives none", parse: positiveInt, default: 50 },
+  "permission-mode": {
+    type: "string",
+    value: "<mode>",
+    help: `the widest permission mode initialize may ask for (${PERMISSION_MODES.join("|")})`,
+    parse: oneOf(PERMISSION_MODES),
+    default: "full",
+  },
+  "max-line-bytes": { type: "string", value: "<n>", help: "longest accepted request line in bytes", parse: positiveInt, default: DEFAULT_MAX_LINE_BYTES },
+  "subagent-depth": { type: "string", value: "<n>", help: "how deep subagents may nest (0 disables the task tool's subagents)", parse: nonNegativeInt, default: 1 },
+  help: { type: "boolean", short: "h", help: "display this help" },
+} satisfies Record<string, OptionSpec>;
+
+type OptionName = keyof typeof OPTIONS;
+
+/** What `parseArgs` needs of the table: names, types, short flags. */
+const PARSE_ARGS_OPTIONS = Object.fromEntries(
+  Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => [name, spec.short ? { type: spec.type, short: spec.short } : { type: spec.type }]),
+);
+
+const HELP_WIDTH = 80;
+
+/** Breaks `text` into lines of at most `width` characters (at spaces). */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === "" ? word : `${line} ${word}`;
+    }
+  }
+  return [...lines, line];
+}
+
 interface CliOptions {
-  stdio?: boolean;
+  stdio: boolean;
   sessionRoot?: string;
   sessionLog: boolean;
   logLevel: LogLevel;
@@ -33,48 +113,91 @@ interface CliOptions {
   subagentDepth: number;
 }
 
-function buildProgram(): Command {
-  return new Command()
-    .name("harness-bridge")
-    .description("A DeepSeek coding-agent runtime serving directional JSON-RPC 2.0 over stdio (see docs/PROTOCOL.md).")
-    .version(VERSION, "-V, --version")
-    .option("--stdio", "serve the protocol: requests on stdin, responses and notifications on stdout")
-    .option("--session-root <dir>", "where session logs are kept (default: $HARNESS_SESSION_ROOT, else $XDG_STATE_HOME/harness-bridge or ~/.local/state/harness-bridge)")
-    .option("--no-session-log", "keep sessions in memory only: nothing is written, nothing resumes")
-    .addOption(new Option("--log-level <level>", "stderr log level").choices(LOG_LEVELS).default("warn"))
-    .option("--max-steps <n>", "default model requests per turn, when initialize gives none", positiveInt, 50)
-    .addOption(
-      new Option("--permission-mode <mode>", "the widest permission mode initialize may ask for").choices(["read-only", "workspace-write", "full"]).default("full"),
-    )
-    .option("--max-line-bytes <n>", "longest accepted request line in bytes", positiveInt, DEFAULT_MAX_LINE_BYTES)
-    .option("--subagent-depth <n>", "how deep subagents may nest (0 disables the task tool's subagents)", nonNegativeInt, 1)
-    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
-    .exitOverride();
+/** The help text, generated from `OPTIONS`. */
+export function helpText(): string {
+  const rows = Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => {
+    const flag = `${spec.short ? `-${spec.short}, ` : ""}--${name}${spec.value ? ` ${spec.value}` : ""}`;
+    return [flag, spec.default === undefined ? spec.help : `${spec.help} (default: ${String(spec.default)})`];
+  });
+  const width = Math.max(...rows.map(([flag]) => flag.length)) + 2;
+  const indent = " ".repeat(2 + width);
+  return [
+    "Usage: harness-bridge --stdio [options]",
+    "",
+    ...wrap("A DeepSeek coding-agent runtime serving directional JSON-RPC 2.0 over stdio (see docs/PROTOCOL.md).", HELP_WIDTH),
+    "",
+    "Options:",
+    ...rows.flatMap(([flag, help]) => wrap(help, HELP_WIDTH - indent.length).map((line, i) => (i === 0 ? `  ${flag.padEnd(width)}${line}` : `${indent}${line}`))),
+    "",
+  ].join("\n");
+}
+
+type Parsed = { action: "help" } | { action: "version" } | { action: "serve"; options: CliOptions };
+
+/** Parses the arguments (without the executable and script): what to do, or a `UsageError`. */
+export function parseCommandLine(args: string[]): Parsed {
+  let values: Partial<Record<string, string | boolean>>;
+  try {
+    ({ values } = parseArgs({ args, options: PARSE_ARGS_OPTIONS, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (values.help) return { action: "help" };
+  if (values.version) return { action: "version" };
+  const valueOf = <T>(name: OptionName): T => {
+    const spec: OptionSpec = OPTIONS[name];
+    const raw = values[name];
+    if (typeof raw !== "string") return spec.default as T;
+    try {
+      return (spec.parse ? spec.parse(raw) : raw) as T;
+    } catch (error) {
+      throw new UsageError(`option '--${name} ${spec.value ?? ""}' argument '${raw}' is invalid: ${(error as Error).message}`);
+    }
+  };
+  return {
+    action: "serve",
+    options: {
+      stdio: values.stdio === true,
+      sessionRoot: values["session-root"] as string | undefined,
+      sessionLog: values["no-session-log"] !== true,
+      logLevel: valueOf("log-level"),
+      maxSteps: valueOf("max-steps"),
+      permissionMode: valueOf("permission-mode"),
+      maxLineBytes: valueOf("max-line-bytes"),
+      subagentDepth: valueOf("subagent-depth"),
+    },
+  };
 }
 
 /** Parses the command line and, with `--stdio`, serves until shutdown, EOF or a signal. */
 export function main(argv: string[] = process.argv): void {
-  const program = buildProgram();
+  let parsed: Parsed;
   try {
-    program.parse(argv);
+    parsed = parseCommandLine(argv.slice(2));
   } catch (error) {
-    if (error instanceof CommanderError) {
-      // --help and --version are successes; every other complaint is a usage error.
-      const ok = error.code === "commander.helpDisplayed" || error.code === "commander.version";
-      // exitCode, not exit(): what commander wrote to a piped stdout must drain first.
-      process.exitCode = ok ? 0 : 2;
-      return;
-    }
-    throw error;
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`error: ${error.message}\n(see harness-bridge --help)\n`);
+    process.exitCode = 2;
+    return;
   }
-  const options = program.opts<CliOptions>();
-  if (!options.stdio) {
-    process.stderr.write(program.helpInformation());
+  // exitCode, not exit(): what is written to a piped stdout must drain first.
+  if (parsed.action === "help") {
+    process.stdout.write(helpText());
+    process.exitCode = 0;
+    return;
+  }
+  if (parsed.action === "version") {
+    process.stdout.write(`${VERSION}\n`);
+    process.exitCode = 0;
+    return;
+  }
+  if (!parsed.options.stdio) {
+    process.stderr.write(helpText());
     process.stderr.write("\nerror: nothing to do: pass --stdio to serve the protocol\n");
     process.exitCode = 2;
     return;
   }
-  serve(options);
+  serve(parsed.options);
 }
 
 function serve(options: CliOptions): void {
@@ -82,11 +205,13 @@ function serve(options: CliOptions): void {
   // not kill the process before in-flight turns are aborted and their logs synced.
   process.stderr.on("error", () => {});
   const logger = createStderrLogger(options.logLevel);
-  const sessionRoot = options.sessionLog ? (options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT ?? defaultSessionRoot()) : undefined;
+  // The default root is resolved by the server with the store, which loads after initialize.
+  const sessionRoot = options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT;
   let server: HarnessServer | undefined;
   const endpoint = new ServerEndpoint({
     input: process.stdin,
-    output: process.stdout,
+    // One write(2) per burst of frames instead of one per frame (see coalescing-writable.ts).
+    output: coalescingWritable(process.stdout),
     maxLineBytes: options.maxLineBytes,
     logger,
     onInputEnd: () => server?.onInputEnd(),
@@ -97,6 +222,7 @@ function serve(options: CliOptions): void {
     version: VERSION,
     logger,
     env: process.env,
+    sessionLog: options.sessionLog,
     sessionRoot,
     defaultMaxSteps: options.maxSteps,
     permissionCeiling: options.permissionMode,
@@ -109,5 +235,5 @@ function serve(options: CliOptions): void {
   // A failure nobody awaited must not kill a bridge that is serving other sessions.
   process.on("unhandledRejection", (reason) => logger.error(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}`));
   endpoint.start();
-  logger.debug(`serving on stdio; session logs: ${sessionRoot ?? "off"}`);
+  logger.debug(`serving on stdio; session logs: ${options.sessionLog ? (sessionRoot ?? "the default root") : "off"}`);
 }

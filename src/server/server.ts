@@ -17,11 +17,12 @@ import {
 } from "../protocol/types.js";
 import type { ServerEndpoint } from "../transport/server-endpoint.js";
 import type { Logger } from "../log.js";
-import { AgentRuntime, MissingTurnEndError, SessionBusyError } from "../agent/runtime.js";
-import { SessionLogError, SessionStore } from "../agent/store.js";
+// Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
+import type { AgentRuntime } from "../agent/runtime.js";
+import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
 import { PROVIDERS } from "../providers/registry.js";
 import { ProviderUnavailableError } from "../providers/types.js";
-import { BUILTIN_TOOLS, toolsFor } from "../tools/registry.js";
+import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
@@ -34,7 +35,12 @@ export interface ServerOptions {
   version: string;
   logger: Logger;
   env: NodeJS.ProcessEnv;
-  /** Where session logs go; `undefined` keeps sessions in memory only. */
+  /** Whether sessions are logged durably; `false` keeps them in memory only. */
+  sessionLog: boolean;
+  /**
+   * Where session logs go when `sessionLog` is on; `undefined`: the store's default
+   * (`defaultSessionRoot`, resolved with `env`, once the agent modules are loaded).
+   */
   sessionRoot: string | undefined;
   /** Default `maxSteps` when `initialize` gives none. */
   defaultMaxSteps: number;
@@ -48,7 +54,19 @@ export interface ServerOptions {
 
 type Schemas = typeof import("../protocol/schemas.js");
 
+/** The runtime of a successful `initialize`, with the modules it was built from. */
+interface Agent {
+  runtime: AgentRuntime;
+  modules: AgentModules;
+}
+
 export class HarnessServer {
+  /**
+   * Set by a successful `initialize`; resolves once the agent modules are loaded and the
+   * runtime is built, which happens after the `initialize` response was written.
+   */
+  private agent: Promise<Agent> | undefined;
+  /** The runtime, as soon as `agent` has resolved (synchronous access for abort paths). */
   private runtime: AgentRuntime | undefined;
   /** The `initialize` in progress: session requests pipelined behind it wait for it. */
   private initializing: Promise<unknown> | undefined;
@@ -61,7 +79,7 @@ export class HarnessServer {
    */
   private readonly prompts = new Map<string, Promise<unknown>>();
   private readonly pending = new Set<Promise<unknown>>();
-  private schemas: Schemas | undefined;
+  private schemas: Promise<Schemas> | undefined;
 
   constructor(private readonly options: ServerOptions) {}
 
@@ -106,17 +124,22 @@ export class HarnessServer {
     schema: K,
     params: JsonObject | undefined,
   ) {
-    // zod loads on the first request that needs it, not at start-up.
-    this.schemas ??= await import("../protocol/schemas.js");
-    const parsed = this.schemas[schema].safeParse(params ?? {});
+    const schemas = await this.loadSchemas();
+    const parsed = schemas[schema].safeParse(params ?? {});
     if (!parsed.success) {
-      throw new RpcError(ErrorCode.InvalidParams, `invalid params: ${this.schemas.describeIssues(parsed.error)}`, { kind: "invalid-params" });
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params: ${schemas.describeIssues(parsed.error)}`, { kind: "invalid-params" });
     }
     return parsed.data as ReturnType<Schemas[K]["parse"]>;
   }
 
+  /** zod and the schemas: loaded after `initialize` answered (or by an `initialize` that needs them), not at start-up. */
+  private loadSchemas(): Promise<Schemas> {
+    this.schemas ??= import("../protocol/schemas.js");
+    return this.schemas;
+  }
+
   private initialize(raw: JsonObject | undefined): Promise<InitializeResult> {
-    if (this.runtime || this.initializing) {
+    if (this.agent || this.initializing) {
       return Promise.reject(
         new RpcError(ErrorCode.NotInitialized, "already initialized: initialize may succeed once per process", { kind: "already-initialized" }),
       );
@@ -132,7 +155,8 @@ export class HarnessServer {
 
   private async initializeRuntime(raw: JsonObject | undefined): Promise<InitializeResult> {
     {
-      const params: InitializeParams = await this.validate("initializeParamsSchema", raw);
+      // Plainly valid params skip zod (see initialize-fast-path.ts); anything else gets the schema's verdict and wording.
+      const params: InitializeParams = plainInitializeParams(raw ?? {}) ?? (await this.validate("initializeParamsSchema", raw));
       const factory = PROVIDERS.get(params.provider);
       if (!factory) {
         throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.provider: unknown provider '${params.provider}' (registered: ${[...PROVIDERS.keys()].join(", ")})`, {
@@ -145,6 +169,8 @@ export class HarnessServer {
         throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} is not a directory`, { kind: "invalid-params" });
       }
       if (params.tools) {
+        // Only a client that narrows the tools pays for loading them before the response.
+        const { BUILTIN_TOOLS } = (await loadAgentModules()).tools;
         const unknown = params.tools.filter((name) => !BUILTIN_TOOLS.some((t) => t.name === name));
         if (unknown.length > 0) {
           throw new RpcError(
@@ -165,20 +191,33 @@ export class HarnessServer {
         throw error;
       }
       const { sink } = this;
-      this.runtime = new AgentRuntime({
-        workspace,
-        provider,
-        model: params.model,
-        system: buildSystemPrompt(workspace, permissionMode, params.instructions),
-        maxSteps: params.maxSteps ?? this.options.defaultMaxSteps,
-        maxTokens: params.maxTokens,
-        permissionMode,
-        tools: toolsFor(permissionMode, params.tools),
-        subagentDepth: this.options.subagentDepth,
-        store: this.options.sessionRoot ? new SessionStore(this.options.sessionRoot, workspace) : undefined,
-        sink,
-        logger: this.options.logger,
-      });
+      const { sessionLog, sessionRoot, env, defaultMaxSteps, subagentDepth, logger } = this.options;
+      // setImmediate: the loading starts after the transport has written this response (it does
+      // so in a promise reaction, which runs before any macrotask), so the agent modules are
+      // never on the spawn → initialize path, and are ready by the time a first prompt arrives.
+      const agent = new Promise<void>((resolve) => setImmediate(resolve))
+        .then(() => Promise.all([loadAgentModules(), this.loadSchemas()]))
+        .then(([modules]): Agent => {
+          const runtime = new modules.runtime.AgentRuntime({
+            workspace,
+            provider,
+            model: params.model,
+            system: buildSystemPrompt(workspace, permissionMode, params.instructions),
+            maxSteps: params.maxSteps ?? defaultMaxSteps,
+            maxTokens: params.maxTokens,
+            permissionMode,
+            tools: modules.tools.toolsFor(permissionMode, params.tools),
+            subagentDepth,
+            store: sessionLog ? new modules.store.SessionStore(sessionRoot ?? modules.store.defaultSessionRoot(env), workspace) : undefined,
+            sink,
+            logger,
+          });
+          this.runtime = runtime;
+          return { runtime, modules };
+        });
+      // A failure here surfaces on the requests that need the runtime, not as an unhandled rejection.
+      agent.catch(() => undefined);
+      this.agent = agent;
       this.options.logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
       return { serverInfo: { name: "harness-bridge", version: this.options.version }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()] };
     }
@@ -202,16 +241,18 @@ export class HarnessServer {
   }
 
   /** The runtime, once an `initialize` sent before this request has finished. */
-  private async requireRuntime(method: string): Promise<AgentRuntime> {
+  private async requireRuntime(method: string): Promise<Agent> {
     if (this.initializing) await this.initializing.catch(() => undefined);
-    if (!this.runtime) {
+    if (!this.agent) {
       throw new RpcError(ErrorCode.NotInitialized, `not initialized: send initialize before ${method}`, { kind: "not-initialized" });
     }
-    return this.runtime;
+    return this.agent;
   }
 
   private async prompt(raw: JsonObject | undefined): Promise<SessionPromptResult> {
-    const runtime = await this.requireRuntime("session/prompt");
+    const { runtime, modules } = await this.requireRuntime("session/prompt");
+    const { SessionBusyError, MissingTurnEndError } = modules.runtime;
+    const { SessionLogError } = modules.store;
     const params = await this.validate("sessionPromptParamsSchema", raw);
     // From here to the registration below nothing awaits, so overlap is decided at once.
     if (this.shuttingDown) throw new RpcError(ErrorCode.ShuttingDown, "shutting down: session/prompt was not run", { kind: "shutting-down" });
@@ -233,7 +274,7 @@ export class HarnessServer {
   }
 
   private async cancel(raw: JsonObject | undefined): Promise<SessionCancelResult> {
-    const runtime = await this.requireRuntime("session/cancel");
+    const { runtime } = await this.requireRuntime("session/cancel");
     const params = await this.validate("sessionCancelParamsSchema", raw);
     const answer = this.prompts.get(params.sessionId);
     const cancelled = await runtime.cancel(params.sessionId);

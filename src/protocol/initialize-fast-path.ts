@@ -1,0 +1,41 @@
+/**
+ * A zod-free check of `initialize` params, for the common case only.
+ *
+ * Why: `initialize` is on the start-up path (spawn → `initialize` response, measured by
+ * bench/run.py), and loading zod and building its schemas there costs ~5 ms, a third of what
+ * the bridge adds to a bare `node` start. This check accepts only params that are plainly
+ * valid and returns them; for anything else it returns `undefined` and the caller validates
+ * with `initializeParamsSchema` (zod), which stays the definition of what is valid and the
+ * author of every error message. So the check may be stricter than the schema, never looser:
+ * test/protocol/initialize-fast-path.test.ts checks, over arbitrary inputs, that whatever it
+ * accepts the schema accepts too, with the same result.
+ *
+ * @module
+ */
+import type { InitializeParams, PermissionMode } from "./types.js";
+
+const PERMISSION_MODES: readonly unknown[] = ["read-only", "workspace-write", "full"] satisfies PermissionMode[];
+
+const nonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0;
+const positiveSafeInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+
+/** `params` as `InitializeParams` when they are plainly valid; `undefined`: ask the schema. */
+export function plainInitializeParams(params: Record<string, unknown>): InitializeParams | undefined {
+  const { cwd, provider, model, maxTokens, maxSteps, permissionMode, tools, instructions, protocolVersion } = params;
+  if (!nonEmptyString(cwd) || !nonEmptyString(provider) || !nonEmptyString(model)) return undefined;
+  if (maxTokens !== undefined && !positiveSafeInt(maxTokens)) return undefined;
+  if (maxSteps !== undefined && !positiveSafeInt(maxSteps)) return undefined;
+  if (permissionMode !== undefined && !PERMISSION_MODES.includes(permissionMode)) return undefined;
+  if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === "string"))) return undefined;
+  if (instructions !== undefined && typeof instructions !== "string") return undefined;
+  if (protocolVersion !== undefined && protocolVersion !== 1) return undefined;
+  // A fresh object of the known fields, like zod's output (which strips unknown keys).
+  const result: InitializeParams = { cwd, provider, model };
+  if (maxTokens !== undefined) result.maxTokens = maxTokens;
+  if (maxSteps !== undefined) result.maxSteps = maxSteps;
+  if (permissionMode !== undefined) result.permissionMode = permissionMode as PermissionMode;
+  if (tools !== undefined) result.tools = [...(tools as string[])];
+  if (instructions !== undefined) result.instructions = instructions;
+  if (protocolVersion !== undefined) result.protocolVersion = 1;
+  return result;
+}

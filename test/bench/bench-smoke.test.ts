@@ -1,0 +1,68 @@
+/**
+ * The benchmarks cannot rot: `bench/run.py --quick` (tiny counts, measures nothing) runs every
+ * section end to end, and the MCP peer server answers a tool call. The real run is
+ * `bash bench/run.sh`, never part of the test suite.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+// The test venv (scripts/setup.sh); bench/run.sh's own venv adds only `mcp`.
+const python = path.join(root, ".venv", "bin", "python");
+
+describe("bench", () => {
+  it.skipIf(!fs.existsSync(python))(
+    "run.py --quick runs every section and writes the results",
+    () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-bench-smoke-"));
+      try {
+        const out = path.join(dir, "results.md");
+        const run = spawnSync(python, [path.join(root, "bench", "run.py"), "--quick", "--out", out], { cwd: root, encoding: "utf8", timeout: 90_000 });
+        expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+        for (const section of ["Cold start", "Event throughput", "Prompt round trip", "Memory under a slow reader", "Size", "Durable log cost", "Bridge death"]) {
+          expect(run.stdout).toContain(section);
+        }
+        const results = fs.readFileSync(out, "utf8");
+        expect(results).toContain("## Goals");
+        expect(results).toMatch(/\| cold start: bin within 1\.15x of node -e 0/);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
+
+  it("the MCP peer server answers a tool call", async () => {
+    const server = spawn(process.execPath, [path.join(root, "bench", "mcp_server.mjs")], { stdio: ["pipe", "pipe", "inherit"] });
+    const lines = createInterface({ input: server.stdout! });
+    const responses = new Map<number, Record<string, unknown>>();
+    const waiting = new Map<number, () => void>();
+    lines.on("line", (line) => {
+      const msg = JSON.parse(line);
+      if (typeof msg.id === "number") {
+        responses.set(msg.id, msg);
+        waiting.get(msg.id)?.();
+      }
+    });
+    const request = (id: number, method: string, params: object) => {
+      server.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+      return new Promise<Record<string, unknown>>((resolve) => {
+        if (responses.has(id)) resolve(responses.get(id)!);
+        else waiting.set(id, () => resolve(responses.get(id)!));
+      });
+    };
+    try {
+      await request(1, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "smoke", version: "0" } });
+      server.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
+      const call = await request(2, "tools/call", { name: "echo", arguments: { text: "hi" } });
+      expect(call.result).toMatchObject({ content: [{ type: "text", text: "hi" }] });
+    } finally {
+      server.kill();
+    }
+  });
+});

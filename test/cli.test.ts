@@ -1,0 +1,64 @@
+/**
+ * The command line's parsing (the end-to-end exits are in test/server/e2e-lifecycle.test.ts).
+ */
+import { describe, expect, it } from "vitest";
+import { helpText, parseCommandLine } from "../src/cli.js";
+
+describe("parseCommandLine", () => {
+  it("gives the defaults", () => {
+    expect(parseCommandLine(["--stdio"])).toEqual({
+      action: "serve",
+      options: { stdio: true, sessionRoot: undefined, sessionLog: true, logLevel: "warn", maxSteps: 50, permissionMode: "full", maxLineBytes: 16 * 1024 * 1024, subagentDepth: 1 },
+    });
+  });
+
+  it("reads every option, in both spellings", () => {
+    const parsed = parseCommandLine([
+      "--stdio",
+      "--session-root=/r",
+      "--no-session-log",
+      "--log-level",
+      "debug",
+      "--max-steps",
+      "3",
+      "--permission-mode=read-only",
+      "--max-line-bytes",
+      "100",
+      "--subagent-depth",
+      "0",
+    ]);
+    expect(parsed).toEqual({
+      action: "serve",
+      options: { stdio: true, sessionRoot: "/r", sessionLog: false, logLevel: "debug", maxSteps: 3, permissionMode: "read-only", maxLineBytes: 100, subagentDepth: 0 },
+    });
+  });
+
+  it("--help and --version win over the rest", () => {
+    expect(parseCommandLine(["--stdio", "-h"])).toEqual({ action: "help" });
+    expect(parseCommandLine(["-V"])).toEqual({ action: "version" });
+  });
+
+  it.each([
+    [["--bogus"], "--bogus"],
+    [["--stdio", "extra"], "extra"],
+    [["--stdio", "--max-steps", "0"], "--max-steps"],
+    [["--stdio", "--max-steps", "1.5"], "--max-steps"],
+    [["--stdio", "--subagent-depth", "-1"], "--subagent-depth"],
+    [["--stdio", "--log-level", "loud"], "debug, info, warn, error, silent"],
+    [["--stdio", "--permission-mode", "root"], "read-only, workspace-write, full"],
+    [["--stdio", "--session-root"], "--session-root"],
+  ])("%j is a usage error naming %s", (args, named) => {
+    expect(() => parseCommandLine(args)).toThrow(named);
+  });
+});
+
+describe("helpText", () => {
+  it("lists every option with its default, within 80 columns", () => {
+    const help = helpText();
+    for (const flag of ["--stdio", "--session-root <dir>", "--no-session-log", "--log-level <level>", "--max-steps <n>", "--permission-mode <mode>", "--max-line-bytes <n>", "--subagent-depth <n>", "--version", "--help"]) {
+      expect(help).toContain(flag);
+    }
+    expect(help).toContain("(default: 50)");
+    expect(Math.max(...help.split("\n").map((l) => l.length))).toBeLessThanOrEqual(80);
+  });
+});

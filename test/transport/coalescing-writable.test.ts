@@ -1,0 +1,109 @@
+/**
+ * The stdout coalescer: a burst of frames becomes few writes, in order, with backpressure and
+ * errors passed through.
+ */
+import { once } from "node:events";
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { CoalescingWritable, coalescingWritable, DEFAULT_DIRECT_WRITES } from "../../src/transport/coalescing-writable.js";
+
+/** A target with room: each write is taken at once, like a pipe the reader keeps empty. */
+function target() {
+  const writes: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      writes.push(chunk.toString());
+      cb();
+    },
+  });
+  return { stream, writes };
+}
+
+describe("coalescingWritable", () => {
+  it("hands the first writes of a tick on at once (a prompt's few frames)", () => {
+    const t = target();
+    const out = coalescingWritable(t.stream);
+    for (let i = 0; i < DEFAULT_DIRECT_WRITES; i++) out.write(`${i}\n`);
+    expect(t.writes).toHaveLength(DEFAULT_DIRECT_WRITES);
+  });
+
+  it("turns the rest of a burst into few writes, in order, by the end of the tick", async () => {
+    const t = target();
+    const out = coalescingWritable(t.stream);
+    for (let i = 0; i < 1000; i++) out.write(`${i}\n`);
+    expect(t.writes).toHaveLength(DEFAULT_DIRECT_WRITES);
+    await new Promise((resolve) => process.nextTick(resolve));
+    expect(t.writes.join("")).toBe(Array.from({ length: 1000 }, (_, i) => `${i}\n`).join(""));
+    expect(t.writes.length).toBe(DEFAULT_DIRECT_WRITES + 1);
+  });
+
+  it("writes a batch at its size limit without waiting for the tick to end", () => {
+    const t = target();
+    const out = new CoalescingWritable(t.stream, 100, 0);
+    for (let i = 0; i < 10; i++) out.write("x".repeat(30));
+    expect(t.writes.map((w) => w.length)).toEqual([120, 120]);
+  });
+
+  it("end() writes what is still collected", async () => {
+    const t = target();
+    const out = new CoalescingWritable(t.stream, 1000, 0);
+    out.write("a");
+    out.write("b");
+    await new Promise<void>((resolve) => out.end(resolve));
+    expect(t.writes.join("")).toBe("ab");
+  });
+
+  it("asks the producer to wait while the target is over its mark, and drains", async () => {
+    const slow = new Writable({
+      highWaterMark: 100,
+      write(_chunk, _enc, cb) {
+        setTimeout(cb, 5);
+      },
+    });
+    const out = new CoalescingWritable(slow, 100, 0);
+    let accepted = true;
+    let written = 0;
+    while (accepted) {
+      accepted = out.write("x".repeat(30));
+      written++;
+    }
+    expect(written).toBeLessThanOrEqual(4);
+    await once(out, "drain");
+    expect(out.write("y")).toBe(true);
+  });
+
+  it("calls write callbacks only once the target took the data", async () => {
+    let release: (() => void) | undefined;
+    const slow = new Writable({
+      write(_chunk, _enc, cb) {
+        release = cb;
+      },
+    });
+    const out = coalescingWritable(slow);
+    let done = false;
+    out.write("a\n", () => {
+      done = true;
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(done).toBe(false);
+    release?.();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(done).toBe(true);
+  });
+
+  it("passes the target's errors on (EPIPE), and closes with it", async () => {
+    const broken = new Writable({
+      write(_chunk, _enc, cb) {
+        cb(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+      },
+    });
+    broken.on("error", () => {});
+    const out = coalescingWritable(broken);
+    const failed = once(out, "error");
+    out.write("a\n");
+    const [error] = (await failed) as [NodeJS.ErrnoException];
+    expect(error.code).toBe("EPIPE");
+    if (!out.closed) await once(out, "close");
+    expect(out.destroyed).toBe(true);
+  });
+});
