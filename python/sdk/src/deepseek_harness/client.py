@@ -339,8 +339,10 @@ def _belongs(n: Notification, ids: Set[str]) -> bool:
     p = n.payload
     sid = p.get("sessionId")
     if sid is not None:
-        return sid in ids
-    return p.get("parentSessionId") in ids or p.get("childSessionId") in ids
+        return type(sid) is str and sid in ids
+    # Ids that are not strings (unhashable lists, dicts) belong to nobody.
+    parent, child = p.get("parentSessionId"), p.get("childSessionId")
+    return (type(parent) is str and parent in ids) or (type(child) is str and child in ids)
 
 
 def _make_predicate(filter: NotificationFilter) -> Optional[Callable[[Notification], bool]]:
@@ -955,8 +957,12 @@ class HarnessClient:
                 if type(params) is not dict or type(method) is not str:
                     log.warning("dropping a malformed notification: %r", line[:200])
                     continue
-                n = Notification(method, params)
                 sid = params.get("sessionId")
+                if sid is not None and type(sid) is not str:
+                    # An unhashable id would raise in the route lookup and kill this thread.
+                    log.warning("dropping a notification whose sessionId is not a string: %r", line[:200])
+                    continue
+                n = Notification(method, params)
                 if sid is not None:
                     targets = routes.get(sid)
                     if targets:
@@ -1268,7 +1274,7 @@ class _PromptCall:
 def _learn_child(subs: Iterable[NotificationSubscription], params: Dict[str, Any]) -> None:
     parent = params.get("parentSessionId")
     child = params.get("childSessionId")
-    if not isinstance(child, str):
+    if not isinstance(child, str) or not isinstance(parent, str):
         return
     for s in subs:
         ids = s.session_ids
