@@ -47,6 +47,13 @@ export class CoalescingWritable extends Writable {
     private readonly directWrites = DEFAULT_DIRECT_WRITES,
   ) {
     super({ highWaterMark: limit });
+    // The bytes waiting for the client are the batch plus the target's buffer: the endpoint's
+    // input flow control reads writableLength, and Writable's own counters stay 0 since write()
+    // bypasses them. (Own properties: TypeScript declares these as fields of Writable, not accessors.)
+    Object.defineProperties(this, {
+      writableLength: { get: () => this.target.writableLength + this.batchBytes },
+      writableNeedDrain: { get: () => this.target.writableNeedDrain },
+    });
     target.on("drain", () => this.emit("drain"));
     target.on("error", (error) => this.destroy(error));
     target.on("close", () => this.destroy());

@@ -72,6 +72,18 @@ describe("coalescingWritable", () => {
     expect(out.write("y")).toBe(true);
   });
 
+  it("counts what it collected and what the target holds in writableLength (the input flow control reads it)", async () => {
+    const stuck = new Writable({ highWaterMark: 50, write() {} }); // never calls back: a client that does not read
+    const out = new CoalescingWritable(stuck, 1000, 0);
+    out.write("x".repeat(40));
+    out.write("y".repeat(30));
+    expect(out.writableLength).toBe(70); // collected, not yet handed on
+    expect(out.writableNeedDrain).toBe(false);
+    await new Promise((resolve) => process.nextTick(resolve));
+    expect(out.writableLength).toBe(70); // handed on, stuck in the target
+    expect(out.writableNeedDrain).toBe(true);
+  });
+
   it("calls write callbacks only once the target took the data", async () => {
     let release: (() => void) | undefined;
     const slow = new Writable({
