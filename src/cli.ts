@@ -232,6 +232,8 @@ function serve(options: CliOptions): void {
   endpoint.onRequest(server.handle);
   process.on("SIGTERM", () => server?.onSignal("SIGTERM"));
   process.on("SIGINT", () => server?.onSignal("SIGINT"));
+  // Without a handler SIGHUP kills at once: no aborted responses, no synced log.
+  process.on("SIGHUP", () => server?.onSignal("SIGHUP"));
   // A failure nobody awaited must not kill a bridge that is serving other sessions.
   process.on("unhandledRejection", (reason) => logger.error(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}`));
   endpoint.start();

@@ -60,6 +60,9 @@ interface Agent {
   modules: AgentModules;
 }
 
+/** Exit codes after a signal: 128 + the signal's number, except SIGTERM's clean 0 (PROTOCOL.md). */
+const SIGNAL_EXIT_CODES = { SIGTERM: 0, SIGINT: 130, SIGHUP: 129 } as const;
+
 export class HarnessServer {
   /**
    * Set by a successful `initialize`; resolves once the agent modules are loaded and the
@@ -321,12 +324,15 @@ export class HarnessServer {
     void this.settleEverything("stdout closed").finally(() => this.finish(0));
   }
 
-  /** SIGTERM and SIGINT: like `shutdown` without a response. */
-  onSignal(signal: "SIGTERM" | "SIGINT"): void {
+  /**
+   * SIGTERM, SIGINT and SIGHUP (the terminal or the parent's session went away): like
+   * `shutdown` without a response; exit 0, 130 and 129.
+   */
+  onSignal(signal: "SIGTERM" | "SIGINT" | "SIGHUP"): void {
     if (this.exiting) return;
     this.options.logger.info(`${signal} received; shutting down`);
     this.shuttingDown = true;
-    void this.settleEverything(`${signal} received`).finally(() => this.finish(signal === "SIGINT" ? 130 : 0));
+    void this.settleEverything(`${signal} received`).finally(() => this.finish(SIGNAL_EXIT_CODES[signal]));
   }
 
   private async finish(code: number): Promise<void> {

@@ -99,6 +99,7 @@ describe("signals", () => {
   it.each([
     ["SIGTERM", 0],
     ["SIGINT", 130],
+    ["SIGHUP", 129],
   ] as const)("%s answers the in-flight prompt aborted, then exits %i", async (signal, code) => {
     const c = await initialized(ws.script("hang.json", oneTurn({ text: "waiting", hang: true })));
     c.request("p", "session/prompt", promptParams("sig"));
