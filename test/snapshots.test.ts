@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek } from "./support/fake-deepseek.js";
+import { FakeDeepSeek, fakeDeepSeekEnv } from "./support/fake-deepseek.js";
 import { normalizeStream } from "./support/snapshot-rules.js";
 import { readScenario, runScenario, scenarioDirs, type ScenarioRun } from "./support/scenario.js";
 
@@ -53,8 +53,7 @@ describe("deepseek scenarios over HTTP (fake DeepSeek server)", () => {
 
   it.each(scenarioDirs("deepseek").map((dir) => [path.basename(dir), dir]))("deepseek/%s matches its snapshot", async (_name, dir) => {
     server.table = readScenario(dir).server ?? {};
-    const env = { ...process.env, DEEPSEEK_API_KEY: "sk-test-not-a-real-key", DEEPSEEK_BASE_URL: baseUrl, HARNESS_RETRY_BASE_MS: "10", NO_PROXY: "127.0.0.1", no_proxy: "127.0.0.1" };
-    check(dir, await runScenario(dir, "deepseek", env));
+    check(dir, await runScenario(dir, "deepseek", fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" })));
     expect(server.problems).toEqual([]);
   });
 });

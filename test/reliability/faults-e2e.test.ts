@@ -18,6 +18,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { workspaceFolderName } from "../../src/agent/store.js";
+import { fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { DONE, FakeOpenAIServer, chunk, errorBody, frame, jsonReply, sseReply } from "../support/fake-openai-server.js";
 import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
@@ -89,17 +90,12 @@ describe("the model server answers 429", () => {
   async function deepseek(retries: number): Promise<RawClient> {
     const c = start({
       args: ["--stdio", "--no-session-log"],
-      env: {
-        ...process.env,
-        DEEPSEEK_API_KEY: "sk-test-not-a-real-key",
-        DEEPSEEK_BASE_URL: server.url,
+      env: fakeDeepSeekEnv(server.url, {
         HARNESS_MAX_RETRIES: String(retries),
         // A retry that ignored Retry-After would wait 30-60 s: far beyond these tests' timeouts.
         HARNESS_RETRY_BASE_MS: "60000",
         HARNESS_RETRY_MAX_MS: "60000",
-        NO_PROXY: "127.0.0.1",
-        no_proxy: "127.0.0.1",
-      },
+      }),
     });
     c.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
     expect((await c.response("init")).error).toBeUndefined();

@@ -8,7 +8,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek, type ServerTable } from "../support/fake-deepseek.js";
+import { FakeDeepSeek, fakeDeepSeekEnv, type ServerTable } from "../support/fake-deepseek.js";
 import { RawClient, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
@@ -37,16 +37,7 @@ const RECOVERY: ServerTable = { "Are you still there?": [{ events: say("Still he
 async function deepseekClient(): Promise<RawClient> {
   client = new RawClient({
     args: ["--stdio", "--no-session-log"],
-    env: {
-      ...process.env,
-      DEEPSEEK_API_KEY: "sk-test-not-a-real-key",
-      DEEPSEEK_BASE_URL: baseUrl,
-      HARNESS_MAX_RETRIES: "1",
-      HARNESS_RETRY_BASE_MS: "10",
-      HARNESS_IDLE_TIMEOUT_MS: "400",
-      NO_PROXY: "127.0.0.1",
-      no_proxy: "127.0.0.1",
-    },
+    env: fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "1", HARNESS_RETRY_BASE_MS: "10", HARNESS_IDLE_TIMEOUT_MS: "400" }),
   });
   client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
   expect((await client.response("init")).error).toBeUndefined();

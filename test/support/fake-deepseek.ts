@@ -21,6 +21,21 @@ type Entry =
 
 export type ServerTable = Record<string, Entry[]>;
 
+/**
+ * The bridge's environment for talking to a local fake DeepSeek at `baseUrl`: a dummy key, no
+ * proxy for loopback, plus `tuning` (HARNESS_* retry and timeout variables).
+ */
+export function fakeDeepSeekEnv(baseUrl: string, tuning: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DEEPSEEK_API_KEY: "sk-test-not-a-real-key",
+    DEEPSEEK_BASE_URL: baseUrl,
+    NO_PROXY: "127.0.0.1",
+    no_proxy: "127.0.0.1",
+    ...tuning,
+  };
+}
+
 type WireMessage = { role: string; content?: unknown; tool_calls?: unknown[]; reasoning_content?: string };
 
 const textOf = (m: WireMessage) =>
