@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { writeJsonLine } from "../json-line.js";
 import type { SessionEvent } from "../protocol/index.js";
 
 /** The first line of every session log. */
@@ -113,9 +114,10 @@ function openExisting(file: string): SessionLog | undefined {
 }
 
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
-function writeAll(fd: number, text: string): void {
-  const bytes = Buffer.from(text, "utf8");
+function writeAll(fd: number, data: string | Buffer): number {
+  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
   for (let offset = 0; offset < bytes.length; ) offset += fs.writeSync(fd, bytes, offset, bytes.length - offset);
+  return bytes.length;
 }
 
 class FileSessionLog implements SessionLog {
@@ -132,9 +134,9 @@ class FileSessionLog implements SessionLog {
   }
 
   append(event: SessionEvent): void {
-    const line = `${JSON.stringify(event)}\n`;
+    let written = 0;
     try {
-      writeAll(this.fd, line);
+      writeJsonLine(event, (piece) => (written += writeAll(this.fd, piece)));
     } catch (error) {
       // Cut the torn line off, so a later append does not glue onto it and corrupt the log.
       try {
@@ -144,7 +146,7 @@ class FileSessionLog implements SessionLog {
       }
       throw error;
     }
-    this.size += Buffer.byteLength(line);
+    this.size += written;
   }
 
   sync(): void {

@@ -9,6 +9,7 @@
  * (awaited or not) is already ahead of it on the stream.
  */
 import type { Readable, Writable } from "node:stream";
+import { jsonLine } from "../json-line.js";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import type { JsonObject, NotificationMap, NotificationMethod, RequestId, ResponseFrame } from "../protocol/types.js";
 import { LineReader } from "./line-reader.js";
@@ -239,10 +240,17 @@ export class ServerEndpoint {
   /** Returns whether the output is below its high-water mark. */
   private write(frame: object): boolean {
     if (this.outputBroken) return true;
-    const line = `${JSON.stringify(frame)}\n`;
+    const line = jsonLine(frame);
+    const output = this.options.output;
     let accepted = true;
     this.lastWrite = new Promise<void>((resolve) => {
-      accepted = this.options.output.write(line, () => resolve());
+      if (typeof line === "string") {
+        accepted = output.write(line, () => resolve());
+        return;
+      }
+      // A frame with a long string comes in pieces; written back to back, nothing gets between them.
+      for (let i = 0; i < line.length - 1; i++) output.write(line[i]);
+      accepted = output.write(line[line.length - 1], () => resolve());
     });
     if (!accepted && this.options.output.writableLength > (this.options.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES)) this.throttleInput();
     return accepted;

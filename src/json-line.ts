@@ -1,0 +1,152 @@
+/**
+ * JSON lines (NDJSON) of protocol frames and session log records, without extra copies of a
+ * long string.
+ *
+ * Why: `JSON.stringify` of a value holding a long string — a whole assistant message of 15 MB —
+ * builds its JSON as a rope, which V8 flattens into a second copy when it is written, and the
+ * write encodes a third copy as UTF-8: with the text itself, four copies at once (bench/run.py,
+ * memory: a 15 MB message took the bridge from 100 MB to 170 MB). Here each long string is
+ * encoded slice by slice straight into UTF-8 Buffers, so a line costs one copy beside the text.
+ * Values without a long string (every streamed chunk) take the plain `JSON.stringify` path.
+ *
+ * The values are plain JSON data, as protocol frames and events are: objects, arrays, strings,
+ * numbers, booleans, null, and `undefined` for an absent optional field (left out, as
+ * `JSON.stringify` does; `null` in an array).
+ *
+ * @module
+ */
+
+/** Sizes, in UTF-16 units, of the long-string path (tests make them small). */
+export interface JsonLineSizes {
+  /** Strings from this length up are encoded in slices. */
+  longString: number;
+  /** A long string is escaped this much at a time: the escaping's garbage stays in V8's young generation. */
+  slice: number;
+  /**
+   * JSON text is gathered into Buffers of at least this much: 64 KiB or more go through the
+   * coalescing writer as they are, not copied into a batch.
+   */
+  buffer: number;
+}
+
+export const JSON_LINE_SIZES: JsonLineSizes = { longString: 64 * 1024, slice: 8 * 1024, buffer: 64 * 1024 };
+
+/** Nesting deeper than this is not searched for long strings (protocol values are shallow). */
+const MAX_SEARCH_DEPTH = 32;
+
+/**
+ * The NDJSON line of `value`: a string (ends with "\n"), or, when it holds a long string, its
+ * UTF-8 bytes as consecutive Buffers (the last ends with "\n") to be written in order.
+ */
+export function jsonLine(value: unknown, sizes = JSON_LINE_SIZES): string | Buffer[] {
+  if (!holdsLongString(value, sizes.longString, 0)) return `${JSON.stringify(value)}\n`;
+  const buffers: Buffer[] = [];
+  encodeLong(value, sizes, (buffer) => buffers.push(buffer));
+  return buffers;
+}
+
+/**
+ * Hands the NDJSON line of `value` to `write` piece by piece, in order: for a writer that can
+ * take each piece before the next is made (a file), so a long line is never whole in memory.
+ */
+export function writeJsonLine(value: unknown, write: (piece: string | Buffer) => void, sizes = JSON_LINE_SIZES): void {
+  if (!holdsLongString(value, sizes.longString, 0)) write(`${JSON.stringify(value)}\n`);
+  else encodeLong(value, sizes, write);
+}
+
+function encodeLong(value: unknown, sizes: JsonLineSizes, sink: (buffer: Buffer) => void): void {
+  const encoder = new LineEncoder(sizes, sink);
+  encoder.value(value);
+  encoder.finish("\n");
+}
+
+function holdsLongString(value: unknown, longString: number, depth: number): boolean {
+  if (typeof value === "string") return value.length >= longString;
+  if (typeof value !== "object" || value === null || depth > MAX_SEARCH_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (holdsLongString(item, longString, depth + 1)) return true;
+    return false;
+  }
+  for (const key in value) if (holdsLongString((value as Record<string, unknown>)[key], longString, depth + 1)) return true;
+  return false;
+}
+
+/** Writes JSON text as it would come out of `JSON.stringify`, long strings as Buffers of slices. */
+class LineEncoder {
+  /** JSON text not yet encoded: the structure around the long strings, and their short neighbours. */
+  private pending = "";
+
+  constructor(
+    private readonly sizes: JsonLineSizes,
+    private readonly sink: (buffer: Buffer) => void,
+  ) {}
+
+  value(value: unknown): void {
+    const { longString } = this.sizes;
+    if (typeof value === "string" && value.length >= longString) {
+      this.string(value);
+    } else if (typeof value === "object" && value !== null && holdsLongString(value, longString, 0)) {
+      if (Array.isArray(value)) this.array(value);
+      else this.object(value as Record<string, unknown>);
+    } else {
+      this.pending += JSON.stringify(value);
+    }
+  }
+
+  finish(tail: string): void {
+    this.pending += tail;
+    this.flush();
+  }
+
+  private array(items: unknown[]): void {
+    this.pending += "[";
+    items.forEach((item, index) => {
+      if (index > 0) this.pending += ",";
+      if (omitted(item)) this.pending += "null";
+      else this.value(item);
+    });
+    this.pending += "]";
+  }
+
+  private object(record: Record<string, unknown>): void {
+    this.pending += "{";
+    let first = true;
+    for (const key of Object.keys(record)) {
+      const item = record[key];
+      if (omitted(item)) continue;
+      this.pending += `${first ? "" : ","}${JSON.stringify(key)}:`;
+      first = false;
+      this.value(item);
+    }
+    this.pending += "}";
+  }
+
+  private string(text: string): void {
+    this.pending += '"';
+    for (let start = 0; start < text.length; ) {
+      let end = Math.min(start + this.sizes.slice, text.length);
+      // Never between the halves of a surrogate pair: each half alone would be escaped as \udxxx.
+      if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end += end - 1 > start ? -1 : 1;
+      const quoted = JSON.stringify(text.slice(start, end));
+      this.pending += quoted.slice(1, -1);
+      if (this.pending.length >= this.sizes.buffer) this.flush();
+      start = end;
+    }
+    this.pending += '"';
+  }
+
+  private flush(): void {
+    if (this.pending === "") return;
+    this.sink(Buffer.from(this.pending));
+    this.pending = "";
+  }
+}
+
+/** Values `JSON.stringify` leaves out of an object (and writes as null in an array). */
+function omitted(value: unknown): boolean {
+  return value === undefined || typeof value === "function" || typeof value === "symbol";
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
