@@ -74,6 +74,11 @@ export class CoalescingWritable extends Writable {
       this.directThisTick++;
       return this.target.write(chunk, callback);
     }
+    if (chunk.length >= this.limit) {
+      // Joined into a batch, a big chunk would be copied whole once more; it is a write of its own.
+      this.writeBatch();
+      return this.target.write(chunk, callback);
+    }
     this.batch.push(chunk);
     if (callback) this.callbacks.push(callback);
     this.batchBytes += chunk.length;

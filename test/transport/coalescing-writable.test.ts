@@ -44,6 +44,26 @@ describe("coalescingWritable", () => {
     expect(t.writes.map((w) => w.length)).toEqual([120, 120]);
   });
 
+  it("writes a chunk of at least the batch size as it is, after what was collected before it", async () => {
+    const chunks: Buffer[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        chunks.push(chunk);
+        cb();
+      },
+    });
+    const out = new CoalescingWritable(stream, 100, 0);
+    const big = Buffer.from("b".repeat(150));
+    out.write("a1");
+    out.write("a2");
+    out.write(big);
+    out.write("c");
+    await new Promise((resolve) => process.nextTick(resolve));
+    expect(chunks.map((c) => c.toString())).toEqual(["a1a2", "b".repeat(150), "c"]);
+    // The very Buffer, not a copy joined into a batch (a 15 MB message would be held twice).
+    expect(chunks[1]).toBe(big);
+  });
+
   it("end() writes what is still collected", async () => {
     const t = target();
     const out = new CoalescingWritable(t.stream, 1000, 0);
