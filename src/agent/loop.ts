@@ -88,7 +88,14 @@ class TextParts {
   }
 
   toBlock(): TextBlock | { type: "reasoning"; text: string } {
-    return { type: this.type, text: this.joined.join("") + this.pending.join("") };
+    // One join, so the text is one flat string: a `+` here would make a rope that V8 flattens
+    // into a second copy the first time the text is sliced or written.
+    this.joined.push(this.pending.join(""));
+    const text = this.joined.join("");
+    // The pieces are garbage from here on, not held until the step ends beside the whole text.
+    this.joined = [text];
+    this.pending = [];
+    return { type: this.type, text };
   }
 }
 
