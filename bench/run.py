@@ -502,8 +502,8 @@ def bench_memory(counts: Counts, tmp: Path) -> Result:
     res.notes.append(f"The bridge's own pace (reader counting lines only): {calibration['rate']:,.0f} events/s; the slow reader is held to 1/10 of it.")
     res.notes.append("A frame is ~250 bytes: without backpressure, RSS would grow by about that much per event. What a turn "
                      "keeps is its text (16 bytes an event: the session history, the message being assembled). In one turn, "
-                     "the last sample and the peak also hold the final message being serialized and sent, several copies "
-                     f"of its {16 * n / 1048576:.1f} MB at once (the text, its JSON, the UTF-8 buffer of the write).")
+                     "the last sample and the peak also hold the final message: its text (kept in the history) and its "
+                     f"UTF-8 bytes queued for the pipe, two copies of its {16 * n / 1048576:.1f} MB (src/json-line.ts).")
     return res
 
 
