@@ -6,7 +6,8 @@
  * builds its JSON as a rope, which V8 flattens into a second copy when it is written, and the
  * write encodes a third copy as UTF-8: with the text itself, four copies at once (bench/run.py,
  * memory: a 15 MB message took the bridge from 100 MB to 170 MB). Here each long string is
- * encoded slice by slice straight into UTF-8 Buffers, so a line costs one copy beside the text.
+ * encoded slice by slice straight into UTF-8 Buffers, each made when the writer asks for it: a
+ * line costs one piece of about 64 KiB at a time beside the text.
  * Values without a long string (every streamed chunk) take the plain `JSON.stringify` path.
  *
  * The values are plain JSON data, as protocol frames and events are: objects, arrays, strings,
@@ -36,28 +37,15 @@ const MAX_SEARCH_DEPTH = 32;
 
 /**
  * The NDJSON line of `value`: a string (ends with "\n"), or, when it holds a long string, its
- * UTF-8 bytes as consecutive Buffers (the last ends with "\n") to be written in order.
+ * UTF-8 bytes as a lazy sequence of Buffers to be written in order. Each Buffer is made only when
+ * it is asked for, so a writer that takes the next one only when its output has room (the
+ * endpoint, under a slow client) never holds more than one piece of a long line beside the value.
+ * The last Buffer, and only it, ends with the byte "\n": JSON text escapes every newline it
+ * holds, and the bytes of a multi-byte UTF-8 character are never below 0x80.
  */
-export function jsonLine(value: unknown, sizes = JSON_LINE_SIZES): string | Buffer[] {
+export function jsonLine(value: unknown, sizes = JSON_LINE_SIZES): string | Iterable<Buffer> {
   if (!holdsLongString(value, sizes.longString, 0)) return `${JSON.stringify(value)}\n`;
-  const buffers: Buffer[] = [];
-  encodeLong(value, sizes, (buffer) => buffers.push(buffer));
-  return buffers;
-}
-
-/**
- * Hands the NDJSON line of `value` to `write` piece by piece, in order: for a writer that can
- * take each piece before the next is made (a file), so a long line is never whole in memory.
- */
-export function writeJsonLine(value: unknown, write: (piece: string | Buffer) => void, sizes = JSON_LINE_SIZES): void {
-  if (!holdsLongString(value, sizes.longString, 0)) write(`${JSON.stringify(value)}\n`);
-  else encodeLong(value, sizes, write);
-}
-
-function encodeLong(value: unknown, sizes: JsonLineSizes, sink: (buffer: Buffer) => void): void {
-  const encoder = new LineEncoder(sizes, sink);
-  encoder.value(value);
-  encoder.finish("\n");
+  return new LineEncoder(sizes).line(value);
 }
 
 function holdsLongString(value: unknown, longString: number, depth: number): boolean {
@@ -71,44 +59,43 @@ function holdsLongString(value: unknown, longString: number, depth: number): boo
   return false;
 }
 
-/** Writes JSON text as it would come out of `JSON.stringify`, long strings as Buffers of slices. */
+/** Yields JSON text as it would come out of `JSON.stringify`, long strings as Buffers of slices. */
 class LineEncoder {
   /** JSON text not yet encoded: the structure around the long strings, and their short neighbours. */
   private pending = "";
 
-  constructor(
-    private readonly sizes: JsonLineSizes,
-    private readonly sink: (buffer: Buffer) => void,
-  ) {}
+  constructor(private readonly sizes: JsonLineSizes) {}
 
-  value(value: unknown): void {
+  *line(value: unknown): Generator<Buffer, void, undefined> {
+    yield* this.value(value);
+    this.pending += "\n";
+    yield this.take();
+  }
+
+  private *value(value: unknown): Generator<Buffer, void, undefined> {
     const { longString } = this.sizes;
     if (typeof value === "string" && value.length >= longString) {
-      this.string(value);
+      yield* this.string(value);
     } else if (typeof value === "object" && value !== null && holdsLongString(value, longString, 0)) {
-      if (Array.isArray(value)) this.array(value);
-      else this.object(value as Record<string, unknown>);
+      if (Array.isArray(value)) yield* this.array(value);
+      else yield* this.object(value as Record<string, unknown>);
     } else {
       this.pending += JSON.stringify(value);
     }
   }
 
-  finish(tail: string): void {
-    this.pending += tail;
-    this.flush();
-  }
-
-  private array(items: unknown[]): void {
+  private *array(items: unknown[]): Generator<Buffer, void, undefined> {
     this.pending += "[";
-    items.forEach((item, index) => {
+    for (let index = 0; index < items.length; index++) {
+      const item = items[index];
       if (index > 0) this.pending += ",";
       if (omitted(item)) this.pending += "null";
-      else this.value(item);
-    });
+      else yield* this.value(item);
+    }
     this.pending += "]";
   }
 
-  private object(record: Record<string, unknown>): void {
+  private *object(record: Record<string, unknown>): Generator<Buffer, void, undefined> {
     this.pending += "{";
     let first = true;
     for (const key of Object.keys(record)) {
@@ -116,12 +103,12 @@ class LineEncoder {
       if (omitted(item)) continue;
       this.pending += `${first ? "" : ","}${JSON.stringify(key)}:`;
       first = false;
-      this.value(item);
+      yield* this.value(item);
     }
     this.pending += "}";
   }
 
-  private string(text: string): void {
+  private *string(text: string): Generator<Buffer, void, undefined> {
     this.pending += '"';
     for (let start = 0; start < text.length; ) {
       let end = Math.min(start + this.sizes.slice, text.length);
@@ -129,16 +116,16 @@ class LineEncoder {
       if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end += end - 1 > start ? -1 : 1;
       const quoted = JSON.stringify(text.slice(start, end));
       this.pending += quoted.slice(1, -1);
-      if (this.pending.length >= this.sizes.buffer) this.flush();
+      if (this.pending.length >= this.sizes.buffer) yield this.take();
       start = end;
     }
     this.pending += '"';
   }
 
-  private flush(): void {
-    if (this.pending === "") return;
-    this.sink(Buffer.from(this.pending));
+  private take(): Buffer {
+    const buffer = Buffer.from(this.pending);
     this.pending = "";
+    return buffer;
   }
 }
 

@@ -4,13 +4,13 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JSON_LINE_SIZES, jsonLine, writeJsonLine, type JsonLineSizes } from "../src/json-line.js";
+import { JSON_LINE_SIZES, jsonLine, type JsonLineSizes } from "../src/json-line.js";
 
 /** Tiny sizes, so that short generated strings take the long path and get sliced everywhere. */
 const tiny: JsonLineSizes = { longString: 3, slice: 2, buffer: 5 };
 
-function bytesOf(line: string | Buffer[]): Buffer {
-  return typeof line === "string" ? Buffer.from(line) : Buffer.concat(line);
+function bytesOf(line: string | Iterable<Buffer>): Buffer {
+  return typeof line === "string" ? Buffer.from(line) : Buffer.concat([...line]);
 }
 
 function expected(value: unknown): Buffer {
@@ -42,10 +42,13 @@ describe("jsonLine", () => {
     fc.assert(
       fc.property(fc.dictionary(text, value, { maxKeys: 5 }), (record) => {
         const want = expected(record);
-        expect(bytesOf(jsonLine(record, tiny)).equals(want)).toBe(true);
-        const pieces: Array<string | Buffer> = [];
-        writeJsonLine(record, (piece) => pieces.push(piece), tiny);
-        expect(Buffer.concat(pieces.map((p) => (typeof p === "string" ? Buffer.from(p) : p))).equals(want)).toBe(true);
+        const line = jsonLine(record, tiny);
+        expect(bytesOf(line).equals(want)).toBe(true);
+        // The endpoint knows a long line's last piece by its newline: no other piece holds one.
+        if (typeof line !== "string") {
+          const pieces = [...(jsonLine(record, tiny) as Iterable<Buffer>)];
+          expect(pieces.map((p) => p.includes(0x0a))).toEqual(pieces.map((_, i) => i === pieces.length - 1));
+        }
       }),
       { numRuns: 2000 },
     );
@@ -60,11 +63,31 @@ describe("jsonLine", () => {
     const long = "😀".repeat(100_000) + "\n\"end\"";
     const frame = { id: 1, content: [{ type: "text", text: long }, { type: "text", text: "short" }], absent: undefined };
     const line = jsonLine(frame);
-    expect(Array.isArray(line)).toBe(true);
-    const buffers = line as Buffer[];
+    expect(typeof line).not.toBe("string");
+    const buffers = [...(line as Iterable<Buffer>)];
     expect(buffers.length).toBeGreaterThan(2);
     for (const buffer of buffers.slice(0, -1)) expect(buffer.length).toBeGreaterThanOrEqual(JSON_LINE_SIZES.buffer);
     expect(Buffer.concat(buffers).equals(expected(frame))).toBe(true);
     expect(JSON.parse(Buffer.concat(buffers).toString())).toEqual(JSON.parse(JSON.stringify(frame)));
+  });
+
+  it("encodes a long line only as its pieces are asked for", () => {
+    let reached = false;
+    const frame = {
+      text: "x".repeat(10 * JSON_LINE_SIZES.buffer),
+      get after() {
+        reached = true;
+        return "end";
+      },
+    };
+    const pieces = (jsonLine(frame) as Iterable<Buffer>)[Symbol.iterator]();
+    const first = pieces.next();
+    expect(first.done).toBe(false);
+    expect((first.value as Buffer).length).toBeLessThan(2 * JSON_LINE_SIZES.buffer);
+    expect(reached).toBe(false);
+    const rest: Buffer[] = [];
+    for (let next = pieces.next(); !next.done; next = pieces.next()) rest.push(next.value);
+    expect(reached).toBe(true);
+    expect(Buffer.concat([first.value as Buffer, ...rest]).equals(expected(frame))).toBe(true);
   });
 });

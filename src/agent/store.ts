@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { writeJsonLine } from "../json-line.js";
+import { jsonLine } from "../json-line.js";
 import type { SessionEvent } from "../protocol/index.js";
 
 /** The first line of every session log. */
@@ -136,7 +136,10 @@ class FileSessionLog implements SessionLog {
   append(event: SessionEvent): void {
     let written = 0;
     try {
-      writeJsonLine(event, (piece) => (written += writeAll(this.fd, piece)));
+      const line = jsonLine(event);
+      // A long line is written piece by piece as it is encoded, never whole in memory.
+      if (typeof line === "string") written = writeAll(this.fd, line);
+      else for (const piece of line) written += writeAll(this.fd, piece);
     } catch (error) {
       // Cut the torn line off, so a later append does not glue onto it and corrupt the log.
       try {

@@ -57,6 +57,12 @@ export interface ServerEndpointOptions {
   logger?: Logger;
 }
 
+/** A frame in the backlog: a plain line, or the remaining pieces of a long one. */
+type BacklogFrame = { line: string; written: () => void } | { pieces: Iterator<Buffer>; written: () => void };
+
+/** The byte that ends a line, and so the last piece of a long frame (see `jsonLine`). */
+const NEWLINE = 0x0a;
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -80,6 +86,12 @@ export class ServerEndpoint {
   private closed = false;
   private outputBroken = false;
   private lastWrite: Promise<void> = Promise.resolve();
+  /** Frames waiting for the output to drain, behind a long frame that is written piece by piece. */
+  private backlog: BacklogFrame[] = [];
+  /** Bytes (UTF-16 units) of the backlog's plain frames. */
+  private backlogBytes = 0;
+  /** `pump` waits for the output's next `drain`. */
+  private pumpScheduled = false;
   private drainWaiter: Promise<void> | undefined;
   private releaseDrainWaiter: (() => void) | undefined;
   private released = false;
@@ -237,24 +249,79 @@ export class ServerEndpoint {
     this.write({ jsonrpc: "2.0", id, error: { code, message, data: { kind } } } as ResponseFrame);
   }
 
-  /** Returns whether the output is below its high-water mark. */
+  /**
+   * Returns whether the output is below its high-water mark. A frame holding a long string
+   * (a whole assistant message) is written one piece at a time as the output drains, and frames
+   * made meanwhile wait behind it, in order, in the backlog.
+   */
   private write(frame: object): boolean {
     if (this.outputBroken) return true;
     const line = jsonLine(frame);
     const output = this.options.output;
     let accepted = true;
-    this.lastWrite = new Promise<void>((resolve) => {
-      if (typeof line === "string") {
+    if (typeof line === "string" && this.backlog.length === 0) {
+      this.lastWrite = new Promise<void>((resolve) => {
         accepted = output.write(line, () => resolve());
-        return;
-      }
-      // A frame with a long string comes in pieces; written back to back, nothing gets between them.
-      for (let i = 0; i < line.length - 1; i++) output.write(line[i]);
-      accepted = output.write(line[line.length - 1], () => resolve());
-    });
-    if (!accepted && this.options.output.writableLength > (this.options.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES)) this.throttleInput();
+      });
+    } else {
+      this.lastWrite = new Promise<void>((resolve) => {
+        this.backlog.push(typeof line === "string" ? { line, written: resolve } : { pieces: line[Symbol.iterator](), written: resolve });
+      });
+      if (typeof line === "string") this.backlogBytes += line.length;
+      // While the pump waits for `drain`, the output is full: the frame just waits its turn.
+      if (!this.pumpScheduled) this.pump();
+      accepted = this.backlog.length === 0 && !output.writableNeedDrain;
+    }
+    if (!accepted && this.queuedOutputBytes() > (this.options.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES)) this.throttleInput();
     return accepted;
   }
+
+  /** Output waiting for the client: the stream's buffer and the frames in the backlog. */
+  private queuedOutputBytes(): number {
+    return this.options.output.writableLength + this.backlogBytes;
+  }
+
+  /**
+   * Writes the backlog until the output is over its high-water mark, then again on `drain`.
+   * Producers held by `notify()` go on once it is empty and the output has room.
+   */
+  private readonly pump = (): void => {
+    const output = this.options.output;
+    if (this.pumpScheduled) {
+      this.pumpScheduled = false;
+      output.off("drain", this.pump);
+      output.off("close", this.pump);
+    }
+    if (output.destroyed) this.dropBacklog();
+    while (this.backlog.length > 0 && !this.outputBroken) {
+      const head = this.backlog[0];
+      let room: boolean;
+      if ("line" in head) {
+        this.backlog.shift();
+        this.backlogBytes -= head.line.length;
+        room = output.write(head.line, () => head.written());
+      } else {
+        const next = head.pieces.next();
+        if (next.done) {
+          // Only reached for an empty sequence; jsonLine always ends a line with a piece.
+          this.backlog.shift();
+          head.written();
+          continue;
+        }
+        const piece = next.value;
+        const last = piece[piece.length - 1] === NEWLINE;
+        if (last) this.backlog.shift();
+        room = last ? output.write(piece, () => head.written()) : output.write(piece);
+      }
+      if (!room) {
+        this.pumpScheduled = true;
+        output.on("drain", this.pump);
+        output.on("close", this.pump);
+        return;
+      }
+    }
+    if (this.backlog.length === 0 && !output.writableNeedDrain) this.releaseDrainWaiter?.();
+  };
 
   /**
    * Stops reading input — at once, even in the middle of a chunk — until the output has drained
@@ -282,23 +349,35 @@ export class ServerEndpoint {
   private waitForDrain(): Promise<void> {
     if (this.outputBroken) return Promise.resolve();
     this.drainWaiter ??= new Promise<void>((resolve) => {
-      const done = () => {
-        this.options.output.off("drain", done);
+      const done = (event?: "drain") => {
+        // Behind a backlog the output drains piece by piece; the pump releases producers once it is empty.
+        if (event === "drain" && this.backlog.length > 0) return;
+        this.options.output.off("drain", onDrain);
         this.options.output.off("close", done);
         this.drainWaiter = undefined;
         this.releaseDrainWaiter = undefined;
         resolve();
       };
+      const onDrain = () => done("drain");
       this.releaseDrainWaiter = done;
-      this.options.output.on("drain", done);
+      this.options.output.on("drain", onDrain);
       this.options.output.on("close", done);
     });
     return this.drainWaiter;
   }
 
+  /** Gives up the backlog (the output broke or closed): its frames count as written, as they would after EPIPE. */
+  private dropBacklog(): void {
+    const dropped = this.backlog;
+    this.backlog = [];
+    this.backlogBytes = 0;
+    for (const frame of dropped) frame.written();
+  }
+
   private breakOutput(error: Error): void {
     if (this.outputBroken) return;
     this.outputBroken = true;
+    this.dropBacklog();
     this.lastWrite = Promise.resolve();
     this.options.output.emit("drain");
     this.options.onOutputClosed?.(error);

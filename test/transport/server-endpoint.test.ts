@@ -467,6 +467,78 @@ describe("backpressure", () => {
   }, 120_000);
 });
 
+describe("a frame holding a long string", () => {
+  /** A client reading one chunk per turn of the event loop, keeping what it reads. */
+  function slowOutput(hwm: number) {
+    const chunks: Buffer[] = [];
+    let maxQueued = 0;
+    const output = new Writable({
+      highWaterMark: hwm,
+      write(chunk: Buffer, _enc, cb) {
+        chunks.push(Buffer.from(chunk));
+        maxQueued = Math.max(maxQueued, output.writableLength);
+        setImmediate(cb);
+      },
+    });
+    return { output, frames: () => Buffer.concat(chunks).toString().split("\n").filter(Boolean).map((l) => JSON.parse(l)), maxQueued: () => maxQueued };
+  }
+
+  it("is written one piece at a time as the output drains, and frames made meanwhile follow it in order", async () => {
+    const client = slowOutput(4096);
+    const input = new PassThrough();
+    const endpoint = new ServerEndpoint({ input, output: client.output });
+    endpoint.onRequest(async () => {
+      const text = "é0123456789abcdef".repeat(256 * 1024); // 4.5 MB of text, 4.75 MB of UTF-8
+      const message = endpoint.notify("session.event", { sessionId: "s", event: { seq: 0, text } } as never);
+      let held = true;
+      void message.then(() => {
+        held = false;
+      });
+      await new Promise((r) => setImmediate(r));
+      expect(held).toBe(true); // the producer waits until the whole message has gone out
+      for (let seq = 1; seq <= 3; seq++) void endpoint.notify("session.event", { sessionId: "s", event: { seq } } as never);
+      await message;
+      return "done";
+    });
+    endpoint.start();
+    input.write(`${req(1)}\n`);
+    await new Promise((r) => setTimeout(r, 50));
+    await endpoint.flush();
+    const frames = client.frames();
+    expect(frames.map((f) => f.params?.event.seq ?? f.result)).toEqual([0, 1, 2, 3, "done"]);
+    expect(frames[0].params.event.text).toBe("é0123456789abcdef".repeat(256 * 1024));
+    // Written whole, the message would have waited in the output's buffer: 4.75 MB.
+    expect(client.maxQueued()).toBeLessThan(4 * 64 * 1024);
+    input.destroy();
+  }, 30_000);
+
+  it("is given up, with what waits behind it, when the output breaks: flush() and producers do not hang", async () => {
+    let fail: ((e: Error) => void) | undefined;
+    const onOutputClosed = vi.fn();
+    const output = new Writable({
+      highWaterMark: 16,
+      write(_chunk, _enc, cb) {
+        fail = cb; // a client that stopped reading
+      },
+    });
+    const input = new PassThrough();
+    const endpoint = new ServerEndpoint({ input, output, onOutputClosed });
+    const message = endpoint.notify("session.event", { sessionId: "s", event: { text: "x".repeat(1024 * 1024) } } as never);
+    const after = endpoint.notify("session.event", { sessionId: "s", event: { seq: 1 } } as never);
+    const flushed = endpoint.flush();
+    let settled = false;
+    void Promise.all([message, after, flushed]).then(() => {
+      settled = true;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(settled).toBe(false);
+    fail?.(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+    await Promise.all([message, after, flushed]);
+    expect(onOutputClosed).toHaveBeenCalledTimes(1);
+    input.destroy();
+  });
+});
+
 describe("releaseProducers", () => {
   it("releases a producer held by backpressure, and later notify() calls no longer wait", async () => {
     const output = new Writable({
