@@ -20,7 +20,7 @@ Sections (names for --only):
               echo (Node) driven by a raw Python reader/writer, and an MCP tool call doing the
               same (@modelcontextprotocol/sdk stdio server, `mcp` Python client).
   memory      N events to a reader 10x slower than the bridge writes: bridge VmRSS at 10%,
-              50% and 100% of N, and VmHWM, against the RSS of the idle initialized bridge.
+              50%, 90% and 100% of N, and VmHWM, against the RSS of the idle initialized bridge.
   size        bin/harness-bridge against a stripped copy of the node it was made from.
   store       events/s with the durable JSONL store on and off (--no-session-log).
   death       SIGKILL of the bridge -> TransportClosedError in the SDK caller, against a raw
@@ -474,36 +474,50 @@ def memory_run(tmp: Path, turns: int, chunks_per_turn: int, rate: Optional[float
 
 def bench_memory(counts: Counts, tmp: Path) -> Result:
     n = counts.memory_events
-    marks = [n // 10, n // 2, n]
+    marks = [n // 10, n // 2, n * 9 // 10, n]
     # The writer's own pace, with a reader that only counts lines.
     calibration = memory_run(tmp, 1, max(n // 10, 5_000), None, [])
     slow = calibration["rate"] / 10
     # Many turns: what backpressure alone does. One turn: the same events, all one message.
     per_turn = max(n // 100, 100)
+    message_bytes = 16 * n
     workloads = [
-        (f"{n // per_turn} turns of {per_turn:,} chunks", memory_run(tmp, n // per_turn, per_turn, slow, marks)),
-        (f"1 turn of {n:,} chunks (one {16 * n / 1048576:.1f} MB message)", memory_run(tmp, 1, n, slow, marks)),
+        (f"{n // per_turn} turns of {per_turn:,} chunks", memory_run(tmp, n // per_turn, per_turn, slow, marks), None),
+        (f"1 turn of {n:,} chunks (one {message_bytes / 1048576:.1f} MB message)", memory_run(tmp, 1, n, slow, marks), message_bytes),
     ]
+    first, streaming, last = marks[0], marks[-2], marks[-1]
     res = Result(f"Memory under a slow reader: {n:,} events, read at 1/10 of the bridge's pace",
-                 ["workload", "idle RSS", *(f"RSS at {m:,}" for m in marks), "peak (VmHWM)", f"growth per event, {marks[0]:,} -> {marks[-1]:,}", "peak / idle"])
-    for name, run in workloads:
+                 ["workload", "idle RSS", *(f"RSS at {m:,}" for m in marks), "peak (VmHWM)",
+                  f"growth per event, {first:,} -> {streaming:,}", f"growth per event, {first:,} -> {last:,}", "peak / idle"])
+    for name, run, message in workloads:
         s = run["samples"]
         idle = s["idle"]["VmRSS"]
-        rss = [s.get(m, {}).get("VmRSS", 0) for m in marks]
+        rss = dict((m, s.get(m, {}).get("VmRSS", 0)) for m in marks)
         peak = s["end"]["VmHWM"]
-        per_event = (rss[-1] - rss[0]) * 1024 / max(marks[-1] - marks[0], 1)
-        res.row(name, mb(idle), *(mb(r) for r in rss), mb(peak), f"{per_event:.0f} B", f"{peak / idle:.2f}x")
+        per_event = (rss[streaming] - rss[first]) * 1024 / max(streaming - first, 1)
+        per_event_all = (rss[last] - rss[first]) * 1024 / max(last - first, 1)
+        res.row(name, mb(idle), *(mb(rss[m]) for m in marks), mb(peak), f"{per_event:.0f} B", f"{per_event_all:.0f} B", f"{peak / idle:.2f}x")
         res.goal(f"memory, {name}: peak RSS <= 150 MB", mb(peak), peak <= 150 * 1024)
-        # "Not growing": what RSS gains per event between the 10% and the 100% sample. The turn's
-        # text is kept (the history, the message: 16 bytes an event); a frame held for want of
-        # backpressure would be ~250 bytes. Allowed: twice the text.
-        res.goal(f"memory, {name}: RSS growth per event <= 32 B ({marks[0]:,} -> {marks[-1]:,})", f"{per_event:.0f} B/event", per_event <= 32)
+        # "Not growing": what RSS gains per event while the events stream. What a turn keeps is
+        # its text (the history, the message being assembled: 16 bytes an event); a frame held for
+        # want of backpressure would be ~250 bytes. Allowed: twice the text.
+        res.goal(f"memory, {name}: RSS growth per event while streaming <= 32 B ({first:,} -> {streaming:,})", f"{per_event:.0f} B/event", per_event <= 32)
+        if message:
+            # The last tenth ends with the whole message: its final assistant/message event. Its
+            # cost is the message, not the event count, so it is shown against the message's size.
+            final = (rss[last] - rss[streaming]) * 1024 - (last - streaming) * per_event
+            res.goal(f"memory, {name}: the final message's cost (RSS at {last:,} beyond the streaming trend, informational)",
+                     f"{final / 1048576:.1f} MB, {final / message:.2f}x the message", None)
         res.notes.append(f"{name}: reader pace {run['rate']:,.0f} events/s.")
     res.notes.append(f"The bridge's own pace (reader counting lines only): {calibration['rate']:,.0f} events/s; the slow reader is held to 1/10 of it.")
     res.notes.append("A frame is ~250 bytes: without backpressure, RSS would grow by about that much per event. What a turn "
-                     "keeps is its text (16 bytes an event: the session history, the message being assembled). In one turn, "
-                     "the last sample and the peak also hold the final message: its text (kept in the history) and its "
-                     f"UTF-8 bytes queued for the pipe, two copies of its {16 * n / 1048576:.1f} MB (src/json-line.ts).")
+                     "keeps is its text (16 bytes an event: the session history, the message being assembled), which the "
+                     "contract requires: the final assistant/message carries the whole text, and the history keeps it. "
+                     "The growth goal is therefore taken while the events stream (10% -> 90%); the column to 100% is shown too.")
+    res.notes.append("In one turn, the last sample and the peak also hold the end of the message: its text is joined into one "
+                     "string while its streamed pieces are still in the heap (about 1x the message, until V8 collects them). "
+                     "The final frame itself is encoded 64 KiB at a time as the pipe drains (src/json-line.ts, "
+                     "src/transport/server-endpoint.ts), so it adds no copy of the message.")
     return res
 
 
