@@ -466,6 +466,36 @@ describe("request errors", () => {
   });
 });
 
+describe("long frames", () => {
+  it("a message of megabytes, and its megabyte chunks, arrive whole and in order before the response; the log holds the same", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
+    try {
+      // Long enough for the sliced path (64 Ki units); a surrogate pair and escapes to cut through.
+      const text = 'line "one" é😀\tend\n'.repeat(150_000);
+      const script = ws.script("long.json", turns([{ text, chunkSize: 1_000_000 }]));
+      const c = await initialized(script, {}, { args: ["--stdio", "--session-root", root] });
+      // Another session's prompt in the same write: its frames interleave, each frame stays whole.
+      c.send(RawClient.request(2, "session/prompt", promptParams("long")), RawClient.request(3, "session/prompt", promptParams("other")));
+      expect((await c.response(2)).result.status).toBe("ok");
+      expect((await c.response(3)).result.status).toBe("ok");
+      expectCleanStdout(c);
+      const events = c.events("long");
+      const chunks = events.filter((e) => e.type === "assistant/chunk");
+      expect(chunks.length).toBe(Math.ceil(text.length / 1_000_000));
+      expect(chunks.map((e) => e.data.chunk.text).join("")).toBe(text);
+      const message = events.find((e) => e.type === "assistant/message");
+      expect(message.data.content).toEqual([{ type: "text", text }]);
+      for (let i = 1; i < events.length; i++) expect(events[i].seq).toBeGreaterThan(events[i - 1].seq);
+      expect(c.indexOf(c.frames.find((f) => f.params?.event === message)!)).toBeLessThan(c.indexOf(await c.response(2)));
+      const file = fs.readdirSync(root, { recursive: true }).map(String).find((f) => f.endsWith("long.jsonl"))!;
+      const logged = fs.readFileSync(path.join(root, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      expect(logged).toContainEqual(message);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describe("the missing turn/end invariant", () => {
   it("a session log that cannot be appended mid-turn → -32603 (missing-turn-end); nothing unlogged was announced", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
