@@ -134,6 +134,10 @@ export class ServerEndpoint {
   /**
    * Writes a notification. The promise resolves once the output has room again, so a producer
    * that awaits it is slowed to the client's reading pace and memory stays bounded.
+   *
+   * `params` must not change afterwards: a frame holding a long string is encoded piece by
+   * piece as the output drains, after this returns (session events are never changed once
+   * emitted).
    */
   notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): Promise<void> {
     const accepted = this.write({ jsonrpc: "2.0", method, params });
