@@ -94,6 +94,32 @@ describe("input flow control, in process", () => {
     expect(await waitFor(() => text.includes('"id":"after"'), 5_000)).toBe(true);
   });
 
+  it("replies waiting behind a long frame count toward the cap: input stops, and after the frame every line is answered once", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    // A cap above the long frame's pieces in the output's buffer: only the replies behind it can reach it.
+    const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: 512 * 1024 });
+    open.push({ endpoint, input, output });
+    endpoint.onRequest(() => ({}));
+    endpoint.start();
+    // A 4 MB message that the client does not read: a few pieces go out, the rest waits unencoded.
+    const text = "z".repeat(4 * 1024 * 1024);
+    void endpoint.notify("session.event" as never, { text } as never);
+    for (let i = 0; i < 10; i++) input.write(junk(2000));
+    await new Promise((r) => setImmediate(r));
+    expect(input.isPaused()).toBe(true);
+    expect(input.readableLength).toBeGreaterThan(0);
+    expect(output.writableLength).toBeLessThan(256 * 1024);
+
+    let received = "";
+    output.on("data", (chunk: Buffer) => (received += chunk.toString("utf8")));
+    expect(await waitFor(() => received.split("\n").length - 1 === 20_001, 15_000)).toBe(true);
+    const frames = received.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(frames[0].params.text).toBe(text);
+    expect(frames.slice(1).every((f) => f.id === null && f.error.code === -32700)).toBe(true);
+    expect(input.isPaused()).toBe(false);
+  });
+
   it("a producer held by backpressure does not pause input: requests (a cancel, a shutdown) still get in", async () => {
     const input = new PassThrough();
     const output = new PassThrough();
