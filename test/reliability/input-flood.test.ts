@@ -11,7 +11,7 @@ import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { LineReader } from "../../src/transport/line-reader.js";
-import { ServerEndpoint } from "../../src/transport/server-endpoint.js";
+import { ServerEndpoint, type RequestHandler } from "../../src/transport/server-endpoint.js";
 import { cut, cutsArb } from "./support/fuzz-frames.js";
 import { BINARY } from "../support/raw-client.js";
 import { peakRss, waitFor } from "./support/procs.js";
@@ -66,13 +66,19 @@ describe("input flow control, in process", () => {
     }
   });
 
-  it("stops reading while the output queue is over the cap, reads on once drained, answers every line once", async () => {
+  /** An endpoint that stops reading input while more than `cap` bytes wait for the client; nobody reads its output yet. */
+  function capped(cap: number, handler: RequestHandler = () => ({})) {
     const input = new PassThrough();
     const output = new PassThrough();
-    const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: 64 * 1024 });
+    const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: cap });
     open.push({ endpoint, input, output });
-    endpoint.onRequest(() => ({}));
+    endpoint.onRequest(handler);
     endpoint.start();
+    return { endpoint, input, output };
+  }
+
+  it("stops reading while the output queue is over the cap, reads on once drained, answers every line once", async () => {
+    const { input, output } = capped(64 * 1024);
     // Nobody reads the output yet. 20 000 junk lines in 2 000-line chunks.
     for (let i = 0; i < 10; i++) input.write(junk(2000));
     await new Promise((r) => setImmediate(r));
@@ -95,13 +101,8 @@ describe("input flow control, in process", () => {
   });
 
   it("replies waiting behind a long frame count toward the cap: input stops, and after the frame every line is answered once", async () => {
-    const input = new PassThrough();
-    const output = new PassThrough();
     // A cap above the long frame's pieces in the output's buffer: only the replies behind it can reach it.
-    const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: 512 * 1024 });
-    open.push({ endpoint, input, output });
-    endpoint.onRequest(() => ({}));
-    endpoint.start();
+    const { endpoint, input, output } = capped(512 * 1024);
     // A 4 MB message that the client does not read: a few pieces go out, the rest waits unencoded.
     const text = "z".repeat(4 * 1024 * 1024);
     void endpoint.notify("session.event" as never, { text } as never);
@@ -121,16 +122,11 @@ describe("input flow control, in process", () => {
   });
 
   it("a producer held by backpressure does not pause input: requests (a cancel, a shutdown) still get in", async () => {
-    const input = new PassThrough();
-    const output = new PassThrough();
-    const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: 64 * 1024 });
-    open.push({ endpoint, input, output });
     const seen: string[] = [];
-    endpoint.onRequest((method) => {
+    const { endpoint, input, output } = capped(64 * 1024, (method) => {
       seen.push(method);
       return {};
     });
-    endpoint.start();
     // A turn streams into a client that stopped reading: it waits at the high-water mark.
     let held = false;
     void (async () => {
