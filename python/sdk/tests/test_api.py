@@ -44,6 +44,34 @@ def test_run_builds_the_turn_result(backend):
     assert any(n.event_type == "assistant/chunk" for n in r.notifications)
 
 
+def test_run_without_a_callback_keeps_the_same_notifications(backend):
+    """Without a callback, run() keeps chunks undecoded (cheaper for the GC); the result must
+    hold the same notifications as when a callback watches the turn."""
+    def comparable(notifications):
+        out = []
+        for n in notifications:
+            p = dict(n.payload)
+            if "event" in p:  # what differs from turn to turn: times, durations, random message ids
+                event = {k: v for k, v in p["event"].items() if k != "time"}
+                event["data"] = {k: v for k, v in event["data"].items() if k not in ("id", "durationMs")}
+                p["event"] = event
+            out.append((n.method, p))
+        return out
+
+    with backend.harness(TWO_TURNS) as h:
+        seen = []
+        watched = call_within(60, h.run, "hello", session_id="watched", on_notification=seen.append)
+        kept = call_within(60, h.run, "hello", session_id="kept")
+    assert any(n.event_type == "assistant/chunk" for n in kept.notifications)
+    as_watched = [(m, {**p, "sessionId": "watched"} if p.get("sessionId") == "kept" else p)
+                  for m, p in comparable(kept.notifications)]
+    assert as_watched == comparable(watched.notifications) == comparable(seen)
+    assert [e.type for e in kept.events] == [e.type for e in watched.events]
+    assert kept.final_response == watched.final_response == "Hello "
+    chunk = next(n for n in kept.notifications if n.event_type == "assistant/chunk")
+    assert chunk.event.data["chunk"]["type"] in ("text-delta", "reasoning-delta")
+
+
 def test_session_continues_across_turns(backend):
     with backend.harness(TWO_TURNS) as h:
         s = h.start_session()

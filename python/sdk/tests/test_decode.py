@@ -85,6 +85,33 @@ def test_batched_decoding_equals_line_by_line(batch):
         logging.getLogger("deepseek_harness").setLevel(logging.NOTSET)
 
 
+@settings(max_examples=400, deadline=None)
+@given(batches)
+def test_chunks_kept_undecoded_are_the_same_notifications_in_the_same_order(batch):
+    """``run()`` without a callback keeps chunks as their lines: what it keeps must be exactly
+    what decoding delivers, in stream order, with the same guards."""
+    logging.getLogger("deepseek_harness").setLevel(logging.CRITICAL)
+    try:
+        out = []
+        _deliver(batch, lambda n: out.append(("decoded", n)), lambda n: out.append(("kept", n)))
+        assert [(n.method, n.payload) for _, n in out] == reference(batch)
+        assert [via for via, _ in out] == ["kept" if n.event_type == "assistant/chunk" else "decoded" for _, n in out]
+        for via, n in out:
+            if via == "kept":
+                assert n == Notification(n.method, json.loads(json.dumps(n.payload)))
+                assert n.event.type == "assistant/chunk"
+    finally:
+        logging.getLogger("deepseek_harness").setLevel(logging.NOTSET)
+
+
+def test_a_kept_chunk_is_decoded_once_on_first_access():
+    n = Notification._undecoded("session.event", event_line("s1", "hé", 4))
+    assert n.event_type == "assistant/chunk" and n.session_id == "s1"
+    assert n.payload is n.payload  # decoded once, then the same dict
+    assert n.event.data["chunk"]["text"] == "hé" and n.event.seq == 4
+    assert n == Notification("session.event", json.loads(event_line("s1", "hé", 4))["params"])
+
+
 def test_a_cut_line_pair_that_joins_into_valid_json_is_still_dropped():
     """Two halves of a line, each invalid, join (with the array's comma) into one valid object:
     one value for two lines, so the count check falls back to line-by-line and both are dropped,

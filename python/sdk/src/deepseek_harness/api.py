@@ -56,7 +56,8 @@ class TurnResult:
             (``""`` when there is none).
         events: the turn's durable events of this session, in order (no ``assistant/chunk``).
         notifications: every notification of the session and its subagents during the turn,
-            chunks included.
+            chunks included. When no callback watched the turn, a chunk's ``payload`` is
+            decoded when first read.
         usage: the turn's token usage (from ``turn/end``, else summed over the assistant
             messages); None when the bridge reported none.
     """
@@ -110,6 +111,12 @@ class _TurnCollector:
         self.notifications: List[Notification] = []
         self.durable: List[Dict[str, Any]] = []
         self.callback = callback
+
+    @property
+    def keep_chunk(self) -> Optional[NotificationCallback]:
+        """Where chunks may go undecoded: only kept, when no callback of the caller sees them
+        (their events are live-only, so they are not durable either)."""
+        return self.notifications.append if self.callback is None else None
 
     def add(self, n: Notification) -> None:
         self.notifications.append(n)
@@ -367,7 +374,7 @@ class DeepSeekHarness:
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         self.start()
         collector = _TurnCollector(session_id, on_notification)
-        response = self._client.session_prompt(session_id, input, collector.add)
+        response = self._client.session_prompt(session_id, input, collector.add, _keep_chunk=collector.keep_chunk)
         return collector.result(response)
 
 

@@ -165,7 +165,7 @@ class AsyncDeepSeekHarness:
     async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         await self._prepare(session_id)
         collector = _TurnCollector(session_id, on_notification)
-        response = await self.client._asession_prompt(session_id, input, collector.add)
+        response = await self.client._asession_prompt(session_id, input, collector.add, _keep_chunk=collector.keep_chunk)
         return collector.result(response)
 
     async def _prepare(self, session_id: str) -> None:

@@ -656,6 +656,7 @@ class HarnessClient:
         on_notification: Optional[NotificationCallback] = None,
         *,
         timeout: Optional[float] = None,
+        _keep_chunk: Optional[NotificationCallback] = None,
     ) -> SessionPromptResponse:
         """Runs one turn and returns its settled ``{status, reason}``.
 
@@ -666,6 +667,9 @@ class HarnessClient:
         turn is cancelled on the bridge and the exception is re-raised here once the turn has
         settled. On timeout (``timeout``, else ``request_timeout_seconds``) the turn is
         cancelled and :class:`RequestTimeoutError` is raised.
+
+        ``_keep_chunk`` is the SDK's own: ``assistant/chunk`` notifications go to it undecoded
+        instead of to ``on_notification`` (see :func:`_deliver`).
         """
         call = _PromptCall(self, session_id, content_blocks, timeout)
         while True:
@@ -675,7 +679,7 @@ class HarnessClient:
                 return call.response
             if on_notification is not None:
                 try:
-                    _deliver(batch, on_notification)
+                    _deliver(batch, on_notification, _keep_chunk)
                 except BaseException:
                     # Whatever the callback raised: cancel the turn, let it settle, re-raise.
                     call.abort()
@@ -688,6 +692,7 @@ class HarnessClient:
         on_notification: Optional[NotificationCallback] = None,
         *,
         timeout: Optional[float] = None,
+        _keep_chunk: Optional[NotificationCallback] = None,
     ) -> SessionPromptResponse:
         """:meth:`session_prompt` for the asyncio front: awaits instead of blocking, and calls
         ``on_notification`` on the event loop. Cancelling the awaiting task cancels the turn,
@@ -700,7 +705,7 @@ class HarnessClient:
                 return call.response
             if on_notification is not None:
                 try:
-                    _deliver(batch, on_notification)
+                    _deliver(batch, on_notification, _keep_chunk)
                 except BaseException:
                     await call.aabort()
                     raise
@@ -1078,11 +1083,15 @@ def _loads_lines(lines: List[bytes]) -> List[Any]:
 _BAD = object()  # a line that is not JSON
 
 
-def _deliver(batch: List[Any], callback: NotificationCallback) -> None:
+def _deliver(batch: List[Any], callback: NotificationCallback, keep_chunk: Optional[NotificationCallback] = None) -> None:
     """Hands one batch to ``callback`` in order, decoding the fast path's raw lines on the way
     (each run of consecutive raw lines with one parse, see :func:`_loads_lines`), with the
     reader's guards: a request-shaped or malformed frame is dropped with a warning. This is the
-    hot loop of every notification."""
+    hot loop of every notification.
+
+    With ``keep_chunk``, the ``assistant/chunk`` events among the raw lines go to it instead,
+    as notifications that keep their line undecoded (see ``Notification._undecoded``): for a
+    consumer that only keeps them."""
     count = len(batch)
     i = 0
     while i < count:
@@ -1100,10 +1109,20 @@ def _deliver(batch: List[Any], callback: NotificationCallback) -> None:
                 params = msg.get("params")
                 method = msg.get("method")
                 if type(params) is dict and type(method) is str:
-                    callback(Notification(method, params))
+                    if keep_chunk is not None and _is_chunk(method, params):
+                        keep_chunk(Notification._undecoded(method, line))
+                    else:
+                        callback(Notification(method, params))
                     continue
             _drop(line, msg)
         i = j
+
+
+def _is_chunk(method: str, params: Dict[str, Any]) -> bool:
+    if method != "session.event":
+        return False
+    event = params.get("event")
+    return type(event) is dict and event.get("type") == "assistant/chunk"
 
 
 def _drop(line: bytes, msg: Any) -> None:
