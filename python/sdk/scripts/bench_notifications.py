@@ -2,7 +2,7 @@
 """Notification throughput: the SDK's callback path against a raw ``json.loads`` reader.
 
     .venv/bin/python python/sdk/scripts/bench_notifications.py [--source replay|real] [--chunks 200000]
-        [--api callback|async|stream|async-stream]
+        [--api callback|async|stream|async-stream|run]
 
 Both readers consume the same turn of N ``assistant/chunk`` notifications followed by the
 prompt response:
@@ -12,7 +12,9 @@ prompt response:
   ``HarnessClient.session_prompt(..., on_notification=count)``; ``async``: the same through
   ``AsyncDeepSeekHarness.run(..., on_notification=count)``; ``stream`` / ``async-stream``:
   iterating ``Session.stream`` / ``AsyncSession.stream`` (typed pydantic events, one per
-  notification: slower by design, reported for information).
+  notification: slower by design, reported for information); ``run``:
+  ``DeepSeekHarness.run`` without a callback, counting the result's notifications (it keeps
+  every one).
 
 ``--source replay`` (default) serves a pre-rendered stream from a tiny Python stand-in, so the
 numbers measure the readers, not the producer; ``--source real`` drives bin/harness-bridge
@@ -148,6 +150,16 @@ def stream_run(cmd: list, model_name: str, cwd: str) -> tuple:
     return count, elapsed
 
 
+def result_run(cmd: list, model_name: str, cwd: str) -> tuple:
+    h = _harness(DeepSeekHarness, cmd, model_name, cwd)
+    _started(h)
+    start = time.perf_counter()
+    result = h.run("go", session_id="bench")
+    elapsed = time.perf_counter() - start
+    h.close()
+    return len(result.notifications), elapsed
+
+
 def async_run(cmd: list, model_name: str, cwd: str, stream: bool = False) -> tuple:
     async def main() -> tuple:
         h = _harness(AsyncDeepSeekHarness, cmd, model_name, cwd)
@@ -178,6 +190,7 @@ APIS = {
     "async": async_run,
     "stream": stream_run,
     "async-stream": lambda cmd, model_name, cwd: async_run(cmd, model_name, cwd, stream=True),
+    "run": result_run,
 }
 
 
