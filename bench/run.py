@@ -78,7 +78,7 @@ class Counts:
         self.chunks = 5_000 if quick else 200_000
         self.throughput_runs = 1 if quick else 5
         self.prompts = 50 if quick else 1_000
-        self.roundtrip_rounds = 1 if quick else 3
+        self.roundtrip_rounds = 1 if quick else 5
         self.warmup = 5 if quick else 50
         self.steady_warmup = 10 if quick else 3_000
         self.memory_events = 10_000 if quick else 1_000_000
