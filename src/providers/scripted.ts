@@ -131,25 +131,46 @@ function chunksOf(text: string, size: number): string[] {
   return out;
 }
 
-function charsOf(messages: ModelMessage[]): number {
-  let n = 0;
-  for (const m of messages) {
-    for (const block of m.content) n += block.type === "tool-call" ? JSON.stringify(block.arguments).length : block.text.length;
+/**
+ * What a request's history tells the provider: the user messages, the assistant messages since
+ * the last one, and the characters (for the default usage). Kept per history array and brought
+ * up to date with the messages added since: a session's history only grows (`Session.absorb`
+ * appends), and walking all of it on every request made a long session's turns slower and
+ * slower (at 4 000 turns, a sixth of the bridge's time in bench/run.py roundtrip).
+ */
+interface HistoryTally {
+  counted: number;
+  /** The last message counted: a history that no longer has it there is counted anew. */
+  last: ModelMessage | undefined;
+  users: number;
+  sinceUser: number;
+  chars: number;
+}
+
+const tallies = new WeakMap<readonly ModelMessage[], HistoryTally>();
+
+function tallyOf(messages: readonly ModelMessage[]): HistoryTally {
+  let tally = tallies.get(messages);
+  if (!tally || tally.counted > messages.length || (tally.counted > 0 && messages[tally.counted - 1] !== tally.last)) {
+    tally = { counted: 0, last: undefined, users: 0, sinceUser: 0, chars: 0 };
+    tallies.set(messages, tally);
   }
-  return n;
+  for (; tally.counted < messages.length; tally.counted++) {
+    const m = messages[tally.counted];
+    if (m.role === "user") {
+      tally.users++;
+      tally.sinceUser = 0;
+    } else if (m.role === "assistant") tally.sinceUser++;
+    for (const block of m.content) tally.chars += block.type === "tool-call" ? JSON.stringify(block.arguments).length : block.text.length;
+    tally.last = m;
+  }
+  return tally;
 }
 
 /** Picks the step that answers this request. */
 export function stepFor(script: Script, request: ModelRequest): { step: ScriptStep; turnIndex: number; stepIndex: number } {
   const turns = request.parentSessionId !== undefined && script.subagent ? script.subagent.turns : script.turns;
-  let users = 0;
-  let sinceUser = 0;
-  for (const m of request.messages) {
-    if (m.role === "user") {
-      users++;
-      sinceUser = 0;
-    } else if (m.role === "assistant") sinceUser++;
-  }
+  const { users, sinceUser } = tallyOf(request.messages);
   const turnIndex = Math.max(0, users - 1);
   const turn = turns[turnIndex % turns.length];
   const step = turn.steps[sinceUser];
@@ -200,7 +221,7 @@ async function* streamStep(step: ScriptStep, request: ModelRequest, signal: Abor
   yield {
     type: "usage",
     // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
-    usage: step.usage ?? { inputTokens: Math.ceil(charsOf(request.messages) / 4), outputTokens: Math.ceil(outChars / 4) },
+    usage: step.usage ?? { inputTokens: Math.ceil(tallyOf(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
   };
   yield { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") };
 }
