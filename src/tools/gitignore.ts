@@ -6,8 +6,10 @@
  * entered at all. Rules come from every `.gitignore` between the walk root and the entry
  * (nested files override their parents, `!negation` included), evaluated the way git does:
  * the last matching rule wins, deeper files last. `.git` is always skipped. In a confined
- * permission mode a symbolic link whose target is outside the workspace is dropped as well, so
- * nothing outside can be listed or read through it.
+ * permission mode symbolic links are neither followed nor listed (as ripgrep without
+ * `--follow`), so nothing outside can be listed or read through one. A folder swapped for a link
+ * during the walk can still be read by name: callers verify what they show (glob: the real path
+ * of each path shown; grep: `openForRead` on the descriptor).
  *
  * Not handled: `.git/info/exclude` and the user's global excludes file.
  */
@@ -92,26 +94,21 @@ export class GitignoreFilter {
     return ignored;
   }
 
-  /** Whether `absPath` may be listed: when confining, its real path (through any link) must be inside the root. */
-  isReachable(absPath: string): boolean {
-    return this.symlinkAllowed(absPath);
-  }
-
-  /** Whether a symbolic link at `absPath` may be listed (its target exists and, when confining, is inside). */
-  private symlinkAllowed(absPath: string): boolean {
+  /** Whether `absPath` may be shown: when confining, its real path (through any link) must be inside the root. */
+  async isReachable(absPath: string): Promise<boolean> {
     if (!this.confineSymlinks) return true;
     try {
-      return isInside(this.realRoot, fs.realpathSync.native(absPath));
+      return isInside(this.realRoot, await fs.promises.realpath(absPath));
     } catch {
       return false;
     }
   }
 
-  /** Keeps the entries of folder `dir` that are neither ignored nor forbidden links. */
+  /** Keeps the entries of folder `dir` that are neither ignored nor (when confining) links. */
   filterEntries(dir: string, entries: fs.Dirent[]): fs.Dirent[] {
     return entries.filter((entry) => {
       const abs = path.join(dir, entry.name);
-      if (entry.isSymbolicLink() && !this.symlinkAllowed(abs)) return false;
+      if (entry.isSymbolicLink() && this.confineSymlinks) return false;
       let isDir = entry.isDirectory();
       if (entry.isSymbolicLink()) {
         try {
@@ -176,10 +173,6 @@ export async function listFiles(options: {
   // The walk's starting folder (e.g. `node_modules` for `node_modules/**`) is not filtered by the
   // adapter, so check each result too.
   const cwd = path.resolve(options.cwd);
-  // The same holds for a starting folder reached through a symbolic link.
-  const kept = files.filter((file) => {
-    const abs = path.resolve(cwd, file);
-    return !options.filter.isIgnored(abs, false) && options.filter.isReachable(abs);
-  });
+  const kept = files.filter((file) => !options.filter.isIgnored(path.resolve(cwd, file), false));
   return kept.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -1,9 +1,22 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepTool } from "../../src/tools/grep.js";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepEngineRuns, grepTool } from "../../src/tools/grep.js";
 import { ToolError } from "../../src/tools/types.js";
-import { makeCtx, makeSandbox, text, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+
+describe.each(["ripgrep", "builtin"] as const)("grep (%s engine)", (engine) => {
+let restore: () => void;
+let runsBefore = 0;
+beforeAll(async () => {
+  restore = await useSearchEngine(engine);
+  runsBefore = grepEngineRuns[engine];
+});
+afterAll(() => {
+  // Every search of this block ran on the engine it is named after.
+  expect(grepEngineRuns[engine]).toBeGreaterThan(runsBefore);
+  restore();
+});
 
 let sb: ReturnType<typeof makeSandbox>;
 beforeEach(() => {
@@ -66,7 +79,7 @@ describe("grep", () => {
 
   it("turns an invalid regex into a ToolError with the regex error", async () => {
     await expect(run({ pattern: "a(b" })).rejects.toThrow(ToolError);
-    await expect(run({ pattern: "a(b" })).rejects.toThrow(/invalid regular expression.*Unterminated group/);
+    await expect(run({ pattern: "a(b" })).rejects.toThrow(/invalid regular expression "a\(b" \(RE2 syntax\).*missing closing \)/);
   });
 
   it("rejects bad arguments naming the argument", async () => {
@@ -104,4 +117,5 @@ describe("grep", () => {
     setTimeout(() => ac.abort(new Error("cancelled mid-way")), 5);
     await expect(p).rejects.toThrow(/cancelled mid-way/);
   });
+});
 });
