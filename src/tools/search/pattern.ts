@@ -12,7 +12,7 @@
  *    `\x{HH}` escape (Rust 1.x refuses `\/`), class characters that Rust gives a meaning and RE2
  *    does not (`[`, `&&`, `~~`) are escaped, `(?<name>` is written `(?P<name>`, and a `{` that does
  *    not start a repetition is escaped;
- *  - where the two could still differ (`--` in a class, escapes the scanner does not know), the
+ *  - where the two could still differ (`--` in a class, `\B`, escapes the scanner does not know), the
  *    Rust form is withheld (`rust: null`) and the built-in engine runs alone.
  * Constructs neither engine runs the same way are refused here with a message naming them.
  */
@@ -96,7 +96,8 @@ export function parseGrepPattern(pattern: string): GrepPattern {
         const negated = next !== next.toLowerCase() ? "^" : "";
         both(inClass ? `[:${negated}${perl}:]` : `[[:${negated}${perl}:]]`);
       } else if (next === "b" || next === "B") {
-        if (inClass) rust = null;
+        // ripgrep --crlf still sees the `\r` of a CRLF line when it tests `\B`, so only `\b` goes to it.
+        if (inClass || next === "B") rust = null;
         both(`\\${next}`, `(?-u:\\${next})`);
       } else if (next === "p" || next === "P" || next === "x") {
         const len = escapeLength(source, i);
