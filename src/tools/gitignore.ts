@@ -15,7 +15,9 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { Ignore, Options as IgnoreOptions } from "ignore";
+import { sortPaths } from "./search/order.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -94,16 +96,6 @@ export class GitignoreFilter {
     return ignored;
   }
 
-  /** Whether `absPath` may be shown: when confining, its real path (through any link) must be inside the root. */
-  async isReachable(absPath: string): Promise<boolean> {
-    if (!this.confineSymlinks) return true;
-    try {
-      return isInside(this.realRoot, await fs.promises.realpath(absPath));
-    } catch {
-      return false;
-    }
-  }
-
   /** Keeps the entries of folder `dir` that are neither ignored nor (when confining) links. */
   filterEntries(dir: string, entries: fs.Dirent[]): fs.Dirent[] {
     return entries.filter((entry) => {
@@ -148,7 +140,7 @@ export function patternEscapes(pattern: string): boolean {
 
 /**
  * The files matching `patterns` under `cwd`, `.gitignore`-filtered, relative to `cwd` with `/`
- * separators, sorted. Rejects with the signal's reason when aborted.
+ * separators, in walk order (search/order.ts). Rejects with the signal's reason when aborted.
  */
 export async function listFiles(options: {
   patterns: string[];
@@ -171,8 +163,13 @@ export async function listFiles(options: {
   });
   options.signal.throwIfAborted();
   // The walk's starting folder (e.g. `node_modules` for `node_modules/**`) is not filtered by the
-  // adapter, so check each result too.
+  // adapter, so check each result too — in slices, giving the event loop (and a cancel) a turn.
   const cwd = path.resolve(options.cwd);
-  const kept = files.filter((file) => !options.filter.isIgnored(path.resolve(cwd, file), false));
-  return kept.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const kept: string[] = [];
+  for (let i = 0; i < files.length; i += 2000) {
+    for (const file of files.slice(i, i + 2000)) if (!options.filter.isIgnored(path.resolve(cwd, file), false)) kept.push(file);
+    await yieldToLoop();
+    options.signal.throwIfAborted();
+  }
+  return sortPaths(kept);
 }

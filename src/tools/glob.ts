@@ -3,13 +3,15 @@
  *
  * The walk is ripgrep's (`rg --files`, same rules as grep) when the machine has it, else the
  * built-in one (tinyglobby, gitignore.ts); the pattern is matched by picomatch either way, as
- * tinyglobby matches it. Each path shown is checked first: in a confined mode its real path must
- * be inside the workspace, so a name listed through a folder swapped for a link is dropped.
+ * tinyglobby matches it. Each path shown is checked first (search/verify.ts): in a confined mode
+ * it must be a regular file in a folder really inside the workspace, so a name listed through a
+ * folder swapped for a link is dropped.
  */
 import * as path from "node:path";
 import { isConfined } from "./workspace.js";
 import { GitignoreFilter, listFiles, patternEscapes } from "./gitignore.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
+import { ShownPathCheck } from "./search/verify.js";
 import { RIPGREP_COMMON_FLAGS, findRipgrep, runRipgrep } from "./search/ripgrep.js";
 
 /** Paths returned at most; the rest is counted and cut. */
@@ -23,12 +25,56 @@ export const globEngineRuns = { ripgrep: 0, builtin: 0 };
 type Matcher = (p: string) => boolean;
 type Picomatch = (glob: string, options: Record<string, unknown>) => Matcher;
 
-/** Every file under `cwd` that ripgrep's walk keeps, relative with `/`. */
-async function ripgrepFiles(rg: string, cwd: string, follow: boolean, signal: AbortSignal): Promise<string[] | undefined> {
-  const files: string[] = [];
-  const args = [...RIPGREP_COMMON_FLAGS, "--files", "--null", ...(follow ? ["--follow"] : [])];
-  const run = await runRipgrep({ rg, args, cwd, signal, separator: 0, onRecord: (rec) => void files.push(rec.toString("utf8")) });
-  return run.code === 0 || run.code === 1 ? files : undefined;
+/**
+ * The paths shown: the first `GLOB_MAX_RESULTS` matches in walk order that pass the check (in a
+ * confined mode), and a count of all. Matches are checked in slices, concurrently; past the
+ * limit they are only counted, so memory stays bounded whatever the tree.
+ */
+class ShownPaths {
+  readonly shown: string[] = [];
+  private pending: string[] = [];
+  private matched = 0;
+  private dropped = 0;
+
+  constructor(private readonly check: ShownPathCheck | undefined) {}
+
+  /** Adds a match; resolves once it is safe to add the next. */
+  async add(file: string): Promise<void> {
+    this.matched++;
+    if (this.shown.length + this.pending.length >= GLOB_MAX_RESULTS) return;
+    this.pending.push(file);
+    if (this.pending.length >= 256 || this.shown.length + this.pending.length >= GLOB_MAX_RESULTS) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    const slice = this.pending;
+    this.pending = [];
+    const ok = this.check ? await Promise.all(slice.map((f) => this.check!.isShownFile(f))) : slice.map(() => true);
+    slice.forEach((f, k) => (ok[k] ? this.shown.push(f) : this.dropped++));
+  }
+
+  /** Matches not shown, not counting those the check dropped. */
+  get more(): number {
+    return this.matched - this.dropped - this.shown.length;
+  }
+}
+
+/** Streams ripgrep's walk (`--sort path`: walk order) into `sink`; `false` when ripgrep failed. */
+async function ripgrepFiles(rg: string, cwd: string, follow: boolean, signal: AbortSignal, match: (f: string) => boolean, sink: ShownPaths): Promise<boolean> {
+  const args = [...RIPGREP_COMMON_FLAGS, "--files", "--null", "--sort=path", ...(follow ? ["--follow"] : [])];
+  const run = await runRipgrep({
+    rg,
+    args,
+    cwd,
+    signal,
+    separator: 0,
+    onRecord: async (rec) => {
+      const file = rec.toString("utf8");
+      if (match(file)) await sink.add(file);
+      return true;
+    },
+  });
+  return run.code === 0 || run.code === 1;
 }
 
 export const globTool: Tool = {
@@ -37,7 +83,7 @@ export const globTool: Tool = {
   description:
     "Find files of the workspace by glob pattern, e.g. `**/*.ts`, `src/**/test_*.py`, `*.{json,yaml}`. " +
     "Patterns are relative to the workspace root (`*.ts` matches only the root folder; use `**/` for any depth). " +
-    "Returns matching file paths (files only, not folders), one per line, sorted; dotfiles are included. " +
+    "Returns matching file paths (files only, not folders), one per line, in path order (a folder's entries by name); dotfiles are included. " +
     "Files ignored by .gitignore and the .git folder are skipped. " +
     `At most ${GLOB_MAX_RESULTS} paths are returned.`,
   parameters: {
@@ -65,36 +111,34 @@ export const globTool: Tool = {
     const workspace = path.resolve(ctx.workspace);
     const filter = new GitignoreFilter(workspace, confined);
     const rg = escapes ? undefined : await findRipgrep();
-    let files: string[] | undefined;
-    if (rg) {
-      const all = await ripgrepFiles(rg, workspace, !confined, ctx.signal);
-      if (all) {
-        globEngineRuns.ripgrep++;
+    const check = confined ? new ShownPathCheck(workspace) : undefined;
+    let sink = new ShownPaths(check);
+    try {
+      let listed = false;
+      if (rg) {
         const picomatch = ((await import("picomatch")) as unknown as { default: Picomatch }).default;
         let normal = pattern.endsWith("/") ? pattern.slice(0, -1) : pattern;
         normal = path.posix.normalize(normal);
         const match = picomatch(normal, { dot: true, posix: true });
-        files = all.filter((f) => match(f)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        listed = await ripgrepFiles(rg, workspace, !confined, ctx.signal, match, sink);
+        if (listed) globEngineRuns.ripgrep++;
+        else sink = new ShownPaths(check);
       }
+      if (!listed) {
+        globEngineRuns.builtin++;
+        const files = await listFiles({ patterns: [pattern], cwd: workspace, filter, signal: ctx.signal, followSymlinks: !confined });
+        for (const file of files) await sink.add(file);
+      }
+      await sink.flush();
+    } finally {
+      await check?.close();
     }
-    if (!files) {
-      globEngineRuns.builtin++;
-      files = await listFiles({ patterns: [pattern], cwd: workspace, filter, signal: ctx.signal, followSymlinks: !confined });
-    }
-    // Check what is shown (a name listed through a swapped folder does not resolve inside).
-    const shown: string[] = [];
-    let dropped = 0;
-    for (const file of files) {
-      if (shown.length >= GLOB_MAX_RESULTS) break;
-      ctx.signal.throwIfAborted();
-      if (await filter.isReachable(path.resolve(workspace, file))) shown.push(file);
-      else dropped++;
-    }
-    const total = files.length - dropped;
+    const shown = sink.shown;
+    const more = sink.more;
     if (shown.length === 0) return textOutput(`No files match '${pattern}' (files ignored by .gitignore are skipped).`);
     let text = shown.join("\n");
-    if (total > shown.length) {
-      text += `\n[${total - shown.length} more paths not shown (${total} matched, limit ${GLOB_MAX_RESULTS}); use a narrower pattern]`;
+    if (more > 0) {
+      text += `\n[${more} more paths not shown (${more + shown.length} matched, limit ${GLOB_MAX_RESULTS}); use a narrower pattern]`;
     }
     return textOutput(text);
   },

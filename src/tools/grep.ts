@@ -16,7 +16,8 @@ import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
 import { GREP_MAX_FILE_BYTES, openCandidate, readText, splitLines, type Candidate } from "./search/files.js";
 import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
 import { findRipgrep } from "./search/ripgrep.js";
-import { ripgrepCandidates, ripgrepLineNumbers } from "./search/ripgrep-grep.js";
+import { comparePaths } from "./search/order.js";
+import { ripgrepLineNumbers, ripgrepSearch } from "./search/ripgrep-grep.js";
 
 export { GREP_BINARY_SNIFF_BYTES, GREP_MAX_FILE_BYTES } from "./search/files.js";
 export { GREP_MAX_PATTERN_CHARS } from "./search/pattern.js";
@@ -25,8 +26,6 @@ export { GREP_MAX_PATTERN_CHARS } from "./search/pattern.js";
 export const GREP_MAX_MATCHES = 500;
 /** Characters of a matching line shown; the rest is cut with a marker. */
 export const GREP_MAX_LINE_CHARS = 300;
-/** Files handed to one ripgrep run of the second step (open descriptors at a time). */
-const RG_BATCH_FILES = 64;
 
 /** How many searches each engine ran (tests check which engine a search took). */
 export const grepEngineRuns = { ripgrep: 0, builtin: 0 };
@@ -62,10 +61,6 @@ async function ripgrepPlace(rulesRoot: string, target: string): Promise<{ cwd: s
   return { cwd: above[0], root: path.relative(above[0], target), ignoreFile: path.join(above[0], ".gitignore") };
 }
 
-type TextCandidate = Extract<Candidate, { kind: "text" }>;
-/** An engine's answer for a batch: the 1-based matching line numbers of each file, and the lines if it read them. */
-type LineNumbers = (opened: TextCandidate[], wanted: number) => Promise<{ numbers: number[][]; lines?: string[][] }>;
-
 interface Found {
   out: string[];
   capped: boolean;
@@ -75,69 +70,40 @@ interface Found {
   binary: boolean;
 }
 
-/** Searches `files` (absolute, in output order) and fills `found`; `lineNumbers` is the engine. */
-async function searchFiles(
-  files: { abs: string; shown: string }[],
-  ctx: ToolContext,
-  found: Found,
-  lineNumbers: LineNumbers,
-  batchSize: number,
-): Promise<void> {
-  let lastYield = Date.now();
-  for (let i = 0; i < files.length && !found.capped; ) {
-    ctx.signal.throwIfAborted();
-    const batch: { shown: string; cand: TextCandidate }[] = [];
-    try {
-      while (i < files.length && batch.length < batchSize) {
-        const file = files[i++];
-        const cand = await openCandidate(ctx.workspace, file.abs, ctx.permissionMode);
-        if (cand.kind === "large") found.skippedLarge++;
-        else if (cand.kind === "binary") found.binary = true;
-        else if (cand.kind === "text") batch.push({ shown: file.shown, cand });
-      }
-      ctx.signal.throwIfAborted();
-      const wanted = GREP_MAX_MATCHES + 1 - found.out.length;
-      const { numbers, lines: known } = await lineNumbers(
-        batch.map((b) => b.cand),
-        wanted,
-      );
-      for (let k = 0; k < batch.length && !found.capped; k++) {
-        if (numbers[k].length === 0) continue;
-        const lines = known?.[k] ?? splitLines(await readText(batch[k].cand.handle, batch[k].cand.size));
-        for (const n of numbers[k]) {
-          if (n > lines.length) continue; // the file shrank since ripgrep read it
-          if (found.out.length >= GREP_MAX_MATCHES) {
-            found.capped = true;
-            found.stoppedAt = batch[k].shown;
-            break;
-          }
-          found.out.push(`${batch[k].shown}:${n}:${cutLine(lines[n - 1])}`);
-        }
-      }
-    } finally {
-      await Promise.all(batch.map((b) => b.cand.handle.close().catch(() => undefined)));
-    }
-    if (Date.now() - lastYield > 10) {
-      await yieldToLoop();
-      lastYield = Date.now();
-    }
+/** A file opened race-free (search/files.ts) and, if it is text, read into lines. */
+type Opened = Exclude<Candidate, { kind: "text" }> | { kind: "text"; lines: string[] };
+
+async function openAndRead(ctx: ToolContext, abs: string): Promise<Opened> {
+  const cand = await openCandidate(ctx.workspace, abs, ctx.permissionMode);
+  if (cand.kind !== "text") return cand;
+  try {
+    return { kind: "text", lines: splitLines(await readText(cand.handle, cand.size)) };
+  } finally {
+    await cand.handle.close().catch(() => undefined);
   }
 }
 
-function builtinLineNumbers(re: CompiledRe2): LineNumbers {
-  return async (opened, wanted) => {
-    const numbers: number[][] = [];
-    const lines: string[][] = [];
-    for (const cand of opened) {
-      const text = splitLines(await readText(cand.handle, cand.size));
-      lines.push(text);
-      numbers.push(matchingLinesOf(text, re, wanted).map((n) => n + 1));
+/** Adds a file's matching lines (1-based `numbers`) to `found`; returns whether to go on. */
+function addLines(found: Found, shown: string, opened: Opened, numbers: (lines: string[]) => number[]): boolean {
+  if (opened.kind === "large") found.skippedLarge++;
+  if (opened.kind === "binary") found.binary = true;
+  if (opened.kind !== "text") return true;
+  for (const n of numbers(opened.lines)) {
+    if (n > opened.lines.length) continue; // the file shrank since ripgrep read it
+    if (found.out.length >= GREP_MAX_MATCHES) {
+      found.capped = true;
+      found.stoppedAt = shown;
+      return false;
     }
-    return { numbers, lines };
-  };
+    found.out.push(`${shown}:${n}:${cutLine(opened.lines[n - 1])}`);
+  }
+  return true;
 }
 
-let matchingLinesOf: (lines: string[], re: CompiledRe2, max: number) => number[];
+/** Files opened ahead while ripgrep goes on (in order; each at most 2 MiB of text). */
+const READ_AHEAD_FILES = 6;
+
+let matchingLinesOf: ((lines: string[], re: CompiledRe2, max: number) => number[]) | undefined;
 
 export const grepTool: Tool = {
   name: "grep",
@@ -174,7 +140,6 @@ export const grepTool: Tool = {
     const requested = typeof args.path === "string" && args.path.length > 0 ? args.path : ".";
     const parsed: GrepPattern = parseGrepPattern(pattern);
     const re = await compileRe2(parsed, pattern); // validates the pattern for both engines alike
-    matchingLinesOf ??= (await import("./search/builtin.js")).matchingLines;
     const workspace = path.resolve(ctx.workspace);
     const confined = isConfined(ctx.permissionMode);
     const target = resolveInWorkspace(workspace, requested, ctx.permissionMode);
@@ -191,50 +156,73 @@ export const grepTool: Tool = {
     const single = !stat.isDirectory();
     if (single && !stat.isFile()) throw new ToolError(`${requested} is neither a regular file nor a folder`);
 
+    const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false };
+    const wanted = () => GREP_MAX_MATCHES + 1 - found.out.length;
     let rg = parsed.rust !== null ? await findRipgrep() : undefined;
-    let files: string[] | undefined;
-    let largeByRg: string[] = [];
-    if (single) {
-      files = [target];
+    let done = false;
+    if (rg && single) {
+      const cand = await openCandidate(ctx.workspace, target, ctx.permissionMode);
+      if (cand.kind === "text") {
+        try {
+          const [numbers] = await ripgrepLineNumbers({ rg, pattern: parsed.rust!, fds: [cand.handle.fd], maxPerFile: wanted(), signal: ctx.signal });
+          const opened: Opened = numbers.length ? { kind: "text", lines: splitLines(await readText(cand.handle, cand.size)) } : { kind: "text", lines: [] };
+          addLines(found, toPosix(requested), opened, () => numbers);
+        } finally {
+          await cand.handle.close().catch(() => undefined);
+        }
+      } else addLines(found, toPosix(requested), cand, () => []);
+      done = true;
     } else if (rg) {
       const place = await ripgrepPlace(insideWs ? workspace : target, target);
-      const phase1 = place
-        ? await ripgrepCandidates({ rg, pattern: parsed.rust!, ...place, follow: !confined, signal: ctx.signal })
+      const ahead: { shown: string; numbers: number[]; opened: Promise<Opened> }[] = [];
+      const next = async (): Promise<boolean> => {
+        const item = ahead.shift()!;
+        return addLines(found, item.shown, await item.opened, () => item.numbers);
+      };
+      const run = place
+        ? await ripgrepSearch({
+            rg,
+            pattern: parsed.rust!,
+            ...place,
+            follow: !confined,
+            maxPerFile: GREP_MAX_MATCHES + 1,
+            signal: ctx.signal,
+            onFile: async (abs, numbers) => {
+              const opened = openAndRead(ctx, abs);
+              opened.catch(() => undefined);
+              ahead.push({ shown: display(abs), numbers, opened });
+              while (ahead.length >= READ_AHEAD_FILES) if (!(await next())) return false;
+              return true;
+            },
+          }).finally(() => Promise.allSettled(ahead.map((a) => a.opened)))
         : undefined;
-      if (phase1) {
-        files = phase1.files;
-        largeByRg = phase1.large.map(display);
+      while (run && ahead.length > 0 && !found.capped) await next();
+      if (run) {
+        // Files ripgrep skipped for their size count as the built-in walk counts them: those
+        // before the point where the cap stopped the search.
+        const stopAt = found.stoppedAt;
+        found.skippedLarge += run.large.map(display).filter((p) => stopAt === undefined || comparePaths(p, stopAt) < 0).length;
+        done = true;
       } else rg = undefined;
     }
-    if (!files) {
-      const filter = new GitignoreFilter(insideWs ? workspace : target, confined);
-      const rel = await listFiles({ patterns: ["**/*"], cwd: target, filter, signal: ctx.signal, followSymlinks: !confined });
-      files = rel.map((f) => path.join(target, f));
+    if (!done) {
+      const files = single
+        ? [target]
+        : (await listFiles({ patterns: ["**/*"], cwd: target, filter: new GitignoreFilter(insideWs ? workspace : target, confined), signal: ctx.signal, followSymlinks: !confined })).map((f) => path.join(target, f));
+      matchingLinesOf ??= (await import("./search/builtin.js")).matchingLines;
+      const match = matchingLinesOf;
+      let lastYield = Date.now();
+      for (const abs of files) {
+        ctx.signal.throwIfAborted();
+        const opened = await openAndRead(ctx, abs);
+        if (!addLines(found, single ? toPosix(requested) : display(abs), opened, (lines) => match(lines, re, wanted()).map((n) => n + 1))) break;
+        if (Date.now() - lastYield > 10) {
+          await yieldToLoop(); // re2js runs on this thread: let other sessions and a cancel in
+          lastYield = Date.now();
+        }
+      }
     }
-    const ordered = files.map((abs) => ({ abs, shown: single ? toPosix(requested) : display(abs) }));
-    ordered.sort((a, b) => (a.shown < b.shown ? -1 : a.shown > b.shown ? 1 : 0));
-
-    const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false };
-    if (rg) {
-      grepEngineRuns.ripgrep++;
-      const rgPath = rg;
-      await searchFiles(
-        ordered,
-        ctx,
-        found,
-        async (opened, wanted) => ({
-          numbers: await ripgrepLineNumbers({ rg: rgPath, pattern: parsed.rust!, fds: opened.map((c) => c.handle.fd), maxPerFile: wanted, signal: ctx.signal }),
-        }),
-        RG_BATCH_FILES,
-      );
-      // Files ripgrep skipped for their size count as the built-in walk counts them: those before
-      // the point where the cap stopped the search.
-      const stopAt = found.stoppedAt;
-      found.skippedLarge += largeByRg.filter((p) => stopAt === undefined || p < stopAt).length;
-    } else {
-      grepEngineRuns.builtin++;
-      await searchFiles(ordered, ctx, found, builtinLineNumbers(re), 1);
-    }
+    grepEngineRuns[rg ? "ripgrep" : "builtin"]++;
 
     const engine = rg ? "ripgrep" : "the built-in search";
     const notes: string[] = [];

@@ -146,7 +146,7 @@ describe("grep", () => {
     fs.symlinkSync(path.join(sb.ws, "src", "b.ts"), path.join(sb.ws, "inner-link.ts"));
     fs.symlinkSync(path.join(sb.ws, "src"), path.join(sb.ws, "src-link"));
     expect(await run({ pattern: "needle again" })).toBe("src/b.ts:2:needle again");
-    expect(await run({ pattern: "needle again" }, "full")).toBe("inner-link.ts:2:needle again\nsrc-link/b.ts:2:needle again\nsrc/b.ts:2:needle again");
+    expect(await run({ pattern: "needle again" }, "full")).toBe("inner-link.ts:2:needle again\nsrc/b.ts:2:needle again\nsrc-link/b.ts:2:needle again");
   });
 
   it("stops when the signal is aborted", async () => {

@@ -76,7 +76,7 @@ describe("glob and grep: ripgrep and the built-in engine agree", () => {
         for (const p of patterns) {
           for (const where of [undefined, "a"]) {
             if (where && !fs.existsSync(path.join(sb.ws, where))) continue;
-            const args = where ? { pattern: p, path: where } : { pattern: p };
+            const args: Record<string, string> = where ? { pattern: p, path: where } : { pattern: p };
             const before = grepEngineRuns.ripgrep;
             const [r1, r2] = await both(async () => {
               try {

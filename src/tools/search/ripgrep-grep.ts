@@ -1,10 +1,10 @@
 /**
- * grep through ripgrep, in two steps:
- *  1. `rg -l` walks the tree (parallel, `.gitignore` applied, files over the size cap skipped and
- *     reported through `--debug`) and names the files holding a match: candidates.
- *  2. The caller opens the candidates itself, race-free and in path order; ripgrep then searches
- *     exactly those descriptors (`/dev/fd/N`, passed to it), and prints line numbers only. The
- *     caller takes the lines' text from its own descriptors.
+ * grep through ripgrep. A folder search is one run of `rg --sort path`: ripgrep walks the tree in
+ * path order (one thread, so the order is fixed), applies `.gitignore`, skips files over the size
+ * cap (reported through `--debug`), and prints file names and line numbers only — no text. The
+ * caller opens each file itself, race-free, takes the lines from its own descriptor, and stops
+ * ripgrep as soon as the cap is reached: a common pattern costs a few files, not the whole tree.
+ * A single file is searched by passing ripgrep the caller's descriptor (`/dev/fd/3`).
  * So ripgrep decides which lines match (linear time, off the event loop, killed on cancel), and
  * nothing it read through a swapped folder can reach the output.
  */
@@ -12,63 +12,80 @@ import * as path from "node:path";
 import { GREP_MAX_FILE_BYTES } from "./files.js";
 import { RIPGREP_COMMON_FLAGS, runRipgrep } from "./ripgrep.js";
 
-export interface Phase1 {
-  /** Absolute paths of the files with a match (unsorted). */
-  files: string[];
-  /** Absolute paths of the files skipped for their size. */
-  large: string[];
-}
-
 const LARGE_DEBUG_LINE = /\bignoring (.+): (\d+) bytes$/;
 
+/** Flags of every search run: numbers only (`--max-columns=1` hides the text), binary files searched as text (the caller sniffs them), CRLF lines. */
+const LINE_NUMBER_FLAGS = ["--line-number", "--with-filename", "--null", "--text", "--crlf", "--max-columns=1"];
+
+/** Parses `path\0N:…` into the path and N. */
+function parseRecord(rec: Buffer): { file: Buffer; line: number } | undefined {
+  const nul = rec.indexOf(0);
+  if (nul < 0) return undefined;
+  const colon = rec.indexOf(58, nul + 1);
+  const line = Number(rec.subarray(nul + 1, colon < 0 ? undefined : colon).toString("latin1"));
+  return Number.isInteger(line) && line > 0 ? { file: rec.subarray(0, nul), line } : undefined;
+}
+
 /**
- * Step 1. `cwd` is where ripgrep runs; `root` (relative to it, or "" for cwd itself) is searched;
- * `ignoreFile` is a `.gitignore` above the root whose rules apply too. Returns `undefined` when
- * ripgrep refuses the pattern (then the built-in engine runs).
+ * A folder search. `cwd` is where ripgrep runs; `root` (relative to it, or "" for cwd itself) is
+ * searched; `ignoreFile` is a `.gitignore` above the root whose rules apply too. `onFile` gets
+ * each file with a match (absolute path, 1-based line numbers, at most `maxPerFile`) in path
+ * order, and returns `false` to stop. Returns the files skipped for their size (absolute), or
+ * `undefined` when ripgrep refuses the pattern (then the built-in engine runs).
  */
-export async function ripgrepCandidates(options: {
+export async function ripgrepSearch(options: {
   rg: string;
   pattern: string;
   cwd: string;
   root: string;
   ignoreFile?: string;
   follow: boolean;
+  maxPerFile: number;
   signal: AbortSignal;
-}): Promise<Phase1 | undefined> {
-  const args = [
-    ...RIPGREP_COMMON_FLAGS,
-    "--files-with-matches",
-    "--null",
-    "--text",
-    "--crlf",
-    `--max-filesize=${GREP_MAX_FILE_BYTES}`,
-    "--debug",
-  ];
+  onFile: (abs: string, lines: number[]) => Promise<boolean>;
+}): Promise<{ large: string[] } | undefined> {
+  const args = [...RIPGREP_COMMON_FLAGS, ...LINE_NUMBER_FLAGS, "--sort=path", `--max-filesize=${GREP_MAX_FILE_BYTES}`, `--max-count=${options.maxPerFile}`, "--debug"];
   if (options.follow) args.push("--follow");
   if (options.ignoreFile) args.push(`--ignore-file=${options.ignoreFile}`);
   args.push(`--regexp=${options.pattern}`, "--");
   if (options.root) args.push(options.root);
-  const files: string[] = [];
   const large: string[] = [];
+  let current: Buffer | undefined;
+  let lines: number[] = [];
+  const flush = async (): Promise<boolean> => {
+    if (!current) return true;
+    const more = await options.onFile(path.resolve(options.cwd, current.toString("utf8")), lines);
+    current = undefined;
+    lines = [];
+    return more;
+  };
   const run = await runRipgrep({
     rg: options.rg,
     args,
     cwd: options.cwd,
     signal: options.signal,
-    separator: 0,
-    onRecord: (rec) => void files.push(path.resolve(options.cwd, rec.toString("utf8"))),
+    separator: 10,
+    onRecord: async (rec) => {
+      const parsed = parseRecord(rec);
+      if (!parsed) return true;
+      if (current && !current.equals(parsed.file) && !(await flush())) return false;
+      current ??= Buffer.from(parsed.file);
+      lines.push(parsed.line);
+      return true;
+    },
+    onEnd: flush,
     onStderrLine: (line) => {
       const m = LARGE_DEBUG_LINE.exec(line);
       if (m && Number(m[2]) > GREP_MAX_FILE_BYTES) large.push(path.resolve(options.cwd, m[1]));
     },
   });
   if (run.code === 2 && /regex parse error|error parsing|regex.*(too big|size limit)/i.test(run.stderrTail)) return undefined;
-  return { files, large };
+  return { large };
 }
 
 /**
- * Step 2: the 1-based numbers of the matching lines (at most `maxPerFile`) of each descriptor in
- * `fds`, by position in `fds`.
+ * The 1-based numbers of the matching lines (at most `maxPerFile`) of each descriptor in `fds`
+ * (opened by the caller), by position in `fds`.
  */
 export async function ripgrepLineNumbers(options: {
   rg: string;
@@ -81,20 +98,7 @@ export async function ripgrepLineNumbers(options: {
   if (options.fds.length === 0) return found;
   const names = options.fds.map((_, i) => `/dev/fd/${i + 3}`);
   const byName = new Map(names.map((n, i) => [n, i]));
-  const args = [
-    "--no-config",
-    "--line-number",
-    "--with-filename",
-    "--null",
-    "--text",
-    "--crlf",
-    "--no-messages",
-    "--max-columns=1",
-    `--max-count=${options.maxPerFile}`,
-    `--regexp=${options.pattern}`,
-    "--",
-    ...names,
-  ];
+  const args = ["--no-config", "--no-messages", ...LINE_NUMBER_FLAGS, `--max-count=${options.maxPerFile}`, `--regexp=${options.pattern}`, "--", ...names];
   await runRipgrep({
     rg: options.rg,
     args,
@@ -103,12 +107,10 @@ export async function ripgrepLineNumbers(options: {
     separator: 10,
     extraFds: options.fds,
     onRecord: (rec) => {
-      const nul = rec.indexOf(0);
-      if (nul < 0) return;
-      const index = byName.get(rec.subarray(0, nul).toString("utf8"));
-      const colon = rec.indexOf(":".charCodeAt(0), nul + 1);
-      const n = Number(rec.subarray(nul + 1, colon < 0 ? undefined : colon).toString("latin1"));
-      if (index !== undefined && Number.isInteger(n) && n > 0) found[index].push(n);
+      const parsed = parseRecord(rec);
+      const index = parsed && byName.get(parsed.file.toString("utf8"));
+      if (parsed && index !== undefined) found[index].push(parsed.line);
+      return true;
     },
   });
   for (const list of found) list.sort((a, b) => a - b);

@@ -87,67 +87,73 @@ export interface RgRun {
 
 /**
  * Runs ripgrep; `onRecord` gets each NUL- or newline-terminated record of stdout (as chosen by
- * `separator`) and may return `false` to stop ripgrep early. `debugLine` gets each stderr line.
- * Killed on abort (then rejects with the signal's reason).
+ * `separator`), in order, and ripgrep's output waits while it runs (so it may be async); it
+ * returns `false` to stop ripgrep early. `onEnd` runs after the last record of a run that was not
+ * stopped. `onStderrLine` gets each stderr line. ripgrep is killed on abort (then this rejects
+ * with the signal's reason) and whenever this returns early.
  */
-export function runRipgrep(options: {
+export async function runRipgrep(options: {
   rg: string;
   args: string[];
   cwd: string;
   signal: AbortSignal;
   separator: 0 | 10;
-  onRecord: (record: Buffer) => boolean | void;
+  onRecord: (record: Buffer) => boolean | Promise<boolean>;
+  onEnd?: () => unknown;
   onStderrLine?: (line: string) => void;
   extraFds?: number[];
 }): Promise<RgRun> {
   const { signal } = options;
   signal.throwIfAborted();
-  return new Promise<RgRun>((resolve, reject) => {
-    const child = spawn(options.rg, options.args, {
-      cwd: options.cwd,
-      stdio: ["ignore", "pipe", "pipe", ...(options.extraFds ?? [])],
-      env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
-    });
-    let stopped = false;
-    const stop = () => {
-      if (stopped) return;
-      stopped = true;
-      child.kill("SIGKILL");
-    };
-    const onAbort = () => stop();
-    signal.addEventListener("abort", onAbort, { once: true });
-    let pending: Buffer = Buffer.alloc(0);
-    child.stdout!.on("data", (chunk: Buffer) => {
-      if (stopped) return;
+  const child = spawn(options.rg, options.args, {
+    cwd: options.cwd,
+    stdio: ["ignore", "pipe", "pipe", ...(options.extraFds ?? [])],
+    env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
+  });
+  const closed = new Promise<number | null>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve(code));
+  });
+  closed.catch(() => undefined);
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    child.kill("SIGKILL");
+  };
+  signal.addEventListener("abort", stop, { once: true });
+  let stderrTail = "";
+  let stderrLine = "";
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+    stderrTail = (stderrTail + d).slice(-4096);
+    if (!options.onStderrLine) return;
+    const lines = (stderrLine + d).split("\n");
+    stderrLine = lines.pop()!.slice(-65536);
+    for (const l of lines) options.onStderrLine(l);
+  });
+  let finished = false;
+  try {
+    let pending = Buffer.alloc(0);
+    reading: for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
       let buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
       let at: number;
       while ((at = buf.indexOf(options.separator)) >= 0) {
         const record = buf.subarray(0, at);
         buf = buf.subarray(at + 1);
-        if (options.onRecord(record) === false) {
+        if (stopped || !(await options.onRecord(record))) {
           stop();
-          return;
+          break reading;
         }
       }
       pending = Buffer.from(buf);
-    });
-    let stderrTail = "";
-    let stderrLine = "";
-    child.stderr!.setEncoding("utf8").on("data", (d: string) => {
-      stderrTail = (stderrTail + d).slice(-4096);
-      if (!options.onStderrLine) return;
-      const lines = (stderrLine + d).split("\n");
-      stderrLine = lines.pop()!.slice(-65536);
-      for (const l of lines) options.onStderrLine(l);
-    });
-    child.on("error", (err) => {
-      signal.removeEventListener("abort", onAbort);
-      reject(err);
-    });
-    child.on("close", (code) => {
-      signal.removeEventListener("abort", onAbort);
-      if (signal.aborted) return reject(signal.reason);
-      resolve({ code: stopped ? null : code, stderrTail });
-    });
-  });
+    }
+    if (!stopped) await options.onEnd?.();
+    finished = true;
+  } finally {
+    if (!finished) stop(); // leaving on an error: ripgrep must not outlive the call
+    signal.removeEventListener("abort", stop);
+  }
+  const code = await closed;
+  signal.throwIfAborted();
+  return { code: stopped ? null : code, stderrTail };
 }
