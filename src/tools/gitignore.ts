@@ -74,6 +74,11 @@ export class GitignoreFilter {
     return ig;
   }
 
+  /** Loads the rule parser (once per process); call before `isIgnored` outside a walk. */
+  async load(): Promise<void> {
+    await loadIgnore();
+  }
+
   /** Whether `absPath` (a file, or a folder when `isDir`) is ignored. Paths outside the root never are. */
   isIgnored(absPath: string, isDir: boolean): boolean {
     const abs = path.resolve(absPath);
@@ -130,6 +135,49 @@ export class GitignoreFilter {
       this.filterEntries(path.resolve(String(dir)), fs.readdirSync(dir, { withFileTypes: true }))) as unknown as typeof fs.readdirSync;
     return { readdir, readdirSync };
   }
+}
+
+/**
+ * Every file under `root` that `.gitignore` keeps, relative to `root` with `/`, in walk order
+ * (search/order.ts) — the built-in twin of `rg --files`: regular files only; in a confined mode
+ * links are neither followed nor listed; `follow` follows them (never back into a folder above). Each folder is
+ * read asynchronously and filtered in a short step, so the event loop is never held for long.
+ */
+export async function walkFiles(options: { root: string; filter: GitignoreFilter; signal: AbortSignal; follow: boolean }): Promise<string[]> {
+  options.signal.throwIfAborted();
+  await loadIgnore();
+  const root = path.resolve(options.root);
+  const out: string[] = [];
+  // Each folder with the identities of the folders above it: a link back up is not entered again.
+  const stack: { dir: string; above: string[] }[] = [{ dir: root, above: [] }];
+  while (stack.length > 0) {
+    options.signal.throwIfAborted();
+    const { dir, above: aboveDir } = stack.pop()!;
+    let above = aboveDir;
+    if (options.follow) {
+      const st = await fs.promises.stat(dir).catch(() => undefined);
+      const id = st ? `${st.dev}:${st.ino}` : dir;
+      if (above.includes(id)) continue;
+      above = [...above, id];
+    }
+    let entries: fs.Dirent[];
+    try {
+      entries = options.filter.filterEntries(dir, await fs.promises.readdir(dir, { withFileTypes: true }));
+    } catch {
+      continue; // vanished or unreadable
+    }
+    for (const entry of entries) {
+      const abs = path.join(dir, entry.name);
+      let kind: "dir" | "file" | undefined = entry.isDirectory() ? "dir" : entry.isFile() ? "file" : undefined;
+      if (entry.isSymbolicLink() && options.follow) {
+        const st = await fs.promises.stat(abs).catch(() => undefined);
+        kind = st?.isDirectory() ? "dir" : st?.isFile() ? "file" : undefined;
+      }
+      if (kind === "dir") stack.push({ dir: abs, above });
+      else if (kind === "file") out.push(path.relative(root, abs).split(path.sep).join("/"));
+    }
+  }
+  return sortPaths(out);
 }
 
 /** Whether a glob pattern stays inside its root: relative, and no `..` segment. */

@@ -2,14 +2,14 @@
  * `glob {pattern}`: workspace files matching a glob pattern, `.gitignore` respected, sorted, capped.
  *
  * The walk is ripgrep's (`rg --files`, same rules as grep) when the machine has it, else the
- * built-in one (tinyglobby, gitignore.ts); the pattern is matched by picomatch either way, as
- * tinyglobby matches it. Each path shown is checked first (search/verify.ts): in a confined mode
+ * built-in one (gitignore.ts `walkFiles`); the pattern is matched by picomatch either way, as
+ * tinyglobby would (tinyglobby itself walks only a pattern reaching outside, in `full` mode). Each path shown is checked first (search/verify.ts): in a confined mode
  * it must be a regular file in a folder really inside the workspace, so a name listed through a
  * folder swapped for a link is dropped.
  */
 import * as path from "node:path";
 import { isConfined } from "./workspace.js";
-import { GitignoreFilter, listFiles, patternEscapes } from "./gitignore.js";
+import { GitignoreFilter, listFiles, patternEscapes, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { RIPGREP_COMMON_FLAGS, findRipgrep, runRipgrep } from "./search/ripgrep.js";
@@ -115,19 +115,25 @@ export const globTool: Tool = {
     let sink = new ShownPaths(check);
     try {
       let listed = false;
-      if (rg) {
+      const matcher = async () => {
         const picomatch = ((await import("picomatch")) as unknown as { default: Picomatch }).default;
         let normal = pattern.endsWith("/") ? pattern.slice(0, -1) : pattern;
         normal = path.posix.normalize(normal);
-        const match = picomatch(normal, { dot: true, posix: true });
-        listed = await ripgrepFiles(rg, workspace, !confined, ctx.signal, match, sink);
+        return picomatch(normal, { dot: true, posix: true });
+      };
+      if (rg) {
+        listed = await ripgrepFiles(rg, workspace, !confined, ctx.signal, await matcher(), sink);
         if (listed) globEngineRuns.ripgrep++;
         else sink = new ShownPaths(check);
       }
       if (!listed) {
         globEngineRuns.builtin++;
-        const files = await listFiles({ patterns: [pattern], cwd: workspace, filter, signal: ctx.signal, followSymlinks: !confined });
-        for (const file of files) await sink.add(file);
+        // A pattern reaching outside (full mode only) is tinyglobby's to walk; else the same walk as grep's.
+        const files = escapes
+          ? await listFiles({ patterns: [pattern], cwd: workspace, filter, signal: ctx.signal, followSymlinks: !confined })
+          : await walkFiles({ root: workspace, filter, signal: ctx.signal, follow: !confined });
+        const match = escapes ? () => true : await matcher();
+        for (const file of files) if (match(file)) await sink.add(file);
       }
       await sink.flush();
     } finally {

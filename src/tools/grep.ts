@@ -11,9 +11,9 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { isConfined, resolveInWorkspace } from "./workspace.js";
-import { GitignoreFilter, listFiles } from "./gitignore.js";
+import { GitignoreFilter, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
-import { GREP_MAX_FILE_BYTES, openCandidate, readText, splitLines, type Candidate } from "./search/files.js";
+import { GREP_MAX_FILE_BYTES, readCandidate, splitLines, type Candidate } from "./search/files.js";
 import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
 import { findRipgrep } from "./search/ripgrep.js";
 import { comparePaths } from "./search/order.js";
@@ -74,13 +74,8 @@ interface Found {
 type Opened = Exclude<Candidate, { kind: "text" }> | { kind: "text"; lines: string[] };
 
 async function openAndRead(ctx: ToolContext, abs: string): Promise<Opened> {
-  const cand = await openCandidate(ctx.workspace, abs, ctx.permissionMode);
-  if (cand.kind !== "text") return cand;
-  try {
-    return { kind: "text", lines: splitLines(await readText(cand.handle, cand.size)) };
-  } finally {
-    await cand.handle.close().catch(() => undefined);
-  }
+  const cand = await readCandidate(ctx.workspace, abs, ctx.permissionMode);
+  return cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand;
 }
 
 /** Adds a file's matching lines (1-based `numbers`) to `found`; returns whether to go on. */
@@ -101,7 +96,7 @@ function addLines(found: Found, shown: string, opened: Opened, numbers: (lines: 
 }
 
 /** Files opened ahead while ripgrep goes on (in order; each at most 2 MiB of text). */
-const READ_AHEAD_FILES = 6;
+const READ_AHEAD_FILES = 8;
 
 let matchingLinesOf: ((lines: string[], re: CompiledRe2, max: number) => number[]) | undefined;
 
@@ -157,20 +152,20 @@ export const grepTool: Tool = {
     if (single && !stat.isFile()) throw new ToolError(`${requested} is neither a regular file nor a folder`);
 
     const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false };
+    const rules = new GitignoreFilter(insideWs ? workspace : target, confined);
+    // A folder that .gitignore ignores holds nothing to search (an ignored file named by path is searched).
+    await rules.load();
+    const ignoredFolder = !single && rules.isIgnored(target, true);
     const wanted = () => GREP_MAX_MATCHES + 1 - found.out.length;
     let rg = parsed.rust !== null ? await findRipgrep() : undefined;
-    let done = false;
-    if (rg && single) {
-      const cand = await openCandidate(ctx.workspace, target, ctx.permissionMode);
-      if (cand.kind === "text") {
-        try {
-          const [numbers] = await ripgrepLineNumbers({ rg, pattern: parsed.rust!, fds: [cand.handle.fd], maxPerFile: wanted(), signal: ctx.signal });
-          const opened: Opened = numbers.length ? { kind: "text", lines: splitLines(await readText(cand.handle, cand.size)) } : { kind: "text", lines: [] };
-          addLines(found, toPosix(requested), opened, () => numbers);
-        } finally {
-          await cand.handle.close().catch(() => undefined);
-        }
-      } else addLines(found, toPosix(requested), cand, () => []);
+    let done = ignoredFolder;
+    if (done) {
+      // nothing to search
+    } else if (rg && single) {
+      // ripgrep searches the bytes read here, through its stdin.
+      const cand = await readCandidate(ctx.workspace, target, ctx.permissionMode);
+      const numbers = cand.kind === "text" ? await ripgrepLineNumbers({ rg, pattern: parsed.rust!, input: cand.bytes, maxPerFile: wanted(), signal: ctx.signal }) : [];
+      addLines(found, toPosix(requested), cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand, () => numbers);
       done = true;
     } else if (rg) {
       const place = await ripgrepPlace(insideWs ? workspace : target, target);
@@ -208,7 +203,7 @@ export const grepTool: Tool = {
     if (!done) {
       const files = single
         ? [target]
-        : (await listFiles({ patterns: ["**/*"], cwd: target, filter: new GitignoreFilter(insideWs ? workspace : target, confined), signal: ctx.signal, followSymlinks: !confined })).map((f) => path.join(target, f));
+        : (await walkFiles({ root: target, filter: rules, signal: ctx.signal, follow: !confined })).map((f) => path.join(target, f));
       matchingLinesOf ??= (await import("./search/builtin.js")).matchingLines;
       const match = matchingLinesOf;
       let lastYield = Date.now();

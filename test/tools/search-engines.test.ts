@@ -74,7 +74,7 @@ describe("glob and grep: ripgrep and the built-in engine agree", () => {
         const [g1, g2] = await both(async () => text(await globTool.execute({ pattern: glob }, ctx)));
         expect(g1, `glob ${glob}`).toBe(g2);
         for (const p of patterns) {
-          for (const where of [undefined, "a"]) {
+          for (const where of [undefined, "a", "b", "x"]) {
             if (where && !fs.existsSync(path.join(sb.ws, where))) continue;
             const args: Record<string, string> = where ? { pattern: p, path: where } : { pattern: p };
             const before = grepEngineRuns.ripgrep;

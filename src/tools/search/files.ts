@@ -13,49 +13,43 @@ export const GREP_MAX_FILE_BYTES = 2 * 1024 * 1024;
 /** A file with a NUL byte in its first this-many bytes is binary and skipped. */
 export const GREP_BINARY_SNIFF_BYTES = 8192;
 
-export type Candidate =
-  | { kind: "text"; handle: FileHandle; size: number }
-  | { kind: "large" }
-  | { kind: "binary" }
-  | { kind: "unreadable" };
+export type Candidate = { kind: "text"; bytes: Buffer; text: string } | { kind: "large" } | { kind: "binary" } | { kind: "unreadable" };
 
-/** Opens `rel` (relative to the workspace, or absolute in `full` mode) and classifies it. A `text` candidate's handle must be closed by the caller. */
-export async function openCandidate(workspace: string, rel: string, mode: PermissionMode): Promise<Candidate> {
+/**
+ * Opens `abs` (inside the workspace, or anywhere in `full` mode) race-free, classifies it and,
+ * if it is text, reads it whole — at most the size seen at open, so a growing file cannot exceed
+ * the cap — and closes it.
+ */
+export async function readCandidate(workspace: string, abs: string, mode: PermissionMode): Promise<Candidate> {
   let opened;
   try {
-    opened = await openForRead(workspace, rel, mode);
+    opened = await openForRead(workspace, abs, mode);
   } catch {
     return { kind: "unreadable" }; // vanished, not a regular file, or leads outside: skipped silently
   }
   const { handle, size } = opened;
   try {
-    if (size > GREP_MAX_FILE_BYTES) {
-      await handle.close();
-      return { kind: "large" };
-    }
-    const sniff = Buffer.alloc(Math.min(GREP_BINARY_SNIFF_BYTES, size));
-    const { bytesRead } = await handle.read(sniff, 0, sniff.length, 0);
-    if (sniff.subarray(0, bytesRead).includes(0)) {
-      await handle.close();
-      return { kind: "binary" };
-    }
-    return { kind: "text", handle, size };
+    if (size > GREP_MAX_FILE_BYTES) return { kind: "large" };
+    const buf = await readUpTo(handle, size);
+    if (buf.subarray(0, GREP_BINARY_SNIFF_BYTES).includes(0)) return { kind: "binary" };
+    return { kind: "text", bytes: buf, text: buf.toString("utf8") };
   } catch {
-    await handle.close().catch(() => undefined);
     return { kind: "unreadable" };
+  } finally {
+    await handle.close().catch(() => undefined);
   }
 }
 
-/** Reads at most `size` bytes (the size seen at open, so a growing file cannot exceed the cap). */
-export async function readText(handle: FileHandle, size: number): Promise<string> {
-  const buf = Buffer.alloc(size);
+/** Reads at most `size` bytes from the start of the file. */
+export async function readUpTo(handle: FileHandle, size: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(size);
   let at = 0;
   while (at < size) {
     const { bytesRead } = await handle.read(buf, at, size - at, at);
     if (bytesRead === 0) break;
     at += bytesRead;
   }
-  return buf.subarray(0, at).toString("utf8");
+  return buf.subarray(0, at);
 }
 
 /**

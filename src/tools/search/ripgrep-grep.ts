@@ -4,7 +4,7 @@
  * cap (reported through `--debug`), and prints file names and line numbers only — no text. The
  * caller opens each file itself, race-free, takes the lines from its own descriptor, and stops
  * ripgrep as soon as the cap is reached: a common pattern costs a few files, not the whole tree.
- * A single file is searched by passing ripgrep the caller's descriptor (`/dev/fd/3`).
+ * A single file is read by the caller and searched through ripgrep's stdin.
  * So ripgrep decides which lines match (linear time, off the event loop, killed on cancel), and
  * nothing it read through a swapped folder can reach the output.
  */
@@ -83,36 +83,22 @@ export async function ripgrepSearch(options: {
   return { large };
 }
 
-/**
- * The 1-based numbers of the matching lines (at most `maxPerFile`) of each descriptor in `fds`
- * (opened by the caller), by position in `fds`.
- */
-export async function ripgrepLineNumbers(options: {
-  rg: string;
-  pattern: string;
-  fds: number[];
-  maxPerFile: number;
-  signal: AbortSignal;
-}): Promise<number[][]> {
-  const found: number[][] = options.fds.map(() => []);
-  if (options.fds.length === 0) return found;
-  const names = options.fds.map((_, i) => `/dev/fd/${i + 3}`);
-  const byName = new Map(names.map((n, i) => [n, i]));
-  const args = ["--no-config", "--no-messages", ...LINE_NUMBER_FLAGS, `--max-count=${options.maxPerFile}`, `--regexp=${options.pattern}`, "--", ...names];
+/** The 1-based numbers of the matching lines (at most `maxPerFile`) of `input` (bytes the caller read), searched through ripgrep's stdin. */
+export async function ripgrepLineNumbers(options: { rg: string; pattern: string; input: Buffer; maxPerFile: number; signal: AbortSignal }): Promise<number[]> {
+  const found: number[] = [];
+  const args = ["--no-config", "--no-messages", ...LINE_NUMBER_FLAGS, `--max-count=${options.maxPerFile}`, `--regexp=${options.pattern}`, "--", "-"];
   await runRipgrep({
     rg: options.rg,
     args,
     cwd: "/",
     signal: options.signal,
     separator: 10,
-    extraFds: options.fds,
+    input: options.input,
     onRecord: (rec) => {
       const parsed = parseRecord(rec);
-      const index = parsed && byName.get(parsed.file.toString("utf8"));
-      if (parsed && index !== undefined) found[index].push(parsed.line);
+      if (parsed) found.push(parsed.line);
       return true;
     },
   });
-  for (const list of found) list.sort((a, b) => a - b);
-  return found;
+  return found.sort((a, b) => a - b);
 }

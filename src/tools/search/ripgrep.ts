@@ -101,13 +101,14 @@ export async function runRipgrep(options: {
   onRecord: (record: Buffer) => boolean | Promise<boolean>;
   onEnd?: () => unknown;
   onStderrLine?: (line: string) => void;
-  extraFds?: number[];
+  /** Bytes written to ripgrep's stdin (else stdin is /dev/null). */
+  input?: Buffer;
 }): Promise<RgRun> {
   const { signal } = options;
   signal.throwIfAborted();
   const child = spawn(options.rg, options.args, {
     cwd: options.cwd,
-    stdio: ["ignore", "pipe", "pipe", ...(options.extraFds ?? [])],
+    stdio: [options.input ? "pipe" : "ignore", "pipe", "pipe"],
     env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
   });
   const closed = new Promise<number | null>((resolve, reject) => {
@@ -122,6 +123,10 @@ export async function runRipgrep(options: {
     child.kill("SIGKILL");
   };
   signal.addEventListener("abort", stop, { once: true });
+  if (options.input) {
+    child.stdin!.on("error", () => undefined); // ripgrep may stop reading early (--max-count)
+    child.stdin!.end(options.input);
+  }
   let stderrTail = "";
   let stderrLine = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => {
