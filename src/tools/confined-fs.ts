@@ -8,7 +8,6 @@
  * regular file, and in a confining mode its real path (`/proc/self/fd/N`) must be inside the
  * workspace. Only then is a byte read.
  */
-import * as fs from "node:fs";
 import { constants as C } from "node:fs";
 import * as fsp from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
@@ -30,8 +29,12 @@ function isInside(root: string, candidate: string): boolean {
 
 /** Opens an existing regular file for reading, never blocking (FIFO etc. refused), never through a symlink out of the workspace (verified on the descriptor via /proc/self/fd/N) when `mode` confines. Throws ToolError. Caller closes handle. */
 export async function openForRead(workspace: string, requested: string, mode: PermissionMode): Promise<OpenedFile> {
-  const absolute = resolveInWorkspace(workspace, requested, mode);
   const confined = isConfined(mode);
+  // The lexical check gives a clear message; the real check is on the descriptor, below.
+  const absolute = path.resolve(workspace, requested);
+  if (confined && !isInside(path.resolve(workspace), absolute)) resolveInWorkspace(workspace, requested, mode);
+  const realRoot = confined ? fsp.realpath(workspace) : undefined;
+  realRoot?.catch(() => undefined);
   let handle: FileHandle;
   try {
     handle = await fsp.open(absolute, C.O_RDONLY | C.O_NONBLOCK | C.O_NOCTTY | (confined ? C.O_NOFOLLOW : 0));
@@ -50,7 +53,7 @@ export async function openForRead(workspace: string, requested: string, mode: Pe
     } catch {
       if (confined) throw new ToolError(`cannot verify where ${requested} leads (/proc is not available)`);
     }
-    if (confined && !isInside(fs.realpathSync(workspace), realPath)) {
+    if (confined && !isInside(await realRoot!, realPath)) {
       throw new ToolError(`path '${requested}' leads outside the workspace; permission mode '${mode}' confines file tools to it`);
     }
     return { handle, size: st.size, realPath };

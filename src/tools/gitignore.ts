@@ -42,22 +42,16 @@ function isInside(root: string, candidate: string): boolean {
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
   private readonly rules = new Map<string, Ignore | null>();
-  private readonly realRoot: string;
 
   /**
    * @param root the folder whose `.gitignore` files apply (the workspace)
-   * @param confineSymlinks drop symbolic links that lead outside `root`
+   * @param confineSymlinks drop symbolic links (a confined mode): neither followed nor listed
    */
   constructor(
     readonly root: string,
     readonly confineSymlinks: boolean,
   ) {
     this.root = path.resolve(root);
-    try {
-      this.realRoot = fs.realpathSync(this.root);
-    } catch {
-      this.realRoot = this.root;
-    }
   }
 
   private rulesOf(dir: string): Ignore | null {
