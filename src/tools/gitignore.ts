@@ -6,14 +6,18 @@
  * entered at all. Rules come from every `.gitignore` between the walk root and the entry
  * (nested files override their parents, `!negation` included), evaluated the way git does:
  * the last matching rule wins, deeper files last. `.git` is always skipped. In a confined
- * permission mode a symbolic link whose target is outside the workspace is dropped as well, so
- * nothing outside can be listed or read through it.
+ * permission mode symbolic links are neither followed nor listed (as ripgrep without
+ * `--follow`), so nothing outside can be listed or read through one. A folder swapped for a link
+ * during the walk can still be read by name: callers verify what they show (glob: the real path
+ * of each path shown; grep: `openForRead` on the descriptor).
  *
  * Not handled: `.git/info/exclude` and the user's global excludes file.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { Ignore, Options as IgnoreOptions } from "ignore";
+import { sortPaths } from "./search/order.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -38,22 +42,16 @@ function isInside(root: string, candidate: string): boolean {
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
   private readonly rules = new Map<string, Ignore | null>();
-  private readonly realRoot: string;
 
   /**
    * @param root the folder whose `.gitignore` files apply (the workspace)
-   * @param confineSymlinks drop symbolic links that lead outside `root`
+   * @param confineSymlinks drop symbolic links (a confined mode): neither followed nor listed
    */
   constructor(
     readonly root: string,
     readonly confineSymlinks: boolean,
   ) {
     this.root = path.resolve(root);
-    try {
-      this.realRoot = fs.realpathSync(this.root);
-    } catch {
-      this.realRoot = this.root;
-    }
   }
 
   private rulesOf(dir: string): Ignore | null {
@@ -68,6 +66,11 @@ export class GitignoreFilter {
     }
     this.rules.set(dir, ig);
     return ig;
+  }
+
+  /** Loads the rule parser (once per process); call before `isIgnored` outside a walk. */
+  async load(): Promise<void> {
+    await loadIgnore();
   }
 
   /** Whether `absPath` (a file, or a folder when `isDir`) is ignored. Paths outside the root never are. */
@@ -92,26 +95,11 @@ export class GitignoreFilter {
     return ignored;
   }
 
-  /** Whether `absPath` may be listed: when confining, its real path (through any link) must be inside the root. */
-  isReachable(absPath: string): boolean {
-    return this.symlinkAllowed(absPath);
-  }
-
-  /** Whether a symbolic link at `absPath` may be listed (its target exists and, when confining, is inside). */
-  private symlinkAllowed(absPath: string): boolean {
-    if (!this.confineSymlinks) return true;
-    try {
-      return isInside(this.realRoot, fs.realpathSync.native(absPath));
-    } catch {
-      return false;
-    }
-  }
-
-  /** Keeps the entries of folder `dir` that are neither ignored nor forbidden links. */
+  /** Keeps the entries of folder `dir` that are neither ignored nor (when confining) links. */
   filterEntries(dir: string, entries: fs.Dirent[]): fs.Dirent[] {
     return entries.filter((entry) => {
       const abs = path.join(dir, entry.name);
-      if (entry.isSymbolicLink() && !this.symlinkAllowed(abs)) return false;
+      if (entry.isSymbolicLink() && this.confineSymlinks) return false;
       let isDir = entry.isDirectory();
       if (entry.isSymbolicLink()) {
         try {
@@ -143,6 +131,49 @@ export class GitignoreFilter {
   }
 }
 
+/**
+ * Every file under `root` that `.gitignore` keeps, relative to `root` with `/`, in walk order
+ * (search/order.ts) — the built-in twin of `rg --files`: regular files only; in a confined mode
+ * links are neither followed nor listed; `follow` follows them (never back into a folder above). Each folder is
+ * read asynchronously and filtered in a short step, so the event loop is never held for long.
+ */
+export async function walkFiles(options: { root: string; filter: GitignoreFilter; signal: AbortSignal; follow: boolean }): Promise<string[]> {
+  options.signal.throwIfAborted();
+  await loadIgnore();
+  const root = path.resolve(options.root);
+  const out: string[] = [];
+  // Each folder with the identities of the folders above it: a link back up is not entered again.
+  const stack: { dir: string; above: string[] }[] = [{ dir: root, above: [] }];
+  while (stack.length > 0) {
+    options.signal.throwIfAborted();
+    const { dir, above: aboveDir } = stack.pop()!;
+    let above = aboveDir;
+    if (options.follow) {
+      const st = await fs.promises.stat(dir).catch(() => undefined);
+      const id = st ? `${st.dev}:${st.ino}` : dir;
+      if (above.includes(id)) continue;
+      above = [...above, id];
+    }
+    let entries: fs.Dirent[];
+    try {
+      entries = options.filter.filterEntries(dir, await fs.promises.readdir(dir, { withFileTypes: true }));
+    } catch {
+      continue; // vanished or unreadable
+    }
+    for (const entry of entries) {
+      const abs = path.join(dir, entry.name);
+      let kind: "dir" | "file" | undefined = entry.isDirectory() ? "dir" : entry.isFile() ? "file" : undefined;
+      if (entry.isSymbolicLink() && options.follow) {
+        const st = await fs.promises.stat(abs).catch(() => undefined);
+        kind = st?.isDirectory() ? "dir" : st?.isFile() ? "file" : undefined;
+      }
+      if (kind === "dir") stack.push({ dir: abs, above });
+      else if (kind === "file") out.push(path.relative(root, abs).split(path.sep).join("/"));
+    }
+  }
+  return sortPaths(out);
+}
+
 /** Whether a glob pattern stays inside its root: relative, and no `..` segment. */
 export function patternEscapes(pattern: string): boolean {
   if (path.isAbsolute(pattern) || pattern.startsWith("~")) return true;
@@ -151,7 +182,7 @@ export function patternEscapes(pattern: string): boolean {
 
 /**
  * The files matching `patterns` under `cwd`, `.gitignore`-filtered, relative to `cwd` with `/`
- * separators, sorted. Rejects with the signal's reason when aborted.
+ * separators, in walk order (search/order.ts). Rejects with the signal's reason when aborted.
  */
 export async function listFiles(options: {
   patterns: string[];
@@ -174,12 +205,13 @@ export async function listFiles(options: {
   });
   options.signal.throwIfAborted();
   // The walk's starting folder (e.g. `node_modules` for `node_modules/**`) is not filtered by the
-  // adapter, so check each result too.
+  // adapter, so check each result too — in slices, giving the event loop (and a cancel) a turn.
   const cwd = path.resolve(options.cwd);
-  // The same holds for a starting folder reached through a symbolic link.
-  const kept = files.filter((file) => {
-    const abs = path.resolve(cwd, file);
-    return !options.filter.isIgnored(abs, false) && options.filter.isReachable(abs);
-  });
-  return kept.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const kept: string[] = [];
+  for (let i = 0; i < files.length; i += 2000) {
+    for (const file of files.slice(i, i + 2000)) if (!options.filter.isIgnored(path.resolve(cwd, file), false)) kept.push(file);
+    await yieldToLoop();
+    options.signal.throwIfAborted();
+  }
+  return sortPaths(kept);
 }

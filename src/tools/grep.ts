@@ -1,41 +1,34 @@
 /**
- * `grep {pattern, path?}`: a JavaScript regular expression over the text files of a folder or one
+ * `grep {pattern, path?}`: an RE2 regular expression over the text files of a folder or one
  * file, `.gitignore` respected, binary and oversized files skipped, results capped.
+ *
+ * Two engines give the same output: ripgrep when the machine has it (search/ripgrep-grep.ts),
+ * else the built-in walk and re2js matcher (search/builtin.ts). Either way the files are opened
+ * here, race-free and in path order (search/files.ts), and every line shown is read from those
+ * descriptors.
  */
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { isConfined, resolveInWorkspace } from "./workspace.js";
-import { GitignoreFilter, listFiles } from "./gitignore.js";
-import { ToolError, textOutput, type Tool } from "./types.js";
+import { GitignoreFilter, walkFiles } from "./gitignore.js";
+import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
+import { GREP_MAX_FILE_BYTES, readCandidate, splitLines, type Candidate } from "./search/files.js";
+import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
+import { findRipgrep } from "./search/ripgrep.js";
+import { comparePaths } from "./search/order.js";
+import { ripgrepLineNumbers, ripgrepSearch } from "./search/ripgrep-grep.js";
+
+export { GREP_BINARY_SNIFF_BYTES, GREP_MAX_FILE_BYTES } from "./search/files.js";
+export { GREP_MAX_PATTERN_CHARS } from "./search/pattern.js";
 
 /** Matching lines returned at most; the search stops there. */
 export const GREP_MAX_MATCHES = 500;
 /** Characters of a matching line shown; the rest is cut with a marker. */
 export const GREP_MAX_LINE_CHARS = 300;
-/** Files larger than this are skipped (and counted in the result). */
-export const GREP_MAX_FILE_BYTES = 2 * 1024 * 1024;
-/** A file with a NUL byte in its first this-many bytes is binary and skipped. */
-export const GREP_BINARY_SNIFF_BYTES = 8192;
-/** Longest pattern accepted. */
-export const GREP_MAX_PATTERN_CHARS = 4096;
 
-const SLASH_FORM = /^\/(.+)\/([a-z]*)$/s;
-
-/** Compiles the `pattern` argument: a regex source, or `/source/flags` (flags among `imsu`). */
-export function compilePattern(pattern: string): RegExp {
-  let source = pattern;
-  let flags = "";
-  const slash = SLASH_FORM.exec(pattern);
-  if (slash && /^[imsuvdgy]*$/.test(slash[2])) {
-    source = slash[1];
-    flags = slash[2].replace(/[gyd]/g, "");
-  }
-  try {
-    return new RegExp(source, flags);
-  } catch (err) {
-    throw new ToolError(`invalid regular expression ${JSON.stringify(pattern)}: ${(err as Error).message}`);
-  }
-}
+/** How many searches each engine ran (tests check which engine a search took). */
+export const grepEngineRuns = { ripgrep: 0, builtin: 0 };
 
 function toPosix(p: string): string {
   return path.sep === "/" ? p : p.split(path.sep).join("/");
@@ -45,12 +38,75 @@ function cutLine(line: string): string {
   return line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}… [line cut: ${line.length} characters]` : line;
 }
 
+function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * Where ripgrep runs for a folder search so that the `.gitignore` files between the workspace and
+ * the folder apply: none → in the folder; one → in its folder, with it as `--ignore-file`; more
+ * → `undefined` (ripgrep cannot anchor two such files; the built-in walk runs).
+ */
+async function ripgrepPlace(rulesRoot: string, target: string): Promise<{ cwd: string; root: string; ignoreFile?: string } | undefined> {
+  const above: string[] = [];
+  for (let dir = target; dir !== rulesRoot && isInside(rulesRoot, dir); ) {
+    dir = path.dirname(dir);
+    const file = path.join(dir, ".gitignore");
+    const st = await fs.lstat(file).catch(() => undefined);
+    if (st?.isFile()) above.push(dir);
+  }
+  if (above.length === 0) return { cwd: target, root: "" };
+  if (above.length > 1) return undefined;
+  return { cwd: above[0], root: path.relative(above[0], target), ignoreFile: path.join(above[0], ".gitignore") };
+}
+
+interface Found {
+  out: string[];
+  capped: boolean;
+  /** The file in which the cap was reached. */
+  stoppedAt?: string;
+  skippedLarge: number;
+  binary: boolean;
+}
+
+/** A file opened race-free (search/files.ts) and, if it is text, read into lines. */
+type Opened = Exclude<Candidate, { kind: "text" }> | { kind: "text"; lines: string[] };
+
+async function openAndRead(ctx: ToolContext, abs: string): Promise<Opened> {
+  const cand = await readCandidate(ctx.workspace, abs, ctx.permissionMode);
+  return cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand;
+}
+
+/** Adds a file's matching lines (1-based `numbers`) to `found`; returns whether to go on. */
+function addLines(found: Found, shown: string, opened: Opened, numbers: (lines: string[]) => number[]): boolean {
+  if (opened.kind === "large") found.skippedLarge++;
+  if (opened.kind === "binary") found.binary = true;
+  if (opened.kind !== "text") return true;
+  for (const n of numbers(opened.lines)) {
+    if (n > opened.lines.length) continue; // the file shrank since ripgrep read it
+    if (found.out.length >= GREP_MAX_MATCHES) {
+      found.capped = true;
+      found.stoppedAt = shown;
+      return false;
+    }
+    found.out.push(`${shown}:${n}:${cutLine(opened.lines[n - 1])}`);
+  }
+  return true;
+}
+
+/** Files opened ahead while ripgrep goes on (in order; each at most 2 MiB of text). */
+const READ_AHEAD_FILES = 8;
+
+let matchingLinesOf: ((lines: string[], re: CompiledRe2, max: number) => number[]) | undefined;
+
 export const grepTool: Tool = {
   name: "grep",
   readOnly: true,
   description:
-    "Search the text files of the workspace with a JavaScript regular expression (e.g. `function\\s+main`, " +
-    "or `/todo/i` for flags). path is a folder or file relative to the workspace (default: the whole workspace). " +
+    "Search the text files of the workspace with a regular expression in RE2 syntax (e.g. `function\\s+main`, " +
+    "or `/todo/i` for case-insensitive); no backreferences or lookaround; `\\d`, `\\w`, `\\s` and `\\b` are ASCII. " +
+    "Each line is matched on its own. path is a folder or file relative to the workspace (default: the whole workspace). " +
     "Returns matching lines as `path:line:text` (line numbers 1-based), in path order. " +
     "Files ignored by .gitignore, the .git folder, binary files and files over " +
     `${GREP_MAX_FILE_BYTES / (1024 * 1024)} MiB are skipped. At most ${GREP_MAX_MATCHES} matches; ` +
@@ -60,7 +116,7 @@ export const grepTool: Tool = {
     properties: {
       pattern: {
         type: "string",
-        description: "JavaScript regular expression, matched against each line; `/source/flags` form for flags (i, m, s, u)",
+        description: "RE2 regular expression, matched against each line; `/source/i` form for case-insensitive",
       },
       path: { type: "string", description: "Folder or file to search, relative to the workspace (default: the workspace root)" },
     },
@@ -70,14 +126,15 @@ export const grepTool: Tool = {
   async execute(args, ctx) {
     const pattern = args.pattern;
     if (typeof pattern !== "string" || pattern.length === 0) {
-      throw new ToolError("pattern is required and must be a non-empty string (a JavaScript regular expression)");
+      throw new ToolError("pattern is required and must be a non-empty string (a regular expression, RE2 syntax)");
     }
     if (pattern.length > GREP_MAX_PATTERN_CHARS) throw new ToolError(`pattern is longer than ${GREP_MAX_PATTERN_CHARS} characters`);
     if (args.path !== undefined && args.path !== null && typeof args.path !== "string") {
       throw new ToolError(`path must be a string (got ${JSON.stringify(args.path)})`);
     }
     const requested = typeof args.path === "string" && args.path.length > 0 ? args.path : ".";
-    const regex = compilePattern(pattern);
+    const parsed: GrepPattern = parseGrepPattern(pattern);
+    const re = await compileRe2(parsed, pattern); // validates the pattern for both engines alike
     const workspace = path.resolve(ctx.workspace);
     const confined = isConfined(ctx.permissionMode);
     const target = resolveInWorkspace(workspace, requested, ctx.permissionMode);
@@ -89,68 +146,88 @@ export const grepTool: Tool = {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new ToolError(`no such file or folder: ${requested}`);
       throw new ToolError(`cannot search ${requested}: ${(err as Error).message}`);
     }
-    const relToWs = path.relative(workspace, target);
-    const insideWs = relToWs === "" || (relToWs !== ".." && !relToWs.startsWith(`..${path.sep}`) && !path.isAbsolute(relToWs));
+    const insideWs = isInside(workspace, target);
     const display = (abs: string): string => (insideWs ? toPosix(path.relative(workspace, abs)) || "." : abs);
-
-    let files: string[];
     const single = !stat.isDirectory();
-    if (single) {
-      if (!stat.isFile()) throw new ToolError(`${requested} is neither a regular file nor a folder`);
-      files = [target];
-    } else {
-      const filter = new GitignoreFilter(insideWs ? workspace : target, confined);
-      const rel = await listFiles({ patterns: ["**/*"], cwd: target, filter, signal: ctx.signal, followSymlinks: !confined });
-      files = rel.map((f) => path.join(target, f));
-    }
+    if (single && !stat.isFile()) throw new ToolError(`${requested} is neither a regular file nor a folder`);
 
-    const out: string[] = [];
-    let searched = 0;
-    let skippedLarge = 0;
-    let skippedBinary = 0;
-    let capped = false;
-    for (const file of files) {
-      ctx.signal.throwIfAborted();
-      let bytes: Buffer;
-      try {
-        const st = await fs.stat(file);
-        if (!st.isFile()) continue;
-        if (st.size > GREP_MAX_FILE_BYTES) {
-          skippedLarge++;
-          continue;
-        }
-        bytes = await fs.readFile(file, { signal: ctx.signal });
-      } catch (err) {
+    const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false };
+    const rules = new GitignoreFilter(insideWs ? workspace : target, confined);
+    // A folder that .gitignore ignores holds nothing to search (an ignored file named by path is searched).
+    await rules.load();
+    const ignoredFolder = !single && rules.isIgnored(target, true);
+    const wanted = () => GREP_MAX_MATCHES + 1 - found.out.length;
+    let rg = parsed.rust !== null ? await findRipgrep() : undefined;
+    let done = ignoredFolder;
+    if (done) {
+      // nothing to search
+    } else if (rg && single) {
+      // ripgrep searches the bytes read here, through its stdin.
+      const cand = await readCandidate(ctx.workspace, target, ctx.permissionMode);
+      const numbers = cand.kind === "text" ? await ripgrepLineNumbers({ rg, pattern: parsed.rust!, input: cand.bytes, maxPerFile: wanted(), signal: ctx.signal }) : [];
+      addLines(found, toPosix(requested), cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand, () => numbers);
+      done = true;
+    } else if (rg) {
+      const place = await ripgrepPlace(insideWs ? workspace : target, target);
+      const ahead: { shown: string; numbers: number[]; opened: Promise<Opened> }[] = [];
+      const next = async (): Promise<boolean> => {
+        const item = ahead.shift()!;
+        return addLines(found, item.shown, await item.opened, () => item.numbers);
+      };
+      const run = place
+        ? await ripgrepSearch({
+            rg,
+            pattern: parsed.rust!,
+            ...place,
+            follow: !confined,
+            maxPerFile: GREP_MAX_MATCHES + 1,
+            signal: ctx.signal,
+            onFile: async (abs, numbers) => {
+              const opened = openAndRead(ctx, abs);
+              opened.catch(() => undefined);
+              ahead.push({ shown: display(abs), numbers, opened });
+              while (ahead.length >= READ_AHEAD_FILES) if (!(await next())) return false;
+              return true;
+            },
+          }).finally(() => Promise.allSettled(ahead.map((a) => a.opened)))
+        : undefined;
+      while (run && ahead.length > 0 && !found.capped) await next();
+      if (run) {
+        // Files ripgrep skipped for their size count as the built-in walk counts them: those
+        // before the point where the cap stopped the search.
+        const stopAt = found.stoppedAt;
+        found.skippedLarge += run.large.map(display).filter((p) => stopAt === undefined || comparePaths(p, stopAt) < 0).length;
+        done = true;
+      } else rg = undefined;
+    }
+    if (!done) {
+      const files = single
+        ? [target]
+        : (await walkFiles({ root: target, filter: rules, signal: ctx.signal, follow: !confined })).map((f) => path.join(target, f));
+      matchingLinesOf ??= (await import("./search/builtin.js")).matchingLines;
+      const match = matchingLinesOf;
+      let lastYield = Date.now();
+      for (const abs of files) {
         ctx.signal.throwIfAborted();
-        continue; // vanished or unreadable: skip silently
-      }
-      if (bytes.subarray(0, GREP_BINARY_SNIFF_BYTES).includes(0)) {
-        skippedBinary++;
-        continue;
-      }
-      searched++;
-      const lines = bytes.toString("utf8").split("\n");
-      const shown = display(file);
-      for (let i = 0; i < lines.length; i++) {
-        const line = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
-        if (!regex.test(line)) continue;
-        if (out.length >= GREP_MAX_MATCHES) {
-          capped = true;
-          break;
+        const opened = await openAndRead(ctx, abs);
+        if (!addLines(found, single ? toPosix(requested) : display(abs), opened, (lines) => match(lines, re, wanted()).map((n) => n + 1))) break;
+        if (Date.now() - lastYield > 10) {
+          await yieldToLoop(); // re2js runs on this thread: let other sessions and a cancel in
+          lastYield = Date.now();
         }
-        out.push(`${shown}:${i + 1}:${cutLine(line)}`);
       }
-      if (capped) break;
     }
+    grepEngineRuns[rg ? "ripgrep" : "builtin"]++;
 
+    const engine = rg ? "ripgrep" : "the built-in search";
     const notes: string[] = [];
-    if (capped) notes.push(`[stopped after ${GREP_MAX_MATCHES} matches; there are more — narrow the pattern or the path]`);
-    if (skippedLarge > 0) notes.push(`[skipped ${skippedLarge} file(s) over ${GREP_MAX_FILE_BYTES} bytes]`);
-    if (single && skippedBinary > 0) notes.push(`[${requested} is a binary file; not searched]`);
-    if (out.length === 0) {
-      const where = single ? requested : `${requested} (${searched} text files searched; .gitignore'd and binary files skipped)`;
-      return textOutput([`No matches for ${regex} in ${where}.`, ...notes].join("\n"));
+    if (found.capped) notes.push(`[stopped after ${GREP_MAX_MATCHES} matches; there are more — narrow the pattern or the path]`);
+    if (found.skippedLarge > 0) notes.push(`[skipped ${found.skippedLarge} file(s) over ${GREP_MAX_FILE_BYTES} bytes]`);
+    if (single && found.binary) notes.push(`[${requested} is a binary file; not searched]`);
+    if (found.out.length === 0) {
+      const where = single ? requested : `${requested} (searched with ${engine}; .gitignore'd and binary files skipped)`;
+      return textOutput([`No matches for ${parsed.display} in ${where}.`, ...notes].join("\n"));
     }
-    return textOutput([...out, ...notes].join("\n"));
+    return textOutput([...found.out, ...notes].join("\n"));
   },
 };

@@ -1,9 +1,21 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GLOB_MAX_RESULTS, globTool } from "../../src/tools/glob.js";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { GLOB_MAX_RESULTS, globEngineRuns, globTool } from "../../src/tools/glob.js";
 import { ToolError } from "../../src/tools/types.js";
-import { makeCtx, makeSandbox, text, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+
+describe.each(["ripgrep", "builtin"] as const)("glob (%s engine)", (engine) => {
+let restore: () => void;
+let runsBefore = 0;
+beforeAll(async () => {
+  restore = await useSearchEngine(engine);
+  runsBefore = globEngineRuns[engine];
+});
+afterAll(() => {
+  expect(globEngineRuns[engine]).toBeGreaterThan(runsBefore);
+  restore();
+});
 
 let sb: ReturnType<typeof makeSandbox>;
 beforeEach(() => {
@@ -82,4 +94,5 @@ describe("glob", () => {
     ac.abort(new Error("cancelled"));
     await expect(globTool.execute({ pattern: "**/*" }, makeCtx(sb.ws, "workspace-write", ac.signal))).rejects.toThrow();
   });
+});
 });

@@ -1,9 +1,23 @@
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepTool } from "../../src/tools/grep.js";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepEngineRuns, grepTool } from "../../src/tools/grep.js";
 import { ToolError } from "../../src/tools/types.js";
-import { makeCtx, makeSandbox, text, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+
+describe.each(["ripgrep", "builtin"] as const)("grep (%s engine)", (engine) => {
+let restore: () => void;
+let runsBefore = 0;
+beforeAll(async () => {
+  restore = await useSearchEngine(engine);
+  runsBefore = grepEngineRuns[engine];
+});
+afterAll(() => {
+  // Every search of this block ran on the engine it is named after.
+  expect(grepEngineRuns[engine]).toBeGreaterThan(runsBefore);
+  restore();
+});
 
 let sb: ReturnType<typeof makeSandbox>;
 beforeEach(() => {
@@ -66,7 +80,7 @@ describe("grep", () => {
 
   it("turns an invalid regex into a ToolError with the regex error", async () => {
     await expect(run({ pattern: "a(b" })).rejects.toThrow(ToolError);
-    await expect(run({ pattern: "a(b" })).rejects.toThrow(/invalid regular expression.*Unterminated group/);
+    await expect(run({ pattern: "a(b" })).rejects.toThrow(/invalid regular expression "a\(b" \(RE2 syntax\).*missing closing \)/);
   });
 
   it("rejects bad arguments naming the argument", async () => {
@@ -89,6 +103,52 @@ describe("grep", () => {
     expect(await run({ pattern: "SECRET", path: "../outside" }, "full")).toBe(`${path.join(sb.outside, "secret.txt")}:1:TOP SECRET outside`);
   });
 
+  it("refuses what RE2 syntax does not have, naming the construct", async () => {
+    const cases: [string, RegExp][] = [
+      ["(a)\\1", /`\\1` \(a backreference/],
+      ["foo(?=bar)", /`\(\?=` \(lookahead\)/],
+      ["(?<!x)y", /`\(\?<!` \(lookbehind\)/],
+      ["a\\nb", /`\\n` \(grep matches within one line/],
+      ["\\Qa.b\\E", /\\Q…\\E/],
+    ];
+    for (const [p, message] of cases) {
+      await expect(run({ pattern: p })).rejects.toThrow(ToolError);
+      await expect(run({ pattern: p })).rejects.toThrow(message);
+    }
+  });
+
+  it("gives \\d, \\w, \\s and \\b their ASCII meaning", async () => {
+    writeTree(sb.ws, { "u.txt": "é1 word\néword\n٣\nx\u00a0y\n" });
+    expect(await run({ pattern: "^\\w", path: "u.txt" })).toBe("u.txt:4:x\u00a0y");
+    expect(await run({ pattern: "\\bword", path: "u.txt" })).toBe("u.txt:1:é1 word\nu.txt:2:éword");
+    expect(await run({ pattern: "\\d", path: "u.txt" })).toBe("u.txt:1:é1 word");
+    expect(await run({ pattern: "x\\sy", path: "u.txt" })).toMatch(/^No matches/);
+    expect(await run({ pattern: "(?i)ÉWORD", path: "u.txt" })).toBe("u.txt:2:éword");
+  });
+
+  it("never opens a FIFO or other non-regular file", async () => {
+    execFileSync("mkfifo", [path.join(sb.ws, "pipe.txt")]);
+    writeTree(sb.ws, { "sub/x.txt": "needle\n" });
+    execFileSync("mkfifo", [path.join(sb.ws, "sub", "fifo")]);
+    // An open() of a FIFO without a writer would block: these answer at once.
+    expect(await run({ pattern: "needle", path: "sub" })).toBe("sub/x.txt:1:needle");
+    expect(await run({ pattern: "needle" })).toMatch(/^src\/a\.ts:1:const needle = 1;\n/);
+    await expect(run({ pattern: "needle", path: "pipe.txt" })).rejects.toThrow(/neither a regular file nor a folder/);
+  }, 10_000);
+
+  it("matches a pattern that backtracking engines take exponential time on, in linear time", async () => {
+    writeTree(sb.ws, { "aaa.txt": `${"a".repeat(200_000)}\n${"a".repeat(50_000)}!\n` });
+    const out = await run({ pattern: "^(a+)+$", path: "aaa.txt" });
+    expect(out).toMatch(/^aaa\.txt:1:a{300}… \[line cut: 200000 characters\]$/);
+  }, 10_000);
+
+  it("does not follow or list symbolic links in a confined mode, even ones that stay inside", async () => {
+    fs.symlinkSync(path.join(sb.ws, "src", "b.ts"), path.join(sb.ws, "inner-link.ts"));
+    fs.symlinkSync(path.join(sb.ws, "src"), path.join(sb.ws, "src-link"));
+    expect(await run({ pattern: "needle again" })).toBe("src/b.ts:2:needle again");
+    expect(await run({ pattern: "needle again" }, "full")).toBe("inner-link.ts:2:needle again\nsrc/b.ts:2:needle again\nsrc-link/b.ts:2:needle again");
+  });
+
   it("stops when the signal is aborted", async () => {
     const ac = new AbortController();
     ac.abort(new Error("cancelled"));
@@ -104,4 +164,5 @@ describe("grep", () => {
     setTimeout(() => ac.abort(new Error("cancelled mid-way")), 5);
     await expect(p).rejects.toThrow(/cancelled mid-way/);
   });
+});
 });

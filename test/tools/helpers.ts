@@ -32,3 +32,21 @@ export function makeCtx(workspace: string, permissionMode: PermissionMode = "wor
 export function text(out: ToolOutput): string {
   return out.content.map((b) => b.text).join("");
 }
+
+/**
+ * Makes glob and grep use one engine: "ripgrep" (the machine's, which the tests need) or
+ * "builtin" (ripgrep hidden with HARNESS_RG=off). Returns the undo.
+ */
+export async function useSearchEngine(engine: "ripgrep" | "builtin"): Promise<() => void> {
+  const { findRipgrep, resetRipgrepLookup } = await import("../../src/tools/search/ripgrep.js");
+  const before = process.env.HARNESS_RG;
+  if (engine === "builtin") process.env.HARNESS_RG = "off";
+  else delete process.env.HARNESS_RG;
+  resetRipgrepLookup();
+  if (engine === "ripgrep" && !(await findRipgrep())) throw new Error("ripgrep (rg >= 13) is needed by the tests: apt-get install ripgrep");
+  return () => {
+    if (before === undefined) delete process.env.HARNESS_RG;
+    else process.env.HARNESS_RG = before;
+    resetRipgrepLookup();
+  };
+}

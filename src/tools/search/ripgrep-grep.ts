@@ -1,0 +1,104 @@
+/**
+ * grep through ripgrep. A folder search is one run of `rg --sort path`: ripgrep walks the tree in
+ * path order (one thread, so the order is fixed), applies `.gitignore`, skips files over the size
+ * cap (reported through `--debug`), and prints file names and line numbers only — no text. The
+ * caller opens each file itself, race-free, takes the lines from its own descriptor, and stops
+ * ripgrep as soon as the cap is reached: a common pattern costs a few files, not the whole tree.
+ * A single file is read by the caller and searched through ripgrep's stdin.
+ * So ripgrep decides which lines match (linear time, off the event loop, killed on cancel), and
+ * nothing it read through a swapped folder can reach the output.
+ */
+import * as path from "node:path";
+import { GREP_MAX_FILE_BYTES } from "./files.js";
+import { RIPGREP_COMMON_FLAGS, runRipgrep } from "./ripgrep.js";
+
+const LARGE_DEBUG_LINE = /\bignoring (.+): (\d+) bytes$/;
+
+/** Flags of every search run: numbers only (`--max-columns=1` hides the text), binary files searched as text (the caller sniffs them), CRLF lines. */
+const LINE_NUMBER_FLAGS = ["--line-number", "--with-filename", "--null", "--text", "--crlf", "--max-columns=1"];
+
+/** Parses `path\0N:…` into the path and N. */
+function parseRecord(rec: Buffer): { file: Buffer; line: number } | undefined {
+  const nul = rec.indexOf(0);
+  if (nul < 0) return undefined;
+  const colon = rec.indexOf(58, nul + 1);
+  const line = Number(rec.subarray(nul + 1, colon < 0 ? undefined : colon).toString("latin1"));
+  return Number.isInteger(line) && line > 0 ? { file: rec.subarray(0, nul), line } : undefined;
+}
+
+/**
+ * A folder search. `cwd` is where ripgrep runs; `root` (relative to it, or "" for cwd itself) is
+ * searched; `ignoreFile` is a `.gitignore` above the root whose rules apply too. `onFile` gets
+ * each file with a match (absolute path, 1-based line numbers, at most `maxPerFile`) in path
+ * order, and returns `false` to stop. Returns the files skipped for their size (absolute), or
+ * `undefined` when ripgrep refuses the pattern (then the built-in engine runs).
+ */
+export async function ripgrepSearch(options: {
+  rg: string;
+  pattern: string;
+  cwd: string;
+  root: string;
+  ignoreFile?: string;
+  follow: boolean;
+  maxPerFile: number;
+  signal: AbortSignal;
+  onFile: (abs: string, lines: number[]) => Promise<boolean>;
+}): Promise<{ large: string[] } | undefined> {
+  const args = [...RIPGREP_COMMON_FLAGS, ...LINE_NUMBER_FLAGS, "--sort=path", `--max-filesize=${GREP_MAX_FILE_BYTES}`, `--max-count=${options.maxPerFile}`, "--debug"];
+  if (options.follow) args.push("--follow");
+  if (options.ignoreFile) args.push(`--ignore-file=${options.ignoreFile}`);
+  args.push(`--regexp=${options.pattern}`, "--");
+  if (options.root) args.push(options.root);
+  const large: string[] = [];
+  let current: Buffer | undefined;
+  let lines: number[] = [];
+  const flush = async (): Promise<boolean> => {
+    if (!current) return true;
+    const more = await options.onFile(path.resolve(options.cwd, current.toString("utf8")), lines);
+    current = undefined;
+    lines = [];
+    return more;
+  };
+  const run = await runRipgrep({
+    rg: options.rg,
+    args,
+    cwd: options.cwd,
+    signal: options.signal,
+    separator: 10,
+    onRecord: async (rec) => {
+      const parsed = parseRecord(rec);
+      if (!parsed) return true;
+      if (current && !current.equals(parsed.file) && !(await flush())) return false;
+      current ??= Buffer.from(parsed.file);
+      lines.push(parsed.line);
+      return true;
+    },
+    onEnd: flush,
+    onStderrLine: (line) => {
+      const m = LARGE_DEBUG_LINE.exec(line);
+      if (m && Number(m[2]) > GREP_MAX_FILE_BYTES) large.push(path.resolve(options.cwd, m[1]));
+    },
+  });
+  if (run.code === 2 && /regex parse error|error parsing|regex.*(too big|size limit)/i.test(run.stderrTail)) return undefined;
+  return { large };
+}
+
+/** The 1-based numbers of the matching lines (at most `maxPerFile`) of `input` (bytes the caller read), searched through ripgrep's stdin. */
+export async function ripgrepLineNumbers(options: { rg: string; pattern: string; input: Buffer; maxPerFile: number; signal: AbortSignal }): Promise<number[]> {
+  const found: number[] = [];
+  const args = ["--no-config", "--no-messages", ...LINE_NUMBER_FLAGS, `--max-count=${options.maxPerFile}`, `--regexp=${options.pattern}`, "--", "-"];
+  await runRipgrep({
+    rg: options.rg,
+    args,
+    cwd: "/",
+    signal: options.signal,
+    separator: 10,
+    input: options.input,
+    onRecord: (rec) => {
+      const parsed = parseRecord(rec);
+      if (parsed) found.push(parsed.line);
+      return true;
+    },
+  });
+  return found.sort((a, b) => a - b);
+}

@@ -1,0 +1,164 @@
+/**
+ * ripgrep, when the machine has it: found by absolute path only (never through PATH, never from
+ * the workspace), version-checked once, and run with flags that reproduce the built-in search's
+ * rules exactly:
+ *  - `--no-config`: no RIPGREP_CONFIG_PATH file changes the flags;
+ *  - `--no-require-git --no-ignore-global --no-ignore-exclude --no-ignore-dot --no-ignore-parent`:
+ *    the `.gitignore` files under the walk root, nested and with negations, and nothing else —
+ *    not `.git/info/exclude`, the user's global excludes, `.ignore`/`.rgignore`, or any
+ *    `.gitignore` above the root (those between the workspace and the root are passed with
+ *    `--ignore-file` by the caller);
+ *  - `--hidden -g '!.git'`: dotfiles are searched, `.git` (folder or file) never;
+ *  - no `--follow` in a confined mode: links are neither followed nor listed.
+ * Whatever ripgrep prints is a candidate only: the caller opens each file itself, race-free,
+ * before anything of it reaches the model.
+ */
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+
+/** Where ripgrep is looked for, in order (`HARNESS_RG` overrides: an absolute path, or `off`). */
+export const RIPGREP_LOCATIONS = ["/usr/bin/rg", "/usr/local/bin/rg", "/bin/rg", "/opt/homebrew/bin/rg"];
+/** Oldest ripgrep whose flags were checked against these rules. */
+export const RIPGREP_MIN_MAJOR = 13;
+
+export const RIPGREP_COMMON_FLAGS = [
+  "--no-config",
+  "--no-require-git",
+  "--no-ignore-global",
+  "--no-ignore-exclude",
+  "--no-ignore-dot",
+  "--no-ignore-parent",
+  "--hidden",
+  "--glob=!.git",
+  "--no-messages",
+];
+
+let located: Promise<string | undefined> | undefined;
+
+async function probe(file: string): Promise<string | undefined> {
+  try {
+    const st = await fs.promises.stat(file);
+    if (!st.isFile()) return undefined;
+    await fs.promises.access(file, fs.constants.X_OK);
+  } catch {
+    return undefined;
+  }
+  const out = await new Promise<string>((resolve) => {
+    const child = spawn(file, ["--version"], { stdio: ["ignore", "pipe", "ignore"], env: {} });
+    let text = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (text = (text + d).slice(0, 4096)));
+    child.on("error", () => resolve(""));
+    child.on("close", () => {
+      clearTimeout(timer);
+      resolve(text);
+    });
+  });
+  const major = /^ripgrep (\d+)\./.exec(out);
+  return major && Number(major[1]) >= RIPGREP_MIN_MAJOR ? file : undefined;
+}
+
+/** The ripgrep executable to use, or `undefined` (then the built-in search runs). Cached. */
+export function findRipgrep(): Promise<string | undefined> {
+  located ??= (async () => {
+    const override = process.env.HARNESS_RG;
+    if (override === "off") return undefined;
+    if (override && override.startsWith("/")) return probe(override);
+    for (const file of RIPGREP_LOCATIONS) {
+      const found = await probe(file);
+      if (found) return found;
+    }
+    return undefined;
+  })();
+  return located;
+}
+
+/** Forgets the cached lookup (tests switch `HARNESS_RG`). */
+export function resetRipgrepLookup(): void {
+  located = undefined;
+}
+
+export interface RgRun {
+  /** Exit code (0 found, 1 nothing found, 2 error), or null if killed. */
+  code: number | null;
+  /** The last few KiB of stderr. */
+  stderrTail: string;
+}
+
+/**
+ * Runs ripgrep; `onRecord` gets each NUL- or newline-terminated record of stdout (as chosen by
+ * `separator`), in order, and ripgrep's output waits while it runs (so it may be async); it
+ * returns `false` to stop ripgrep early. `onEnd` runs after the last record of a run that was not
+ * stopped. `onStderrLine` gets each stderr line. ripgrep is killed on abort (then this rejects
+ * with the signal's reason) and whenever this returns early.
+ */
+export async function runRipgrep(options: {
+  rg: string;
+  args: string[];
+  cwd: string;
+  signal: AbortSignal;
+  separator: 0 | 10;
+  onRecord: (record: Buffer) => boolean | Promise<boolean>;
+  onEnd?: () => unknown;
+  onStderrLine?: (line: string) => void;
+  /** Bytes written to ripgrep's stdin (else stdin is /dev/null). */
+  input?: Buffer;
+}): Promise<RgRun> {
+  const { signal } = options;
+  signal.throwIfAborted();
+  const child = spawn(options.rg, options.args, {
+    cwd: options.cwd,
+    stdio: [options.input ? "pipe" : "ignore", "pipe", "pipe"],
+    env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
+  });
+  const closed = new Promise<number | null>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve(code));
+  });
+  closed.catch(() => undefined);
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    child.kill("SIGKILL");
+  };
+  signal.addEventListener("abort", stop, { once: true });
+  if (options.input) {
+    child.stdin!.on("error", () => undefined); // ripgrep may stop reading early (--max-count)
+    child.stdin!.end(options.input);
+  }
+  let stderrTail = "";
+  let stderrLine = "";
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+    stderrTail = (stderrTail + d).slice(-4096);
+    if (!options.onStderrLine) return;
+    const lines = (stderrLine + d).split("\n");
+    stderrLine = lines.pop()!.slice(-65536);
+    for (const l of lines) options.onStderrLine(l);
+  });
+  let finished = false;
+  try {
+    let pending = Buffer.alloc(0);
+    reading: for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
+      let buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      let at: number;
+      while ((at = buf.indexOf(options.separator)) >= 0) {
+        const record = buf.subarray(0, at);
+        buf = buf.subarray(at + 1);
+        if (stopped || !(await options.onRecord(record))) {
+          stop();
+          break reading;
+        }
+      }
+      pending = Buffer.from(buf);
+    }
+    if (!stopped) await options.onEnd?.();
+    finished = true;
+  } finally {
+    if (!finished) stop(); // leaving on an error: ripgrep must not outlive the call
+    signal.removeEventListener("abort", stop);
+  }
+  const code = await closed;
+  signal.throwIfAborted();
+  return { code: stopped ? null : code, stderrTail };
+}
