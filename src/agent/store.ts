@@ -6,6 +6,9 @@
  * littered: `<root>/<workspace-name>-<hash>/<sessionId>.jsonl`. The log is fsynced at turn end
  * and at shutdown; a torn last line (the process killed mid-write) is dropped on load and cut
  * from the file so later appends start on a clean line.
+ *
+ * Logs hold tool output, which may hold secrets: the session root and each workspace folder are
+ * 0700 and every log 0600, whatever the umask, and existing ones are tightened when opened.
  */
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
@@ -59,11 +62,33 @@ export interface SessionLog {
   close(): void;
 }
 
+/** Mode of the session root and its workspace folders: the owner only. */
+export const SESSION_DIR_MODE = 0o700;
+/** Mode of a session log: the owner only. */
+export const SESSION_FILE_MODE = 0o600;
+
+/** Creates `dir` (and missing parents) and makes it `SESSION_DIR_MODE`, whatever the umask or its mode before. */
+function privateFolder(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: SESSION_DIR_MODE });
+  fs.chmodSync(dir, SESSION_DIR_MODE);
+}
+
 export class SessionStore {
   readonly directory: string;
+  private readonly root: string;
+  private foldersReady = false;
 
   constructor(root: string, readonly workspace: string) {
+    this.root = root;
     this.directory = path.join(root, workspaceFolderName(workspace));
+  }
+
+  /** The root and this workspace's folder, private (checked once per store). */
+  private ensureFolders(): void {
+    if (this.foldersReady) return;
+    privateFolder(this.root);
+    privateFolder(this.directory);
+    this.foldersReady = true;
   }
 
   /** The log file of a session id. */
@@ -74,11 +99,12 @@ export class SessionStore {
   /** Opens a session's log, loading it when it exists and creating it with `header` when not. */
   open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
     const file = this.pathOf(sessionId);
+    this.ensureFolders();
     const existing = fs.existsSync(file) ? openExisting(file) : undefined;
     if (existing) return existing;
-    fs.mkdirSync(this.directory, { recursive: true });
     const full: SessionHeader = { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header };
-    const fd = fs.openSync(file, "w");
+    const fd = fs.openSync(file, "w", SESSION_FILE_MODE);
+    fs.fchmodSync(fd, SESSION_FILE_MODE);
     writeAll(fd, `${JSON.stringify(full)}\n`);
     return new FileSessionLog(fd, full, []);
   }
@@ -110,7 +136,9 @@ function openExisting(file: string): SessionLog | undefined {
     throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   }
   if (goodBytes < Buffer.byteLength(text)) fs.truncateSync(file, goodBytes);
-  return new FileSessionLog(fs.openSync(file, "a"), header, events);
+  const fd = fs.openSync(file, "a", SESSION_FILE_MODE);
+  fs.fchmodSync(fd, SESSION_FILE_MODE);
+  return new FileSessionLog(fd, header, events);
 }
 
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
