@@ -69,12 +69,14 @@ interface Flight {
 export class AgentRuntime {
   private readonly sessions = new Map<string, Session>();
   private readonly flights = new Map<string, Flight>();
+  /** Child sessions whose subagent turn is running: as busy as a session with a prompt in flight. */
+  private readonly runningChildren = new Set<string>();
 
   constructor(private readonly options: RuntimeOptions) {}
 
   /** Whether a session has a turn in flight. */
   isBusy(sessionId: string): boolean {
-    return this.flights.has(sessionId);
+    return this.flights.has(sessionId) || this.runningChildren.has(sessionId);
   }
 
   /**
@@ -82,7 +84,7 @@ export class AgentRuntime {
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
   prompt(sessionId: string, content: TextBlock[]): Promise<TurnEndReason> {
-    if (this.flights.has(sessionId)) throw new SessionBusyError(sessionId);
+    if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId);
     const session = this.session(sessionId);
     const controller = new AbortController();
     const settled = this.runTop(session, content, controller.signal).finally(() => this.flights.delete(sessionId));
@@ -178,10 +180,13 @@ export class AgentRuntime {
     const { sink } = this.options;
     await sink.subagentStarted({ parentSessionId: parent.id, childSessionId: childId });
     let reason: TurnEndReason;
+    this.runningChildren.add(childId);
     try {
       reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth);
     } catch (error) {
       reason = { kind: "internal-error", message: (error as Error).message };
+    } finally {
+      this.runningChildren.delete(childId);
     }
     const last: AssistantContentBlock[] | undefined = child.lastAssistantContent;
     await sink.subagentFinished({

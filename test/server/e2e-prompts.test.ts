@@ -317,6 +317,26 @@ describe("subagents", () => {
     expect(finished?.params).toMatchObject({ status: "aborted", stopReason: { kind: "aborted" } });
     expect(c.indexOf(finished!)).toBeLessThan(c.indexOf(prompt));
   });
+  it("a prompt for a running subagent's child session is refused -32001 like any busy session", async () => {
+    const script = ws.script("subbusy.json", {
+      turns: [{ steps: [{ toolCalls: [{ name: "task", arguments: { prompt: "wait forever" } }] }, { text: "never" }] }],
+      subagent: { turns: [{ steps: [{ text: "waiting", hang: true }] }] },
+    });
+    const c = await initialized(script);
+    c.request("p", "session/prompt", promptParams("parent3"));
+    const started = await c.waitFrame((f) => f.method === "subagent.started", "subagent.started");
+    const childId = started.params.childSessionId;
+    c.request("child", "session/prompt", promptParams(childId));
+    const refused = await c.response("child");
+    expect(refused.error).toMatchObject({ code: -32001, data: { kind: "session-busy", sessionId: childId } });
+    c.request("c", "session/cancel", { sessionId: "parent3" });
+    expect((await c.response("p")).result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+    await c.response("c");
+    // Once its subagent turn has ended the child session takes prompts again.
+    c.request("again", "session/prompt", promptParams(childId));
+    c.request("c2", "session/cancel", { sessionId: childId });
+    expect((await c.response("again")).error).toBeUndefined();
+  });
 });
 
 describe("subagent failures and depth", () => {
