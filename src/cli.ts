@@ -200,6 +200,28 @@ export function main(argv: string[] = process.argv): void {
   serve(parsed.options);
 }
 
+/** How often the parent pid is checked (see `watchParent`). */
+export const PARENT_POLL_MS = 200;
+
+/**
+ * Calls `gone` once when the process that started the bridge has died. A client killed by
+ * SIGKILL closes its pipes, but the bridge would only notice on its next write — never, while a
+ * bash command or a model stream that sends only keep-alives is running. When the parent dies
+ * the kernel reparents the bridge, so `getppid()` changes: polled on an unref'd timer, which
+ * keeps nothing alive. A parent that stays (`cat requests.jsonl | harness-bridge --stdio` in a
+ * shell) never triggers it.
+ */
+function watchParent(gone: () => void): void {
+  const parent = process.ppid;
+  if (parent <= 1) return; // started by init or a subreaper already: nothing to watch
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    gone();
+  }, PARENT_POLL_MS);
+  timer.unref();
+}
+
 function serve(options: CliOptions): void {
   // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
   // not kill the process before in-flight turns are aborted and their logs synced.
@@ -237,5 +259,6 @@ function serve(options: CliOptions): void {
   // A failure nobody awaited must not kill a bridge that is serving other sessions.
   process.on("unhandledRejection", (reason) => logger.error(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}`));
   endpoint.start();
+  watchParent(() => server?.onClientGone("the parent process exited"));
   logger.debug(`serving on stdio; session logs: ${options.sessionLog ? (sessionRoot ?? "the default root") : "off"}`);
 }

@@ -27,6 +27,8 @@ import { buildSystemPrompt } from "./system-prompt.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
+/** The same when the client is known to be gone: what is still queued has no reader. */
+export const CLIENT_GONE_DRAIN_MS = 500;
 
 const PERMISSION_ORDER: PermissionMode[] = ["read-only", "workspace-write", "full"];
 
@@ -325,6 +327,18 @@ export class HarnessServer {
   }
 
   /**
+   * The client is gone (its process died): nobody will read what is written, so abort every
+   * turn (killing its tool processes), sync the logs and exit, waiting at most
+   * `CLIENT_GONE_DRAIN_MS` for stdout.
+   */
+  onClientGone(why: string): void {
+    if (this.exiting) return;
+    this.options.logger.warn(`${why}; aborting everything`);
+    this.shuttingDown = true;
+    void this.settleEverything(why).finally(() => this.finish(0, CLIENT_GONE_DRAIN_MS));
+  }
+
+  /**
    * SIGTERM, SIGINT and SIGHUP (the terminal or the parent's session went away): like
    * `shutdown` without a response; exit 0, 130 and 129.
    */
@@ -335,16 +349,16 @@ export class HarnessServer {
     void this.settleEverything(`${signal} received`).finally(() => this.finish(SIGNAL_EXIT_CODES[signal]));
   }
 
-  private async finish(code: number): Promise<void> {
+  private async finish(code: number, drainMs = DRAIN_DEADLINE_MS): Promise<void> {
     if (this.exiting) return;
     this.exiting = true;
     this.options.endpoint.close();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
       timer = setTimeout(() => {
-        this.options.logger.warn(`stdout did not drain within ${DRAIN_DEADLINE_MS} ms; exiting anyway`);
+        this.options.logger.warn(`stdout did not drain within ${drainMs} ms; exiting anyway`);
         resolve();
-      }, DRAIN_DEADLINE_MS);
+      }, drainMs);
     });
     await Promise.race([this.options.endpoint.flush(), deadline]);
     clearTimeout(timer);
