@@ -224,7 +224,13 @@ export async function openForWrite(workspace: string, requested: string, mode: P
 }
 
 async function openForWriteAt(workspace: string, target: string, requested: string, mode: PermissionMode, hops: number): Promise<WritableFile> {
-  const absolute = resolveInWorkspace(workspace, target, mode);
+  let absolute: string;
+  try {
+    absolute = resolveInWorkspace(workspace, target, mode);
+  } catch (err) {
+    if (target === requested || !(err instanceof ToolError)) throw err;
+    throw new ToolError(`path '${requested}' is a symbolic link to ${target}, outside the workspace (${workspace}); permission mode '${mode}' confines file tools to it`);
+  }
   const root = await confinementRoot(workspace, mode);
   if (!(await haveDescriptorPaths())) return createByName(absolute, requested, root, workspace, mode);
   // Walk from the real workspace root (or `/` when unconfined) down the lexical rest.
@@ -262,7 +268,7 @@ async function openForWriteAt(workspace: string, target: string, requested: stri
       if (hops >= MAX_LINK_HOPS) throw new ToolError(`cannot write ${requested}: too many levels of symbolic links`);
       const link = await fs.readlink(at).catch(() => undefined);
       const next = link === undefined ? target : path.resolve(parent.realPath, link);
-      return openForWriteAt(workspace, next, requested, mode, hops + 1);
+      return await openForWriteAt(workspace, next, requested, mode, hops + 1);
     }
     if ((await pin.stat().catch(() => undefined))?.isDirectory()) {
       await pin.close().catch(() => undefined);
