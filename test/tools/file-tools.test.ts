@@ -2,7 +2,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { editFileTool } from "../../src/tools/edit-file.js";
+import { EDIT_FILE_MAX_BYTES, editFileTool } from "../../src/tools/edit-file.js";
 import {
   READ_FILE_DEFAULT_LINES,
   READ_FILE_MAX_BYTES,
@@ -173,5 +173,130 @@ describe("read_file limits", () => {
     execFileSync("mkfifo", [ws("fifo")]);
     await expect(exec(readFileTool, { path: "fifo" })).rejects.toThrow(/not a regular file/);
     await expect(exec(readFileTool, { path: "/dev/zero" }, "full")).rejects.toThrow(/not a regular file/);
+  });
+});
+
+describe("non-regular files: refused before any blocking open", () => {
+  /** Opens each FIFO's read end without blocking, which releases a writer stuck in open(). */
+  const release = (fifos: string[]) => {
+    for (const f of fifos) {
+      try {
+        fs.closeSync(fs.openSync(f, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK));
+      } catch {
+        // gone already
+      }
+    }
+  };
+  const guard = <T>(p: Promise<T>, ms: number, what: string) =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms))]);
+
+  it("four concurrent write_file calls on FIFOs answer with an error, and read_file keeps working meanwhile", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const fifos = [1, 2, 3, 4].map((i) => ws(`fifo${i}`));
+    execFileSync("mkfifo", fifos);
+    writeTree(sb.ws, { "plain.txt": "still served\n" });
+    try {
+      // Four is libuv's whole thread pool: a blocking open in each would freeze every file tool.
+      const writes = fifos.map((f) => exec(writeFileTool, { path: path.basename(f), content: "x" }).then(text, (err: Error) => `error: ${err.message}`));
+      const read = await guard(exec(readFileTool, { path: "plain.txt" }), 10_000, "read_file beside four FIFO writes");
+      expect(text(read)).toBe("1\tstill served");
+      const answers = await guard(Promise.all(writes), 10_000, "write_file on FIFOs");
+      for (const a of answers) expect(a).toMatch(/^error: fifo\d is not a regular file \(it is a FIFO\)$/);
+    } finally {
+      release(fifos);
+    }
+  });
+
+  it("read_file, write_file and edit_file refuse a FIFO, a socket and a device, reached directly or through a link", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const net = await import("node:net");
+    execFileSync("mkfifo", [ws("fifo")]);
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(ws("sock"), resolve));
+    fs.symlinkSync("fifo", ws("link-to-fifo"));
+    try {
+      const cases: [string, "workspace-write" | "full", RegExp][] = [
+        ["fifo", "workspace-write", /not a regular file \(it is a FIFO\)/],
+        ["link-to-fifo", "workspace-write", /not a regular file \(it is a FIFO\)/],
+        ["sock", "workspace-write", /not a regular file \(it is a socket\)/],
+        ["/dev/null", "full", /not a regular file \(it is a device\)/],
+      ];
+      for (const [p, mode, expected] of cases) {
+        for (const [tool, args] of [
+          [readFileTool, { path: p }],
+          [writeFileTool, { path: p, content: "x" }],
+          [editFileTool, { path: p, oldText: "a", newText: "b" }],
+        ] as const) {
+          await expect(guard(exec(tool, args, mode), 10_000, `${tool.name} ${p}`), `${tool.name} ${p}`).rejects.toThrow(expected);
+        }
+      }
+      expect(fs.lstatSync(ws("fifo")).isFIFO()).toBe(true);
+    } finally {
+      release([ws("fifo")]);
+      server.close();
+    }
+  });
+});
+
+describe("symbolic links resolved as the kernel does", () => {
+  it("write_file does not create a file outside through a relative chain (a/b/c -> ../.., then a/b/c/l1 -> ../x)", async () => {
+    fs.mkdirSync(ws("a/b"), { recursive: true });
+    fs.symlinkSync("../..", ws("a/b/c")); // a/b/c is the workspace itself
+    fs.symlinkSync("../outside/planted.txt", ws("l1")); // reached as a/b/c/l1: from the workspace, ../outside
+    fs.symlinkSync("../x", ws("l2"));
+    for (const p of ["a/b/c/l1", "a/b/c/l2", "l1"]) {
+      await expect(exec(writeFileTool, { path: p, content: "pwned" }), p).rejects.toThrow(/outside the workspace/);
+    }
+    expect(fs.readdirSync(sb.outside)).toEqual(["secret.txt"]);
+    expect(fs.existsSync(path.join(sb.root, "x"))).toBe(false);
+    // A chain that stays inside still works, and lands where the kernel puts it.
+    fs.symlinkSync("inside-target.txt", ws("l3"));
+    await exec(writeFileTool, { path: "a/b/c/l3", content: "ok" });
+    expect(fs.readFileSync(ws("inside-target.txt"), "utf8")).toBe("ok");
+  });
+});
+
+describe("edit_file output cap", () => {
+  const EIGHT_MIB = 8 * 1024 * 1024;
+
+  it("refuses an edit whose result would pass the cap, naming the size, and changes nothing", async () => {
+    fs.writeFileSync(ws("big.txt"), Buffer.alloc(EIGHT_MIB, "a"));
+    const newText = "x".repeat(60);
+    await expect(exec(editFileTool, { path: "big.txt", oldText: "a", newText, replaceAll: true })).rejects.toThrow(
+      `replacing ${EIGHT_MIB} occurrences would make big.txt ${EIGHT_MIB * 60} bytes, over the ${EDIT_FILE_MAX_BYTES}-byte limit of edit_file; nothing was changed`,
+    );
+    expect(fs.statSync(ws("big.txt")).size).toBe(EIGHT_MIB);
+    // Up to the cap exactly is fine, multi-byte text counted in bytes.
+    // 1024 × (3413 × 3-byte € + "a") = 10 MiB exactly.
+    fs.writeFileSync(ws("small.txt"), "é".repeat(1024));
+    const out = await exec(editFileTool, { path: "small.txt", oldText: "é", newText: "€".repeat((10 * 1024 - 1) / 3) + "a", replaceAll: true });
+    expect(text(out)).toBe("Edited small.txt: replaced 1024 occurrences");
+    expect(fs.statSync(ws("small.txt")).size).toBe(EDIT_FILE_MAX_BYTES);
+    fs.writeFileSync(ws("small.txt"), "é".repeat(1024) + "!");
+    await expect(exec(editFileTool, { path: "small.txt", oldText: "é", newText: "€".repeat((10 * 1024 - 1) / 3) + "a", replaceAll: true })).rejects.toThrow(
+      `would make small.txt ${EDIT_FILE_MAX_BYTES + 1} bytes`,
+    );
+  });
+
+  it("refuses before the result exists: the same edit passes in a process with a 64 MiB heap", async () => {
+    // The old edit built the 480 MiB result (and a match array) before writing it; in a heap far
+    // smaller than that result only a refusal computed up front can answer at all.
+    const { buildSync } = await import("esbuild");
+    const { execFileSync } = await import("node:child_process");
+    const bundle = path.join(sb.root, "edit-file.mjs");
+    buildSync({ entryPoints: [path.join(import.meta.dirname, "../../src/tools/edit-file.ts")], bundle: true, platform: "node", format: "esm", outfile: bundle, logLevel: "silent" });
+    fs.writeFileSync(ws("big.txt"), Buffer.alloc(EIGHT_MIB, "a"));
+    const script = `
+      const { editFileTool } = await import(${JSON.stringify(bundle)});
+      const ctx = { workspace: ${JSON.stringify(sb.ws)}, permissionMode: "workspace-write", signal: new AbortController().signal, sessionId: "t", callId: "c" };
+      try {
+        await editFileTool.execute({ path: "big.txt", oldText: "a", newText: "x".repeat(60), replaceAll: true }, ctx);
+        console.log("edited");
+      } catch (err) {
+        console.log(err.name + ": " + err.message);
+      }`;
+    const out = execFileSync(process.execPath, ["--max-old-space-size=64", "--input-type=module", "-e", script], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
+    expect(out).toMatch(/^ToolError: replacing 8388608 occurrences would make big\.txt 503316480 bytes, over the/);
+    expect(fs.statSync(ws("big.txt")).size).toBe(EIGHT_MIB);
   });
 });
