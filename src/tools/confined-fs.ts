@@ -42,7 +42,7 @@ export interface WritableFile extends OpenedFile {
   created: boolean;
 }
 
-const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY, O_DIRECTORY, O_TRUNC } = fsc;
+const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY, O_DIRECTORY } = fsc;
 /** `O_PATH` of Linux (x86, arm, and the generic ABI); Node's `fs.constants` lacks it. */
 const O_PATH = 0o10000000;
 /** Never block on a FIFO, never take a terminal as controlling terminal. */
@@ -51,6 +51,12 @@ const SAFE = O_NONBLOCK | O_NOCTTY;
 const MAX_LINK_HOPS = 40;
 
 let descriptorPaths: boolean | undefined;
+
+/** For tests: `false` forces the checks by name used where `/proc/self/fd` is missing; `undefined` probes again. */
+export function useDescriptorPaths(enabled: boolean | undefined): void {
+  descriptorPaths = enabled;
+}
+
 /** Whether `/proc/self/fd/N` names opened descriptors here (Linux with /proc mounted). */
 async function haveDescriptorPaths(): Promise<boolean> {
   if (descriptorPaths === undefined) {
@@ -102,6 +108,9 @@ function outside(requested: string, real: string, workspace: string, mode: Permi
 
 function openError(requested: string, err: unknown, verb: string): ToolError {
   const code = errno(err);
+  if ((code === "ENOENT" || code === "ENOTDIR") && verb === "write") {
+    return new ToolError(`cannot write ${requested}: a folder on its path is missing, or went away while it was opened`);
+  }
   if (code === "ENOENT" || code === "ENOTDIR") return new ToolError(`no such file: ${requested}`);
   if (code === "ELOOP") return new ToolError(`cannot ${verb} ${requested}: too many levels of symbolic links`);
   if (code === "ENXIO" || code === "EWOULDBLOCK" || code === "EAGAIN") return new ToolError(`${requested} is not a regular file`);
@@ -232,7 +241,11 @@ async function openForWriteAt(workspace: string, target: string, requested: stri
     throw new ToolError(`path '${requested}' is a symbolic link to ${target}, outside the workspace (${workspace}); permission mode '${mode}' confines file tools to it`);
   }
   const root = await confinementRoot(workspace, mode);
-  if (!(await haveDescriptorPaths())) return createByName(absolute, requested, root, workspace, mode);
+  const follow = async (link: string) => {
+    if (hops >= MAX_LINK_HOPS) throw new ToolError(`cannot write ${requested}: too many levels of symbolic links`);
+    return await openForWriteAt(workspace, link, requested, mode, hops + 1);
+  };
+  if (!(await haveDescriptorPaths())) return await createByName(absolute, requested, root, workspace, mode, follow);
   // Walk from the real workspace root (or `/` when unconfined) down the lexical rest.
   const base = root ?? "/";
   const lexicalRoot = root !== undefined && isInside(path.resolve(workspace), absolute) ? path.resolve(workspace) : base;
@@ -265,16 +278,14 @@ async function openForWriteAt(workspace: string, target: string, requested: stri
     if (pin === undefined) {
       // A dangling symbolic link (writing through it creates its target, resolved from the
       // link's real folder, as the kernel does), or the entry went away: resolve again.
-      if (hops >= MAX_LINK_HOPS) throw new ToolError(`cannot write ${requested}: too many levels of symbolic links`);
       const link = await fs.readlink(at).catch(() => undefined);
-      const next = link === undefined ? target : path.resolve(parent.realPath, link);
-      return await openForWriteAt(workspace, next, requested, mode, hops + 1);
+      return await follow(link === undefined ? target : path.resolve(parent.realPath, link));
     }
     if ((await pin.stat().catch(() => undefined))?.isDirectory()) {
       await pin.close().catch(() => undefined);
       throw new ToolError(`${requested} is a directory; give a file path`);
     }
-    const opened = await reopen(await checkPinned(pin, requested, root, workspace, mode), O_WRONLY | O_TRUNC, requested, "write");
+    const opened = await reopen(await checkPinned(pin, requested, root, workspace, mode), O_WRONLY, requested, "write");
     return { ...opened, created: false };
   } finally {
     await parent.dir.close().catch(() => undefined);
@@ -307,9 +318,8 @@ async function openFolderChain(base: string, parts: string[], requested: string,
           next = await fs.open(at, O_PATH | O_DIRECTORY | O_NOFOLLOW);
         } catch (again) {
           const code = errno(again);
-          if (code === "ELOOP" || code === "ENOTDIR" || code === "ENOENT") {
-            throw new ToolError(`cannot write ${requested}: ${path.join(realPath, part)} is a symbolic link to a missing folder, or not a folder`);
-          }
+          if (code === "ELOOP") throw new ToolError(`cannot write ${requested}: ${path.join(realPath, part)} is a symbolic link to a missing folder`);
+          if (code === "ENOTDIR") throw new ToolError(`cannot write ${requested}: ${path.join(realPath, part)} is not a folder`);
           throw openError(requested, again, "write");
         }
       }
@@ -332,32 +342,61 @@ async function openFolderChain(base: string, parts: string[], requested: string,
   }
 }
 
-/** Without descriptor paths: folders made one at a time and checked by name, the file made `O_EXCL | O_NOFOLLOW`. */
-async function createByName(absolute: string, requested: string, root: string | undefined, workspace: string, mode: PermissionMode): Promise<WritableFile> {
-  try {
-    return { ...(await openExistingByName(absolute, requested, root, workspace, mode, O_WRONLY | O_TRUNC, "write")), created: false };
-  } catch (err) {
-    if (!(err instanceof ToolError) || !/^no such file/.test(err.message)) throw err;
-  }
-  const parts = path.relative(path.parse(absolute).root, path.dirname(absolute)).split(path.sep).filter((p) => p !== "");
-  let dir = path.parse(absolute).root;
-  for (const part of parts) {
+/**
+ * Without descriptor paths: the file opened as `openExistingByName` does, or else its folders
+ * made one at a time from the workspace down, each checked by real path (one made outside by a
+ * lost race is removed), and the file made `O_EXCL | O_NOFOLLOW` and checked the same way.
+ */
+async function createByName(
+  absolute: string,
+  requested: string,
+  root: string | undefined,
+  workspace: string,
+  mode: PermissionMode,
+  follow: (target: string) => Promise<WritableFile>,
+): Promise<WritableFile> {
+  const missing = await fs.stat(absolute).then(
+    () => false,
+    (err: unknown) => errno(err) === "ENOENT",
+  );
+  if (!missing) return { ...(await openExistingByName(absolute, requested, root, workspace, mode, O_WRONLY, "write")), created: false };
+  const start = root === undefined ? path.parse(absolute).root : isInside(path.resolve(workspace), absolute) ? path.resolve(workspace) : root;
+  let dir = start;
+  for (const part of path.relative(start, path.dirname(absolute)).split(path.sep).filter((p) => p !== "")) {
     dir = path.join(dir, part);
-    await fs.mkdir(dir).catch((err) => {
+    let made = false;
+    try {
+      await fs.mkdir(dir);
+      made = true;
+    } catch (err) {
       if (errno(err) !== "EEXIST") throw openError(requested, err, "write");
-    });
+    }
+    if (root === undefined) continue;
+    const real = await fs.realpath(dir).catch(() => dir);
+    if (!isInside(root, real)) {
+      if (made) await fs.rmdir(real).catch(() => undefined);
+      throw outside(requested, real, workspace, mode);
+    }
   }
   let handle: FileHandle;
   try {
     handle = await fs.open(absolute, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | SAFE, 0o666);
   } catch (err) {
-    throw openError(requested, err, "write");
+    if (errno(err) !== "EEXIST") throw openError(requested, err, "write");
+    // A dangling symbolic link (or something that appeared meanwhile): resolve again through it.
+    const link = await fs.readlink(absolute).catch(() => undefined);
+    const from = await fs.realpath(path.dirname(absolute)).catch(() => path.dirname(absolute));
+    return await follow(link === undefined ? absolute : path.resolve(from, link));
   }
-  const realPath = await fs.realpath(absolute).catch(() => absolute);
-  if (root !== undefined && !isInside(root, realPath)) {
+  // The file made must be the one the real path names now, inside; else not a byte goes to it.
+  const held = await handle.stat();
+  const realPath = await fs.realpath(absolute).catch(() => undefined);
+  const named = realPath === undefined ? undefined : await fs.stat(realPath).catch(() => undefined);
+  if (realPath === undefined || named?.ino !== held.ino || named.dev !== held.dev || (root !== undefined && !isInside(root, realPath))) {
     await handle.close();
-    await fs.unlink(realPath).catch(() => undefined);
-    throw outside(requested, realPath, workspace, mode);
+    if (realPath !== undefined && named?.ino === held.ino) await fs.unlink(realPath).catch(() => undefined);
+    if (realPath !== undefined && root !== undefined && !isInside(root, realPath)) throw outside(requested, realPath, workspace, mode);
+    throw new ToolError(`cannot write ${requested}: its path changed while it was being created; try again`);
   }
   return { handle, size: 0, realPath, created: true };
 }
