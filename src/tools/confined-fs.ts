@@ -114,7 +114,9 @@ function openError(requested: string, err: unknown, verb: string): ToolError {
   if (code === "ENOENT" || code === "ENOTDIR") return new ToolError(`no such file: ${requested}`);
   if (code === "ELOOP") return new ToolError(`cannot ${verb} ${requested}: too many levels of symbolic links`);
   if (code === "ENXIO" || code === "EWOULDBLOCK" || code === "EAGAIN") return new ToolError(`${requested} is not a regular file`);
-  return new ToolError(`cannot ${verb} ${requested}: ${(err as Error).message}`);
+  if (code === "EACCES" || code === "EPERM") return new ToolError(`cannot ${verb} ${requested}: permission denied`);
+  // Node's message ends with the path it opened (often /proc/self/fd/N/…): the model knows the path it gave.
+  return new ToolError(`cannot ${verb} ${requested}: ${(err as Error).message.replace(/, \w+ '.*'$/s, "")}`);
 }
 
 interface Pinned {
@@ -224,9 +226,10 @@ export function openForUpdate(workspace: string, requested: string, mode: Permis
 }
 
 /**
- * Opens `requested` for writing, truncated, creating it and its missing parent folders (write_file).
- * Existing files are checked as `openForRead` checks them; a new one is created with `O_EXCL` and
- * `O_NOFOLLOW` in a parent folder held and verified as a descriptor. The caller closes `handle`.
+ * Opens `requested` for writing, creating it and its missing parent folders (write_file); the
+ * content is left as it is for `writeAll` to replace. Existing files are checked as
+ * `openForRead` checks them; a new one is created with `O_EXCL` and `O_NOFOLLOW` in a parent
+ * folder held and verified as a descriptor. The caller closes `handle`.
  */
 export async function openForWrite(workspace: string, requested: string, mode: PermissionMode): Promise<WritableFile> {
   return openForWriteAt(workspace, requested, requested, mode, 0);
@@ -357,7 +360,7 @@ async function createByName(
 ): Promise<WritableFile> {
   const missing = await fs.stat(absolute).then(
     () => false,
-    (err: unknown) => errno(err) === "ENOENT",
+    (err: unknown) => errno(err) === "ENOENT" || errno(err) === "ENOTDIR",
   );
   if (!missing) return { ...(await openExistingByName(absolute, requested, root, workspace, mode, O_WRONLY, "write")), created: false };
   const start = root === undefined ? path.parse(absolute).root : isInside(path.resolve(workspace), absolute) ? path.resolve(workspace) : root;
@@ -371,6 +374,7 @@ async function createByName(
     } catch (err) {
       if (errno(err) !== "EEXIST") throw openError(requested, err, "write");
     }
+    if (!made && !(await fs.stat(dir).catch(() => undefined))?.isDirectory()) throw new ToolError(`cannot write ${requested}: ${dir} is not a folder`);
     if (root === undefined) continue;
     const real = await fs.realpath(dir).catch(() => dir);
     if (!isInside(root, real)) {

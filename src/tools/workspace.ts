@@ -74,11 +74,25 @@ export function resolveInWorkspace(workspace: string, requested: string, mode: P
   if (typeof requested !== "string" || requested.length === 0) throw new ToolError("path must be a non-empty string");
   const absolute = path.resolve(workspace, requested);
   if (!isConfined(mode)) return absolute;
-  const realRoot = fs.realpathSync(workspace);
+  let realRoot: string;
+  try {
+    realRoot = fs.realpathSync(workspace);
+  } catch (err) {
+    throw new ToolError(`the workspace ${workspace} cannot be resolved: ${(err as Error).message}`);
+  }
   if (!isInside(path.resolve(workspace), absolute) && !isInside(realRoot, absolute)) {
     throw new ToolError(`path '${requested}' is outside the workspace (${workspace}); permission mode '${mode}' confines file tools to it`);
   }
-  const real = realPathOfNearest(absolute);
+  let real: string;
+  try {
+    real = realPathOfNearest(absolute);
+  } catch (err) {
+    if (err instanceof ToolError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ELOOP") throw new ToolError(`path '${requested}': too many levels of symbolic links`);
+    if (code === "EACCES" || code === "EPERM") throw new ToolError(`path '${requested}': permission denied`);
+    throw new ToolError(`path '${requested}': ${(err as Error).message.replace(/, \w+ '.*'$/s, "")}`);
+  }
   if (!isInside(realRoot, real)) {
     throw new ToolError(`path '${requested}' leads outside the workspace through a symbolic link (to ${real}); permission mode '${mode}' confines file tools to it`);
   }

@@ -50,6 +50,14 @@ describe(`checked ${check === "descriptor" ? "on the descriptor" : "by name"}`, 
       await expect(exec(writeFileTool, { path: "x.txt", content: 42 })).rejects.toThrow(/content/);
       await expect(exec(writeFileTool, { path: "x.txt", content: "x" }, "read-only")).rejects.toThrow(/read-only/);
     });
+
+    it("says what went wrong in the model's terms, not the descriptor paths it used", async () => {
+      const long = "n".repeat(300);
+      await expect(exec(writeFileTool, { path: long, content: "x" })).rejects.toThrow(`path '${long}': ENAMETOOLONG: name too long`);
+      await expect(exec(writeFileTool, { path: `${long}/x.txt`, content: "x" })).rejects.not.toThrow(/\/proc\//);
+      writeTree(sb.ws, { file: "x" });
+      await expect(exec(writeFileTool, { path: "file/x.txt", content: "x" })).rejects.toThrow(/file is not a folder$/);
+    });
   });
 
   describe("edit_file", () => {
