@@ -1,9 +1,8 @@
 /**
  * `read_file {path, offset?, limit?}`: a text file's lines, numbered, within caps.
  */
-import * as fs from "node:fs/promises";
 import type { JsonObject } from "../protocol/index.js";
-import { resolveInWorkspace } from "./workspace.js";
+import { openForRead, readAll } from "./confined-fs.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 
 /** Files larger than this are refused whole; read them in parts with offset/limit. */
@@ -44,22 +43,17 @@ export const readFileTool: Tool = {
     if (typeof args.path !== "string") throw new ToolError("path is required and must be a string");
     const offset = optionalPositiveInt(args, "offset") ?? 1;
     const limit = optionalPositiveInt(args, "limit") ?? READ_FILE_DEFAULT_LINES;
-    const file = resolveInWorkspace(ctx.workspace, args.path, ctx.permissionMode);
-    let stat;
+    // Opened once, checked on the descriptor (type, real path), read from that descriptor.
+    const file = await openForRead(ctx.workspace, args.path, ctx.permissionMode);
+    let bytes: Buffer;
     try {
-      stat = await fs.stat(file);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") throw new ToolError(`no such file: ${args.path}`);
-      throw new ToolError(`cannot read ${args.path}: ${(err as Error).message}`);
+      if (file.size > READ_FILE_MAX_BYTES) {
+        throw new ToolError(`${args.path} is ${file.size} bytes, over the ${READ_FILE_MAX_BYTES}-byte limit of read_file`);
+      }
+      bytes = await readAll(file, READ_FILE_MAX_BYTES, args.path, ctx.signal);
+    } finally {
+      await file.handle.close().catch(() => undefined);
     }
-    if (stat.isDirectory()) throw new ToolError(`${args.path} is a directory, not a file`);
-    // A FIFO would block and a device such as /dev/zero never ends (its size reads as 0).
-    if (!stat.isFile()) throw new ToolError(`${args.path} is not a regular file`);
-    if (stat.size > READ_FILE_MAX_BYTES) {
-      throw new ToolError(`${args.path} is ${stat.size} bytes, over the ${READ_FILE_MAX_BYTES}-byte limit of read_file`);
-    }
-    const bytes = await fs.readFile(file, { signal: ctx.signal });
     if (bytes.subarray(0, 8192).includes(0)) {
       return textOutput(`${args.path} is a binary file (${bytes.length} bytes); read_file shows text files only`, true);
     }

@@ -2,6 +2,10 @@
  * Workspace confinement for the file tools: every path resolves against the workspace, and in
  * a confined mode nothing outside it is reachable — not through `..`, an absolute path, or a
  * symlink (the real path is checked, also of the nearest existing parent of a new file).
+ *
+ * This is the check by name, made first for a clear error; it cannot hold against a concurrent
+ * swap of a folder for a symbolic link. What makes confinement hold is `confined-fs.ts`, which
+ * checks the opened descriptor itself.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -13,17 +17,22 @@ export function isConfined(mode: PermissionMode): boolean {
   return mode !== "full";
 }
 
-function isInside(root: string, candidate: string): boolean {
+/** Whether `candidate` is `root` or below it, lexically (both absolute). */
+export function isInside(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
   // `..name` is a legal name inside; only a `..` segment leaves.
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
-/** The target of `p` if it is a symbolic link (even a dangling one), else `undefined`. */
+/**
+ * The target of `p` if it is a symbolic link (even a dangling one), else `undefined`. A
+ * relative target is resolved from the link's real folder, as the kernel does — not from the
+ * lexical parent, which differs when a folder on the way is itself a link (`a/b/c -> ../..`).
+ */
 function linkTarget(p: string): string | undefined {
   try {
     if (!fs.lstatSync(p).isSymbolicLink()) return undefined;
-    return path.resolve(path.dirname(p), fs.readlinkSync(p));
+    return path.resolve(fs.realpathSync(path.dirname(p)), fs.readlinkSync(p));
   } catch {
     return undefined;
   }
@@ -65,11 +74,25 @@ export function resolveInWorkspace(workspace: string, requested: string, mode: P
   if (typeof requested !== "string" || requested.length === 0) throw new ToolError("path must be a non-empty string");
   const absolute = path.resolve(workspace, requested);
   if (!isConfined(mode)) return absolute;
-  const realRoot = fs.realpathSync(workspace);
+  let realRoot: string;
+  try {
+    realRoot = fs.realpathSync(workspace);
+  } catch (err) {
+    throw new ToolError(`the workspace ${workspace} cannot be resolved: ${(err as Error).message}`);
+  }
   if (!isInside(path.resolve(workspace), absolute) && !isInside(realRoot, absolute)) {
     throw new ToolError(`path '${requested}' is outside the workspace (${workspace}); permission mode '${mode}' confines file tools to it`);
   }
-  const real = realPathOfNearest(absolute);
+  let real: string;
+  try {
+    real = realPathOfNearest(absolute);
+  } catch (err) {
+    if (err instanceof ToolError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ELOOP") throw new ToolError(`path '${requested}': too many levels of symbolic links`);
+    if (code === "EACCES" || code === "EPERM") throw new ToolError(`path '${requested}': permission denied`);
+    throw new ToolError(`path '${requested}': ${(err as Error).message.replace(/, \w+ '.*'$/s, "")}`);
+  }
   if (!isInside(realRoot, real)) {
     throw new ToolError(`path '${requested}' leads outside the workspace through a symbolic link (to ${real}); permission mode '${mode}' confines file tools to it`);
   }

@@ -1,9 +1,7 @@
 /**
  * `write_file {path, content}`: creates or overwrites a file, creating its parent folders.
  */
-import * as fs from "node:fs/promises";
-import * as path from "node:path";
-import { resolveInWorkspace } from "./workspace.js";
+import { openForWrite, writeAll } from "./confined-fs.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 
 /** Largest content accepted, in UTF-8 bytes. */
@@ -28,27 +26,21 @@ export const writeFileTool: Tool = {
     if (ctx.permissionMode === "read-only") throw new ToolError("write_file is not available in read-only mode");
     if (typeof args.path !== "string" || args.path.length === 0) throw new ToolError("path is required and must be a non-empty string");
     if (typeof args.content !== "string") throw new ToolError("content is required and must be a string");
+    const size = Buffer.byteLength(args.content, "utf8");
+    if (size > WRITE_FILE_MAX_BYTES) {
+      throw new ToolError(`content is ${size} bytes, over the ${WRITE_FILE_MAX_BYTES}-byte limit of write_file`);
+    }
     const bytes = Buffer.from(args.content, "utf8");
-    if (bytes.length > WRITE_FILE_MAX_BYTES) {
-      throw new ToolError(`content is ${bytes.length} bytes, over the ${WRITE_FILE_MAX_BYTES}-byte limit of write_file`);
-    }
-    const file = resolveInWorkspace(ctx.workspace, args.path, ctx.permissionMode);
-    let existed = false;
+    // Created (with its folders) or truncated through descriptors checked before a byte is written.
+    const file = await openForWrite(ctx.workspace, args.path, ctx.permissionMode);
     try {
-      const stat = await fs.stat(file);
-      if (stat.isDirectory()) throw new ToolError(`${args.path} is a directory; give a file path`);
-      existed = true;
-    } catch (err) {
-      if (err instanceof ToolError) throw err;
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw new ToolError(`cannot write ${args.path}: ${(err as Error).message}`);
-    }
-    try {
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      await fs.writeFile(file, bytes, { signal: ctx.signal });
+      await writeAll(file, bytes, ctx.signal);
     } catch (err) {
       ctx.signal.throwIfAborted();
       throw new ToolError(`cannot write ${args.path}: ${(err as Error).message}`);
+    } finally {
+      await file.handle.close().catch(() => undefined);
     }
-    return textOutput(`${existed ? "Overwrote" : "Created"} ${args.path} (${bytes.length} bytes written)`);
+    return textOutput(`${file.created ? "Created" : "Overwrote"} ${args.path} (${bytes.length} bytes written)`);
   },
 };

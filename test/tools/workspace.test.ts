@@ -1,9 +1,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openForRead } from "../../src/tools/confined-fs.js";
 import { isConfined, resolveInWorkspace } from "../../src/tools/workspace.js";
 import { ToolError } from "../../src/tools/types.js";
-import { makeSandbox } from "./helpers.js";
+import { makeSandbox, writeTree } from "./helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
 beforeEach(() => {
@@ -50,5 +51,65 @@ describe("resolveInWorkspace", () => {
     expect(resolveInWorkspace(alias, "x.txt", "workspace-write")).toBe(path.join(alias, "x.txt"));
     expect(resolveInWorkspace(alias, path.join(sb.ws, "x.txt"), "workspace-write")).toBe(path.join(sb.ws, "x.txt"));
     expect(resolveInWorkspace(sb.ws, "inside-dangling", "workspace-write")).toBe(path.join(sb.ws, "inside-dangling"));
+  });
+});
+
+describe("resolveInWorkspace follows links as the kernel does", () => {
+  it("resolves a dangling link's relative target from its real folder, not its lexical parent", () => {
+    fs.mkdirSync(path.join(sb.ws, "a/b"), { recursive: true });
+    fs.symlinkSync("../..", path.join(sb.ws, "a/b/c")); // a/b/c is the workspace
+    fs.symlinkSync("../outside/planted.txt", path.join(sb.ws, "l1")); // a/b/c/l1 → <root>/outside/planted.txt
+    expect(() => resolveInWorkspace(sb.ws, "a/b/c/l1", "workspace-write")).toThrow(/symbolic link/);
+    fs.symlinkSync("a/b/c/l1", path.join(sb.ws, "l2")); // and through one more link
+    expect(() => resolveInWorkspace(sb.ws, "l2", "workspace-write")).toThrow(/symbolic link/);
+    fs.symlinkSync("stays.txt", path.join(sb.ws, "l3"));
+    expect(resolveInWorkspace(sb.ws, "a/b/c/l3", "workspace-write")).toBe(path.join(sb.ws, "a/b/c/l3"));
+  });
+});
+
+describe("openForRead", () => {
+  it("opens a regular file, giving its size and its real path (links inside followed)", async () => {
+    writeTree(sb.ws, { "dir/f.txt": "hello\n" });
+    fs.symlinkSync("dir", path.join(sb.ws, "alias"));
+    const opened = await openForRead(sb.ws, "alias/f.txt", "read-only");
+    try {
+      expect(opened.size).toBe(6);
+      expect(opened.realPath).toBe(path.join(fs.realpathSync(sb.ws), "dir/f.txt"));
+      expect((await opened.handle.readFile()).toString()).toBe("hello\n");
+    } finally {
+      await opened.handle.close();
+    }
+    const absolute = await openForRead(sb.ws, path.join(sb.ws, "dir/f.txt"), "workspace-write");
+    await absolute.handle.close();
+    expect(absolute.realPath).toBe(opened.realPath);
+  });
+
+  it("throws a ToolError the model can read: no such file, directory, not a regular file, outside", async () => {
+    const { execFileSync } = await import("node:child_process");
+    fs.mkdirSync(path.join(sb.ws, "dir"));
+    execFileSync("mkfifo", [path.join(sb.ws, "fifo")]);
+    fs.symlinkSync(path.join(sb.outside, "secret.txt"), path.join(sb.ws, "out"));
+    const cases: [string, RegExp][] = [
+      ["missing.txt", /^no such file: missing\.txt$/],
+      ["dir", /^dir is a directory, not a file$/],
+      ["fifo", /^fifo is not a regular file \(it is a FIFO\)$/],
+      ["out", /outside the workspace/],
+      ["../outside/secret.txt", /outside the workspace/],
+    ];
+    for (const [p, expected] of cases) {
+      const err = await openForRead(sb.ws, p, "workspace-write").then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, p).toBeInstanceOf(ToolError);
+      expect((err as Error).message, p).toMatch(expected);
+    }
+  });
+
+  it("reaches outside in full mode, still refusing non-regular files", async () => {
+    const opened = await openForRead(sb.ws, "../outside/secret.txt", "full");
+    await opened.handle.close();
+    expect(opened.realPath).toBe(path.join(fs.realpathSync(sb.outside), "secret.txt"));
+    await expect(openForRead(sb.ws, "/dev/null", "full")).rejects.toThrow(/not a regular file \(it is a device\)/);
   });
 });
