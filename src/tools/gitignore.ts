@@ -39,6 +39,38 @@ function isInside(root: string, candidate: string): boolean {
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
+/** Largest `.gitignore` read; a larger one is not a rules file anyone wrote, and is ignored. */
+export const GITIGNORE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * The text of a `.gitignore`, or `undefined` when there is none to use. It is read on the main
+ * thread, so it must never block: opened non-blocking and without following a link (git does not
+ * follow a linked `.gitignore` either), and used only when it is a regular file of bounded size —
+ * a FIFO, a device or a link to one is skipped.
+ */
+function readIgnoreFile(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW | fs.constants.O_NOCTTY);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > GITIGNORE_MAX_BYTES) return undefined;
+    const buf = Buffer.alloc(st.size);
+    let n = 0;
+    while (n < buf.length) {
+      const got = fs.readSync(fd, buf, n, buf.length - n, n);
+      if (got === 0) break;
+      n += got;
+    }
+    return buf.subarray(0, n).toString("utf8");
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
   private readonly rules = new Map<string, Ignore | null>();
@@ -60,7 +92,8 @@ export class GitignoreFilter {
     if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
     let ig: Ignore | null = null;
     try {
-      ig = ignoreFactory().add(fs.readFileSync(path.join(dir, ".gitignore"), "utf8"));
+      const text = readIgnoreFile(path.join(dir, ".gitignore"));
+      ig = text === undefined ? null : ignoreFactory().add(text);
     } catch {
       ig = null; // no (readable) .gitignore here
     }

@@ -1,7 +1,7 @@
 /**
  * The contract grep relies on from `openForRead` (src/tools/confined-fs.ts): a regular file inside
- * the workspace opens; a FIFO, a device, a folder, a final link and a path through a link out are
- * refused with a ToolError, without blocking.
+ * the workspace opens (also through a link that stays inside); a FIFO, a device, a folder and a
+ * path through a link out are refused with a ToolError, without blocking.
  */
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -37,10 +37,13 @@ describe("openForRead", () => {
     await expect(openForRead(sb.ws, "/dev/zero", "full")).rejects.toThrow(/not a regular file/);
   }, 10_000);
 
-  it("refuses a final link and a path through a link out of the workspace in a confined mode", async () => {
+  it("follows a link that stays inside, refuses a path through a link out of the workspace in a confined mode", async () => {
     fs.symlinkSync(path.join(sb.ws, "a", "f.txt"), path.join(sb.ws, "inner-link"));
     fs.symlinkSync(sb.outside, path.join(sb.ws, "out"));
-    await expect(openForRead(sb.ws, "inner-link", "workspace-write")).rejects.toThrow(ToolError);
+    const inner = await openForRead(sb.ws, "inner-link", "workspace-write");
+    expect(inner.realPath).toBe(fs.realpathSync(path.join(sb.ws, "a/f.txt")));
+    await inner.handle.close();
+    await expect(openForRead(sb.ws, "out", "workspace-write")).rejects.toThrow(ToolError);
     await expect(openForRead(sb.ws, "out/secret.txt", "read-only")).rejects.toThrow(/outside the workspace/);
     await expect(openForRead(sb.ws, "../outside/secret.txt", "workspace-write")).rejects.toThrow(/outside the workspace/);
     const opened = await openForRead(sb.ws, "out/secret.txt", "full");
