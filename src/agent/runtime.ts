@@ -61,6 +61,14 @@ export class MissingTurnEndError extends Error {
   }
 }
 
+/**
+ * Idle sessions kept loaded (their logs open) when sessions are logged; past this the least
+ * recently used is closed and dropped, and reloaded from its log by its next prompt. This bounds
+ * the bridge's open files and memory by the sessions in flight plus this, however many sessions
+ * a client uses. Without a session log nothing can be reloaded, so nothing is evicted.
+ */
+export const IDLE_SESSIONS_KEPT = 64;
+
 interface Flight {
   controller: AbortController;
   settled: Promise<TurnEndReason>;
@@ -71,6 +79,8 @@ export class AgentRuntime {
   private readonly flights = new Map<string, Flight>();
   /** Child sessions whose subagent turn is running: as busy as a session with a prompt in flight. */
   private readonly runningChildren = new Set<string>();
+  /** Loaded sessions with no turn running, least recently used first (see `IDLE_SESSIONS_KEPT`). */
+  private readonly idle = new Set<string>();
 
   constructor(private readonly options: RuntimeOptions) {}
 
@@ -87,7 +97,10 @@ export class AgentRuntime {
     if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId);
     const session = this.session(sessionId);
     const controller = new AbortController();
-    const settled = this.runTop(session, content, controller.signal).finally(() => this.flights.delete(sessionId));
+    const settled = this.runTop(session, content, controller.signal).finally(() => {
+      this.flights.delete(sessionId);
+      this.release(session);
+    });
     this.flights.set(sessionId, { controller, settled });
     return settled;
   }
@@ -122,10 +135,38 @@ export class AgentRuntime {
       }
     }
     this.sessions.clear();
+    this.idle.clear();
+  }
+
+  /** Number of sessions loaded in memory (in flight or idle). */
+  get loadedSessions(): number {
+    return this.sessions.size;
+  }
+
+  /** A session's turn is over: it joins the idle ones, and the least recently used beyond the bound are unloaded. */
+  private release(session: Session): void {
+    if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)
+    this.idle.delete(session.id);
+    this.idle.add(session.id);
+    if (!this.options.store) return;
+    for (const id of this.idle) {
+      if (this.idle.size <= IDLE_SESSIONS_KEPT) break;
+      this.idle.delete(id);
+      const victim = this.sessions.get(id);
+      if (!victim || this.isBusy(id)) continue;
+      this.sessions.delete(id);
+      try {
+        victim.sync();
+        victim.close();
+      } catch (error) {
+        this.options.logger.warn(`could not close the log of idle session ${id}: ${(error as Error).message}`);
+      }
+    }
   }
 
   private session(sessionId: string, parentSessionId?: string): Session {
     const known = this.sessions.get(sessionId);
+    this.idle.delete(sessionId);
     if (known) return known;
     const log = this.options.store?.open(sessionId, {
       provider: this.options.provider.name,
@@ -199,6 +240,7 @@ export class AgentRuntime {
       ...(last ? { lastAssistantMessage: last } : {}),
     });
     child.sync();
+    this.release(child);
     const text = (last ?? []).filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
     const label = description ? `subagent '${description}'` : "the subagent";
     if (reason.kind === "completed") return { content: [{ type: "text", text: text || `(${label} finished without a final message)` }], isError: false };
