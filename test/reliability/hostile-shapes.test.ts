@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MAX_JSON_DEPTH } from "../../src/json-depth.js";
 import { ErrorCode } from "../../src/protocol/errors.js";
+import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
@@ -85,6 +86,38 @@ describe("deeply nested tool-call arguments from the model", () => {
       expect((await client.response(3)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
     });
   }
+});
+
+describe("deeply nested tool-call arguments from a DeepSeek-format server", () => {
+  it("end as an error tool result; the next request carries them as the string the model sent", async () => {
+    const server = new FakeDeepSeek();
+    const url = await server.start();
+    try {
+      const deepArgs = `{"path":${deepArray()}}`;
+      const text = (content: string) => ({ events: [{ delta: { content } }, { delta: {}, finish_reason: "stop" }] });
+      server.table = {
+        deep: [
+          { events: [{ delta: { tool_calls: [{ index: 0, id: "c1", type: "function", function: { name: "read_file", arguments: deepArgs } }] } }, { delta: {}, finish_reason: "tool_calls" }] },
+          text("recovered"),
+        ],
+        again: [text("fine")],
+      };
+      const client = new RawClient({ env: fakeDeepSeekEnv(url) });
+      clients.push(client);
+      client.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
+      expect((await client.response(1)).result).toBeDefined();
+      client.request(2, "session/prompt", promptParams("ds", "deep"));
+      expect((await client.response(2)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+      const result = client.events("ds").find((e) => e.type === "tool/result");
+      expect(result?.data?.isError).toBe(true);
+      expect(JSON.stringify(result)).toContain(`deeper than ${MAX_JSON_DEPTH} levels`);
+      client.request(3, "session/prompt", promptParams("ds", "again"));
+      expect((await client.response(3)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+      expect(server.problems).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
 });
 
 describe("string params the OS can never use", () => {
