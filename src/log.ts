@@ -7,8 +7,14 @@ const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 
 export const LOG_LEVELS = Object.keys(ORDER) as LogLevel[];
 
+/**
+ * A message, or a function that makes it. Pass a function when building the message costs
+ * something or touches untrusted data: it is only called when the level is written.
+ */
+export type LogMessage = string | (() => string);
+
 export interface Logger {
-  debug(message: string): void;
+  debug(message: LogMessage): void;
   info(message: string): void;
   warn(message: string): void;
   error(message: string): void;
@@ -16,8 +22,8 @@ export interface Logger {
 
 /** A logger writing `harness-bridge <level>: message` lines to stderr at or above `level`. */
 export function createStderrLogger(level: LogLevel, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
-  const at = (lvl: Exclude<LogLevel, "silent">) => (message: string) => {
-    if (ORDER[lvl] >= ORDER[level]) write(`harness-bridge ${lvl}: ${message}\n`);
+  const at = (lvl: Exclude<LogLevel, "silent">) => (message: LogMessage) => {
+    if (ORDER[lvl] >= ORDER[level]) write(`harness-bridge ${lvl}: ${typeof message === "function" ? message() : message}\n`);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }

@@ -5,6 +5,7 @@
  * a history the next request can send: a step cut short is recorded as a partial assistant
  * message, and each of its tool calls without a result gets an error result.
  */
+import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
 import { randomUUID } from "node:crypto";
 import type {
   AssistantContentBlock,
@@ -150,16 +151,31 @@ class MessageAssembler {
   }
 }
 
+/**
+ * The call as the assistant message holds it. Arguments that are not a JSON object, or that
+ * nest deeper than `MAX_JSON_DEPTH`, stay a string (`rawArguments`, arguments `{}`): history,
+ * the session log and the next provider request only ever carry them as that string, so no
+ * recursion meets the deep value, and the call is answered with an error tool result.
+ */
 function parseToolCall(id: string, name: string, raw: string): ToolCallBlock {
   try {
     const parsed: unknown = JSON.parse(raw === "" ? "{}" : raw);
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) && !exceedsDepth(parsed, MAX_JSON_DEPTH)) {
       return { type: "tool-call", id, name, arguments: parsed as JsonObject };
     }
   } catch {
     // fall through: the model sent something that is not a JSON object
   }
   return { type: "tool-call", id, name, arguments: {}, rawArguments: raw };
+}
+
+/** Whether raw tool arguments are valid JSON refused only for their depth. */
+function argumentsTooDeep(raw: string): boolean {
+  try {
+    return exceedsDepth(JSON.parse(raw), MAX_JSON_DEPTH);
+  } catch {
+    return false;
+  }
 }
 
 async function runStep(session: Session, config: TurnConfig, signal: AbortSignal, turn: number, step: number): Promise<StepOutcome> {
@@ -276,6 +292,9 @@ async function executeTool(
     return error(`unknown tool '${call.name}'; the tools offered are: ${offered}`);
   }
   if (call.rawArguments !== undefined) {
+    if (argumentsTooDeep(call.rawArguments)) {
+      return error(`the arguments of this ${call.name} call nest deeper than ${MAX_JSON_DEPTH} levels (the limit); send flatter arguments`);
+    }
     return error(`the arguments of this ${call.name} call are not a valid JSON object: ${call.rawArguments.slice(0, 2000)}`);
   }
   try {

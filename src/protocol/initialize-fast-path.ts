@@ -17,16 +17,43 @@ import type { InitializeParams, PermissionMode } from "./types.js";
 const PERMISSION_MODES: readonly unknown[] = ["read-only", "workspace-write", "full"] satisfies PermissionMode[];
 
 const nonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0;
+
+/** Longest accepted `cwd` (Linux PATH_MAX) and path component (NAME_MAX), in UTF-8 bytes. */
+export const MAX_CWD_BYTES = 4096;
+export const MAX_CWD_COMPONENT_BYTES = 255;
+/** Longest accepted `provider`, `model` and tool name, in characters. */
+export const MAX_NAME_LENGTH = 256;
+
+/**
+ * Why `cwd` can never name a directory, or `undefined`: a NUL byte (the OS cannot take it) or
+ * a length the OS refuses (ENAMETOOLONG). Shared with the zod schema so both agree.
+ */
+export function cwdProblem(cwd: string): string | undefined {
+  if (cwd.includes("\0")) return "must not contain a NUL byte";
+  if (Buffer.byteLength(cwd) > MAX_CWD_BYTES) return `must be at most ${MAX_CWD_BYTES} bytes long`;
+  if (cwd.split("/").some((part) => Buffer.byteLength(part) > MAX_CWD_COMPONENT_BYTES)) {
+    return `must not have a path component longer than ${MAX_CWD_COMPONENT_BYTES} bytes`;
+  }
+  return undefined;
+}
+
+/** Why a name (`provider`, `model`, a tool name) is unusable, or `undefined`. */
+export function nameProblem(name: string): string | undefined {
+  if (name.includes("\0")) return "must not contain a NUL byte";
+  if (name.length > MAX_NAME_LENGTH) return `must be at most ${MAX_NAME_LENGTH} characters long`;
+  return undefined;
+}
 const positiveSafeInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 
 /** `params` as `InitializeParams` when they are plainly valid; `undefined`: ask the schema. */
 export function plainInitializeParams(params: Record<string, unknown>): InitializeParams | undefined {
   const { cwd, provider, model, maxTokens, maxSteps, permissionMode, tools, instructions, protocolVersion } = params;
   if (!nonEmptyString(cwd) || !nonEmptyString(provider) || !nonEmptyString(model)) return undefined;
+  if (cwdProblem(cwd) || nameProblem(provider) || nameProblem(model)) return undefined;
   if (maxTokens !== undefined && !positiveSafeInt(maxTokens)) return undefined;
   if (maxSteps !== undefined && !positiveSafeInt(maxSteps)) return undefined;
   if (permissionMode !== undefined && !PERMISSION_MODES.includes(permissionMode)) return undefined;
-  if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === "string"))) return undefined;
+  if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === "string" && !nameProblem(t)))) return undefined;
   if (instructions !== undefined && typeof instructions !== "string") return undefined;
   if (protocolVersion !== undefined && protocolVersion !== 1) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).

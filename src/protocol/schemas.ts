@@ -11,6 +11,7 @@
  */
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
+import { cwdProblem, nameProblem } from "./initialize-fast-path.js";
 import type { InitializeParams, SessionCancelParams, SessionPromptParams } from "./types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
@@ -29,14 +30,27 @@ const sessionId = z
 
 const positiveInt = z.int().check(z.positive());
 
+/** A string refused with `problem`'s message when it returns one (NUL bytes, absurd lengths). */
+const checked = (problem: (s: string) => string | undefined) =>
+  z.string().check(
+    z.minLength(1),
+    z.superRefine((value, ctx) => {
+      const why = problem(value);
+      if (why) ctx.addIssue({ code: "custom", message: why, input: value });
+    }),
+  );
+
 export const initializeParamsSchema = z.object({
-  cwd: z.string().check(z.minLength(1)),
-  provider: z.string().check(z.minLength(1)),
-  model: z.string().check(z.minLength(1)),
+  cwd: checked(cwdProblem),
+  provider: checked(nameProblem),
+  model: checked(nameProblem),
   maxTokens: z.optional(positiveInt),
   maxSteps: z.optional(positiveInt),
   permissionMode: z.optional(z.enum(["read-only", "workspace-write", "full"])),
-  tools: z.optional(z.array(z.string())),
+  tools: z.optional(z.array(z.string().check(z.superRefine((value, ctx) => {
+    const why = nameProblem(value);
+    if (why) ctx.addIssue({ code: "custom", message: why, input: value });
+  })))),
   instructions: z.optional(z.string()),
   protocolVersion: z.optional(z.literal(1, { error: "unsupported protocolVersion: this server speaks 1" })),
 });

@@ -75,8 +75,21 @@ export class HarnessServer {
   private runtime: AgentRuntime | undefined;
   /** The `initialize` in progress: session requests pipelined behind it wait for it. */
   private initializing: Promise<unknown> | undefined;
+  /**
+   * A `shutdown` (or a signal, or a closed stdout) arrived. Requests that arrived after it
+   * are refused with -32003; those that arrived before run, as if the client had waited for
+   * each answer, and a turn they start is aborted at once.
+   */
   private shuttingDown = false;
   private exiting = false;
+  /** The exit code a signal asked for: it wins over the 0 of an end of input racing it. */
+  private signalExitCode: number | undefined;
+  /**
+   * A ref'd timer held while any request is unanswered: a turn that waits on nothing but its
+   * abort signal (a hung model stream) must not let the event loop empty and the process exit
+   * with the request unanswered, e.g. after stdin's EOF.
+   */
+  private keepAlive: NodeJS.Timeout | undefined;
   /**
    * The promise each in-flight prompt handed to the transport, by session. Whoever awaits one
    * of these registers after the transport did, so its continuation runs after the prompt's
@@ -92,11 +105,16 @@ export class HarnessServer {
   readonly handle = (method: string, params: JsonObject | undefined): Promise<unknown> => {
     const result = this.dispatch(method, params);
     this.pending.add(result);
+    this.keepAlive ??= setInterval(() => undefined, 2 ** 30);
     const sessionId = method === "session/prompt" && typeof params?.sessionId === "string" ? params.sessionId : undefined;
     // A prompt refused as busy must not take the place of the one in flight.
     if (sessionId !== undefined && !this.prompts.has(sessionId)) this.prompts.set(sessionId, result);
     const forget = () => {
       this.pending.delete(result);
+      if (this.pending.size === 0 && this.keepAlive) {
+        clearInterval(this.keepAlive);
+        this.keepAlive = undefined;
+      }
       if (sessionId !== undefined && this.prompts.get(sessionId) === result) this.prompts.delete(sessionId);
     };
     result.then(forget, forget);
@@ -143,19 +161,28 @@ export class HarnessServer {
     return this.schemas;
   }
 
+  /**
+   * `initialize`s run one after another, in arrival order: one pipelined behind another waits
+   * for it, and is refused as "already initialized" only if that one succeeded.
+   */
   private initialize(raw: JsonObject | undefined): Promise<InitializeResult> {
-    if (this.agent || this.initializing) {
+    const previous = this.initializing;
+    const running = previous ? previous.catch(() => undefined).then(() => this.initializeOnce(raw)) : this.initializeOnce(raw);
+    this.initializing = running;
+    const done = () => {
+      if (this.initializing === running) this.initializing = undefined;
+    };
+    running.then(done, done);
+    return running;
+  }
+
+  private initializeOnce(raw: JsonObject | undefined): Promise<InitializeResult> {
+    if (this.agent) {
       return Promise.reject(
         new RpcError(ErrorCode.NotInitialized, "already initialized: initialize may succeed once per process", { kind: "already-initialized" }),
       );
     }
-    const running = this.initializeRuntime(raw);
-    this.initializing = running;
-    const done = () => {
-      this.initializing = undefined;
-    };
-    running.then(done, done);
-    return running;
+    return this.initializeRuntime(raw);
   }
 
   private async initializeRuntime(raw: JsonObject | undefined): Promise<InitializeResult> {
@@ -260,10 +287,12 @@ export class HarnessServer {
     const { SessionLogError } = modules.store;
     const params = await this.validate("sessionPromptParamsSchema", raw);
     // From here to the registration below nothing awaits, so overlap is decided at once.
-    if (this.shuttingDown) throw new RpcError(ErrorCode.ShuttingDown, "shutting down: session/prompt was not run", { kind: "shutting-down" });
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
       settled = runtime.prompt(params.sessionId, params.contentBlocks);
+      // This prompt arrived before the shutdown (see `shuttingDown`) but starts after it: it
+      // runs and is aborted like every turn the shutdown found in flight.
+      if (this.shuttingDown) runtime.abortAll(this.shutdownReason);
     } catch (error) {
       if (error instanceof SessionBusyError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
       if (error instanceof SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
@@ -288,6 +317,9 @@ export class HarnessServer {
     return { cancelled };
   }
 
+  /** Why turns are being aborted, once `shuttingDown` is set. */
+  private shutdownReason = "shutdown requested";
+
   private async shutdown(): Promise<Record<string, never>> {
     this.shuttingDown = true;
     await this.settleEverything("shutdown requested");
@@ -299,6 +331,7 @@ export class HarnessServer {
 
   /** Aborts every turn, waits until their responses were written, and syncs the logs. */
   private async settleEverything(why: string): Promise<void> {
+    this.shutdownReason = why;
     // A turn held by backpressure (the client stopped reading) must still see its abort.
     this.options.endpoint.releaseProducers();
     this.runtime?.abortAll(why);
@@ -343,6 +376,9 @@ export class HarnessServer {
    * `shutdown` without a response; exit 0, 130 and 129.
    */
   onSignal(signal: "SIGTERM" | "SIGINT" | "SIGHUP"): void {
+    // Even when an exit is already under way (end of input, shutdown), the signal's code is
+    // the one the process ends with, as long as it has not exited yet.
+    this.signalExitCode ??= SIGNAL_EXIT_CODES[signal];
     if (this.exiting) return;
     this.options.logger.info(`${signal} received; shutting down`);
     this.shuttingDown = true;
@@ -352,6 +388,7 @@ export class HarnessServer {
   private async finish(code: number, drainMs = DRAIN_DEADLINE_MS): Promise<void> {
     if (this.exiting) return;
     this.exiting = true;
+    if (this.keepAlive) clearInterval(this.keepAlive);
     this.options.endpoint.close();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
@@ -362,6 +399,9 @@ export class HarnessServer {
     });
     await Promise.race([this.options.endpoint.flush(), deadline]);
     clearTimeout(timer);
-    this.options.exit(code);
+    // A signal already delivered is handled by the event loop's next poll: let it run, so its
+    // exit code is not lost to an end of input that was read in the same turn.
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    this.options.exit(this.signalExitCode ?? code);
   }
 }

@@ -13,6 +13,7 @@ import { jsonLine } from "../json-line.js";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import type { JsonObject, NotificationMap, NotificationMethod, RequestId, ResponseFrame } from "../protocol/types.js";
 import { LineReader } from "./line-reader.js";
+import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
 import type { Logger } from "../log.js";
 
 /** Default longest accepted input line: 16 MiB. */
@@ -77,6 +78,17 @@ function usableId(value: unknown): RequestId | null {
   if (typeof value === "string") return value;
   if (typeof value !== "number" || !Number.isFinite(value)) return null;
   return Number.isInteger(value) && !Number.isSafeInteger(value) ? null : value;
+}
+
+/**
+ * A short, non-recursive rendering of an untrusted value for a log line: a scalar as JSON (at
+ * most 200 characters), an object or array by its kind only.
+ */
+function describeScalar(value: unknown): string {
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object" && value !== null) return "an object";
+  const text = value === undefined ? "undefined" : JSON.stringify(value);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
 export class ServerEndpoint {
@@ -186,12 +198,19 @@ export class ServerEndpoint {
     }
     const hasMethod = "method" in frame;
     const hasId = "id" in frame;
+    // Nothing below (classification, validation, the handlers, history, logs) may meet a
+    // value deep enough to overflow the stack when it recurses (see json-depth.ts).
+    const tooDeep = exceedsDepth(frame, MAX_JSON_DEPTH);
     if (hasMethod && hasId) {
+      if (tooDeep) {
+        this.writeError(usableId(frame.id), ErrorCode.InvalidRequest, `invalid request: the frame nests deeper than ${MAX_JSON_DEPTH} levels (the limit)`, "too-deep");
+        return;
+      }
       this.handleRequest(frame);
     } else if (hasMethod) {
-      this.options.logger?.debug(`ignored a notification-shaped frame (method ${JSON.stringify(frame.method)}): the server consumes no notifications`);
+      this.options.logger?.debug(() => `ignored a notification-shaped frame (method ${describeScalar(frame.method)}): the server consumes no notifications`);
     } else if ("result" in frame || "error" in frame) {
-      this.options.logger?.debug(`ignored a response-shaped frame (id ${JSON.stringify(frame.id)}): the server sends no requests`);
+      this.options.logger?.debug(() => `ignored a response-shaped frame (id ${describeScalar(frame.id)}): the server sends no requests`);
     } else {
       this.writeError(usableId(frame.id), ErrorCode.InvalidRequest, "invalid request: a request needs 'method' and 'id'", "invalid-request");
     }

@@ -32,6 +32,7 @@ import {
   assertFrame,
   cut,
   cutsArb,
+  deepLineArb,
   fuzzParams,
   fuzzRuns,
   keyOfFrame,
@@ -48,6 +49,8 @@ const sorted = (keys: string[]) => [...keys].sort();
 // ---------------------------------------------------------------------------
 
 const IN_PROCESS_MAX_LINE = 256;
+/** Long enough for the deepest generated frame (20 000 levels of objects). */
+const DEEP_MAX_LINE = 256 * 1024;
 const IN_PROCESS_METHODS = ["echo", "later", "notify", "reject", "throw"];
 
 /** What the in-process handlers answer (see `handler` below). */
@@ -57,14 +60,14 @@ const inProcessModel: HandlerModel = (method, params) => {
   return `ok:${JSON.stringify({ method, params: params ?? null })}`;
 };
 
-async function runInProcess(bytes: Buffer, chunks: Buffer[], atEof: boolean): Promise<void> {
-  const prediction = predict(bytes, atEof, IN_PROCESS_MAX_LINE, inProcessModel);
+async function runInProcess(bytes: Buffer, chunks: Buffer[], atEof: boolean, maxLineBytes = IN_PROCESS_MAX_LINE): Promise<void> {
+  const prediction = predict(bytes, atEof, maxLineBytes, inProcessModel);
   const input = new PassThrough();
   const output = new PassThrough();
   const out: Buffer[] = [];
   output.on("data", (chunk: Buffer) => out.push(chunk));
   let ends = 0;
-  const endpoint = new ServerEndpoint({ input, output, maxLineBytes: IN_PROCESS_MAX_LINE, onInputEnd: () => ends++ });
+  const endpoint = new ServerEndpoint({ input, output, maxLineBytes, onInputEnd: () => ends++ });
   endpoint.onRequest((method, params, ctx) => {
     const result = { method, params: params ?? null };
     switch (method) {
@@ -131,6 +134,22 @@ describe("transport fuzz, in process", () => {
       fuzzParams(runs),
     );
   }, Math.max(60_000, runs * 50));
+
+  const deepRuns = fuzzRuns(100, 0.1);
+  it(`${deepRuns} random streams with frames nested around the depth limit and far past it (long lines allowed)`, async () => {
+    const options = { methods: IN_PROCESS_METHODS, maxLineBytes: DEEP_MAX_LINE };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof(deepLineArb(options), deepLineArb(options), lineArb({ ...options, maxLineBytes: IN_PROCESS_MAX_LINE })), { maxLength: 12 }),
+        cutsArb,
+        async (lines, cuts) => {
+          const bytes = Buffer.concat(lines);
+          await runInProcess(bytes, cut(bytes, cuts), true, DEEP_MAX_LINE);
+        },
+      ),
+      fuzzParams(deepRuns),
+    );
+  }, Math.max(60_000, deepRuns * 200));
 
   it("the same input without EOF: lines still being read are not answered, and onInputEnd is not called", async () => {
     const line = (id: number) => `${JSON.stringify({ jsonrpc: "2.0", id, method: "echo" })}\n`;

@@ -66,6 +66,26 @@ describe("shutdown", () => {
     expectCleanStdout(c);
   });
 
+  it("pipelined with initialize and a prompt in one write (the README's three requests), runs the prompt and aborts it", async () => {
+    const c = start();
+    const script = ws.script("hang.json", oneTurn({ text: "thinking", hang: true }));
+    c.send(
+      RawClient.request(1, "initialize", initParams(ws.dir, script)),
+      RawClient.request(2, "session/prompt", promptParams("piped")),
+      RawClient.request(3, "shutdown"),
+      RawClient.request(4, "session/prompt", promptParams("late")),
+    );
+    expect((await c.response(1)).result.protocolVersion).toBe(1);
+    const prompt = await c.response(2);
+    const bye = await c.response(3);
+    expect(prompt.result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+    expect(c.events("piped").at(-1).type).toBe("turn/end");
+    expect(bye.result).toEqual({});
+    expect(c.indexOf(prompt)).toBeLessThan(c.indexOf(bye));
+    expect((await c.response(4)).error).toMatchObject({ code: -32003 });
+    expect(await c.exit()).toEqual({ code: 0, signal: null });
+  });
+
   it("is allowed before initialize and exits 0", async () => {
     const c = start();
     c.request(1, "shutdown");
@@ -85,6 +105,32 @@ describe("end of input", () => {
     const msg = c.events("eof").find((e) => e.type === "assistant/message");
     expect(msg.data.content).toEqual([{ type: "text", text: "slowly but surely" }]);
     expect(await c.exit()).toEqual({ code: 0, signal: null });
+  });
+
+  it("keeps the process alive for a turn that waits on nothing, until a signal answers it", async () => {
+    const c = start();
+    const script = ws.script("hang.json", oneTurn({ text: "waiting", hang: true }));
+    c.send(RawClient.request(1, "initialize", initParams(ws.dir, script)), RawClient.request(2, "session/prompt", promptParams("eof-hang")));
+    c.end();
+    await c.waitFrame(isEvent("assistant/chunk"), "a chunk");
+    // Without a hold on the event loop the process would exit 0 here, the prompt unanswered.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(c.frames.find((f) => f.id === 2)).toBeUndefined();
+    c.kill("SIGINT");
+    expect(await c.exit()).toEqual({ code: 130, signal: null });
+    expect(c.frames.find((f) => f.id === 2)?.result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+  });
+
+  it.each([
+    ["SIGINT", 130],
+    ["SIGHUP", 129],
+  ] as const)("%s just before EOF still exits %i", async (signal, code) => {
+    for (let round = 0; round < 5; round++) {
+      const c = await initialized();
+      c.kill(signal);
+      c.end();
+      expect(await c.exit()).toEqual({ code, signal: null });
+    }
   });
 
   it("exits 0 at once on EOF when idle", async () => {

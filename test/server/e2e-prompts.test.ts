@@ -94,6 +94,31 @@ describe("initialize and a prompt", () => {
     expect((await c.response(3)).result).toEqual({ cancelled: false });
   });
 
+  it("runs pipelined initializes in order: a failed one does not block the next, a good one refuses the next", async () => {
+    const c = start();
+    c.send(
+      RawClient.request(1, "initialize", { cwd: `${ws.dir}/missing`, provider: "scripted", model: "demo" }),
+      RawClient.request(2, "initialize", initParams(ws.dir)),
+      RawClient.request(3, "initialize", initParams(ws.dir)),
+      RawClient.request(4, "session/prompt", promptParams("after")),
+    );
+    expect((await c.response(1)).error).toMatchObject({ code: -32602 });
+    expect((await c.response(2)).result.protocolVersion).toBe(1);
+    expect((await c.response(3)).error).toMatchObject({ code: -32002, data: { kind: "already-initialized" } });
+    expect((await c.response(4)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+  });
+
+  it("a second initialize sent while the first runs waits for it, and takes over when it fails", async () => {
+    const c = start();
+    // `tools` makes the first initialize load the agent modules before it fails, so the second arrives while it runs.
+    c.send(
+      RawClient.request(1, "initialize", { cwd: ws.dir, provider: "scripted", model: "demo", tools: ["no_such_tool"] }),
+      RawClient.request(2, "initialize", initParams(ws.dir)),
+    );
+    expect((await c.response(1)).error).toMatchObject({ code: -32602 });
+    expect((await c.response(2)).result.protocolVersion).toBe(1);
+  });
+
   it("maps a model error to status error", async () => {
     const script = ws.script("err.json", oneTurn({ text: "partial", error: { message: "upstream is down", httpStatus: 502, code: "http" } }));
     const c = await initialized(script);

@@ -33,7 +33,7 @@ function harness(handler: RequestHandler | null = echo, options: Partial<ServerE
   const input = new PassThrough();
   const output = new PassThrough();
   const debug: string[] = [];
-  const logger: Logger = { debug: (m) => debug.push(m), info: () => undefined, warn: () => undefined, error: () => undefined };
+  const logger: Logger = { debug: (m) => debug.push(typeof m === "function" ? m() : m), info: () => undefined, warn: () => undefined, error: () => undefined };
   const calls: Harness["calls"] = [];
   const endpoint = new ServerEndpoint({ input, output, logger, ...options });
   if (handler) {

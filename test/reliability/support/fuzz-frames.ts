@@ -60,6 +60,24 @@ export function splitLines(bytes: Buffer, atEof: boolean): Buffer[] {
   return lines;
 }
 
+/**
+ * The depth above which a frame is refused (docs/PROTOCOL.md, "Nesting depth"); the oracle
+ * measures depth on its own, not with the server's helper.
+ */
+export const FRAME_DEPTH_LIMIT = 128;
+
+/** Whether `value` nests objects/arrays deeper than `limit` (iterative: any depth is safe). */
+export function deeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    if (depth + 1 > limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** What the contract says about one input line. */
 export function predictLine(line: Buffer, maxLineBytes: number, handler: HandlerModel): { key?: ResponseKey; nullCode?: number; skip?: boolean } {
   if (line.length > maxLineBytes) return { key: responseKey(null, "err:-32600"), nullCode: -32600 };
@@ -76,6 +94,9 @@ export function predictLine(line: Buffer, maxLineBytes: number, handler: Handler
   const hasMethod = "method" in frame;
   const hasId = "id" in frame;
   if (hasMethod && hasId) {
+    if (deeperThan(frame, FRAME_DEPTH_LIMIT)) {
+      return echoableId(frame.id) ? { key: responseKey(frame.id, "err:-32600") } : { key: responseKey(null, "err:-32600"), nullCode: -32600 };
+    }
     if (!echoableId(frame.id)) return { key: responseKey(null, "err:-32600"), nullCode: -32600 };
     const id = frame.id;
     if (frame.jsonrpc !== "2.0" || typeof frame.method !== "string") return { key: responseKey(id, "err:-32600") };
@@ -128,6 +149,48 @@ export interface GenOptions {
   /** Methods of well-formed requests (drawn from these). */
   methods: string[];
   maxLineBytes: number;
+}
+
+/**
+ * A line nesting around the depth limit and far past what recursion takes (JSON.stringify,
+ * zod), in every place a frame can hold it: a notification's method, a response's id, result
+ * or error, a request's params, id or an extra field. Only parsing and the depth check may
+ * meet them.
+ */
+export function deepLineArb(options: GenOptions): fc.Arbitrary<Buffer> {
+  const methodArb = fc.constantFrom(...options.methods);
+  const ending = fc.constantFrom("\n", "\r\n");
+  const utf8 = (s: string) => Buffer.from(s, "utf8");
+  const nest = (depth: number, kind: "array" | "object", leaf: string) =>
+    kind === "array" ? `${"[".repeat(depth)}${leaf === "" ? "" : leaf}${"]".repeat(depth)}` : `${'{"k":'.repeat(depth)}${leaf || "1"}${"}".repeat(depth)}`;
+  return fc
+    .tuple(
+      fc.constantFrom(FRAME_DEPTH_LIMIT - 2, FRAME_DEPTH_LIMIT - 1, FRAME_DEPTH_LIMIT, FRAME_DEPTH_LIMIT + 1, 1_000, 5_000, 20_000),
+      fc.constantFrom<"array" | "object">("array", "object"),
+      fc.constantFrom("", "1", '"x"', "null"),
+      fc.constantFrom("notification-method", "response-id", "response-result", "error-response", "request-params", "request-id", "request-extra", "no-method"),
+      idArb,
+      methodArb,
+      ending,
+    )
+    .map(([depth, kind, leaf, where, id, method, end]) => {
+      const d = (n: number) => nest(n, kind, leaf);
+      const m = JSON.stringify(method);
+      const i = JSON.stringify(id);
+      const line = {
+        "notification-method": `{"jsonrpc":"2.0","method":${d(depth)}}`,
+        "response-id": `{"jsonrpc":"2.0","id":${d(depth)},"result":1}`,
+        "response-result": `{"jsonrpc":"2.0","id":${i},"result":${d(depth)}}`,
+        "error-response": `{"jsonrpc":"2.0","id":${i},"error":${d(depth)}}`,
+        // params nest one level below the frame: this many levels of params make the frame one deeper.
+        "request-params": `{"jsonrpc":"2.0","id":${i},"method":${m},"params":{"p":${d(Math.max(0, depth - 2))}}}`,
+        "request-id": `{"jsonrpc":"2.0","id":${d(depth)},"method":${m}}`,
+        "request-extra": `{"jsonrpc":"2.0","id":${i},"method":${m},"x":${d(depth)}}`,
+        "no-method": `{"jsonrpc":"2.0","id":${i},"x":${d(depth)}}`,
+      }[where];
+      return utf8(`${line}${end}`);
+    });
+
 }
 
 /** One input line (its bytes end with `\n` or `\r\n`). */
@@ -223,8 +286,11 @@ export function lineArb(options: GenOptions): fc.Arbitrary<Buffer> {
       return utf8(`${head.slice(0, -3)}${"p".repeat(fill)}"}}${end}`);
     });
 
+  const deep = deepLineArb(options);
+
   return fc.oneof(
     { arbitrary: wellFormed, weight: 6 },
+    { arbitrary: deep, weight: 2 },
     { arbitrary: frameish, weight: 3 },
     { arbitrary: broken, weight: 2 },
     { arbitrary: unechoable, weight: 1 },
