@@ -74,7 +74,7 @@ async function ripgrepFiles(rg: string, cwd: string, follow: boolean, signal: Ab
       return true;
     },
   });
-  return run.code === 0 || run.code === 1;
+  return !run.abandoned && (run.code === 0 || run.code === 1);
 }
 
 export const globTool: Tool = {

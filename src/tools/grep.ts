@@ -198,7 +198,11 @@ export const grepTool: Tool = {
         const stopAt = found.stoppedAt;
         found.skippedLarge += run.large.map(display).filter((p) => stopAt === undefined || comparePaths(p, stopAt) < 0).length;
         done = true;
-      } else rg = undefined;
+      } else {
+        // The built-in engine starts afresh: drop what ripgrep's run had found before it stopped.
+        rg = undefined;
+        Object.assign(found, { out: [], capped: false, skippedLarge: 0, binary: false, stoppedAt: undefined });
+      }
     }
     if (!done) {
       const files = single

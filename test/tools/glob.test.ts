@@ -48,22 +48,15 @@ describe("glob", () => {
     expect(await run("*.ts")).toMatch(/^No files match/);
   });
 
-  it("a .gitignore that is a FIFO or a link to a device is skipped, never blocks", async () => {
+  it("a .gitignore that is a FIFO or a link to a device is skipped: never blocks, never grows memory", async () => {
     fs.rmSync(path.join(sb.ws, "src/.gitignore"));
     execFileSync("mkfifo", [path.join(sb.ws, "src/.gitignore")]);
     fs.mkdirSync(path.join(sb.ws, "dev"));
     fs.symlinkSync("/dev/zero", path.join(sb.ws, "dev/.gitignore"));
     fs.writeFileSync(path.join(sb.ws, "dev/d.ts"), "");
-    if (engine === "builtin") {
-      expect(await run("**/*.ts")).toBe("dev/d.ts\nsrc/a.ts\nsrc/sub/b.ts");
-      return;
-    }
-    // Known gap (issue 23): ripgrep opens a FIFO .gitignore and waits for a writer. What holds
-    // meanwhile: the bridge is not blocked, and a cancel ends the search and its ripgrep.
-    const controller = new AbortController();
-    const pending = globTool.execute({ pattern: "**/*.ts" }, makeCtx(sb.ws, "workspace-write", controller.signal));
-    setTimeout(() => controller.abort(new Error("cancelled")), 300);
-    await expect(pending).rejects.toThrow();
+    // ripgrep opens a .gitignore by name and would wait for a FIFO's writer: it is stopped and
+    // the built-in walk answers, with the same list.
+    expect(await run("**/*.ts")).toBe("dev/d.ts\nsrc/a.ts\nsrc/sub/b.ts");
   }, 10_000);
 
   it("does not list ignored folders even when the pattern names them", async () => {

@@ -55,6 +55,16 @@ describe("grep", () => {
     expect(await run({ pattern: "needle", path: "debug.log" })).toBe("debug.log:1:needle in log");
   });
 
+  it("a .gitignore that is a FIFO or a link to /dev/zero neither blocks nor grows memory; the same matches come back", async () => {
+    fs.mkdirSync(path.join(sb.ws, "f"));
+    execFileSync("mkfifo", [path.join(sb.ws, "f/.gitignore")]);
+    fs.writeFileSync(path.join(sb.ws, "f/f.ts"), "needle f\n");
+    fs.mkdirSync(path.join(sb.ws, "z"));
+    fs.symlinkSync("/dev/zero", path.join(sb.ws, "z/.gitignore"));
+    fs.writeFileSync(path.join(sb.ws, "z/z.ts"), "needle z\n");
+    expect(await run({ pattern: "needle" })).toBe("f/f.ts:1:needle f\nsrc/a.ts:1:const needle = 1;\nsrc/b.ts:2:needle again\nz/z.ts:1:needle z");
+  }, 15_000);
+
   it("reports no match plainly", async () => {
     expect(await run({ pattern: "zzz" })).toMatch(/^No matches for \/zzz\//);
   });

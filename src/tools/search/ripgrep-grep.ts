@@ -31,7 +31,7 @@ function parseRecord(rec: Buffer): { file: Buffer; line: number } | undefined {
  * searched; `ignoreFile` is a `.gitignore` above the root whose rules apply too. `onFile` gets
  * each file with a match (absolute path, 1-based line numbers, at most `maxPerFile`) in path
  * order, and returns `false` to stop. Returns the files skipped for their size (absolute), or
- * `undefined` when ripgrep refuses the pattern (then the built-in engine runs).
+ * `undefined` when ripgrep refuses the pattern or its watchdog stopped it (`RgRun.abandoned`) (then the built-in engine runs, afresh).
  */
 export async function ripgrepSearch(options: {
   rg: string;
@@ -79,6 +79,7 @@ export async function ripgrepSearch(options: {
       if (m && Number(m[2]) > GREP_MAX_FILE_BYTES) large.push(path.resolve(options.cwd, m[1]));
     },
   });
+  if (run.abandoned) return undefined;
   if (run.code === 2 && /regex parse error|error parsing|regex.*(too big|size limit)/i.test(run.stderrTail)) return undefined;
   return { large };
 }

@@ -83,6 +83,35 @@ export interface RgRun {
   code: number | null;
   /** The last few KiB of stderr. */
   stderrTail: string;
+  /**
+   * Set when ripgrep was stopped by its watchdog: it waited to open a FIFO, or grew past
+   * `RIPGREP_MAX_RSS_BYTES` (it reads every `.gitignore` it meets by name, whole, following links:
+   * one that is a FIFO blocks it for ever, one linked to /dev/zero eats memory without end). The
+   * caller falls back to the built-in engine, which reads `.gitignore` files safely.
+   */
+  abandoned?: "fifo" | "memory";
+}
+
+/** How often a running ripgrep is checked by its watchdog. */
+const RIPGREP_WATCH_MS = 100;
+/** Resident memory past which a ripgrep is stopped (a search of ours needs a few MB). */
+export const RIPGREP_MAX_RSS_BYTES = 512 * 1024 * 1024;
+
+/**
+ * Why process `pid` must be stopped, if it must: a thread asleep in the kernel's FIFO open
+ * (`wait_for_partner`), or a resident size over the bound. Linux only; elsewhere nothing is seen.
+ */
+function watchdogVerdict(pid: number): "fifo" | "memory" | undefined {
+  try {
+    const rssPages = Number(fs.readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]);
+    if (rssPages * 4096 > RIPGREP_MAX_RSS_BYTES) return "memory";
+    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+      if (fs.readFileSync(`/proc/${pid}/task/${task}/wchan`, "utf8").trim() === "wait_for_partner") return "fifo";
+    }
+  } catch {
+    // gone, or no /proc
+  }
+  return undefined;
 }
 
 /**
@@ -123,6 +152,15 @@ export async function runRipgrep(options: {
     child.kill("SIGKILL");
   };
   signal.addEventListener("abort", stop, { once: true });
+  let abandoned: "fifo" | "memory" | undefined;
+  const watchdog = setInterval(() => {
+    const verdict = child.pid === undefined ? undefined : watchdogVerdict(child.pid);
+    if (verdict) {
+      abandoned = verdict;
+      stop();
+    }
+  }, RIPGREP_WATCH_MS);
+  watchdog.unref();
   if (options.input) {
     child.stdin!.on("error", () => undefined); // ripgrep may stop reading early (--max-count)
     child.stdin!.end(options.input);
@@ -157,8 +195,9 @@ export async function runRipgrep(options: {
   } finally {
     if (!finished) stop(); // leaving on an error: ripgrep must not outlive the call
     signal.removeEventListener("abort", stop);
+    clearInterval(watchdog);
   }
   const code = await closed;
   signal.throwIfAborted();
-  return { code: stopped ? null : code, stderrTail };
+  return { code: stopped ? null : code, stderrTail, ...(abandoned ? { abandoned } : {}) };
 }
