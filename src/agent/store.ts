@@ -12,7 +12,6 @@
  */
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { jsonLine } from "../json-line.js";
 import type { SessionEvent } from "../protocol/index.js";
@@ -30,11 +29,7 @@ export interface SessionHeader {
   parentSessionId?: string;
 }
 
-/** The default session root: `$XDG_STATE_HOME/harness-bridge` or `~/.local/state/harness-bridge`. */
-export function defaultSessionRoot(env: NodeJS.ProcessEnv = process.env): string {
-  const state = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(os.homedir(), ".local", "state");
-  return path.join(state, "harness-bridge");
-}
+export { defaultSessionRoot } from "./session-root.js";
 
 /** The folder of one workspace's sessions: readable name plus a hash of the absolute path. */
 export function workspaceFolderName(workspace: string): string {

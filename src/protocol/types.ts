@@ -176,6 +176,12 @@ export interface InitializeResult {
   protocolVersion: 1;
   /** Every registered provider name. */
   providers: string[];
+  /**
+   * What confines `bash` in this process: `bubblewrap`, or `none` with the reason (`full` and
+   * `read-only` modes, bash not offered, or no working sandbox — then bash fails closed in
+   * `workspace-write`).
+   */
+  sandbox: { bash: "bubblewrap" | "none"; reason?: string };
 }
 
 /** Params of `session/prompt`. */

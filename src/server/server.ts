@@ -24,6 +24,9 @@ import { PROVIDERS } from "../providers/registry.js";
 import { ProviderUnavailableError } from "../providers/types.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { buildSystemPrompt } from "./system-prompt.js";
+import { defaultSessionRoot } from "../agent/session-root.js";
+import { hideFromSandbox } from "../tools/sandbox.js";
+import type { SandboxStatus } from "../tools/sandbox-probe.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -224,6 +227,13 @@ export class HarnessServer {
       }
       const { sink } = this;
       const { sessionLog, sessionRoot, env, defaultMaxSteps, subagentDepth, logger } = this.options;
+      // What confines bash, probed now (a bwrap start) so the result can say it; the session
+      // logs are hidden from sandboxed commands.
+      if (sessionLog) hideFromSandbox(sessionRoot ?? defaultSessionRoot(env));
+      const sandbox: Promise<SandboxStatus> =
+        params.tools && !params.tools.includes("bash")
+          ? Promise.resolve({ bash: "none", reason: "bash is not among the tools offered" })
+          : import("../tools/sandbox-probe.js").then(({ sandboxStatus }) => sandboxStatus(permissionMode, workspace, env));
       // setImmediate: the loading starts after the transport has written this response (it does
       // so in a promise reaction, which runs before any macrotask), so the agent modules are
       // never on the spawn → initialize path, and are ready by the time a first prompt arrives.
@@ -251,7 +261,12 @@ export class HarnessServer {
       agent.catch(() => undefined);
       this.agent = agent;
       this.options.logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
-      return { serverInfo: { name: "harness-bridge", version: this.options.version }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()] };
+      return {
+        serverInfo: { name: "harness-bridge", version: this.options.version },
+        protocolVersion: PROTOCOL_VERSION,
+        providers: [...PROVIDERS.keys()],
+        sandbox: await sandbox,
+      };
     }
   }
 

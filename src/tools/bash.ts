@@ -4,9 +4,9 @@
  * where bubblewrap is installed — a sandbox in which only the workspace (and a private /tmp) is
  * writable. See docs/tools.md.
  */
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
-import * as path from "node:path";
+import { bwrapArgs, findBash, findBwrap, noSandboxMessage } from "./sandbox.js";
+import { probeSandbox } from "./sandbox-probe.js";
 import { GROUP_WRAPPER, KILL_GRACE_MS, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, runInProcessGroup } from "./process-group.js";
 import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
 
@@ -16,79 +16,29 @@ export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
 export const BASH_MAX_TIMEOUT_MS = 600_000;
 /** Longest command accepted. */
 export const BASH_MAX_COMMAND_CHARS = 100_000;
+export { findBwrap };
 export { KILL_GRACE_MS as BASH_KILL_GRACE_MS, OUTPUT_HEAD_BYTES as BASH_OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES as BASH_OUTPUT_TAIL_BYTES };
 
 /** Environment variables never passed to commands, besides any matching `SECRET_ENV_PATTERN`. */
 export const SECRET_ENV_NAMES: readonly string[] = ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
 /** Names matching this are treated as secrets and removed from the commands' environment. */
-export const SECRET_ENV_PATTERN = /KEY|SECRET|TOKEN|PASSWORD|PASSWD/i;
+export const SECRET_ENV_PATTERN = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|^AWS_|^AZURE_CLIENT|^GOOGLE_APPLICATION/i;
+/** A value holding a URL with credentials (`scheme://user:password@host`, e.g. a proxy or database URL) is a secret too. */
+export const CREDENTIAL_URL_PATTERN = /[a-z][a-z0-9+.-]*:\/\/[^\s/@:]*:[^\s/@]*@/i;
 /** Set for every command: no colours, no pagers, a dumb terminal. */
 export const BASH_ENV_OVERRIDES: Readonly<Record<string, string>> = { NO_COLOR: "1", PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb" };
 
-/** The environment of a command: `base` without secrets, plus `BASH_ENV_OVERRIDES`. */
+/**
+ * The environment of a command: `base` without secrets (names matching `SECRET_ENV_PATTERN`,
+ * values holding a URL with credentials), plus `BASH_ENV_OVERRIDES`.
+ */
 export function commandEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(base)) {
-    if (value === undefined || SECRET_ENV_NAMES.includes(name) || SECRET_ENV_PATTERN.test(name)) continue;
+    if (value === undefined || SECRET_ENV_NAMES.includes(name) || SECRET_ENV_PATTERN.test(name) || CREDENTIAL_URL_PATTERN.test(value)) continue;
     env[name] = value;
   }
   return { ...env, ...BASH_ENV_OVERRIDES };
-}
-
-let bwrapPath: string | null | undefined;
-
-/** The path of `bwrap` on PATH, or null (looked up once). */
-export function findBwrap(): string | null {
-  if (bwrapPath !== undefined) return bwrapPath;
-  bwrapPath = null;
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, "bwrap");
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) {
-        bwrapPath = candidate;
-        break;
-      }
-    } catch {
-      // not here
-    }
-  }
-  return bwrapPath;
-}
-
-/**
- * bubblewrap arguments: the whole file system read-only, fresh /dev, /proc and /tmp, the
- * workspace writable, a PID namespace (so everything started dies with it) and death with the
- * parent. The network is not restricted.
- */
-export function bwrapArgs(workspace: string): string[] {
-  return [
-    "--ro-bind", "/", "/",
-    "--dev", "/dev",
-    "--proc", "/proc",
-    "--tmpfs", "/tmp",
-    "--bind", workspace, workspace,
-    "--unshare-pid",
-    "--die-with-parent",
-    "--chdir", workspace,
-  ];
-}
-
-const probes = new Map<string, Promise<string | null>>();
-
-/** Whether bwrap works here for this workspace: null when it does, else its error (probed once per workspace). */
-function probeBwrap(bwrap: string, workspace: string): Promise<string | null> {
-  let probe = probes.get(workspace);
-  if (!probe) {
-    probe = new Promise((resolve) => {
-      execFile(bwrap, [...bwrapArgs(workspace), "true"], { timeout: 10_000 }, (err, _stdout, stderr) => {
-        resolve(err ? (String(stderr).trim() || err.message).split("\n")[0] : null);
-      });
-    });
-    probes.set(workspace, probe);
-  }
-  return probe;
 }
 
 function parseTimeout(value: unknown): number {
@@ -103,17 +53,14 @@ function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
-/** The argv to run `command`: the group wrapper, inside bwrap when it applies. */
-async function commandArgv(command: string, ctx: ToolContext, workspace: string): Promise<{ argv: string[]; note?: string }> {
-  const inner = ["bash", "-c", GROUP_WRAPPER, "harness-bash", command];
+/** The argv to run `command`: the group wrapper by bash's absolute path, inside bwrap in `workspace-write`; or why it cannot run. */
+async function commandArgv(command: string, ctx: ToolContext, workspace: string): Promise<{ argv: string[] } | { refused: string }> {
+  const bash = findBash();
+  const inner = [bash, "-c", GROUP_WRAPPER, bash, command];
   if (ctx.permissionMode !== "workspace-write") return { argv: inner };
-  const bwrap = findBwrap();
-  if (!bwrap) return { argv: inner };
-  const failure = await probeBwrap(bwrap, workspace);
-  if (failure !== null) {
-    return { argv: inner, note: `[note: bwrap is installed but failed here (${failure}); the command ran without the sandbox]` };
-  }
-  return { argv: [bwrap, ...bwrapArgs(workspace), ...inner] };
+  const failure = await probeSandbox(workspace);
+  if (failure !== null) return { refused: noSandboxMessage(failure) };
+  return { argv: [findBwrap()!, ...bwrapArgs(workspace), ...inner] };
 }
 
 export const bashTool: Tool = {
@@ -152,7 +99,9 @@ export const bashTool: Tool = {
     } catch (err) {
       throw new ToolError(`the workspace ${ctx.workspace} is not accessible: ${(err as Error).message}`);
     }
-    const { argv, note } = await commandArgv(command, ctx, workspace);
+    const how = await commandArgv(command, ctx, workspace);
+    if ("refused" in how) return textOutput(how.refused, true);
+    const { argv } = how;
     const run = await runInProcessGroup({ argv, cwd: workspace, env: commandEnv(), timeoutMs, signal: ctx.signal });
 
     if (run.spawnError) {
@@ -172,6 +121,6 @@ export const bashTool: Tool = {
     } else {
       status = `[exit code ${run.code}]`;
     }
-    return textOutput([note, body, status].filter((s) => s !== undefined).join("\n"), isError);
+    return textOutput(`${body}\n${status}`, isError);
   },
 };

@@ -25,13 +25,14 @@ export const KILL_GRACE_MS = 2000;
 export const STREAM_DRAIN_MS = 2000;
 
 /**
- * The wrapper, run as `bash -c WRAPPER harness-bash COMMAND`: start the fd-3 watcher, then
- * replace itself with `bash -c COMMAND` (same pid, so the exit status is the command's), stderr
- * merged into stdout so the output interleaves as a terminal would show it.
+ * The wrapper, run as `BASH -c WRAPPER BASH COMMAND` (BASH an absolute path, so `$0` is it): start
+ * the fd-3 watcher, then replace itself with `BASH -c COMMAND` (same pid, so the exit status is
+ * the command's; never a `bash` found through PATH), stderr merged into stdout so the output
+ * interleaves as a terminal would show it.
  */
 export const GROUP_WRAPPER = [
   "( trap '' TERM INT HUP; read -r -u 3 _; kill -KILL 0 ) </dev/null >/dev/null 2>&1 &",
-  'exec bash -c "$1" 3<&- 2>&1',
+  'exec "$0" -c "$1" 3<&- 2>&1',
 ].join("\n");
 
 /** Keeps the first `headMax` bytes and a rolling window of the last `tailMax` bytes of a stream. */

@@ -1,9 +1,9 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES, bashTool, commandEnv, findBwrap } from "../../src/tools/bash.js";
+import { BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES, bashTool, commandEnv } from "../../src/tools/bash.js";
 import { HeadTailBuffer } from "../../src/tools/process-group.js";
 import { ToolError } from "../../src/tools/types.js";
 import { makeCtx, makeSandbox, text } from "./helpers.js";
@@ -55,10 +55,8 @@ const marker = () => `hbmark${process.pid}x${Date.now() % 100000}x${++counter}`;
  */
 const stubborn = (m: string) => `bash -c 'trap "" TERM; while :; do sleep 0.2; done' ${m}-stubborn & bash -c 'sleep 86400; :' ${m}-plain & `;
 
-// The sandbox tests need a bwrap that can create namespaces here (containers may forbid it; the
-// tool then runs unsandboxed with a note, as docs/tools.md says).
-const bwrapPath = findBwrap();
-const bwrap = bwrapPath !== null && spawnSync(bwrapPath, ["--ro-bind", "/", "/", "true"]).status === 0;
+// workspace-write runs bash only inside bubblewrap (it fails closed without it), so these tests
+// need a working bwrap: CI installs it, and test/tools/sandbox.test.ts fails plainly without it.
 const modes: Mode[] = ["full", "workspace-write"];
 
 describe("bash", () => {
@@ -178,7 +176,7 @@ describe("bash", () => {
   });
 });
 
-describe.skipIf(!bwrap)("bash in bubblewrap (workspace-write)", () => {
+describe("bash in bubblewrap (workspace-write)", () => {
   it("can write the workspace and a private /tmp, not the rest of the file system", async () => {
     const outsideFile = path.join(sb.outside, "escape.txt");
     const varTmpFile = `/var/tmp/hb-escape-${process.pid}-${Date.now()}`;

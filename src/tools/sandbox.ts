@@ -1,0 +1,107 @@
+/**
+ * The bubblewrap sandbox of `bash` in `workspace-write` mode, and what the bridge reports of it.
+ *
+ * Invariant: a command in the sandbox holds no capability (a user namespace, `--cap-drop ALL`,
+ * so even a bridge running as root gives it none: no remount, no umount), sees only its own
+ * processes (a PID namespace with a fresh /proc: not the bridge, not its environment), cannot
+ * write outside the workspace and a private /tmp (the rest is a read-only view), cannot read the
+ * credential stores hidden below, has no controlling terminal (`--new-session`) and dies with
+ * the bridge (`--die-with-parent`). Without a working sandbox, `bash` in `workspace-write` fails
+ * closed (see bash.ts). The network is not restricted.
+ *
+ * Executables are found at fixed system locations, never through PATH or in the workspace.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+/** Where bwrap is looked for (`HARNESS_BWRAP`, an absolute path, comes first). */
+export const BWRAP_LOCATIONS: readonly string[] = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"];
+/** Where bash is looked for. */
+export const BASH_LOCATIONS: readonly string[] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
+/**
+ * Credential stores hidden from sandboxed commands, relative to the home folder: a folder is
+ * replaced by an empty tmpfs, a file by an empty one. `HARNESS_SANDBOX_HIDE` (paths separated by
+ * `:`) adds more; the server adds the session root.
+ */
+export const HIDDEN_HOME_PATHS: readonly string[] = [
+  ".ssh", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".gnupg", ".netrc", ".git-credentials",
+  ".config/gh", ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+];
+
+const isExecutableFile = (p: string) => {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+};
+
+/** The bwrap to use, or null: `HARNESS_BWRAP` when it is an absolute path (`off` or another value: none), else the first of `BWRAP_LOCATIONS`. */
+export function findBwrap(env: NodeJS.ProcessEnv = process.env): string | null {
+  const chosen = env.HARNESS_BWRAP;
+  if (chosen !== undefined && chosen !== "") return path.isAbsolute(chosen) && isExecutableFile(chosen) ? chosen : null;
+  return BWRAP_LOCATIONS.find(isExecutableFile) ?? null;
+}
+
+let bashPath: string | undefined;
+/** The absolute path of bash (looked up once). */
+export function findBash(): string {
+  bashPath ??= BASH_LOCATIONS.find(isExecutableFile) ?? "/bin/bash";
+  return bashPath;
+}
+
+const extraHidden = new Set<string>();
+/** Hides `p` from sandboxed commands too (the server calls it with the session root). */
+export function hideFromSandbox(p: string): void {
+  extraHidden.add(path.resolve(p));
+}
+
+/** The existing paths to hide, each with whether it is a folder. */
+export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
+  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
+  const wanted = [
+    ...HIDDEN_HOME_PATHS.map((p) => path.join(home, p)),
+    ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
+    ...extraHidden,
+  ];
+  const found = new Map<string, boolean>();
+  for (const p of wanted) {
+    try {
+      const real = fs.realpathSync(p);
+      found.set(real, fs.statSync(real).isDirectory());
+    } catch {
+      // not there: nothing to hide
+    }
+  }
+  return [...found].map(([p, folder]) => ({ path: p, folder }));
+}
+
+/** bubblewrap's arguments for a command in `workspace` (a real path); see the invariant above. */
+export function bwrapArgs(workspace: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  const hide = hiddenPaths(env).flatMap((h) => (h.folder ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
+  return [
+    "--unshare-user",
+    "--unshare-pid",
+    "--cap-drop", "ALL",
+    "--new-session",
+    "--die-with-parent",
+    "--ro-bind", "/", "/",
+    "--dev", "/dev",
+    "--proc", "/proc",
+    "--tmpfs", "/tmp",
+    ...hide,
+    "--bind", workspace, workspace,
+    "--chdir", workspace,
+  ];
+}
+
+/** The tool error of bash in `workspace-write` without a working sandbox: it names the fix. */
+export function noSandboxMessage(failure: string): string {
+  return (
+    `bash was not run: permission mode 'workspace-write' runs commands only inside the bubblewrap sandbox, and ${failure}. ` +
+    "Fix: install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
+    "or initialize with permissionMode \"full\" to run commands unconfined."
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * The bash sandbox holds as root and as an unprivileged user (CI runs this file as both): no
+ * capability, no write outside the workspace (a remount does not help), no host process or the
+ * bridge's environment visible, credential stores hidden; without a working sandbox bash fails
+ * closed in `workspace-write`; bash is never taken from PATH or the workspace; credentials in
+ * the environment (URLs with passwords, proxy and cloud variables) never reach a command.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { bashTool, commandEnv } from "../../src/tools/bash.js";
+import { findBwrap } from "../../src/tools/sandbox.js";
+import { resetSandboxProbes, sandboxStatus } from "../../src/tools/sandbox-probe.js";
+import { RawClient, initParams } from "../support/raw-client.js";
+import { makeCtx, makeSandbox, text } from "./helpers.js";
+
+let sb: ReturnType<typeof makeSandbox>;
+const savedEnv = { ...process.env };
+const homes: string[] = [];
+beforeEach(() => {
+  sb = makeSandbox();
+  resetSandboxProbes();
+});
+afterEach(() => {
+  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
+  Object.assign(process.env, savedEnv);
+  resetSandboxProbes();
+  sb.cleanup();
+  for (const h of homes.splice(0)) fs.rmSync(h, { recursive: true, force: true });
+});
+
+const sh = async (command: string, mode: "workspace-write" | "full" = "workspace-write") => {
+  const out = await bashTool.execute({ command } as never, makeCtx(sb.ws, mode));
+  return { out: text(out), isError: out.isError };
+};
+
+describe("the bash sandbox (workspace-write)", () => {
+  it("is there: CI installs bubblewrap, and a missing one must fail this file, not skip it", async () => {
+    expect(findBwrap(), "bubblewrap is required for these tests (apt-get install bubblewrap)").not.toBeNull();
+    expect(await sandboxStatus("workspace-write", sb.ws)).toEqual({ bash: "bubblewrap" });
+  });
+
+  it("holds no capability; a remount or umount gives no way to write outside", async () => {
+    const outside = path.join(sb.outside, "escape.txt");
+    const { out } = await sh(
+      `grep CapEff /proc/self/status; mount -o remount,rw / 2>/dev/null && echo REMOUNTED; umount /proc 2>/dev/null && echo UMOUNTED; ` +
+        `echo x > ${JSON.stringify(outside)} 2>/dev/null || echo refused; echo in > inside.txt && echo wrote-inside`,
+    );
+    expect(out).toMatch(/^CapEff:\s+0+$/m);
+    expect(out).not.toMatch(/REMOUNTED|UMOUNTED/);
+    expect(out).toMatch(/^refused$/m);
+    expect(out).toMatch(/^wrote-inside$/m);
+    expect(fs.existsSync(outside)).toBe(false);
+  });
+
+  it("sees no host process: not the bridge, not its environment", async () => {
+    const { out } = await sh(`ls /proc | grep -c '^[0-9]'; cat /proc/${process.pid}/environ 2>/dev/null || echo no-bridge; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '^PATH=' || true`);
+    const [count, bridge, environs] = out.split("\n");
+    // bwrap's init, the shell, ls and grep: the sandbox's own few processes.
+    expect(Number(count)).toBeLessThan(10);
+    expect(bridge).toBe("no-bridge");
+    // Whatever environ is readable is a sandboxed process's: at most one per process listed.
+    expect(Number(environs)).toBeLessThan(10);
+    expect(fs.readFileSync(`/proc/${process.pid}/environ`).length).toBeGreaterThan(0); // outside it is readable
+  });
+
+  it("hides the credential stores and the paths in HARNESS_SANDBOX_HIDE", async () => {
+    // Not under /tmp, which the sandbox replaces anyway: the hiding itself must be what holds.
+    const home = fs.mkdtempSync("/var/tmp/hb-sandbox-home-");
+    homes.push(home);
+    fs.mkdirSync(path.join(home, ".ssh"), { recursive: true });
+    fs.writeFileSync(path.join(home, ".ssh", "id_key"), "ssh-canary");
+    fs.writeFileSync(path.join(home, ".netrc"), "netrc-canary");
+    const extra = path.join(sb.outside, "vault");
+    fs.mkdirSync(extra);
+    fs.writeFileSync(path.join(extra, "secret"), "extra-canary");
+    process.env.HOME = home;
+    process.env.HARNESS_SANDBOX_HIDE = extra;
+    const { out } = await sh(`cat ${home}/.ssh/id_key ${home}/.netrc ${extra}/secret 2>&1; ls -A ${home}/.ssh`);
+    expect(out).not.toMatch(/canary/);
+    // Outside the sandbox they are there.
+    expect((await sh(`cat ${home}/.ssh/id_key`, "full")).out).toMatch(/ssh-canary/);
+  });
+});
+
+describe("fail closed", () => {
+  it("without bubblewrap, bash in workspace-write is refused with the fix named; full still runs", async () => {
+    process.env.HARNESS_BWRAP = "/nonexistent/bwrap";
+    const refused = await sh("echo ran > ran.txt");
+    expect(refused.isError).toBe(true);
+    expect(refused.out).toMatch(/bash was not run: .*install bubblewrap.*permissionMode "full"/s);
+    expect(fs.existsSync(path.join(sb.ws, "ran.txt"))).toBe(false);
+    expect(await sandboxStatus("workspace-write", sb.ws)).toMatchObject({ bash: "none", reason: expect.stringMatching(/not found/) });
+    expect((await sh("echo ran", "full")).out).toBe("ran\n[exit code 0]");
+  });
+
+  it("with a bubblewrap that cannot make its sandbox, the same, with its error", async () => {
+    const fake = path.join(sb.outside, "bwrap");
+    fs.writeFileSync(fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n", { mode: 0o755 });
+    process.env.HARNESS_BWRAP = fake;
+    const refused = await sh("echo ran > ran.txt");
+    expect(refused.isError).toBe(true);
+    expect(refused.out).toMatch(/No permissions to create new namespace/);
+    expect(fs.existsSync(path.join(sb.ws, "ran.txt"))).toBe(false);
+  });
+});
+
+describe("bash itself", () => {
+  it("is never a `bash` planted in the workspace and found through a relative PATH entry", async () => {
+    const planted = path.join(sb.ws, "bash");
+    const mark = path.join(sb.outside, "planted-ran");
+    fs.writeFileSync(planted, `#!/bin/sh\necho planted > ${JSON.stringify(mark)}\nexec /bin/sh "$@"\n`, { mode: 0o755 });
+    process.env.PATH = `.:${process.env.PATH}`;
+    for (const mode of ["full", "workspace-write"] as const) {
+      expect((await sh("echo real", mode)).out).toBe("real\n[exit code 0]");
+    }
+    expect(fs.existsSync(mark)).toBe(false);
+  });
+});
+
+describe("credentials in the environment", () => {
+  it("never reach a command: URLs with passwords, proxies with credentials, cloud and auth variables", () => {
+    const env = commandEnv({
+      http_proxy: "http://user:hunter2@proxy:3128",
+      HTTPS_PROXY: "http://u:p@proxy:3128",
+      DATABASE_URL: "postgres://app:pw@db/app",
+      AWS_ACCESS_KEY_ID: "AKIA-canary",
+      AWS_PROFILE: "prod",
+      GOOGLE_APPLICATION_CREDENTIALS: "/keys/sa.json",
+      SSH_AUTH_SOCK: "/tmp/ssh-agent.sock",
+      NPM_CONFIG__AUTH: "canary",
+      no_proxy: "127.0.0.1",
+      HTTP_PROXY_PLAIN: "http://proxy:3128",
+      KEEP_ME: "visible",
+    });
+    for (const gone of ["http_proxy", "HTTPS_PROXY", "DATABASE_URL", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "GOOGLE_APPLICATION_CREDENTIALS", "SSH_AUTH_SOCK", "NPM_CONFIG__AUTH"]) {
+      expect(env[gone], gone).toBeUndefined();
+    }
+    expect(env).toMatchObject({ no_proxy: "127.0.0.1", HTTP_PROXY_PLAIN: "http://proxy:3128", KEEP_ME: "visible" });
+  });
+});
+
+describe("initialize reports the sandbox (through the binary)", () => {
+  const init = async (extra: object, env: NodeJS.ProcessEnv = process.env) => {
+    const c = new RawClient({ env });
+    try {
+      c.request(1, "initialize", { ...initParams(sb.ws, "demo"), ...extra });
+      return (await c.response(1)).result?.sandbox;
+    } finally {
+      await c.dispose();
+    }
+  };
+  it("bubblewrap in workspace-write, none with a reason in full, read-only and without bwrap", async () => {
+    expect(await init({})).toEqual({ bash: "bubblewrap" });
+    expect(await init({ permissionMode: "full" })).toEqual({ bash: "none", reason: expect.stringMatching(/full/) });
+    expect(await init({ permissionMode: "read-only" })).toEqual({ bash: "none", reason: expect.stringMatching(/read-only/) });
+    expect(await init({}, { ...process.env, HARNESS_BWRAP: "/nonexistent/bwrap" })).toEqual({ bash: "none", reason: expect.stringMatching(/not found/) });
+  });
+});
