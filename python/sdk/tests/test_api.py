@@ -164,3 +164,16 @@ def test_notification_is_lazy():
     assert n.session_id == "s" and n.event_type == "turn/start"  # no validation yet
     with pytest.raises(ValueError):
         n.event
+
+
+def test_initialize_response_says_what_confines_bash(real):
+    """The bridge reports its bash sandbox; the SDK types it (``SandboxStatus``)."""
+    from deepseek_harness import SandboxStatus
+
+    with real.harness() as h:
+        sandbox = h.initialize_response.sandbox
+        assert isinstance(sandbox, SandboxStatus)
+        assert sandbox.bash == "bubblewrap" and sandbox.reason is None
+    with real.harness(permission_mode="full") as h:
+        sandbox = h.initialize_response.sandbox
+        assert sandbox.bash == "none" and "full" in (sandbox.reason or "")

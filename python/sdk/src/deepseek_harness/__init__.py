@@ -64,6 +64,7 @@ from .models import (
     PROTOCOL_VERSION,
     ContentBlock,
     InitializeResponse,
+    SandboxStatus,
     Notification,
     ReasoningBlock,
     SessionEvent,
@@ -121,6 +122,7 @@ __all__ = [
     "Usage",
     "SessionEvent",
     "InitializeResponse",
+    "SandboxStatus",
     "SessionPromptResponse",
     "Notification",
     # errors

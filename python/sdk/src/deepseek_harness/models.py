@@ -187,12 +187,23 @@ class ServerInfo(WireModel):
     version: str
 
 
+class SandboxStatus(WireModel):
+    """What confines ``bash`` in the bridge: ``"bubblewrap"``, or ``"none"`` with the ``reason``
+    (``full`` or ``read-only`` mode, bash not offered, or no working sandbox — then every bash
+    call in ``workspace-write`` fails closed with an error naming the fix)."""
+
+    bash: Literal["bubblewrap", "none"]
+    reason: Optional[str] = None
+
+
 class InitializeResponse(WireModel):
     """Result of ``initialize``."""
 
     server_info: ServerInfo
     protocol_version: int
     providers: List[str] = Field(default_factory=list)
+    #: What confines bash; ``None`` only from a bridge older than the field.
+    sandbox: Optional[SandboxStatus] = None
 
 
 class SessionPromptResponse(WireModel):
