@@ -25,8 +25,7 @@ import { ProviderUnavailableError } from "../providers/types.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import { defaultSessionRoot } from "../agent/session-root.js";
-import { hideFromSandbox } from "../tools/sandbox.js";
-import type { SandboxStatus } from "../tools/sandbox-probe.js";
+import { hideFromSandbox, sandboxStatusAtStart, type SandboxStatus } from "../tools/sandbox.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -216,6 +215,13 @@ export class HarnessServer {
         }
       }
       const permissionMode = this.narrowPermission(params.permissionMode);
+      // What confines bash, as far as start-up can tell (no process started); the real probe
+      // runs after the response (below). The session logs are hidden from sandboxed commands.
+      if (this.options.sessionLog) hideFromSandbox(this.options.sessionRoot ?? defaultSessionRoot(this.options.env));
+      const bashOffered = !params.tools || params.tools.includes("bash");
+      const sandbox: SandboxStatus = bashOffered
+        ? sandboxStatusAtStart(permissionMode, this.options.env)
+        : { bash: "none", reason: "bash is not among the tools offered" };
       let provider;
       try {
         provider = await factory.create({ model: params.model, cwd: workspace, env: this.options.env });
@@ -227,18 +233,17 @@ export class HarnessServer {
       }
       const { sink } = this;
       const { sessionLog, sessionRoot, env, defaultMaxSteps, subagentDepth, logger } = this.options;
-      // What confines bash, probed now (a bwrap start) so the result can say it; the session
-      // logs are hidden from sandboxed commands.
-      if (sessionLog) hideFromSandbox(sessionRoot ?? defaultSessionRoot(env));
-      const sandbox: Promise<SandboxStatus> =
-        params.tools && !params.tools.includes("bash")
-          ? Promise.resolve({ bash: "none", reason: "bash is not among the tools offered" })
-          : import("../tools/sandbox-probe.js").then(({ sandboxStatus }) => sandboxStatus(permissionMode, workspace, env));
       // setImmediate: the loading starts after the transport has written this response (it does
       // so in a promise reaction, which runs before any macrotask), so the agent modules are
       // never on the spawn → initialize path, and are ready by the time a first prompt arrives.
       const agent = new Promise<void>((resolve) => setImmediate(resolve))
-        .then(() => Promise.all([loadAgentModules(), this.loadSchemas()]))
+        .then(() => {
+          if (bashOffered && permissionMode === "workspace-write") {
+            // The real probe of the sandbox, ready before the first bash call needs it.
+            void import("../tools/sandbox-probe.js").then(({ probeSandbox }) => probeSandbox(fs.realpathSync(workspace), this.options.env)).catch(() => undefined);
+          }
+          return Promise.all([loadAgentModules(), this.loadSchemas()]);
+        })
         .then(([modules]): Agent => {
           const runtime = new modules.runtime.AgentRuntime({
             workspace,
@@ -265,7 +270,7 @@ export class HarnessServer {
         serverInfo: { name: "harness-bridge", version: this.options.version },
         protocolVersion: PROTOCOL_VERSION,
         providers: [...PROVIDERS.keys()],
-        sandbox: await sandbox,
+        sandbox,
       };
     }
   }

@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bashTool, commandEnv } from "../../src/tools/bash.js";
 import { findBwrap } from "../../src/tools/sandbox.js";
 import { resetSandboxProbes, sandboxStatus } from "../../src/tools/sandbox-probe.js";
+import { sandboxStatusAtStart } from "../../src/tools/sandbox.js";
 import { RawClient, initParams } from "../support/raw-client.js";
 import { makeCtx, makeSandbox, text } from "./helpers.js";
 
@@ -38,6 +39,7 @@ describe("the bash sandbox (workspace-write)", () => {
   it("is there: CI installs bubblewrap, and a missing one must fail this file, not skip it", async () => {
     expect(findBwrap(), "bubblewrap is required for these tests (apt-get install bubblewrap)").not.toBeNull();
     expect(await sandboxStatus("workspace-write", sb.ws)).toEqual({ bash: "bubblewrap" });
+    expect(sandboxStatusAtStart("workspace-write")).toEqual({ bash: "bubblewrap" });
   });
 
   it("holds no capability; a remount or umount gives no way to write outside", async () => {
@@ -91,6 +93,7 @@ describe("fail closed", () => {
     expect(refused.out).toMatch(/bash was not run: .*install bubblewrap.*permissionMode "full"/s);
     expect(fs.existsSync(path.join(sb.ws, "ran.txt"))).toBe(false);
     expect(await sandboxStatus("workspace-write", sb.ws)).toMatchObject({ bash: "none", reason: expect.stringMatching(/not found/) });
+    expect(sandboxStatusAtStart("workspace-write")).toMatchObject({ bash: "none", reason: expect.stringMatching(/not found/) });
     expect((await sh("echo ran", "full")).out).toBe("ran\n[exit code 0]");
   });
 
