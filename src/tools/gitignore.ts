@@ -18,6 +18,7 @@ import * as path from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { Ignore, Options as IgnoreOptions } from "ignore";
 import { sortPaths } from "./search/order.js";
+import { isInside } from "./workspace.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -33,11 +34,6 @@ async function loadIgnore(): Promise<IgnoreFactory> {
 
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
-
-function isInside(root: string, candidate: string): boolean {
-  const rel = path.relative(root, candidate);
-  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
-}
 
 /** Largest `.gitignore` read; a larger one is not a rules file anyone wrote, and is ignored. */
 export const GITIGNORE_MAX_BYTES = 1024 * 1024;

@@ -10,7 +10,7 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import { isConfined, resolveInWorkspace } from "./workspace.js";
+import { isConfined, isInside, resolveInWorkspace } from "./workspace.js";
 import { GitignoreFilter, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
 import { GREP_MAX_FILE_BYTES, readCandidate, splitLines, type Candidate } from "./search/files.js";
@@ -36,11 +36,6 @@ function toPosix(p: string): string {
 
 function cutLine(line: string): string {
   return line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}… [line cut: ${line.length} characters]` : line;
-}
-
-function isInside(root: string, candidate: string): boolean {
-  const rel = path.relative(root, candidate);
-  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 /**

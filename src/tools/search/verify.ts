@@ -13,11 +13,7 @@ import { constants as C } from "node:fs";
 import * as fsp from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import * as path from "node:path";
-
-function isInside(root: string, candidate: string): boolean {
-  const rel = path.relative(root, candidate);
-  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
-}
+import { isInside } from "../workspace.js";
 
 /** Checks listed paths of one workspace, keeping each folder open while in use. Call `close()`. */
 export class ShownPathCheck {
