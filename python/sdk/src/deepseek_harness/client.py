@@ -397,7 +397,8 @@ class HarnessClient:
 
     Args:
         bridge_bin: path of the executable; default: found by :func:`find_bridge_binary`
-            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``, a development checkout).
+            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``; a development checkout
+            only with ``HARNESS_BRIDGE_DEV_CHECKOUT=1``).
         session_root: passed as ``--session-root DIR`` (where durable session logs go);
             default: the bridge's own default.
         log_level: passed as ``--log-level LEVEL``; default: the bridge's default.
