@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,9 @@ from typing import Any, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python" / "sdk" / "src"))
+# The SDK never runs a checkout's bin/harness-bridge on its own (an untrusted repository could
+# plant one): the demo names the binary it just built.
+os.environ.setdefault("HARNESS_BRIDGE_BIN", str(ROOT / "bin" / "harness-bridge"))
 
 from deepseek_harness import (  # noqa: E402
     AssistantMessageEvent,

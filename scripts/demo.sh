@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python scripts/demo.py
+HARNESS_BRIDGE_BIN="${HARNESS_BRIDGE_BIN:-$PWD/bin/harness-bridge}" exec .venv/bin/python scripts/demo.py

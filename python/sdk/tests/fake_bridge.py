@@ -19,6 +19,10 @@ Fault modes, comma-separated in ``FAKE_BRIDGE_MODE``:
 * ``protocol-2``: ``initialize`` answers ``protocolVersion: 2``.
 * ``bad-prompt-result``: ``session/prompt`` answers ``{status: "ok", reason: {kind: "aborted"}}``.
 * ``exit-at-start``: write two stderr lines and exit 1 at once.
+* ``deep-nesting``: before each prompt response, send frames nested 5 000 levels deep (past
+  any JSON decoder's recursion limit): a ``session.event`` of the session shaped like the
+  bridge's own lines, one that is not, a ``subagent.started``, a response whose id is nested,
+  and a response with the prompt's id whose result is nested; then the real response.
 * ``unknown-events``: before each ``turn/end``, send what a newer bridge might: a
   ``session.event`` of type ``plan/update``, an ``assistant/chunk`` of kind ``citation-delta``,
   and a ``session.metrics`` notification (with the ``sessionId``).
@@ -68,6 +72,23 @@ def package_version() -> str:
             if data.get("name") == "harness-bridge":
                 return data["version"]
     return "0.0.0"
+
+
+def deep_frames(sid: str, req_id) -> bytes:
+    """Frames nested 5 000 deep, written by hand (json.dumps itself would recurse)."""
+    deep = b"[" * 5000 + b"]" * 5000
+    s = json.dumps(sid).encode()
+    frames = [
+        b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":' + s
+        + b',"event":{"type":"tool/call","seq":1,"time":0,"data":{"arguments":' + deep + b'}}}}',
+        b'{"method":"session.event","jsonrpc":"2.0","params":{"event":{"type":"tool/result","data":' + deep
+        + b'},"sessionId":' + s + b'}}',
+        b'{"jsonrpc":"2.0","method":"subagent.started","params":{"parentSessionId":' + s
+        + b',"childSessionId":"deep-child","description":' + deep + b'}}',
+        b'{"jsonrpc":"2.0","id":' + deep + b',"result":{}}',
+        b'{"jsonrpc":"2.0","id":' + json.dumps(req_id).encode() + b',"result":{"status":"ok","reason":' + deep + b'}}',
+    ]
+    return b"\n".join(frames) + b"\n"
 
 
 class Aborted(Exception):
@@ -206,6 +227,8 @@ class Fake:
                 # Shaped like the bridge's session.event lines (the SDK's fast path), plus an id.
                 self.send({"jsonrpc": "2.0", "method": "session.event", "params": {"sessionId": sid, "event": {
                     "type": "spoofed", "seq": 999999, "time": 0, "data": {}}}, "id": req_id})
+            if "deep-nesting" in MODES:
+                self.send_raw(deep_frames(sid, req_id))
             if "garbage" in MODES:
                 self.send_raw(b"this is not json\n[1,2,3]\n\n\"scalar\"\n")
             status = "ok" if reason["kind"] == "completed" else "aborted" if reason["kind"] == "aborted" else "error"

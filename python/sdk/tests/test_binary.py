@@ -25,11 +25,13 @@ def make_exe(path: Path) -> Path:
 
 @pytest.fixture
 def isolated(tmp_path, monkeypatch):
-    """No bundled binary, no checkout above the package or cwd, empty PATH."""
+    """No bundled binary, no development checkout, empty PATH, cwd a temporary folder."""
     monkeypatch.setattr(_binary, "bundled_binary_path", lambda: tmp_path / "pkg" / "_bin" / "harness-bridge")
-    monkeypatch.setattr(_binary, "find_checkout", lambda start: None)
+    monkeypatch.setattr(_binary, "dev_checkout_root", lambda: None)
     monkeypatch.delenv("HARNESS_BRIDGE_BIN", raising=False)
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HARNESS_BRIDGE_DEV_CHECKOUT", raising=False)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     return {"PATH": str(tmp_path / "empty-path")}
 
 
@@ -38,11 +40,11 @@ def test_not_found_lists_every_place_tried(isolated):
         find_bridge_binary(env=isolated)
     msg = str(info.value)
     for needle in ("bridge_bin", "HARNESS_BRIDGE_BIN", "bundled", "_bin/harness-bridge", "PATH",
-                   "development checkout", "npm run build", "wheel"):
+                   "development checkout", "npm run build", "wheel", "HARNESS_BRIDGE_DEV_CHECKOUT=1"):
         assert needle in msg, needle
     places = [p for p, _ in info.value.tried]
-    assert places[:4] == ["bridge_bin", "$HARNESS_BRIDGE_BIN", "bundled in the package", "PATH"]
-    assert any("development checkout" in p for p in places)
+    assert places == ["bridge_bin", "$HARNESS_BRIDGE_BIN", "bundled in the package", "PATH", "development checkout"]
+    assert "not opted in" in msg
 
 
 def test_explicit_bridge_bin_that_does_not_exist(isolated, tmp_path):
@@ -85,8 +87,11 @@ def test_resolution_order(isolated, tmp_path, monkeypatch):
     bundled.unlink()
     assert find_bridge_binary(env=env) == on_path.resolve()
     env["PATH"] = str(tmp_path / "empty-path")
-    monkeypatch.setattr(_binary, "find_checkout", lambda start: checkout)
-    assert find_bridge_binary(env=env) == (checkout / "bin" / "harness-bridge").resolve()
+    monkeypatch.setattr(_binary, "dev_checkout_root", lambda: checkout)
+    with pytest.raises(BridgeNotFoundError, match="not opted in"):
+        find_bridge_binary(env=env)
+    assert find_bridge_binary(env=env, dev_checkout=True) == (checkout / "bin" / "harness-bridge").resolve()
+    assert find_bridge_binary(env=dict(env, HARNESS_BRIDGE_DEV_CHECKOUT="1")) == (checkout / "bin" / "harness-bridge").resolve()
 
 
 def test_bundled_binary_gets_its_executable_bit_back(isolated, tmp_path):
@@ -96,23 +101,53 @@ def test_bundled_binary_gets_its_executable_bit_back(isolated, tmp_path):
     assert bundled.stat().st_mode & stat.S_IXUSR
 
 
-def test_development_checkout_is_found_from_cwd(tmp_path, monkeypatch):
-    checkout = tmp_path / "checkout"
-    (checkout / "sub" / "dir").mkdir(parents=True)
-    (checkout / "package.json").write_text(json.dumps({"name": "harness-bridge", "version": "1.2.3"}))
-    exe = make_exe(checkout / "bin" / "harness-bridge")
-    assert _meta.find_checkout(checkout / "sub" / "dir") == checkout.resolve()
-    assert _meta.checkout_version(checkout / "sub") == "1.2.3"
-    (tmp_path / "other").mkdir()
-    (tmp_path / "other" / "package.json").write_text(json.dumps({"name": "something-else"}))
-    assert _meta.find_checkout(tmp_path / "other") is None
-    monkeypatch.setattr(_binary, "bundled_binary_path", lambda: tmp_path / "none" / "harness-bridge")
-    # The package itself lives in this repository, so pretend it does not.
-    real_find = _meta.find_checkout
-    monkeypatch.setattr(_binary, "find_checkout",
-                        lambda start: None if REPO_ROOT in [start, *start.parents] else real_find(start))
-    monkeypatch.delenv("HARNESS_BRIDGE_BIN", raising=False)
-    assert find_bridge_binary(env={"PATH": ""}, cwd=checkout / "sub" / "dir") == exe.resolve()
+def plant_checkout(root: Path) -> Path:
+    """What an untrusted repository can hold: a package.json named harness-bridge and a
+    bin/harness-bridge that leaves a mark when run."""
+    (root / "sub" / "dir").mkdir(parents=True)
+    (root / "package.json").write_text(json.dumps({"name": "harness-bridge", "version": "6.6.6"}))
+    mark = root / "PLANTED-BINARY-RAN"
+    exe = root / "bin" / "harness-bridge"
+    exe.parent.mkdir()
+    exe.write_text(f"#!/bin/sh\ntouch '{mark}'\nexit 0\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_a_checkout_planted_in_the_working_directory_is_not_run(isolated, tmp_path, monkeypatch):
+    planted = plant_checkout(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path / "repo" / "sub" / "dir")
+    for kwargs in ({}, {"cwd": tmp_path / "repo"}, {"dev_checkout": True}):
+        with pytest.raises(BridgeNotFoundError) as info:
+            find_bridge_binary(env=isolated, **kwargs)
+        assert str(planted) not in str(info.value.tried)
+    # The harness does not start it either (the real one is found only when it is elsewhere).
+    h = DeepSeekHarness(provider="scripted", model="demo", cwd=tmp_path / "repo", env={"PATH": isolated["PATH"]})
+    with pytest.raises(BridgeNotFoundError, match="HARNESS_BRIDGE_DEV_CHECKOUT"):
+        h.start()
+    h.close()
+    assert not (tmp_path / "repo" / "PLANTED-BINARY-RAN").exists()
+
+
+def test_relative_path_entries_and_entries_inside_the_cwd_are_skipped(isolated, tmp_path, monkeypatch):
+    planted = plant_checkout(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path / "repo")
+    elsewhere = make_exe(tmp_path / "tools" / "harness-bridge")
+    for path in ("bin", "./bin", "", ".", f"{tmp_path / 'repo' / 'bin'}", f"bin{os.pathsep}{tmp_path / 'repo' / 'bin'}"):
+        with pytest.raises(BridgeNotFoundError, match="skipped") as info:
+            find_bridge_binary(env={"PATH": path})
+        assert "no harness-bridge on PATH" in str(info.value)
+        # An absolute entry outside the working directory still counts, after the skipped ones.
+        found = find_bridge_binary(env={"PATH": f"{path}{os.pathsep}{elsewhere.parent}"})
+        assert found == elsewhere.resolve() and found != planted.resolve()
+    # The bridge's own working directory is not searched either.
+    monkeypatch.chdir(tmp_path / "cwd")
+    with pytest.raises(BridgeNotFoundError, match="inside the working directory"):
+        find_bridge_binary(env={"PATH": str(tmp_path / "repo" / "bin")}, cwd=tmp_path / "repo")
+
+
+def test_the_dev_checkout_is_the_one_this_package_lives_in():
+    assert _binary.dev_checkout_root() == REPO_ROOT.resolve()
 
 
 def test_version_comes_from_package_json():

@@ -19,10 +19,13 @@ Properties, for every stream:
   the children ``subagent.started`` announced) that precede its response, in stream order —
   no garbage, nothing of another session, nothing spoofed.
 
-Two inputs once broke these properties and have their own tests at the end: a corrupt
+Some inputs once broke these properties and have their own tests at the end: a corrupt
 ``session.event`` line that the fast path routes to a live prompt (now dropped with a warning,
 or a ``TransportClosedError`` when it is the torn last line), and a notification whose
-``sessionId`` is a JSON array or object (now dropped; it used to kill the reader thread).
+``sessionId`` is a JSON array or object (now dropped; it used to kill the reader thread), and
+frames nested past the decoder's recursion limit, in a payload, an id, a result or an error
+(``RecursionError``, not ``ValueError``: now dropped; they used to kill the reader or reach the
+caller). The stream model includes both those and frames nested deep but within the limit.
 
 ``HB_FUZZ_EXAMPLES`` raises the number of examples (default 40).
 """
@@ -201,6 +204,8 @@ json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allo
 safe_keys = st.text(alphabet="abcxyz_", max_size=4)
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(safe_keys, inner, max_size=3), max_leaves=6)
 
+DEEP_PLACES = ["payload-fast", "payload-slow", "child", "id", "result", "error"]
+
 item = st.one_of(
     st.tuples(st.just("event"), st.integers(0, 2), st.booleans(), texts),
     st.tuples(st.just("child"), st.integers(0, 2)),
@@ -215,7 +220,33 @@ item = st.one_of(
     st.tuples(st.just("torn"), st.integers(0, 2), st.integers(1, 200)),
     st.tuples(st.just("bad-utf8"), st.integers(0, 2)),
     st.tuples(st.just("blank"), st.sampled_from([b"", b" ", b"\t", b"\r"])),
+    st.tuples(st.just("deep"), st.integers(0, 2), st.sampled_from(DEEP_PLACES), st.sampled_from([5000, 50000])),
+    st.tuples(st.just("nested"), st.integers(0, 2), st.booleans()),
 )
+
+
+def nested(depth: int, inner: bytes = b"null") -> bytes:
+    """``depth`` levels of arrays and objects around ``inner``, by hand (json.dumps would recurse)."""
+    opening = b"".join(b'[{"a":' if i % 2 else b"[" for i in range(depth))
+    closing = b"".join(b"}]" if i % 2 else b"]" for i in reversed(range(depth)))
+    return opening + inner + closing
+
+
+def deep_frame(session: str, prompt_id: int, where: str, depth: int, seq: int) -> bytes:
+    """A frame nested past the decoder's recursion limit: the SDK drops it like any corrupt line."""
+    deep = nested(depth)
+    sid = json.dumps(session).encode()
+    return {
+        # Shaped like the bridge's own lines (the fast path) and not.
+        "payload-fast": b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":' + sid
+        + b',"event":{"type":"tool/call","seq":' + str(seq).encode() + b',"time":0,"data":{"arguments":' + deep + b"}}}}",
+        "payload-slow": b'{"method": "session.event", "params": {"event": ' + deep + b', "sessionId": ' + sid + b"}}",
+        "child": b'{"jsonrpc":"2.0","method":"subagent.started","params":{"parentSessionId":' + sid
+        + b',"childSessionId":"deep","description":' + deep + b"}}",
+        "id": b'{"jsonrpc":"2.0","id":' + nested(depth, str(prompt_id).encode()) + b',"result":{"status":"ok","reason":{"kind":"completed"}}}',
+        "result": b'{"jsonrpc":"2.0","id":' + str(prompt_id).encode() + b',"result":{"status":"ok","reason":' + deep + b"}}",
+        "error": b'{"jsonrpc":"2.0","id":' + str(prompt_id).encode() + b',"error":{"code":-32603,"message":' + deep + b"}}",
+    }[where]
 
 
 def build(plan: List[Tuple], sessions: List[str], ids: Dict[str, int], final_torn: int) -> Tuple[bytes, Dict[str, List], Dict[str, Optional[str]]]:
@@ -316,6 +347,19 @@ def build(plan: List[Tuple], sessions: List[str], ids: Dict[str, int], final_tor
             lines.append(whole[:at] + b"\xc3\x28" + whole[at + 2 :])
         elif kind == "blank":
             lines.append(entry[1])
+        elif kind == "deep":
+            seq += 1
+            _, i, where, depth = entry
+            lines.append(deep_frame(sessions[i % k], ids[sessions[i % k]], where, depth, seq))
+        elif kind == "nested":
+            # Nested well within the limit: delivered intact, on the fast path or off it.
+            seq += 1
+            sid = sessions[entry[1] % k]
+            frame = event_frame(sid, seq, "nested")
+            lines.append(frame_bytes(frame, entry[2]).replace(b'"text":"nested"', b'"text":"nested","tree":' + nested(300))
+                         .replace(b'"text": "nested"', b'"text": "nested", "tree": ' + nested(300)))
+            frame["params"]["event"]["data"]["chunk"]["tree"] = json.loads(nested(300))
+            deliver(sid, frame)
     data = b"\n".join(lines) + (b"\n" if lines else b"")
     if final_torn:
         seq += 1
@@ -377,7 +421,7 @@ def test_reader_fuzz(replay_bridge: Path, count: int, plan: List[Tuple], cuts: L
 
 
 # ---------------------------------------------------------------------------
-# Targeted cases, and the two inputs the SDK mishandles today
+# Targeted cases, and the inputs that once broke the reader
 # ---------------------------------------------------------------------------
 
 
@@ -447,3 +491,20 @@ def test_an_unhashable_session_id_does_not_kill_the_reader(replay_bridge: Path, 
     # A dead reader thread means a hang: report it at once rather than after the hang guard.
     replay = run_stream(replay_bridge, odd + b"\n" + done + b"\n", give_up=lambda: died and f"a thread died: {died[0]}")
     assert replay.outcome["s0"].status == "ok"
+
+
+@pytest.mark.parametrize("where", DEEP_PLACES)
+def test_a_frame_nested_too_deep_is_dropped(replay_bridge: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """``json.loads`` raises RecursionError (not ValueError) past about 1 000 levels; such a frame
+    is dropped, the frames around it are delivered, and the prompt gets its response."""
+    died: List[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(f"{args.thread.name}: {args.exc_value!r}"))
+    before = frame_bytes(event_frame("s0", 1, "before"), True)
+    after = frame_bytes(event_frame("s0", 3, "after"), True)
+    deep = deep_frame("s0", 0, where, 5000, 2).replace(b'"id":0,', b'"id":@ID@,')
+    done = b'{"jsonrpc":"2.0","id":@ID@,"result":{"status":"ok","reason":{"kind":"completed"}}}'
+    replay = run_stream(replay_bridge, b"\n".join([before, deep, after, done]) + b"\n",
+                        give_up=lambda: died and f"a thread died: {died[0]}")
+    outcome = replay.outcome["s0"]
+    assert getattr(outcome, "status", None) == "ok", outcome
+    assert [p["event"]["seq"] for _, p in replay.delivered["s0"]] == [1, 3]

@@ -2,32 +2,43 @@
 
 Order: the explicit ``bridge_bin`` argument, the ``HARNESS_BRIDGE_BIN`` environment variable,
 the binary bundled in this package (``deepseek_harness/_bin/harness-bridge``, present in the
-platform wheel), ``harness-bridge`` on ``PATH``, and ``bin/harness-bridge`` of a development
-checkout (found by walking up from this package's file and from the working directory to a
-``package.json`` named harness-bridge).
+platform wheel), then ``harness-bridge`` on ``PATH``.
+
+Invariant: nothing the working directory holds is ever run by default. The working directory
+is usually a repository the caller did not write (and the model is steered by what it reads),
+so a ``bin/harness-bridge`` planted there must not become the agent. ``PATH`` entries that are
+relative (``.``, ``bin``, an empty entry) or lie inside the working directory are skipped for
+the same reason. A development checkout is used only on explicit opt-in
+(``HARNESS_BRIDGE_DEV_CHECKOUT=1`` or ``dev_checkout=True``), and then only the checkout this
+package's own source file lives in (``python/sdk/src/deepseek_harness`` → the repository root),
+never one found from the working directory.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import stat
 import sys
 from pathlib import Path
 from typing import List, Mapping, Optional, Tuple, Union
 
-from ._meta import find_checkout
+from ._meta import PACKAGE_JSON_NAME
 from .errors import BridgeNotFoundError
 
-__all__ = ["BINARY_NAME", "ENV_VAR", "bundled_binary_path", "find_bridge_binary"]
+__all__ = ["BINARY_NAME", "DEV_CHECKOUT_ENV_VAR", "ENV_VAR", "bundled_binary_path", "dev_checkout_root", "find_bridge_binary"]
 
 BINARY_NAME = "harness-bridge" + (".exe" if sys.platform == "win32" else "")
 ENV_VAR = "HARNESS_BRIDGE_BIN"
+DEV_CHECKOUT_ENV_VAR = "HARNESS_BRIDGE_DEV_CHECKOUT"
 
 HOW_TO_GET_IT = (
     "To get the binary: in a harness-bridge checkout run `npm run build` (it writes "
     "bin/harness-bridge); or install the platform wheel of deepseek-harness, which bundles it; "
-    f"or point {ENV_VAR} (or bridge_bin=...) at an existing harness-bridge executable."
+    f"or point {ENV_VAR} (or bridge_bin=...) at an existing harness-bridge executable; "
+    f"or, to run bin/harness-bridge of the checkout this SDK is imported from, set "
+    f"{DEV_CHECKOUT_ENV_VAR}=1 (or dev_checkout=True). A bin/harness-bridge in or above the "
+    f"working directory is never run on its own."
 )
 
 
@@ -58,16 +69,66 @@ def _explicit(path: Union[str, "os.PathLike[str]"], where: str) -> Path:
     return candidate.resolve()
 
 
+def dev_checkout_root() -> Optional[Path]:
+    """The harness-bridge checkout this package's source file lives in (an editable install
+    from ``python/sdk/src``), or None when the package is installed elsewhere."""
+    here = Path(__file__).resolve()
+    # .../python/sdk/src/deepseek_harness/_binary.py: the root is four levels above the package.
+    if len(here.parents) < 5 or here.parents[1].name != "src" or here.parents[2].name != "sdk":
+        return None
+    root = here.parents[4]
+    try:
+        data = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return root if isinstance(data, dict) and data.get("name") == PACKAGE_JSON_NAME else None
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.relative_to(directory)
+        return True
+    except ValueError:
+        return False
+
+
+def _search_path(path_var: Optional[str], cwds: List[Path], tried: List[Tuple[str, str]]) -> Optional[Path]:
+    """``harness-bridge`` in the absolute ``PATH`` entries that are outside every ``cwds``."""
+    skipped: List[str] = []
+    for entry in (path_var or "").split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            skipped.append(f"{entry or '(empty)'} (relative)")
+            continue
+        directory = Path(entry).resolve()
+        if any(_inside(directory, c) for c in cwds):
+            skipped.append(f"{entry} (inside the working directory)")
+            continue
+        candidate = directory / BINARY_NAME
+        if _usable(candidate) is None:
+            return candidate
+    detail = f"no {BINARY_NAME} on PATH"
+    if skipped:
+        detail += "; skipped " + ", ".join(skipped)
+    tried.append(("PATH", detail))
+    return None
+
+
 def find_bridge_binary(
     bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
     env: Optional[Mapping[str, str]] = None,
     cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
+    *,
+    dev_checkout: Optional[bool] = None,
 ) -> Path:
     """Returns the path of the harness-bridge executable to run.
 
-    ``env`` is the environment to consult for ``HARNESS_BRIDGE_BIN`` and ``PATH`` (default:
-    ``os.environ``). An explicit ``bridge_bin`` or ``HARNESS_BRIDGE_BIN`` that does not point
-    at an executable is an error naming that path (nothing else is tried then).
+    ``env`` is the environment to consult for ``HARNESS_BRIDGE_BIN``, ``PATH`` and
+    ``HARNESS_BRIDGE_DEV_CHECKOUT`` (default: ``os.environ``). An explicit ``bridge_bin`` or
+    ``HARNESS_BRIDGE_BIN`` that does not point at an executable is an error naming that path
+    (nothing else is tried then). ``cwd`` (the bridge's working directory, when it differs from
+    this process's) is, like the current directory, never searched: ``PATH`` entries inside
+    either are skipped. ``dev_checkout`` (default: ``HARNESS_BRIDGE_DEV_CHECKOUT=1``) adds, last,
+    ``bin/harness-bridge`` of the checkout this package is imported from.
 
     Raises :class:`BridgeNotFoundError` listing every place tried and how to get the binary.
     """
@@ -96,26 +157,27 @@ def find_bridge_binary(
         return bundled
     tried.append(("bundled in the package", f"{bundled}: {why}"))
 
-    on_path = shutil.which(BINARY_NAME, path=environ.get("PATH"))
-    if on_path:
-        return Path(on_path).resolve()
-    tried.append(("PATH", f"no {BINARY_NAME} on PATH"))
+    cwds = [Path(os.getcwd()).resolve()]
+    if cwd is not None:
+        cwds.append(Path(cwd).resolve())
+    on_path = _search_path(environ.get("PATH"), cwds, tried)
+    if on_path is not None:
+        return on_path.resolve()
 
-    starts = [("package location", Path(__file__).resolve().parent), ("working directory", Path(cwd or os.getcwd()))]
-    seen = set()
-    for label, start in starts:
-        root = find_checkout(start)
+    if dev_checkout is None:
+        dev_checkout = environ.get(DEV_CHECKOUT_ENV_VAR, "") not in ("", "0")
+    if not dev_checkout:
+        tried.append(("development checkout", f"not opted in (set {DEV_CHECKOUT_ENV_VAR}=1 or dev_checkout=True)"))
+    else:
+        root = dev_checkout_root()
         if root is None:
-            tried.append((f"development checkout above the {label}", f"no harness-bridge package.json above {start}"))
-            continue
-        if root in seen:
-            continue
-        seen.add(root)
-        candidate = root / "bin" / BINARY_NAME
-        why = _usable(candidate)
-        if why is None:
-            return candidate.resolve()
-        tried.append((f"development checkout above the {label}", f"{candidate}: {why}"))
+            tried.append(("development checkout", f"this package ({Path(__file__).resolve().parent}) is not inside one"))
+        else:
+            candidate = root / "bin" / BINARY_NAME
+            why = _usable(candidate)
+            if why is None:
+                return candidate.resolve()
+            tried.append(("development checkout", f"{candidate}: {why}"))
 
     lines = "\n".join(f"  - {place}: {detail}" for place, detail in tried)
     raise BridgeNotFoundError(f"harness-bridge not found. Tried, in order:\n{lines}\n{HOW_TO_GET_IT}", tried)

@@ -397,7 +397,8 @@ class HarnessClient:
 
     Args:
         bridge_bin: path of the executable; default: found by :func:`find_bridge_binary`
-            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``, a development checkout).
+            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``; a development checkout
+            only with ``HARNESS_BRIDGE_DEV_CHECKOUT=1``).
         session_root: passed as ``--session-root DIR`` (where durable session logs go);
             default: the bridge's own default.
         log_level: passed as ``--log-level LEVEL``; default: the bridge's default.
@@ -771,6 +772,9 @@ class HarnessClient:
         with self._lock:
             if self._closed_error is not None:
                 raise self._closed_error
+            reader = self._reader
+            if reader is not None and not reader.is_alive():
+                raise self._transport_error("the SDK's reader thread is not running: close this client and start a new one")
             if self._closing and not allow_closing:
                 raise TransportClosedError("the client is closing")
             self._pending[request_id] = pending
@@ -895,7 +899,11 @@ class HarnessClient:
         parts: List[bytes] = []  # pieces of an unterminated line
         try:
             while True:
-                data = read(READ_SIZE)
+                try:
+                    data = read(READ_SIZE)
+                except (OSError, ValueError) as exc:  # ValueError: close() closed the pipe
+                    log.debug("reading harness-bridge stdout failed: %s", exc)
+                    break
                 if not data:
                     break
                 nl = data.rfind(b"\n")
@@ -913,8 +921,14 @@ class HarnessClient:
                 self._dispatch(block.split(b"\n"))
             if parts:
                 self._dispatch([b"".join(parts)])
-        except (OSError, ValueError) as exc:
-            log.debug("reading harness-bridge stdout failed: %s", exc)
+        except BaseException as exc:
+            # Invariant: no waiter outlives the reader. Whatever killed it (a bug, a frame no
+            # guard foresaw), every pending call and every later one fails at once, naming it.
+            log.error("the harness-bridge reader thread failed; failing every call", exc_info=True)
+            self._fail_all(self._transport_error(
+                f"the SDK's reader thread failed ({type(exc).__name__}: {exc}); this client "
+                f"cannot be used any more: close it and start a new one"))
+            raise
         self._on_eof()
 
     def _dispatch(self, lines: List[bytes]) -> None:
@@ -943,9 +957,9 @@ class HarnessClient:
                     continue
             try:
                 msg = loads(line)
-            except ValueError:
+            except _DECODE_ERRORS as exc:
                 if line.strip():
-                    log.warning("dropping a line that is not JSON: %r", line[:200])
+                    log.warning("dropping a line that cannot be decoded (%s): %r", _why(exc), line[:200])
                 continue
             if type(msg) is not dict:
                 log.warning("dropping a frame that is not an object: %r", line[:200])
@@ -1066,7 +1080,7 @@ def _loads_lines(lines: List[bytes]) -> List[Any]:
     if len(lines) > 1:
         try:
             values = loads(b"[" + b",".join(lines) + b"]")
-        except ValueError:
+        except _DECODE_ERRORS:
             pass
         else:
             if len(values) == len(lines):
@@ -1075,12 +1089,22 @@ def _loads_lines(lines: List[bytes]) -> List[Any]:
     for line in lines:
         try:
             out.append(loads(line))
-        except ValueError:
+        except _DECODE_ERRORS:
             out.append(_BAD)
     return out
 
 
-_BAD = object()  # a line that is not JSON
+_BAD = object()  # a line that cannot be decoded
+
+# What decoding a frame may raise: ValueError (not JSON, bad UTF-8) and RecursionError (nested
+# deeper than the interpreter's recursion limit, about 1 000 levels: the nesting of a tool's
+# arguments or output is model-controlled). Such a frame is dropped with a warning like any other
+# corrupt line; it must never reach a caller as an exception nor kill the reader thread.
+_DECODE_ERRORS = (ValueError, RecursionError)
+
+
+def _why(exc: BaseException) -> str:
+    return "nested too deep" if isinstance(exc, RecursionError) else "not JSON"
 
 
 def _deliver(batch: List[Any], callback: NotificationCallback, keep_chunk: Optional[NotificationCallback] = None) -> None:
@@ -1127,7 +1151,7 @@ def _is_chunk(method: str, params: Dict[str, Any]) -> bool:
 
 def _drop(line: bytes, msg: Any) -> None:
     if msg is _BAD:
-        log.warning("dropping a line that is not JSON: %r", line[:200])
+        log.warning("dropping a line that cannot be decoded (not JSON, or nested too deep): %r", line[:200])
     elif type(msg) is dict and "id" in msg:
         log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r", msg.get("method"), msg.get("id"))
     else:

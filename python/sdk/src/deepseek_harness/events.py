@@ -322,3 +322,9 @@ def event_from_notification(n: Notification) -> TurnEvent:
         log.warning("a %s notification does not fit %s; passing it through as UnknownEvent: %s",
                     method, cls.__name__, exc)
         return UnknownEvent.model_construct(method=method, params=payload)
+    except RecursionError:
+        # A payload nested deeper than the stack allows (the model controls tool arguments):
+        # passed through untyped rather than raised into run()/stream().
+        log.warning("a %s notification is nested too deep for %s; passing it through as UnknownEvent",
+                    method, cls.__name__)
+        return UnknownEvent.model_construct(method=method, params=payload)

@@ -302,7 +302,16 @@ class Notification:
         p = self._payload
         if p is None:
             assert self._line is not None
-            p = self._payload = json.loads(self._line)["params"]
+            try:
+                p = json.loads(self._line)["params"]
+            except (ValueError, RecursionError, KeyError, TypeError) as exc:
+                # The line decoded once on the SDK's side already (that is how it got here), so
+                # this takes a deeper call stack than that check had; a clear error, not a crash.
+                from .errors import ProtocolError
+
+                raise ProtocolError(f"could not decode a notification's payload ({type(exc).__name__}): "
+                                    f"{self._line[:200]!r}") from exc
+            self._payload = p
             self._line = None
         return p
 
@@ -339,7 +348,15 @@ class Notification:
             return self._params
         except AttributeError:
             model = _PARAMS_MODELS.get(self.method)
-            self._params = model.model_validate(self.payload) if model else self.payload
+            if model is None:
+                self._params = self.payload
+                return self._params
+            try:
+                self._params = model.model_validate(self.payload)
+            except RecursionError as exc:  # nesting deeper than the stack allows: say so plainly
+                from .errors import ProtocolError
+
+                raise ProtocolError(f"a {self.method} notification is nested too deep to validate") from exc
             return self._params
 
     @property
