@@ -19,6 +19,9 @@ import { VERSION } from "./version.js";
 
 const PERMISSION_MODES: readonly PermissionMode[] = ["read-only", "workspace-write", "full"];
 
+/** The environment variables holding provider keys, removed from `process.env` at start-up. */
+const PROVIDER_KEY_VARIABLES: readonly string[] = ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
+
 /** A usage error: reported on stderr with exit code 2. */
 class UsageError extends Error {}
 
@@ -227,6 +230,10 @@ function serve(options: CliOptions): void {
   // not kill the process before in-flight turns are aborted and their logs synced.
   process.stderr.on("error", () => {});
   const logger = createStderrLogger(options.logLevel);
+  // The providers read their keys from this copy; the process's own environment loses them at
+  // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
+  const env = { ...process.env };
+  for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
   // The default root is resolved by the server with the store, which loads after initialize.
   const sessionRoot = options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT;
   let server: HarnessServer | undefined;
@@ -243,7 +250,7 @@ function serve(options: CliOptions): void {
     endpoint,
     version: VERSION,
     logger,
-    env: process.env,
+    env,
     sessionLog: options.sessionLog,
     sessionRoot,
     defaultMaxSteps: options.maxSteps,

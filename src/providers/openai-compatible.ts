@@ -171,10 +171,16 @@ export function resolveSettings(
   try {
     parsed = new URL(baseUrl);
   } catch {
-    throw new ProviderUnavailableError(`${route.baseUrlVar} is not a URL: ${JSON.stringify(baseUrl)}`);
+    throw new ProviderUnavailableError(`${route.baseUrlVar} is not a URL: ${JSON.stringify(redactUserinfo(baseUrl))}`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    throw new ProviderUnavailableError(`${route.baseUrlVar} must be an http:// or https:// URL (got ${JSON.stringify(baseUrl)})`);
+    throw new ProviderUnavailableError(`${route.baseUrlVar} must be an http:// or https:// URL (got ${JSON.stringify(redactUserinfo(baseUrl))})`);
+  }
+  if (parsed.username !== "" || parsed.password !== "") {
+    // Credentials in the URL would travel in every error, log line and proxy hop that shows it.
+    throw new ProviderUnavailableError(
+      `${route.baseUrlVar} holds credentials (${JSON.stringify(redactUserinfo(baseUrl))}); remove them from the URL and put the key in ${route.apiKeyVar}`,
+    );
   }
   return {
     ...readTuning(env),
@@ -185,6 +191,11 @@ export function resolveSettings(
     proxy: readProxySettings(env),
     log,
   };
+}
+
+/** `text` with the userinfo of any URL in it (`scheme://user:password@`) replaced by `***`. */
+export function redactUserinfo(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, "$1***@");
 }
 
 /** The message of the error a route without its key fails `initialize` with. */
