@@ -706,7 +706,48 @@ def bench_death(counts: Counts, tmp: Path) -> Result:
     sdk = median(delays["sdk"])
     res.row("SDK: Session.run raises TransportClosedError", f"{sdk * 1000:.2f}", f"{max(delays['sdk']) * 1000:.2f}", f"{sdk / base:.1f}x")
     res.goal("death: SIGKILL -> TransportClosedError < 100 ms (max)", f"{max(delays['sdk']) * 1000:.1f} ms", max(delays["sdk"]) < 0.1)
+    gone = [client_gone_delay(tmp, model) for _ in range(counts.deaths)]
+    res.row("the other way: client SIGKILLed during a hanging turn -> bridge gone", f"{median(gone) * 1000:.2f}", f"{max(gone) * 1000:.2f}",
+            f"{median(gone) / base:.1f}x")
+    res.goal("client death: SIGKILL of the client -> bridge exited < 2 s (max)", f"{max(gone) * 1000:.0f} ms", max(gone) < 2.0)
+    res.notes.append("The bridge notices a dead client by its parent pid changing (polled every 200 ms, PARENT_POLL_MS in "
+                     "src/cli.ts), aborts the turn, syncs the log and exits.")
     return res
+
+
+CLIENT_GONE_SCRIPT = """
+import subprocess, sys, time
+bridge = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+bridge.stdin.write(sys.stdin.buffer.read())
+bridge.stdin.flush()
+bridge.stdout.readline()
+print(bridge.pid, flush=True)
+time.sleep(3600)
+"""
+
+
+def client_gone_delay(tmp: Path, model: str) -> float:
+    """A client process spawns the bridge, starts a turn that hangs, and is SIGKILLed: seconds until the bridge is gone."""
+    requests = initialize_request(str(tmp), model) + prompt_request(2, "gone")
+    client = subprocess.Popen([sys.executable, "-c", CLIENT_GONE_SCRIPT, str(BIN), "--stdio", "--no-session-log"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=bridge_env(tmp))
+    assert client.stdin and client.stdout
+    client.stdin.write(requests)
+    client.stdin.close()
+    pid = int(client.stdout.readline())
+    time.sleep(0.05)  # the prompt is running
+    start = time.perf_counter()
+    client.kill()
+    client.wait()
+    while time.perf_counter() - start < 10:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except OSError:
+            break
+        time.sleep(0.002)
+    return time.perf_counter() - start
 
 
 
