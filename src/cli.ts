@@ -12,15 +12,13 @@
 import { parseArgs } from "node:util";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import type { PermissionMode } from "./protocol/types.js";
+import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
 import { HarnessServer } from "./server/server.js";
 import { coalescingWritable } from "./transport/coalescing-writable.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
 
 const PERMISSION_MODES: readonly PermissionMode[] = ["read-only", "workspace-write", "full"];
-
-/** The environment variables holding provider keys, removed from `process.env` at start-up. */
-const PROVIDER_KEY_VARIABLES: readonly string[] = ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
 
 /** A usage error: reported on stderr with exit code 2. */
 class UsageError extends Error {}

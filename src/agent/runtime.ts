@@ -138,11 +138,6 @@ export class AgentRuntime {
     this.idle.clear();
   }
 
-  /** Number of sessions loaded in memory (in flight or idle). */
-  get loadedSessions(): number {
-    return this.sessions.size;
-  }
-
   /** A session's turn is over: it joins the idle ones, and the least recently used beyond the bound are unloaded. */
   private release(session: Session): void {
     if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)

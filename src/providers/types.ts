@@ -92,6 +92,9 @@ export interface ProviderFactory {
 }
 
 /** Thrown by a factory when the provider cannot work as configured; the message names what to set. */
+/** The environment variables holding provider keys: dropped from the bridge's own environment at start-up and never passed to tools. */
+export const PROVIDER_KEY_VARIABLES: readonly string[] = ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
+
 export class ProviderUnavailableError extends Error {
   constructor(message: string) {
     super(message);

@@ -1,10 +1,10 @@
 /**
  * `bash {command, timeoutMs?}`: runs `bash -c command` in the workspace, in its own process
- * group, with a timeout, bounded output, a scrubbed environment and — in `workspace-write` mode,
- * where bubblewrap is installed — a sandbox in which only the workspace (and a private /tmp) is
- * writable. See docs/tools.md.
+ * group, with a timeout, bounded output, a scrubbed environment and — in `workspace-write` mode —
+ * only inside the bubblewrap sandbox (sandbox.ts), refusing to run without it. See docs/tools.md.
  */
 import * as fs from "node:fs";
+import { PROVIDER_KEY_VARIABLES } from "../providers/types.js";
 import { bwrapArgs, findBash, findBwrap, noSandboxMessage } from "./sandbox.js";
 import { probeSandbox } from "./sandbox-probe.js";
 import { GROUP_WRAPPER, KILL_GRACE_MS, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, runInProcessGroup } from "./process-group.js";
@@ -16,11 +16,10 @@ export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
 export const BASH_MAX_TIMEOUT_MS = 600_000;
 /** Longest command accepted. */
 export const BASH_MAX_COMMAND_CHARS = 100_000;
-export { findBwrap };
 export { KILL_GRACE_MS as BASH_KILL_GRACE_MS, OUTPUT_HEAD_BYTES as BASH_OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES as BASH_OUTPUT_TAIL_BYTES };
 
 /** Environment variables never passed to commands, besides any matching `SECRET_ENV_PATTERN`. */
-export const SECRET_ENV_NAMES: readonly string[] = ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
+export const SECRET_ENV_NAMES: readonly string[] = PROVIDER_KEY_VARIABLES;
 /** Names matching this are treated as secrets and removed from the commands' environment. */
 export const SECRET_ENV_PATTERN = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|^AWS_|^AZURE_CLIENT|^GOOGLE_APPLICATION/i;
 /** A value holding a URL with credentials (`scheme://user:password@host`, e.g. a proxy or database URL) is a secret too. */

@@ -6,11 +6,10 @@
  */
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
-import { bwrapArgs, bwrapNotFound, findBwrap, type SandboxStatus } from "./sandbox.js";
+import { bwrapArgs, bwrapNotFound, findBwrap, sandboxStatusAtStart, type SandboxStatus } from "./sandbox.js";
 
 /** What the probe runs in the sandbox: `true` (half the time of a bash start). */
 const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
-
 
 const probes = new Map<string, Promise<string | null>>();
 
@@ -38,8 +37,7 @@ export function resetSandboxProbes(): void {
 
 /** What confines bash under `mode` for `workspace`, probed by starting the sandbox. */
 export async function sandboxStatus(mode: string, workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<SandboxStatus> {
-  if (mode === "read-only") return { bash: "none", reason: "bash is not offered in read-only mode" };
-  if (mode === "full") return { bash: "none", reason: "permission mode full: bash runs unconfined, by design" };
+  if (mode !== "workspace-write") return sandboxStatusAtStart(mode, env);
   let real: string;
   try {
     real = fs.realpathSync(workspace);
