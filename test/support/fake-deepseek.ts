@@ -44,6 +44,8 @@ const textOf = (m: WireMessage) =>
 export class FakeDeepSeek {
   table: ServerTable = {};
   readonly problems: string[] = [];
+  /** The `authorization` header of every request, in order. */
+  readonly authorizations: string[] = [];
   private readonly server = http.createServer((req, res) => this.answer(req, res));
   private readonly sockets = new Set<import("node:net").Socket>();
 
@@ -71,6 +73,7 @@ export class FakeDeepSeek {
   }
 
   private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.authorizations.push(req.headers.authorization ?? "");
     let raw = "";
     for await (const piece of req) raw += piece;
     const body = JSON.parse(raw || "{}") as { messages: WireMessage[] };
