@@ -13,6 +13,7 @@ import { parseArgs } from "node:util";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import type { PermissionMode } from "./protocol/types.js";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
+import { secretRedactor } from "./redact.js";
 import { readSecretsFd } from "./secrets-fd.js";
 import { HarnessServer } from "./server/server.js";
 import { coalescingWritable } from "./transport/coalescing-writable.js";
@@ -251,11 +252,12 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
   // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
   // not kill the process before in-flight turns are aborted and their logs synced.
   process.stderr.on("error", () => {});
-  const logger = createStderrLogger(options.logLevel);
   // The providers read their keys from this copy; the process's own environment loses them at
   // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
   const env = { ...process.env, ...secrets };
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
+  const redactor = secretRedactor(PROVIDER_KEY_VARIABLES.map((name) => env[name]));
+  const logger = createStderrLogger(options.logLevel, undefined, redactor.active ? redactor.text : undefined);
   // The default root is resolved by the server with the store, which loads after initialize.
   const sessionRoot = options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT;
   let server: HarnessServer | undefined;
@@ -265,6 +267,7 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
     output: coalescingWritable(process.stdout),
     maxLineBytes: options.maxLineBytes,
     logger,
+    redactor,
     onInputEnd: () => server?.onInputEnd(),
     onOutputClosed: (error) => server?.onOutputClosed(error),
   });
@@ -273,6 +276,7 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
     version: VERSION,
     logger,
     env,
+    redactor,
     sessionLog: options.sessionLog,
     sessionRoot,
     defaultMaxSteps: options.maxSteps,
