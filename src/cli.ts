@@ -11,7 +11,7 @@
  */
 import { parseArgs } from "node:util";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
-import type { PermissionMode } from "./protocol/types.js";
+import { PERMISSION_MODES, type PermissionMode } from "./protocol/types.js";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
 import { secretRedactor } from "./redact.js";
 import { readSecretsFd } from "./secrets-fd.js";
@@ -19,8 +19,6 @@ import { HarnessServer } from "./server/server.js";
 import { coalescingWritable } from "./transport/coalescing-writable.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
-
-const PERMISSION_MODES: readonly PermissionMode[] = ["read-only", "workspace-write", "full"];
 
 /** A usage error: reported on stderr with exit code 2. */
 class UsageError extends Error {}

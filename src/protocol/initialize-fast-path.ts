@@ -12,9 +12,7 @@
  *
  * @module
  */
-import type { InitializeParams, PermissionMode } from "./types.js";
-
-const PERMISSION_MODES: readonly unknown[] = ["read-only", "workspace-write", "full"] satisfies PermissionMode[];
+import { PERMISSION_MODES, type InitializeParams, type PermissionMode } from "./types.js";
 
 const nonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0;
 
@@ -52,7 +50,7 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (cwdProblem(cwd) || nameProblem(provider) || nameProblem(model)) return undefined;
   if (maxTokens !== undefined && !positiveSafeInt(maxTokens)) return undefined;
   if (maxSteps !== undefined && !positiveSafeInt(maxSteps)) return undefined;
-  if (permissionMode !== undefined && !PERMISSION_MODES.includes(permissionMode)) return undefined;
+  if (permissionMode !== undefined && !(PERMISSION_MODES as readonly unknown[]).includes(permissionMode)) return undefined;
   if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === "string" && !nameProblem(t)))) return undefined;
   if (instructions !== undefined && typeof instructions !== "string") return undefined;
   if (protocolVersion !== undefined && protocolVersion !== 1) return undefined;

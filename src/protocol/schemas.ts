@@ -12,7 +12,7 @@
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
 import { cwdProblem, nameProblem } from "./initialize-fast-path.js";
-import type { InitializeParams, SessionCancelParams, SessionPromptParams } from "./types.js";
+import { PERMISSION_MODES, type InitializeParams, type PermissionMode, type SessionCancelParams, type SessionPromptParams } from "./types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -46,7 +46,7 @@ export const initializeParamsSchema = z.object({
   model: checked(nameProblem),
   maxTokens: z.optional(positiveInt),
   maxSteps: z.optional(positiveInt),
-  permissionMode: z.optional(z.enum(["read-only", "workspace-write", "full"])),
+  permissionMode: z.optional(z.enum(PERMISSION_MODES as [PermissionMode, ...PermissionMode[]])),
   tools: z.optional(z.array(z.string().check(z.superRefine((value, ctx) => {
     const why = nameProblem(value);
     if (why) ctx.addIssue({ code: "custom", message: why, input: value });

@@ -147,6 +147,8 @@ export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, {
 
 /** How far the agent may reach: writing tools and bash are not offered in `read-only`. */
 export type PermissionMode = "read-only" | "workspace-write" | "full";
+/** Every permission mode, narrowest first: the order `--permission-mode` narrows by. */
+export const PERMISSION_MODES: readonly PermissionMode[] = ["read-only", "workspace-write", "full"];
 
 /** Params of `initialize`. */
 export interface InitializeParams {

@@ -1,14 +1,20 @@
 /**
- * The method handlers and the process lifecycle: `initialize`, `session/prompt`,
+ * The method handlers and the process lifecycle: `initialize` (initialize.ts), `session/prompt`,
  * `session/cancel`, `shutdown`, and what end of input, a closed stdout and signals do.
+ *
+ * The lifecycle is one `phase`, changed only by `moveTo` and read by `dispatch`:
+ *
+ *   starting ──initialize──▶ initializing ──ok──▶ ready
+ *       ▲                         │
+ *       └────────failed───────────┘
+ *   any of those ──shutdown, signal, stdout closed, client gone──▶ shutting-down ──▶ exiting
+ *   any of those ──end of input, once every request is answered──────────────────▶ exiting
+ *
+ * `agent`, `runtime` and `initializing` are data the phases carry, not flags.
  */
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import {
-  PROTOCOL_VERSION,
   statusOf,
-  type InitializeParams,
   type InitializeResult,
   type JsonObject,
   type PermissionMode,
@@ -19,21 +25,13 @@ import type { ServerEndpoint } from "../transport/server-endpoint.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
-import type { AgentRuntime } from "../agent/runtime.js";
-import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
-import { PROVIDERS } from "../providers/registry.js";
-import { ProviderUnavailableError } from "../providers/types.js";
-import { loadAgentModules, type AgentModules } from "./agent-modules.js";
-import { buildSystemPrompt } from "./system-prompt.js";
-import { defaultSessionRoot } from "../agent/session-root.js";
-import { hideFromSandbox, sandboxStatusAtStart, type SandboxStatus } from "../tools/sandbox.js";
+import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
+import { initialize, type Agent } from "./initialize.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
 /** The same when the client is known to be gone: what is still queued has no reader. */
 export const CLIENT_GONE_DRAIN_MS = 500;
-
-const PERMISSION_ORDER: PermissionMode[] = ["read-only", "workspace-write", "full"];
 
 export interface ServerOptions {
   endpoint: ServerEndpoint;
@@ -61,32 +59,32 @@ export interface ServerOptions {
 
 type Schemas = typeof import("../protocol/schemas.js");
 
-/** The runtime of a successful `initialize`, with the modules it was built from. */
-interface Agent {
-  runtime: AgentRuntime;
-  modules: AgentModules;
-}
+/** Where the server is in its life (see the diagram above). */
+export type ServerPhase = "starting" | "initializing" | "ready" | "shutting-down" | "exiting";
+
+/** The moves `moveTo` allows; anything else is a bug, thrown as such. */
+const MOVES: Record<ServerPhase, readonly ServerPhase[]> = {
+  starting: ["initializing", "shutting-down", "exiting"],
+  initializing: ["ready", "starting", "shutting-down", "exiting"],
+  ready: ["shutting-down", "exiting"],
+  "shutting-down": ["exiting"],
+  exiting: [],
+};
 
 /** Exit codes after a signal: 128 + the signal's number, except SIGTERM's clean 0 (PROTOCOL.md). */
 const SIGNAL_EXIT_CODES = { SIGTERM: 0, SIGINT: 130, SIGHUP: 129 } as const;
 
 export class HarnessServer {
+  private phase: ServerPhase = "starting";
   /**
-   * Set by a successful `initialize`; resolves once the agent modules are loaded and the
-   * runtime is built, which happens after the `initialize` response was written.
+   * Set by a successful `initialize` (phase `ready`); resolves once the agent modules are loaded
+   * and the runtime is built, which happens after the `initialize` response was written.
    */
   private agent: Promise<Agent> | undefined;
   /** The runtime, as soon as `agent` has resolved (synchronous access for abort paths). */
   private runtime: AgentRuntime | undefined;
   /** The `initialize` in progress: session requests pipelined behind it wait for it. */
   private initializing: Promise<unknown> | undefined;
-  /**
-   * A `shutdown` (or a signal, or a closed stdout) arrived. Requests that arrived after it
-   * are refused with -32003; those that arrived before run, as if the client had waited for
-   * each answer, and a turn they start is aborted at once.
-   */
-  private shuttingDown = false;
-  private exiting = false;
   /** The exit code a signal asked for: it wins over the 0 of an end of input racing it. */
   private signalExitCode: number | undefined;
   /**
@@ -105,6 +103,26 @@ export class HarnessServer {
   private schemas: Promise<Schemas> | undefined;
 
   constructor(private readonly options: ServerOptions) {}
+
+  private moveTo(next: ServerPhase): void {
+    if (!MOVES[this.phase].includes(next)) throw new Error(`server lifecycle: no move from ${this.phase} to ${next}`);
+    this.options.logger.debug(() => `lifecycle: ${this.phase} -> ${next}`);
+    this.phase = next;
+  }
+
+  /**
+   * Whether new requests are refused: a `shutdown` (or a signal, a closed stdout, a gone client)
+   * arrived. Requests that arrived before it run, as if the client had waited for each answer,
+   * and a turn they start is aborted at once.
+   */
+  private get stopping(): boolean {
+    return this.phase === "shutting-down" || this.phase === "exiting";
+  }
+
+  /** Enters shutting-down, unless already there or past it. */
+  private stop(): void {
+    if (!this.stopping) this.moveTo("shutting-down");
+  }
 
   /** The transport's request handler. */
   readonly handle = (method: string, params: JsonObject | undefined): Promise<unknown> => {
@@ -127,7 +145,7 @@ export class HarnessServer {
   };
 
   private dispatch(method: string, params: JsonObject | undefined): Promise<unknown> {
-    if (this.shuttingDown) {
+    if (this.stopping) {
       return Promise.reject(new RpcError(ErrorCode.ShuttingDown, `shutting down: ${method} was not run`, { kind: "shutting-down" }));
     }
     switch (method) {
@@ -181,113 +199,35 @@ export class HarnessServer {
     return running;
   }
 
-  private initializeOnce(raw: JsonObject | undefined): Promise<InitializeResult> {
+  private async initializeOnce(raw: JsonObject | undefined): Promise<InitializeResult> {
+    // `agent`, not the phase: after a shutdown the phase moved on, but the process still was initialized.
     if (this.agent) {
-      return Promise.reject(
-        new RpcError(ErrorCode.NotInitialized, "already initialized: initialize may succeed once per process", { kind: "already-initialized" }),
-      );
+      throw new RpcError(ErrorCode.NotInitialized, "already initialized: initialize may succeed once per process", { kind: "already-initialized" });
     }
-    return this.initializeRuntime(raw);
-  }
-
-  private async initializeRuntime(raw: JsonObject | undefined): Promise<InitializeResult> {
-    {
-      // Plainly valid params skip zod (see initialize-fast-path.ts); anything else gets the schema's verdict and wording.
-      const params: InitializeParams = plainInitializeParams(raw ?? {}) ?? (await this.validate("initializeParamsSchema", raw));
-      const factory = PROVIDERS.get(params.provider);
-      if (!factory) {
-        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.provider: unknown provider '${params.provider}' (registered: ${[...PROVIDERS.keys()].join(", ")})`, {
-          kind: "unknown-provider",
-          providers: [...PROVIDERS.keys()],
-        });
-      }
-      const workspace = path.resolve(params.cwd);
-      if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
-        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} is not a directory`, { kind: "invalid-params" });
-      }
-      if (params.tools) {
-        // Only a client that narrows the tools pays for loading them before the response.
-        const { BUILTIN_TOOLS } = (await loadAgentModules()).tools;
-        const unknown = params.tools.filter((name) => !BUILTIN_TOOLS.some((t) => t.name === name));
-        if (unknown.length > 0) {
-          throw new RpcError(
-            ErrorCode.InvalidParams,
-            `invalid params: params.tools: unknown tool ${unknown.map((n) => `'${n}'`).join(", ")} (built-in: ${BUILTIN_TOOLS.map((t) => t.name).join(", ")})`,
-            { kind: "invalid-params" },
-          );
-        }
-      }
-      const permissionMode = this.narrowPermission(params.permissionMode);
-      // What confines bash, as far as start-up can tell (no process started); the real probe
-      // runs after the response (below). The session logs are hidden from sandboxed commands.
-      if (this.options.sessionLog) hideFromSandbox(this.options.sessionRoot ?? defaultSessionRoot(this.options.env));
-      const bashOffered = !params.tools || params.tools.includes("bash");
-      const sandbox: SandboxStatus = bashOffered
-        ? sandboxStatusAtStart(permissionMode, this.options.env)
-        : { bash: "none", reason: "bash is not among the tools offered" };
-      let provider;
-      try {
-        provider = await factory.create({ model: params.model, cwd: workspace, env: this.options.env });
-      } catch (error) {
-        if (error instanceof ProviderUnavailableError) {
-          throw new RpcError(ErrorCode.ProviderUnavailable, `provider unavailable: ${error.message}`, { kind: "provider-unavailable", provider: params.provider });
-        }
-        throw error;
-      }
-      const { sink } = this;
-      const { sessionLog, sessionRoot, env, defaultMaxSteps, subagentDepth, logger } = this.options;
-      // setImmediate: the loading starts after the transport has written this response (it does
-      // so in a promise reaction, which runs before any macrotask), so the agent modules are
-      // never on the spawn → initialize path, and are ready by the time a first prompt arrives.
-      const agent = new Promise<void>((resolve) => setImmediate(resolve))
-        .then(() => {
-          if (bashOffered && permissionMode === "workspace-write") {
-            // The real probe of the sandbox, ready before the first bash call needs it.
-            void import("../tools/sandbox-probe.js").then(({ probeSandbox }) => probeSandbox(fs.realpathSync(workspace), this.options.env)).catch(() => undefined);
-          }
-          return Promise.all([loadAgentModules(), this.loadSchemas()]);
-        })
-        .then(([modules]): Agent => {
-          const runtime = new modules.runtime.AgentRuntime({
-            workspace,
-            provider,
-            model: params.model,
-            system: buildSystemPrompt(workspace, permissionMode, params.instructions),
-            maxSteps: params.maxSteps ?? defaultMaxSteps,
-            maxTokens: params.maxTokens,
-            permissionMode,
-            tools: modules.tools.toolsFor(permissionMode, params.tools),
-            subagentDepth,
-            store: sessionLog ? new modules.store.SessionStore(sessionRoot ?? modules.store.defaultSessionRoot(env), workspace) : undefined,
-            sink,
-            logger,
-            redactor: this.options.redactor,
-          });
-          this.runtime = runtime;
-          return { runtime, modules };
-        });
+    // A shutdown that arrived after this initialize leaves the phase alone.
+    if (this.phase === "starting") this.moveTo("initializing");
+    try {
+      const { result, agent } = await initialize(raw, {
+        ...this.options,
+        sink: this.sink,
+        validate: (params) => this.validate("initializeParamsSchema", params),
+        preload: () => this.loadSchemas(),
+      });
+      this.agent = agent.then((built) => {
+        this.runtime = built.runtime;
+        return built;
+      });
       // A failure here surfaces on the requests that need the runtime, not as an unhandled rejection.
-      agent.catch(() => undefined);
-      this.agent = agent;
-      this.options.logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
-      return {
-        serverInfo: { name: "harness-bridge", version: this.options.version },
-        protocolVersion: PROTOCOL_VERSION,
-        providers: [...PROVIDERS.keys()],
-        sandbox,
-      };
+      this.agent.catch(() => undefined);
+      if (this.phase === "initializing") this.moveTo("ready");
+      return result;
+    } catch (error) {
+      if (this.phase === "initializing") this.moveTo("starting");
+      throw error;
     }
   }
 
-  private narrowPermission(requested: PermissionMode | undefined): PermissionMode {
-    const ceiling = this.options.permissionCeiling;
-    const wanted = requested ?? (ceiling === "full" ? "workspace-write" : ceiling);
-    if (PERMISSION_ORDER.indexOf(wanted) <= PERMISSION_ORDER.indexOf(ceiling)) return wanted;
-    this.options.logger.warn(`permissionMode '${wanted}' is wider than the --permission-mode ceiling '${ceiling}'; using '${ceiling}'`);
-    return ceiling;
-  }
-
-  private get sink() {
+  private get sink(): RuntimeSink {
     const { endpoint } = this.options;
     return {
       sessionEvent: (sessionId: string, event: import("../protocol/types.js").SessionEvent) => endpoint.notify("session.event", { sessionId, event }),
@@ -314,9 +254,9 @@ export class HarnessServer {
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
       settled = runtime.prompt(params.sessionId, params.contentBlocks);
-      // This prompt arrived before the shutdown (see `shuttingDown`) but starts after it: it
+      // This prompt arrived before the shutdown (see `stopping`) but starts after it: it
       // runs and is aborted like every turn the shutdown found in flight.
-      if (this.shuttingDown) runtime.abortAll(this.shutdownReason);
+      if (this.stopping) runtime.abortAll(this.shutdownReason);
     } catch (error) {
       if (error instanceof SessionBusyError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
       if (error instanceof SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
@@ -341,11 +281,11 @@ export class HarnessServer {
     return { cancelled };
   }
 
-  /** Why turns are being aborted, once `shuttingDown` is set. */
+  /** Why turns are being aborted, once stopping. */
   private shutdownReason = "shutdown requested";
 
   private async shutdown(): Promise<Record<string, never>> {
-    this.shuttingDown = true;
+    this.stop();
     await this.settleEverything("shutdown requested");
     // Exit once the response itself is on its way: the transport writes it in a reaction to
     // this promise, which runs before the macrotask scheduled here.
@@ -369,7 +309,7 @@ export class HarnessServer {
     this.options.logger.debug("stdin ended; finishing in-flight requests");
     void (async () => {
       while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
-      if (this.exiting) return;
+      if (this.phase === "exiting") return;
       await this.runtime?.settled();
       this.runtime?.closeAll();
       await this.finish(0);
@@ -379,7 +319,7 @@ export class HarnessServer {
   /** stdout is gone (EPIPE): nobody is listening; abort everything and exit. */
   onOutputClosed(error: Error): void {
     this.options.logger.warn(`stdout closed (${(error as NodeJS.ErrnoException).code ?? error.message}); aborting everything`);
-    this.shuttingDown = true;
+    this.stop();
     void this.settleEverything("stdout closed").finally(() => this.finish(0));
   }
 
@@ -389,9 +329,9 @@ export class HarnessServer {
    * `CLIENT_GONE_DRAIN_MS` for stdout.
    */
   onClientGone(why: string): void {
-    if (this.exiting) return;
+    if (this.phase === "exiting") return;
     this.options.logger.warn(`${why}; aborting everything`);
-    this.shuttingDown = true;
+    this.stop();
     void this.settleEverything(why).finally(() => this.finish(0, CLIENT_GONE_DRAIN_MS));
   }
 
@@ -403,15 +343,15 @@ export class HarnessServer {
     // Even when an exit is already under way (end of input, shutdown), the signal's code is
     // the one the process ends with, as long as it has not exited yet.
     this.signalExitCode ??= SIGNAL_EXIT_CODES[signal];
-    if (this.exiting) return;
+    if (this.phase === "exiting") return;
     this.options.logger.info(`${signal} received; shutting down`);
-    this.shuttingDown = true;
+    this.stop();
     void this.settleEverything(`${signal} received`).finally(() => this.finish(SIGNAL_EXIT_CODES[signal]));
   }
 
   private async finish(code: number, drainMs = DRAIN_DEADLINE_MS): Promise<void> {
-    if (this.exiting) return;
-    this.exiting = true;
+    if (this.phase === "exiting") return;
+    this.moveTo("exiting");
     if (this.keepAlive) clearInterval(this.keepAlive);
     this.options.endpoint.close();
     let timer: NodeJS.Timeout | undefined;

@@ -1,0 +1,144 @@
+/**
+ * `initialize`: checks the params, builds the provider, narrows the permission mode under the
+ * command line's ceiling and reports the sandbox — all before the response, with no agent
+ * module loaded — then, after the response, loads the agent modules and builds the runtime.
+ *
+ * Nothing here imports the agent modules statically (see agent-modules.ts): they load behind
+ * a `setImmediate`, after the transport has written the response.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ErrorCode, RpcError } from "../protocol/errors.js";
+import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
+import { PERMISSION_MODES, PROTOCOL_VERSION, type InitializeParams, type InitializeResult, type JsonObject, type PermissionMode } from "../protocol/types.js";
+import { PROVIDERS } from "../providers/registry.js";
+import { ProviderUnavailableError } from "../providers/types.js";
+import type { Logger } from "../log.js";
+import type { Redactor } from "../redact.js";
+import { defaultSessionRoot } from "../agent/session-root.js";
+// Types only: the runtime loads after the response (agent-modules.ts).
+import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
+import { hideFromSandbox, sandboxStatusAtStart, type SandboxStatus } from "../tools/sandbox.js";
+import { loadAgentModules, type AgentModules } from "./agent-modules.js";
+import { buildSystemPrompt } from "./system-prompt.js";
+
+/** The runtime of a successful `initialize`, with the modules it was built from. */
+export interface Agent {
+  runtime: AgentRuntime;
+  modules: AgentModules;
+}
+
+/** What `initialize` needs of the server: its command-line settings and how to reach the client. */
+export interface InitializeSettings {
+  version: string;
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+  redactor?: Redactor;
+  sessionLog: boolean;
+  sessionRoot: string | undefined;
+  defaultMaxSteps: number;
+  permissionCeiling: PermissionMode;
+  subagentDepth: number;
+  sink: RuntimeSink;
+  /** Validates against the zod schema (loading it); throws the -32602 RpcError. */
+  validate(raw: JsonObject | undefined): Promise<InitializeParams>;
+  /** Starts loading what prompts will need besides the agent modules (the schemas). */
+  preload(): Promise<unknown>;
+}
+
+/** A successful `initialize`: the response now, the agent once its modules have loaded. */
+export interface Initialized {
+  result: InitializeResult;
+  agent: Promise<Agent>;
+}
+
+/** Runs one `initialize`: resolves with the response and the agent to come, or throws the RpcError to answer. */
+export async function initialize(raw: JsonObject | undefined, settings: InitializeSettings): Promise<Initialized> {
+  // Plainly valid params skip zod (see initialize-fast-path.ts); anything else gets the schema's verdict and wording.
+  const params: InitializeParams = plainInitializeParams(raw ?? {}) ?? (await settings.validate(raw));
+  const factory = PROVIDERS.get(params.provider);
+  if (!factory) {
+    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.provider: unknown provider '${params.provider}' (registered: ${[...PROVIDERS.keys()].join(", ")})`, {
+      kind: "unknown-provider",
+      providers: [...PROVIDERS.keys()],
+    });
+  }
+  const workspace = path.resolve(params.cwd);
+  if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} is not a directory`, { kind: "invalid-params" });
+  }
+  if (params.tools) await checkToolNames(params.tools);
+  const { env, logger } = settings;
+  const permissionMode = narrowPermission(params.permissionMode, settings.permissionCeiling, logger);
+  // What confines bash, as far as start-up can tell (no process started); the real probe runs
+  // after the response (below). The session logs are hidden from sandboxed commands.
+  if (settings.sessionLog) hideFromSandbox(settings.sessionRoot ?? defaultSessionRoot(env));
+  const bashOffered = !params.tools || params.tools.includes("bash");
+  const sandbox: SandboxStatus = bashOffered ? sandboxStatusAtStart(permissionMode, env) : { bash: "none", reason: "bash is not among the tools offered" };
+  let provider;
+  try {
+    provider = await factory.create({ model: params.model, cwd: workspace, env });
+  } catch (error) {
+    if (error instanceof ProviderUnavailableError) {
+      throw new RpcError(ErrorCode.ProviderUnavailable, `provider unavailable: ${error.message}`, { kind: "provider-unavailable", provider: params.provider });
+    }
+    throw error;
+  }
+  // setImmediate: the loading starts after the transport has written the response (it does so
+  // in a promise reaction, which runs before any macrotask), so the agent modules are never on
+  // the spawn → initialize path, and are ready by the time a first prompt arrives.
+  const agent = new Promise<void>((resolve) => setImmediate(resolve))
+    .then(() => {
+      if (bashOffered && permissionMode === "workspace-write") {
+        // The real probe of the sandbox, ready before the first bash call needs it.
+        void import("../tools/sandbox-probe.js").then(({ probeSandbox }) => probeSandbox(fs.realpathSync(workspace), env)).catch(() => undefined);
+      }
+      return Promise.all([loadAgentModules(), settings.preload()]);
+    })
+    .then(([modules]): Agent => {
+      const runtime = new modules.runtime.AgentRuntime({
+        workspace,
+        provider,
+        model: params.model,
+        system: buildSystemPrompt(workspace, permissionMode, params.instructions),
+        maxSteps: params.maxSteps ?? settings.defaultMaxSteps,
+        maxTokens: params.maxTokens,
+        permissionMode,
+        tools: modules.tools.toolsFor(permissionMode, params.tools),
+        subagentDepth: settings.subagentDepth,
+        store: settings.sessionLog ? new modules.store.SessionStore(settings.sessionRoot ?? modules.store.defaultSessionRoot(env), workspace) : undefined,
+        sink: settings.sink,
+        logger,
+        redactor: settings.redactor,
+      });
+      return { runtime, modules };
+    });
+  logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
+  return {
+    result: { serverInfo: { name: "harness-bridge", version: settings.version }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()], sandbox },
+    agent,
+  };
+}
+
+/** Refuses tool names that are not built in. Only a client that narrows the tools pays for loading them before the response. */
+async function checkToolNames(names: string[]): Promise<void> {
+  const { BUILTIN_TOOLS } = (await loadAgentModules()).tools;
+  const unknown = names.filter((name) => !BUILTIN_TOOLS.some((t) => t.name === name));
+  if (unknown.length === 0) return;
+  throw new RpcError(
+    ErrorCode.InvalidParams,
+    `invalid params: params.tools: unknown tool ${unknown.map((n) => `'${n}'`).join(", ")} (built-in: ${BUILTIN_TOOLS.map((t) => t.name).join(", ")})`,
+    { kind: "invalid-params" },
+  );
+}
+
+/**
+ * The mode a session gets: the one asked for, or the default (`workspace-write`, or the
+ * ceiling when that is narrower), never wider than `--permission-mode` (the ceiling).
+ */
+export function narrowPermission(requested: PermissionMode | undefined, ceiling: PermissionMode, logger: Logger): PermissionMode {
+  const wanted = requested ?? (ceiling === "full" ? "workspace-write" : ceiling);
+  if (PERMISSION_MODES.indexOf(wanted) <= PERMISSION_MODES.indexOf(ceiling)) return wanted;
+  logger.warn(`permissionMode '${wanted}' is wider than the --permission-mode ceiling '${ceiling}'; using '${ceiling}'`);
+  return ceiling;
+}
