@@ -8,7 +8,7 @@ import {
   chatCompletionsUrl,
   mapChunk,
   parseRetryAfter,
-} from "../../src/providers/openai-compatible.js";
+} from "../../src/providers/openai-compatible/index.js";
 import {
   ModelError,
   ProviderUnavailableError,
@@ -429,7 +429,9 @@ describe("configuration", () => {
         .split("\n")
         .filter((line) => /^\s*import\s/.test(line) && !/^\s*import\s+type\s/.test(line));
     expect(valueImports("deepseek.ts")).toEqual([]);
-    const implImports = valueImports("openai-compatible.ts").join("\n");
+    const implFiles = fs.readdirSync(path.join(srcDir, "openai-compatible")).filter((f) => f.endsWith(".ts"));
+    expect(implFiles).toContain("index.ts");
+    const implImports = implFiles.flatMap((f) => valueImports(path.join("openai-compatible", f))).join("\n");
     expect(implImports).not.toMatch(/undici|eventsource-parser/);
   });
 
