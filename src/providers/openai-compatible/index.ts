@@ -10,4 +10,8 @@
  * @module
  */
 export * from "./settings.js";
-export * from "./provider.js";
+export * from "./wire-messages.js";
+export * from "./chunks.js";
+export { isContextWindowMessage, serverErrorMessage } from "./errors.js";
+export { backoffDelay, parseRetryAfter } from "./retry.js";
+export { createOpenAICompatibleProvider } from "./provider.js";

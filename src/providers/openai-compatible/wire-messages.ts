@@ -1,0 +1,115 @@
+/**
+ * The request body: the conversation as chat completions messages, tools and limits.
+ *
+ * @module
+ */
+import type { ModelMessage, ModelRequest } from "../types.js";
+
+/** A message of the chat completions API, as sent. */
+export type WireMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | {
+      role: "assistant";
+      content: string | null;
+      reasoning_content?: string;
+      tool_calls?: WireToolCall[];
+    }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export interface WireToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** The body of `POST /chat/completions`, as sent. */
+export interface ChatCompletionBody {
+  model: string;
+  messages: WireMessage[];
+  stream: true;
+  stream_options: { include_usage: true };
+  max_tokens?: number;
+  tools?: Array<{ type: "function"; function: { name: string; description: string; parameters: unknown } }>;
+}
+
+/**
+ * Maps the conversation to chat completions messages.
+ *
+ * - user and tool text blocks are joined with "\n" (they are separate pieces of input);
+ *   assistant text and reasoning blocks are concatenated as streamed ("").
+ * - an assistant message with tool calls and no text has `content: null`; one with neither
+ *   (a step cancelled before any output) has `content: ""`, so that no message is empty.
+ * - tool-call arguments are sent as the model wrote them (`rawArguments`) when that is a
+ *   non-empty string, else as the JSON of the parsed arguments.
+ * - `reasoning_content` goes back only when `sendReasoningContent` and the message has tool calls
+ *   (DeepSeek's thinking mode requires it there; other servers may reject the field).
+ */
+export function toWireMessages(
+  system: string,
+  messages: readonly ModelMessage[],
+  sendReasoningContent: boolean,
+): WireMessage[] {
+  const wire: WireMessage[] = [];
+  if (system) wire.push({ role: "system", content: system });
+  for (const message of messages) {
+    switch (message.role) {
+      case "user":
+        wire.push({ role: "user", content: message.content.map((b) => b.text).join("\n") });
+        break;
+      case "tool":
+        wire.push({
+          role: "tool",
+          tool_call_id: message.callId,
+          content: message.content.map((b) => b.text).join("\n"),
+        });
+        break;
+      case "assistant": {
+        let text = "";
+        let reasoning = "";
+        const toolCalls: WireToolCall[] = [];
+        for (const block of message.content) {
+          if (block.type === "text") text += block.text;
+          else if (block.type === "reasoning") reasoning += block.text;
+          else if (block.type === "tool-call") {
+            toolCalls.push({
+              id: block.id,
+              type: "function",
+              function: {
+                name: block.name,
+                arguments: block.rawArguments ? block.rawArguments : JSON.stringify(block.arguments ?? {}),
+              },
+            });
+          }
+        }
+        if (toolCalls.length === 0) {
+          wire.push({ role: "assistant", content: text });
+        } else {
+          const out: WireMessage = { role: "assistant", content: text || null, tool_calls: toolCalls };
+          if (sendReasoningContent && reasoning) out.reasoning_content = reasoning;
+          wire.push(out);
+        }
+        break;
+      }
+    }
+  }
+  return wire;
+}
+
+/** Builds the request body of one streamed chat completion. */
+export function buildRequestBody(request: ModelRequest, sendReasoningContent: boolean): ChatCompletionBody {
+  const body: ChatCompletionBody = {
+    model: request.model,
+    messages: toWireMessages(request.system, request.messages, sendReasoningContent),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((t) => ({
+      type: "function",
+      function: { name: t.name, description: t.description, parameters: t.parameters },
+    }));
+  }
+  return body;
+}
