@@ -6,6 +6,7 @@
  * tool-call deltas; a provider only maps its own wire format to these parts.
  */
 import type { JsonObject, TextBlock, AssistantContentBlock, Usage } from "../protocol/index.js";
+import type { Logger } from "../log.js";
 
 /** A message of the conversation as the agent keeps it, independent of any provider's format. */
 export type ModelMessage =
@@ -78,6 +79,8 @@ export interface ProviderConfig {
   cwd: string;
   /** The bridge's environment (API keys, base URLs, proxy settings). */
   env: NodeJS.ProcessEnv;
+  /** The bridge's logger (stderr, at `--log-level`). Absent: the provider writes warnings to stderr. */
+  logger?: Logger;
 }
 
 /** Registers a provider under a name. */

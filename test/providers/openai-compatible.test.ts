@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createStderrLogger, silentLogger } from "../../src/log.js";
 import { deepseekProvider, openaiProvider } from "../../src/providers/deepseek.js";
 import {
   backoffDelay,
@@ -53,13 +54,12 @@ function testEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     HARNESS_RETRY_BASE_MS: "1",
     HARNESS_RETRY_MAX_MS: "5",
     HARNESS_IDLE_TIMEOUT_MS: "5000",
-    HARNESS_LOG_LEVEL: "error",
     ...extra,
   };
 }
 
 async function makeProvider(extra: NodeJS.ProcessEnv = {}, factory: ProviderFactory = deepseekProvider): Promise<ModelProvider> {
-  return factory.create({ model: "deepseek-v4-flash", cwd: "/tmp", env: testEnv(extra) });
+  return factory.create({ model: "deepseek-v4-flash", cwd: "/tmp", env: testEnv(extra), logger: silentLogger });
 }
 
 function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
@@ -481,6 +481,21 @@ describe("faults", () => {
     const started = performance.now();
     expect(text(await collect(await makeProvider({ HARNESS_RETRY_AFTER_MAX_MS: "50" })))).toBe("ok");
     expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it("writes its retry warnings and debug lines through the logger it is given, prefixed with its name", async () => {
+    server.enqueue(jsonReply(503, errorBody("busy")), sseReply(["data: not json\n\n", frame(chunk({ content: "ok" }, "stop"))]));
+    const lines: string[] = [];
+    const provider = await deepseekProvider.create({
+      model: "m",
+      cwd: "/tmp",
+      env: testEnv({ HARNESS_LOG_LEVEL: "silent" }),
+      logger: createStderrLogger("debug", (line) => lines.push(line)),
+    });
+    expect(text(await collect(provider))).toBe("ok");
+    expect(lines.some((l) => l.startsWith("harness-bridge warn: provider deepseek: deepseek answered HTTP 503: busy; retry 1 of 3"))).toBe(true);
+    expect(lines.some((l) => l.startsWith("harness-bridge debug: provider deepseek: ignored a non-JSON data line"))).toBe(true);
+    expect(lines.some((l) => l.includes("without [DONE]"))).toBe(true);
   });
 
   it("gives up after the configured retries with the last status", async () => {

@@ -30,7 +30,7 @@ export async function* readEventData(
     onEvent: (event) => events.push(event),
     onError: (err) => {
       if (err.type === "max-buffer-size-exceeded") parseError = err;
-      else log("debug", `ignored a malformed SSE line: ${err.message}`);
+      else log("debug", () => `ignored a malformed SSE line: ${err.message}`);
     },
     maxBufferSize: MAX_SSE_BUFFER_CHARS,
   });

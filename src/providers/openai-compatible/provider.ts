@@ -168,7 +168,7 @@ class OpenAICompatibleProvider implements ModelProvider {
         try {
           parsed = JSON.parse(data);
         } catch {
-          log("debug", `ignored a non-JSON data line: ${JSON.stringify(data.slice(0, 200))}`);
+          log("debug", () => `ignored a non-JSON data line: ${JSON.stringify(data.slice(0, 200))}`);
           continue;
         }
         let result: ChunkResult;
@@ -185,7 +185,7 @@ class OpenAICompatibleProvider implements ModelProvider {
       if (err instanceof AttemptFailure) throw err;
       if (finishReason === undefined || signal.aborted) throw watchdog.failure(err, "reading the event stream of");
       // Everything the answer needs has arrived; see "end of stream" below.
-      log("debug", `the stream broke after finish_reason, accepted: ${describeNetworkError(err)}`);
+      log("debug", () => `the stream broke after finish_reason, accepted: ${describeNetworkError(err)}`);
     }
 
     // End of stream. A finish_reason is required. `[DONE]` is not, once a finish_reason has
@@ -195,7 +195,7 @@ class OpenAICompatibleProvider implements ModelProvider {
     if (finishReason === undefined) {
       throw new AttemptFailure(new ModelError("the model stream ended before it finished", undefined, "stream"), true);
     }
-    if (!sawDone) log("debug", "the stream ended without [DONE] after a finish_reason; accepted");
+    if (!sawDone) log("debug", () => "the stream ended without [DONE] after a finish_reason; accepted");
     yield { type: "finish", finishReason: mapFinishReason(finishReason) };
   }
 }

@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { createStderrLogger, LOG_LEVELS, type LogLevel } from "../../log.js";
+import { createStderrLogger, type Logger, type LogMessage } from "../../log.js";
 import { ProviderUnavailableError } from "../types.js";
 
-/** Log sink of the provider: one line per call, written to stderr by default. */
-export type ProviderLog = (level: "debug" | "warn", message: string) => void;
+/** Log sink of the provider: one line per call. A debug message may be a function, called only when debug lines are written. */
+export type ProviderLog = (level: "debug" | "warn", message: LogMessage) => void;
 
 /** Proxy settings, read from the bridge's environment (never from `process.env` directly). */
 export interface ProxySettings {
@@ -119,14 +119,15 @@ export function chatCompletionsUrl(baseUrl: string): string {
 }
 
 /**
- * The default log: the bridge's stderr logger at `HARNESS_LOG_LEVEL` (default `warn`; `debug`
- * also shows ignored SSE lines and accepted streams without `[DONE]`). `ProviderConfig` carries
- * no logger, so the level comes from the bridge's environment.
+ * The provider's log: the bridge's logger (`ProviderConfig.logger`, which follows
+ * `--log-level`), each line prefixed `provider NAME:`. Without one, warnings go to stderr.
  */
-export function stderrLog(env: NodeJS.ProcessEnv, name: string): ProviderLog {
-  const wanted = (env.HARNESS_LOG_LEVEL ?? "").trim().toLowerCase() as LogLevel;
-  const logger = createStderrLogger(LOG_LEVELS.includes(wanted) ? wanted : "warn");
-  return (level, message) => logger[level](`provider ${name}: ${message}`);
+export function providerLog(logger: Logger | undefined, name: string): ProviderLog {
+  const sink = logger ?? createStderrLogger("warn");
+  return (level, message) => {
+    if (level === "debug") sink.debug(() => `provider ${name}: ${typeof message === "function" ? message() : message}`);
+    else sink.warn(`provider ${name}: ${typeof message === "function" ? message() : message}`);
+  };
 }
 
 /**
@@ -137,7 +138,7 @@ export function stderrLog(env: NodeJS.ProcessEnv, name: string): ProviderLog {
 export function resolveSettings(
   route: RouteDefinition,
   env: NodeJS.ProcessEnv,
-  log: ProviderLog = stderrLog(env, route.name),
+  log: ProviderLog = providerLog(undefined, route.name),
 ): OpenAICompatibleSettings {
   const configuredBaseUrl = nonEmpty(env[route.baseUrlVar]);
   const apiKey = nonEmpty(env[route.apiKeyVar]);
