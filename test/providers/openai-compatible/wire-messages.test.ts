@@ -1,0 +1,136 @@
+/** The request body: history, tools and limits as sent. */
+import { describe, expect, it } from "vitest";
+import { deepseekProvider, openaiProvider } from "../../../src/providers/deepseek.js";
+import type { ModelRequest } from "../../../src/providers/types.js";
+import { collect, okReply, request, server, testEnv, useFakeServer } from "./support.js";
+
+useFakeServer();
+
+describe("request body", () => {
+  const tools = [
+    {
+      name: "read_file",
+      description: "Read a file",
+      parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+    },
+  ];
+  const history: ModelRequest["messages"] = [
+    { role: "user", content: [{ type: "text", text: "first" }, { type: "text", text: "second" }] },
+    {
+      role: "assistant",
+      content: [
+        { type: "reasoning", text: "I should " },
+        { type: "reasoning", text: "read it." },
+        { type: "tool-call", id: "call_1", name: "read_file", arguments: { path: "a.txt" } },
+        { type: "tool-call", id: "call_2", name: "read_file", arguments: {}, rawArguments: '{"path": "b.t' },
+      ],
+    },
+    { role: "tool", callId: "call_1", name: "read_file", content: [{ type: "text", text: "1\tA" }], isError: false },
+    { role: "tool", callId: "call_2", name: "read_file", content: [{ type: "text", text: "invalid arguments" }], isError: true },
+    {
+      role: "assistant",
+      content: [
+        { type: "reasoning", text: "done thinking" },
+        { type: "text", text: "Here " },
+        { type: "text", text: "it is." },
+      ],
+    },
+    { role: "user", content: [{ type: "text", text: "again" }] },
+    // A step cancelled before any output.
+    { role: "assistant", content: [] },
+    { role: "user", content: [{ type: "text", text: "and again" }] },
+    // A step cancelled during a tool call: partial text, the call got an error result.
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Partial" },
+        { type: "tool-call", id: "call_3", name: "read_file", arguments: { path: "c" } },
+      ],
+    },
+    { role: "tool", callId: "call_3", name: "read_file", content: [{ type: "text", text: "aborted" }], isError: true },
+  ];
+
+  it("deepseek: system first, history mapped, reasoning_content only with tool calls, tools, usage, auth", async () => {
+    server.enqueue(okReply());
+    const provider = await deepseekProvider.create({
+      model: "ignored",
+      cwd: "/tmp",
+      env: testEnv({ DEEPSEEK_BASE_URL: `${server.url}/` }),
+    });
+    await collect(provider, request({ model: "deepseek-reasoner-x", messages: history, tools, maxTokens: 1234 }));
+
+    const [recorded] = server.requests;
+    expect(recorded.method).toBe("POST");
+    expect(recorded.url).toBe("/chat/completions");
+    expect(recorded.headers.authorization).toBe("Bearer sk-test-key");
+    expect(recorded.headers["content-type"]).toContain("application/json");
+    expect(recorded.body).toEqual({
+      model: "deepseek-reasoner-x",
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 1234,
+      messages: [
+        { role: "system", content: "You are a test." },
+        { role: "user", content: "first\nsecond" },
+        {
+          role: "assistant",
+          content: null,
+          reasoning_content: "I should read it.",
+          tool_calls: [
+            { id: "call_1", type: "function", function: { name: "read_file", arguments: '{"path":"a.txt"}' } },
+            { id: "call_2", type: "function", function: { name: "read_file", arguments: '{"path": "b.t' } },
+          ],
+        },
+        { role: "tool", tool_call_id: "call_1", content: "1\tA" },
+        { role: "tool", tool_call_id: "call_2", content: "invalid arguments" },
+        { role: "assistant", content: "Here it is." },
+        { role: "user", content: "again" },
+        { role: "assistant", content: "" },
+        { role: "user", content: "and again" },
+        {
+          role: "assistant",
+          content: "Partial",
+          tool_calls: [{ id: "call_3", type: "function", function: { name: "read_file", arguments: '{"path":"c"}' } }],
+        },
+        { role: "tool", tool_call_id: "call_3", content: "aborted" },
+      ],
+      tools: [{ type: "function", function: tools[0] }],
+    });
+  });
+
+  it("openai: no reasoning_content, /v1 base URL kept, no tools or max_tokens when not given, keyless with a base URL", async () => {
+    server.enqueue(okReply(), okReply());
+    const keyless = await openaiProvider.create({
+      model: "m",
+      cwd: "/tmp",
+      env: { OPENAI_BASE_URL: `${server.url}/v1/`, HARNESS_RETRY_BASE_MS: "1" },
+    });
+    await collect(keyless, request({ model: "qwen3:8b", messages: history }));
+    const withKey = await openaiProvider.create({
+      model: "m",
+      cwd: "/tmp",
+      env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: "sk-openai", DEEPSEEK_API_KEY: "sk-wrong" },
+    });
+    await collect(withKey, request({ system: "" }));
+
+    const [first, second] = server.requests;
+    expect(first.url).toBe("/v1/chat/completions");
+    expect(first.headers.authorization).toBeUndefined();
+    expect(first.body.model).toBe("qwen3:8b");
+    expect("tools" in first.body).toBe(false);
+    expect("max_tokens" in first.body).toBe(false);
+    expect(first.rawBody).not.toContain("reasoning_content");
+    expect(first.body.messages[2]).toEqual({
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "call_1", type: "function", function: { name: "read_file", arguments: '{"path":"a.txt"}' } },
+        { id: "call_2", type: "function", function: { name: "read_file", arguments: '{"path": "b.t' } },
+      ],
+    });
+    expect(second.url).toBe("/v1/chat/completions");
+    expect(second.headers.authorization).toBe("Bearer sk-openai");
+    // An empty system prompt sends no system message.
+    expect(second.body.messages).toEqual([{ role: "user", content: "hi" }]);
+  });
+});
