@@ -1,10 +1,13 @@
 /**
  * A local DeepSeek-format server that replays a scenario's `server` table (format:
  * snapshots/README.md, "The deepseek scenarios"). The Python twin is scripts/fake_deepseek.py.
+ * Before any table lookup it refuses what DeepSeek refuses (server-rules.ts): a history without
+ * the `reasoning_content` thinking mode requires gets DeepSeek's 400, and is recorded as a problem.
  */
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { DONE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
+import { deepseekThinkingRefusal } from "./server-rules.js";
 
 type Entry =
   | { status: number; body?: unknown }
@@ -16,7 +19,6 @@ type Entry =
       stall?: boolean;
       /** Destroy the connection after the events (a reset mid-stream; no `[DONE]`). */
       reset?: boolean;
-      expect?: { reasoningContentSentBack?: boolean };
     };
 
 export type ServerTable = Record<string, Entry[]>;
@@ -44,6 +46,8 @@ const textOf = (m: WireMessage) =>
 export class FakeDeepSeek {
   table: ServerTable = {};
   readonly problems: string[] = [];
+  /** The parsed body of every request, in order. */
+  readonly requests: Array<{ messages: WireMessage[]; [field: string]: unknown }> = [];
   private readonly server = http.createServer((req, res) => this.answer(req, res));
   private readonly sockets = new Set<import("node:net").Socket>();
 
@@ -74,17 +78,19 @@ export class FakeDeepSeek {
     let raw = "";
     for await (const piece of req) raw += piece;
     const body = JSON.parse(raw || "{}") as { messages: WireMessage[] };
-    const entry = this.entryFor(body.messages ?? []);
+    this.requests.push(body);
     const json = (status: number, payload: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(payload));
+    const refusal = deepseekThinkingRefusal(body);
+    if (refusal) {
+      this.problems.push(`refused as DeepSeek would (HTTP ${refusal.status}): ${JSON.stringify(refusal.body)}`);
+      return void json(refusal.status, refusal.body);
+    }
+    const entry = this.entryFor(body.messages ?? []);
     if (!entry) {
       this.problems.push(`no scripted answer for ${raw.slice(0, 300)}`);
       return void json(400, { error: { message: "fake server: no scripted answer for this request" } });
     }
     if ("status" in entry) return void json(entry.status, entry.body ?? {});
-    if (entry.expect?.reasoningContentSentBack && body.messages.some((m) => m.role === "assistant" && m.tool_calls?.length && !m.reasoning_content)) {
-      this.problems.push("an assistant tool-call message was sent without reasoning_content");
-      return void json(400, { error: { message: "reasoning_content missing on an assistant tool-call message" } });
-    }
     const frames = entry.events.map((e) => (e.raw !== undefined ? e.raw : frame(e.usage ? usageChunk(e.usage) : chunk(e.delta ?? {}, e.finish_reason ?? null))));
     if (!entry.stall && !entry.reset) frames.push(DONE);
     const bytes = Buffer.from(frames.join(""));

@@ -42,8 +42,11 @@ export interface ChatCompletionBody {
  *   (a step cancelled before any output) has `content: ""`, so that no message is empty.
  * - tool-call arguments are sent as the model wrote them (`rawArguments`) when that is a
  *   non-empty string, else as the JSON of the parsed arguments.
- * - `reasoning_content` goes back only when `sendReasoningContent` and the message has tool calls
- *   (DeepSeek's thinking mode requires it there; other servers may reject the field).
+ * - with `sendReasoningContent`, every assistant message of an exchange (the messages between two
+ *   user messages) in which the model called a tool carries `reasoning_content`, "" when it had
+ *   no reasoning: DeepSeek's thinking mode answers 400 to a later request without it there, and
+ *   ignores it elsewhere, where it is not sent. Other servers may reject the field: never sent
+ *   without `sendReasoningContent`.
  */
 export function toWireMessages(
   system: string,
@@ -52,7 +55,8 @@ export function toWireMessages(
 ): WireMessage[] {
   const wire: WireMessage[] = [];
   if (system) wire.push({ role: "system", content: system });
-  for (const message of messages) {
+  const withReasoning = sendReasoningContent ? exchangesWithToolCalls(messages) : new Set<number>();
+  messages.forEach((message, position) => {
     switch (message.role) {
       case "user":
         wire.push({ role: "user", content: message.content.map((b) => b.text).join("\n") });
@@ -82,18 +86,30 @@ export function toWireMessages(
             });
           }
         }
-        if (toolCalls.length === 0) {
-          wire.push({ role: "assistant", content: text });
-        } else {
-          const out: WireMessage = { role: "assistant", content: text || null, tool_calls: toolCalls };
-          if (sendReasoningContent && reasoning) out.reasoning_content = reasoning;
-          wire.push(out);
-        }
+        const out: WireMessage =
+          toolCalls.length === 0 ? { role: "assistant", content: text } : { role: "assistant", content: text || null, tool_calls: toolCalls };
+        if (withReasoning.has(position)) out.reasoning_content = reasoning;
+        wire.push(out);
         break;
       }
     }
-  }
+  });
   return wire;
+}
+
+/** The positions of the assistant messages whose exchange (between two user messages) holds a tool call. */
+function exchangesWithToolCalls(messages: readonly ModelMessage[]): Set<number> {
+  const covered = new Set<number>();
+  let start = 0;
+  for (let end = 0; end <= messages.length; end++) {
+    if (end < messages.length && messages[end].role !== "user") continue;
+    const exchange = messages.slice(start, end);
+    if (exchange.some((m) => m.role === "assistant" && m.content.some((b) => b.type === "tool-call"))) {
+      exchange.forEach((m, i) => m.role === "assistant" && covered.add(start + i));
+    }
+    start = end + 1;
+  }
+  return covered;
 }
 
 /** Builds the request body of one streamed chat completion. */

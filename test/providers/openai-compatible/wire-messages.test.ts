@@ -50,7 +50,7 @@ describe("request body", () => {
     { role: "tool", callId: "call_3", name: "read_file", content: [{ type: "text", text: "aborted" }], isError: true },
   ];
 
-  it("deepseek: system first, history mapped, reasoning_content only with tool calls, tools, usage, auth", async () => {
+  it("deepseek: system first, history mapped, reasoning_content on every assistant message of an exchange with tool calls (\"\" included), tools, usage, auth", async () => {
     server.enqueue(okReply());
     const provider = await deepseekProvider.create({
       model: "ignored",
@@ -83,13 +83,14 @@ describe("request body", () => {
         },
         { role: "tool", tool_call_id: "call_1", content: "1\tA" },
         { role: "tool", tool_call_id: "call_2", content: "invalid arguments" },
-        { role: "assistant", content: "Here it is." },
+        { role: "assistant", content: "Here it is.", reasoning_content: "done thinking" },
         { role: "user", content: "again" },
         { role: "assistant", content: "" },
         { role: "user", content: "and again" },
         {
           role: "assistant",
           content: "Partial",
+          reasoning_content: "",
           tool_calls: [{ id: "call_3", type: "function", function: { name: "read_file", arguments: '{"path":"c"}' } }],
         },
         { role: "tool", tool_call_id: "call_3", content: "aborted" },

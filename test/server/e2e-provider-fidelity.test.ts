@@ -1,0 +1,73 @@
+/**
+ * Provider fidelity through the built binary: what real OpenAI-compatible servers send and
+ * refuse, against the local fakes, which refuse what the real servers refuse
+ * (test/support/server-rules.ts). Each rule is stated with its source in docs/providers.md.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
+import { RawClient, promptParams } from "../support/raw-client.js";
+import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+
+const deepseek = new FakeDeepSeek();
+let baseUrl = "";
+let ws: TempWorkspace;
+let client: RawClient | undefined;
+
+beforeAll(async () => {
+  baseUrl = await deepseek.start();
+  ws = tempWorkspace("hb-fidelity-");
+});
+afterAll(async () => {
+  await deepseek.stop();
+  ws.cleanup();
+});
+afterEach(async () => {
+  await client?.dispose();
+  client = undefined;
+  deepseek.problems.length = 0;
+  deepseek.requests.length = 0;
+});
+
+const say = (text: string) => [{ delta: { role: "assistant", content: text } }, { delta: {}, finish_reason: "stop" }];
+
+async function deepseekClient(tuning: Record<string, string> = {}): Promise<RawClient> {
+  client = new RawClient({
+    args: ["--stdio", "--no-session-log"],
+    env: fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "0", HARNESS_IDLE_TIMEOUT_MS: "5000", ...tuning }),
+  });
+  client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
+  expect((await client.response("init")).error).toBeUndefined();
+  return client;
+}
+
+/** Prompts and waits for the answer. */
+async function prompt(c: RawClient, session: string, text: string): Promise<any> {
+  const id = `${session}-${c.frames.length}`;
+  c.request(id, "session/prompt", promptParams(session, text));
+  return (await c.response(id, 15_000)).result;
+}
+
+const OK = { status: "ok", reason: { kind: "completed" } };
+
+describe("thinking mode: reasoning_content goes back on every assistant message of an exchange with tool calls", () => {
+  it("a tool call streamed without any reasoning: the next request and the next turn are accepted", async () => {
+    const c = await deepseekClient();
+    deepseek.table = {
+      "List the files.": [
+        {
+          events: [
+            { delta: { role: "assistant", content: null, tool_calls: [{ index: 0, id: "g1", type: "function", function: { name: "glob", arguments: '{"pattern": "*"}' } }] } },
+            { delta: {}, finish_reason: "tool_calls" },
+          ],
+        },
+        { events: [{ delta: { reasoning_content: "Nothing there." } }, ...say("The workspace is empty.")] },
+      ],
+      "And now?": [{ events: say("Still empty.") }],
+    };
+    expect(await prompt(c, "think-1", "List the files.")).toEqual(OK);
+    expect(await prompt(c, "think-1", "And now?")).toEqual(OK);
+    expect(deepseek.problems).toEqual([]);
+    const last = deepseek.requests.at(-1)!.messages.filter((m) => m.role === "assistant");
+    expect(last.map((m) => m.reasoning_content)).toEqual(["", "Nothing there."]);
+  });
+});
