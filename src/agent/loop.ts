@@ -328,5 +328,8 @@ function addUsage(total: Usage | undefined, step: Usage | undefined): Usage | un
   if (total.cacheHitTokens !== undefined || step.cacheHitTokens !== undefined) {
     sum.cacheHitTokens = (total.cacheHitTokens ?? 0) + (step.cacheHitTokens ?? 0);
   }
+  if (total.cacheMissTokens !== undefined || step.cacheMissTokens !== undefined) {
+    sum.cacheMissTokens = (total.cacheMissTokens ?? 0) + (step.cacheMissTokens ?? 0);
+  }
   return sum;
 }

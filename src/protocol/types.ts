@@ -84,6 +84,8 @@ export interface Usage {
   reasoningTokens?: number;
   /** Input tokens served from the provider's prompt cache (DeepSeek's `prompt_cache_hit_tokens`). */
   cacheHitTokens?: number;
+  /** Input tokens not served from the prompt cache (DeepSeek's `prompt_cache_miss_tokens`); present when the provider reports them. */
+  cacheMissTokens?: number;
 }
 
 // ---------------------------------------------------------------------------

@@ -71,3 +71,32 @@ describe("thinking mode: reasoning_content goes back on every assistant message 
     expect(last.map((m) => m.reasoning_content)).toEqual(["", "Nothing there."]);
   });
 });
+
+describe("usage: cache hits and misses", () => {
+  it("maps prompt_cache_hit_tokens and prompt_cache_miss_tokens per step and sums them over the turn", async () => {
+    const c = await deepseekClient();
+    const usage = (prompt: number, hit: number) => ({
+      usage: { prompt_tokens: prompt, completion_tokens: 3, total_tokens: prompt + 3, prompt_cache_hit_tokens: hit, prompt_cache_miss_tokens: prompt - hit },
+    });
+    deepseek.table = {
+      "Count twice.": [
+        {
+          events: [
+            { delta: { reasoning_content: "Glob first.", tool_calls: [{ index: 0, id: "u1", type: "function", function: { name: "glob", arguments: '{"pattern":"*"}' } }] } },
+            { delta: {}, finish_reason: "tool_calls" },
+            usage(100, 0),
+          ],
+        },
+        { events: [...say("Done."), usage(130, 100)] },
+      ],
+    };
+    expect(await prompt(c, "usage-1", "Count twice.")).toEqual(OK);
+    const events = c.events("usage-1");
+    const steps = events.filter((e) => e.type === "assistant/message").map((e) => e.data.usage);
+    expect(steps).toEqual([
+      { inputTokens: 100, outputTokens: 3, cacheHitTokens: 0, cacheMissTokens: 100 },
+      { inputTokens: 130, outputTokens: 3, cacheHitTokens: 100, cacheMissTokens: 30 },
+    ]);
+    expect(events.find((e) => e.type === "turn/end").data.usage).toEqual({ inputTokens: 230, outputTokens: 6, cacheHitTokens: 100, cacheMissTokens: 130 });
+  });
+});

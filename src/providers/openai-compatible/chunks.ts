@@ -28,8 +28,9 @@ function count(value: unknown): number | undefined {
 
 /**
  * Maps a `usage` object: `prompt_tokens`, `completion_tokens`,
- * `completion_tokens_details.reasoning_tokens`, and `prompt_cache_hit_tokens` (DeepSeek) or else
- * `prompt_tokens_details.cached_tokens` (OpenAI). Returns undefined when it carries no counts.
+ * `completion_tokens_details.reasoning_tokens`, `prompt_cache_hit_tokens` (DeepSeek) or else
+ * `prompt_tokens_details.cached_tokens` (OpenAI), and `prompt_cache_miss_tokens` (DeepSeek; not
+ * derived where a server does not send it). Returns undefined when it carries no counts.
  */
 export function mapUsage(raw: unknown): Usage | undefined {
   if (!isObject(raw)) return undefined;
@@ -43,6 +44,8 @@ export function mapUsage(raw: unknown): Usage | undefined {
     count(raw.prompt_cache_hit_tokens) ??
     (isObject(raw.prompt_tokens_details) ? count(raw.prompt_tokens_details.cached_tokens) : undefined);
   if (cacheHit !== undefined) usage.cacheHitTokens = cacheHit;
+  const cacheMiss = count(raw.prompt_cache_miss_tokens);
+  if (cacheMiss !== undefined) usage.cacheMissTokens = cacheMiss;
   return usage;
 }
 

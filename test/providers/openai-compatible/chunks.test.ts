@@ -39,7 +39,7 @@ describe("streaming", () => {
     const lastReasoning = parts.map((p) => p.type).lastIndexOf("reasoning-delta");
     expect(lastReasoning).toBeLessThan(firstText);
     expect(parts.filter((p) => p.type === "usage")).toEqual([
-      { type: "usage", usage: { inputTokens: 120, outputTokens: 40, reasoningTokens: 25, cacheHitTokens: 96 } },
+      { type: "usage", usage: { inputTokens: 120, outputTokens: 40, reasoningTokens: 25, cacheHitTokens: 96, cacheMissTokens: 24 } },
     ]);
     expect(parts.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
     expect(parts.filter((p) => p.type === "finish")).toHaveLength(1);
@@ -73,7 +73,7 @@ describe("streaming", () => {
       { type: "tool-call-delta", index: 0, argumentsDelta: 'th": "a.t' },
       { type: "tool-call-delta", index: 0, argumentsDelta: 'xt"}' },
       { type: "tool-call-delta", index: 1, id: "call_def", name: "glob", argumentsDelta: '{"pattern":"*"}' },
-      { type: "usage", usage: { inputTokens: 50, outputTokens: 20, cacheHitTokens: 0 } },
+      { type: "usage", usage: { inputTokens: 50, outputTokens: 20, cacheHitTokens: 0, cacheMissTokens: 50 } },
       { type: "finish", finishReason: "tool-calls" },
     ]);
   });

@@ -140,6 +140,8 @@ class Usage(WireModel):
     output_tokens: int = 0
     reasoning_tokens: Optional[int] = None
     cache_hit_tokens: Optional[int] = None
+    #: Input tokens not served from the prompt cache (DeepSeek's ``prompt_cache_miss_tokens``).
+    cache_miss_tokens: Optional[int] = None
 
     def __add__(self, other: "Usage") -> "Usage":
         if not isinstance(other, Usage):
@@ -155,6 +157,7 @@ class Usage(WireModel):
             output_tokens=self.output_tokens + other.output_tokens,
             reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
             cache_hit_tokens=opt(self.cache_hit_tokens, other.cache_hit_tokens),
+            cache_miss_tokens=opt(self.cache_miss_tokens, other.cache_miss_tokens),
         )
 
 
