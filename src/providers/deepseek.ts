@@ -45,7 +45,7 @@ function routeFactory(route: RouteDefinition): ProviderFactory {
     async create(config: ProviderConfig): Promise<ModelProvider> {
       const impl = await import("./openai-compatible/index.js");
       // Throws ProviderUnavailableError naming the variable to set.
-      return impl.createOpenAICompatibleProvider(impl.resolveSettings(route, config.env, impl.providerLog(config.logger, route.name)));
+      return impl.createOpenAICompatibleProvider(impl.resolveSettings(route, config.env, config));
     },
   };
 }

@@ -81,6 +81,14 @@ export interface ProviderConfig {
   env: NodeJS.ProcessEnv;
   /** The bridge's logger (stderr, at `--log-level`). Absent: the provider writes warnings to stderr. */
   logger?: Logger;
+  /**
+   * HTTP providers: the longest wait, per attempt, for the model's first output; keep-alive
+   * comments do not count. Default 600000 ms (DeepSeek's own limit for a queued request), or
+   * `HARNESS_FIRST_TOKEN_TIMEOUT_MS`; 0 disables it.
+   */
+  firstTokenTimeoutMs?: number;
+  /** HTTP providers: the longest a whole model request may take, retries included. Default 3600000 ms, or `HARNESS_REQUEST_TIMEOUT_MS`; 0 disables it. */
+  requestTimeoutMs?: number;
 }
 
 /** Registers a provider under a name. */

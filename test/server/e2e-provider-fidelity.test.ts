@@ -100,3 +100,24 @@ describe("usage: cache hits and misses", () => {
     expect(events.find((e) => e.type === "turn/end").data.usage).toEqual({ inputTokens: 230, outputTokens: 6, cacheHitTokens: 100, cacheMissTokens: 130 });
   });
 });
+
+describe("no endless wait: keep-alive comments do not hold a turn forever", () => {
+  it.each([
+    ["only keep-alives (a queued request)", { events: [], stall: true, keepAliveMs: 50 }, { HARNESS_FIRST_TOKEN_TIMEOUT_MS: "600" }, "first-token-timeout"],
+    [
+      "output, then keep-alives forever",
+      { events: [{ delta: { role: "assistant", content: "Working" } }], stall: true, keepAliveMs: 50 },
+      { HARNESS_REQUEST_TIMEOUT_MS: "800" },
+      "request-timeout",
+    ],
+  ] as const)("%s: the turn ends with a model error of its own code, the session goes on", async (name, entry, tuning, code) => {
+    const c = await deepseekClient({ HARNESS_IDLE_TIMEOUT_MS: "300", ...tuning });
+    deepseek.table = { [name]: [entry], "Still there?": [{ events: say("Yes.") }] };
+    const started = performance.now();
+    const result = await prompt(c, `wait-${code}`, name);
+    expect(result).toEqual({ status: "error", reason: { kind: "model-error", code, message: expect.any(String) } });
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(await prompt(c, `wait-${code}`, "Still there?")).toEqual(OK);
+    expect(deepseek.problems).toEqual([]);
+  });
+});

@@ -6,7 +6,7 @@
  */
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { DONE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
+import { DONE, KEEP_ALIVE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
 import { deepseekThinkingRefusal } from "./server-rules.js";
 
 type Entry =
@@ -17,6 +17,8 @@ type Entry =
       splitBytes?: number;
       /** Keep the stream open after the events (no `[DONE]`), until the client goes away. */
       stall?: boolean;
+      /** With `stall`: send `: keep-alive` every this many ms meanwhile (DeepSeek while a request is queued). */
+      keepAliveMs?: number;
       /** Destroy the connection after the events (a reset mid-stream; no `[DONE]`). */
       reset?: boolean;
     };
@@ -101,7 +103,11 @@ export class FakeDeepSeek {
       if (entry.splitBytes) await new Promise((r) => setTimeout(r, 2));
     }
     if (entry.reset) return void res.socket?.destroy();
-    if (!entry.stall) res.end();
+    if (!entry.stall) return void res.end();
+    while (entry.keepAliveMs && res.socket && !res.socket.destroyed) {
+      res.write(KEEP_ALIVE);
+      await new Promise((r) => setTimeout(r, entry.keepAliveMs));
+    }
     // A stalled stream stays open until the client goes away or stop() destroys the socket.
   }
 }

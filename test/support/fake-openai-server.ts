@@ -22,6 +22,8 @@ export type Action =
   | { type: "sleep"; ms: number }
   /** Send nothing more, keep the connection open until the client goes away. */
   | { type: "stall" }
+  /** Send `: keep-alive` every `everyMs` until the client goes away (DeepSeek while a request is queued). */
+  | { type: "keep-alive"; everyMs: number }
   /** Reset the connection (TCP RST). */
   | { type: "destroy" };
 
@@ -116,8 +118,8 @@ export interface SseOptions {
   sliceBytes?: number;
   /** Pause before each write. Default 0. */
   delayMs?: number;
-  /** What happens after the last frame: the response ends (default), stalls, or the connection resets. */
-  then?: "end" | "stall" | "destroy";
+  /** What happens after the last frame: the response ends (default), stalls, sends keep-alives forever, or the connection resets. */
+  then?: "end" | "stall" | "keep-alive" | "destroy";
 }
 
 /** A 200 SSE reply writing `frames` (strings written as UTF-8), optionally in raw byte slices. */
@@ -133,6 +135,7 @@ export function sseReply(frames: string[], options: SseOptions = {}): Reply {
     for (const f of frames) actions.push({ type: "write", data: f, delayMs });
   }
   if (options.then === "stall") actions.push({ type: "stall" });
+  if (options.then === "keep-alive") actions.push({ type: "keep-alive", everyMs: 50 });
   if (options.then === "destroy") actions.push({ type: "destroy" });
   return { status: 200, headers: { ...SSE_HEADERS }, actions };
 }
@@ -235,6 +238,12 @@ export class FakeOpenAIServer {
           break;
         case "stall":
           await socketClosed;
+          return;
+        case "keep-alive":
+          while (!socket.destroyed) {
+            res.write(KEEP_ALIVE);
+            await Promise.race([sleep(action.everyMs), socketClosed]);
+          }
           return;
         case "destroy":
           // Let the bytes already written leave first, then send a TCP RST.

@@ -16,7 +16,7 @@ import { describeNetworkError, httpFailure, isContextWindowMessage, serverErrorM
 import { readEventData } from "./event-stream.js";
 import { AttemptFailure, withRetries } from "./retry.js";
 import type { OpenAICompatibleSettings } from "./settings.js";
-import { AttemptWatchdog } from "./watchdog.js";
+import { AttemptWatchdog, RequestDeadline } from "./watchdog.js";
 import { buildRequestBody } from "./wire-messages.js";
 
 const importUndici = () => import("undici");
@@ -66,7 +66,14 @@ class OpenAICompatibleProvider implements ModelProvider {
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
     signal.throwIfAborted();
     const body = JSON.stringify(buildRequestBody(request, this.settings.sendReasoningContent));
-    yield* withRetries(() => this.attempt(body, signal), this.settings, signal);
+    const deadline = new RequestDeadline(signal, this.settings.requestTimeoutMs);
+    try {
+      yield* withRetries(() => this.attempt(body, deadline.signal), this.settings, deadline.signal);
+    } catch (err) {
+      throw deadline.error(err);
+    } finally {
+      deadline.release();
+    }
   }
 
   /**
@@ -79,7 +86,8 @@ class OpenAICompatibleProvider implements ModelProvider {
     const dispatcher = await this.dispatcher;
     // The signal may have aborted while the modules or the dispatcher were loading: the
     // watchdog's signal is then aborted already, and fetch sends nothing.
-    const watchdog = new AttemptWatchdog(signal, this.settings.idleTimeoutMs, this.settings.endpoint);
+    const { idleTimeoutMs, firstTokenTimeoutMs, endpoint } = this.settings;
+    const watchdog = new AttemptWatchdog(signal, idleTimeoutMs, firstTokenTimeoutMs, endpoint);
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     let finished = false;
     try {
@@ -178,6 +186,7 @@ class OpenAICompatibleProvider implements ModelProvider {
           if (err instanceof ModelError) throw new AttemptFailure(err, false);
           throw err;
         }
+        if (result.parts.length > 0 || result.finishReason !== undefined) watchdog.sawOutput();
         for (const part of result.parts) yield part;
         if (result.finishReason !== undefined) finishReason = result.finishReason;
       }

@@ -5,7 +5,7 @@
  * @module
  */
 import { createStderrLogger, type Logger, type LogMessage } from "../../log.js";
-import { ProviderUnavailableError } from "../types.js";
+import { ProviderUnavailableError, type ProviderConfig } from "../types.js";
 
 /** Log sink of the provider: one line per call. A debug message may be a function, called only when debug lines are written. */
 export type ProviderLog = (level: "debug" | "warn", message: LogMessage) => void;
@@ -34,7 +34,18 @@ export interface TransportTuning {
   connectTimeoutMs: number;
   /** Longest silence (no byte, keep-alive comments count) while waiting for headers or body. Default 120000 ms (`HARNESS_IDLE_TIMEOUT_MS`). */
   idleTimeoutMs: number;
+  /**
+   * Longest wait, per attempt, from sending the request to the model's first output (a delta,
+   * usage or finish): keep-alive comments do not count. Default 600000 ms, DeepSeek's own limit
+   * for a queued request (`HARNESS_FIRST_TOKEN_TIMEOUT_MS`).
+   */
+  firstTokenTimeoutMs: number;
+  /** Longest a whole model request may take, retries and backoff included. Default 3600000 ms (`HARNESS_REQUEST_TIMEOUT_MS`). */
+  requestTimeoutMs: number;
 }
+
+/** The tuning `ProviderConfig` may set; each field wins over its variable. */
+export type TuningOverrides = Partial<Pick<TransportTuning, "firstTokenTimeoutMs" | "requestTimeoutMs">>;
 
 /** Everything one OpenAI-compatible provider instance needs. */
 export interface OpenAICompatibleSettings extends TransportTuning {
@@ -71,6 +82,8 @@ export const DEFAULT_TUNING: Readonly<TransportTuning> = Object.freeze({
   retryAfterMaxMs: 60_000,
   connectTimeoutMs: 30_000,
   idleTimeoutMs: 120_000,
+  firstTokenTimeoutMs: 600_000,
+  requestTimeoutMs: 3_600_000,
 });
 
 const TUNING_VARS: ReadonlyArray<[keyof TransportTuning, string]> = [
@@ -80,6 +93,8 @@ const TUNING_VARS: ReadonlyArray<[keyof TransportTuning, string]> = [
   ["retryAfterMaxMs", "HARNESS_RETRY_AFTER_MAX_MS"],
   ["connectTimeoutMs", "HARNESS_CONNECT_TIMEOUT_MS"],
   ["idleTimeoutMs", "HARNESS_IDLE_TIMEOUT_MS"],
+  ["firstTokenTimeoutMs", "HARNESS_FIRST_TOKEN_TIMEOUT_MS"],
+  ["requestTimeoutMs", "HARNESS_REQUEST_TIMEOUT_MS"],
 ];
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -91,7 +106,7 @@ function nonEmpty(value: string | undefined): string | undefined {
  * Reads {@link TransportTuning} from the environment; unset or empty variables take the default.
  * @throws ProviderUnavailableError naming the variable when a value is not a non-negative integer.
  */
-export function readTuning(env: NodeJS.ProcessEnv): TransportTuning {
+export function readTuning(env: NodeJS.ProcessEnv, overrides: TuningOverrides = {}): TransportTuning {
   const tuning: TransportTuning = { ...DEFAULT_TUNING };
   for (const [key, variable] of TUNING_VARS) {
     const raw = nonEmpty(env[variable]);
@@ -100,6 +115,13 @@ export function readTuning(env: NodeJS.ProcessEnv): TransportTuning {
       throw new ProviderUnavailableError(`${variable} must be a non-negative integer (got ${JSON.stringify(raw)})`);
     }
     tuning[key] = Number(raw);
+  }
+  for (const [key, value] of Object.entries(overrides) as Array<[keyof TuningOverrides, unknown]>) {
+    if (value === undefined) continue;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+      throw new ProviderUnavailableError(`${key} must be a non-negative integer of milliseconds (got ${JSON.stringify(value)})`);
+    }
+    tuning[key] = value;
   }
   return tuning;
 }
@@ -131,14 +153,15 @@ export function providerLog(logger: Logger | undefined, name: string): ProviderL
 }
 
 /**
- * Resolves a route's settings from the bridge's environment.
+ * Resolves a route's settings from the bridge's environment and what `initialize` set in
+ * `config` (its fields win over the variables).
  * @throws ProviderUnavailableError when the key is missing (and not optional), the base URL is not
- *   an http(s) URL, or a tuning variable is malformed; the message names the variable to set.
+ *   an http(s) URL, or a tuning variable or field is malformed; the message names it.
  */
 export function resolveSettings(
   route: RouteDefinition,
   env: NodeJS.ProcessEnv,
-  log: ProviderLog = providerLog(undefined, route.name),
+  config: Partial<Pick<ProviderConfig, "logger" | "firstTokenTimeoutMs" | "requestTimeoutMs">> = {},
 ): OpenAICompatibleSettings {
   const configuredBaseUrl = nonEmpty(env[route.baseUrlVar]);
   const apiKey = nonEmpty(env[route.apiKeyVar]);
@@ -162,13 +185,13 @@ export function resolveSettings(
     );
   }
   return {
-    ...readTuning(env),
+    ...readTuning(env, { firstTokenTimeoutMs: config.firstTokenTimeoutMs, requestTimeoutMs: config.requestTimeoutMs }),
     name: route.name,
     endpoint: chatCompletionsUrl(baseUrl),
     apiKey,
     sendReasoningContent: route.sendReasoningContent,
     proxy: readProxySettings(env),
-    log,
+    log: providerLog(config.logger, route.name),
   };
 }
 

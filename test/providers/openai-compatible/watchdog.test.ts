@@ -1,8 +1,10 @@
 /** Timeouts, resets after output, and aborts: the attempt's watchdog. */
 import { describe, expect, it } from "vitest";
-import { ModelError } from "../../../src/providers/types.js";
+import { silentLogger } from "../../../src/log.js";
+import { deepseekProvider } from "../../../src/providers/deepseek.js";
+import { ModelError, ProviderUnavailableError } from "../../../src/providers/types.js";
 import { DONE, KEEP_ALIVE, chunk, errorBody, frame, jsonReply, sseReply } from "../../support/fake-openai-server.js";
-import { collect, collectError, makeProvider, okReply, request, server, text, useFakeServer } from "./support.js";
+import { collect, collectError, makeProvider, okReply, request, server, testEnv, text, useFakeServer } from "./support.js";
 
 useFakeServer();
 
@@ -117,5 +119,59 @@ describe("timeouts and aborts", () => {
     const { error } = await collectError(await makeProvider(), request(), controller.signal);
     expect((error as Error).message).toBe("too late");
     expect(server.requests).toHaveLength(0);
+  });
+
+  it("a stream of keep-alive comments only ends at the first-token deadline, without retry (keep-alives re-arm the idle timer)", async () => {
+    server.enqueue(sseReply([KEEP_ALIVE], { then: "keep-alive" }), okReply());
+    const started = performance.now();
+    const { parts, error } = await collectError(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "400", HARNESS_IDLE_TIMEOUT_MS: "200" }));
+    expect(parts).toEqual([]);
+    expect(error).toMatchObject({ name: "ModelError", code: "first-token-timeout" });
+    expect((error as ModelError).message).toContain("no output within 400 ms");
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(server.requests).toHaveLength(1);
+    await server.requests[0].socketClosed;
+  });
+
+  it("the first-token deadline stops counting at the first output", async () => {
+    const frames = [KEEP_ALIVE, frame(chunk({ content: "early" })), KEEP_ALIVE, KEEP_ALIVE, KEEP_ALIVE, frame(chunk({}, "stop")), DONE];
+    server.enqueue(sseReply(frames, { delayMs: 100 }));
+    const parts = await collect(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "250" }));
+    expect(text(parts)).toBe("early");
+    expect(parts.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+  });
+
+  it("a stream kept alive after output ends at the request deadline, keeping what was streamed", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "half" }))], { then: "keep-alive" }));
+    const { parts, error } = await collectError(await makeProvider({ HARNESS_REQUEST_TIMEOUT_MS: "400", HARNESS_IDLE_TIMEOUT_MS: "200" }));
+    expect(text(parts)).toBe("half");
+    expect(error).toMatchObject({ name: "ModelError", code: "request-timeout" });
+    expect((error as ModelError).message).toContain("did not complete within 400 ms");
+    await server.requests[0].socketClosed;
+  });
+
+  it("the request deadline covers retries and their backoff", async () => {
+    server.enqueue(jsonReply(503, errorBody("busy"), { "retry-after": "30" }), okReply());
+    const started = performance.now();
+    const { error } = await collectError(await makeProvider({ HARNESS_REQUEST_TIMEOUT_MS: "300" }));
+    expect(error).toMatchObject({ name: "ModelError", code: "request-timeout" });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("ProviderConfig's deadlines win over the variables; a malformed one makes the provider unavailable", async () => {
+    server.enqueue(sseReply([KEEP_ALIVE], { then: "keep-alive" }));
+    const provider = await deepseekProvider.create({
+      model: "m",
+      cwd: "/tmp",
+      env: testEnv({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "600000" }),
+      logger: silentLogger,
+      firstTokenTimeoutMs: 300,
+    });
+    const { error } = await collectError(provider);
+    expect(error).toMatchObject({ code: "first-token-timeout" });
+    const bad = deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), requestTimeoutMs: -1 });
+    await expect(bad).rejects.toBeInstanceOf(ProviderUnavailableError);
+    await expect(bad).rejects.toThrow(/requestTimeoutMs/);
   });
 });
