@@ -121,3 +121,26 @@ describe("no endless wait: keep-alive comments do not hold a turn forever", () =
     expect(deepseek.problems).toEqual([]);
   });
 });
+
+describe("reasoning streamed as delta.reasoning", () => {
+  it("is surfaced as reasoning, and kept in the partial message when the stream then reports an error", async () => {
+    const c = await deepseekClient();
+    deepseek.table = {
+      "Think aloud.": [{ events: [{ delta: { role: "assistant", reasoning: "Step one, " } }, { delta: { reasoning: "step two." } }, ...say("Answer.")] }],
+      "Think and fail.": [{ events: [{ delta: { reasoning: "Half a thought" } }, { raw: 'data: {"error": {"message": "upstream overloaded", "type": "server_error"}}\n\n' }] }],
+    };
+    expect(await prompt(c, "reason-1", "Think aloud.")).toEqual(OK);
+    const message = c.events("reason-1").find((e) => e.type === "assistant/message");
+    expect(message.data.content).toEqual([
+      { type: "reasoning", text: "Step one, step two." },
+      { type: "text", text: "Answer." },
+    ]);
+    const chunks = c.events("reason-1").filter((e) => e.type === "assistant/chunk").map((e) => e.data.chunk);
+    expect(chunks[0]).toEqual({ type: "reasoning-delta", text: "Step one, " });
+
+    const failed = await prompt(c, "reason-2", "Think and fail.");
+    expect(failed).toMatchObject({ status: "error", reason: { kind: "model-error", message: expect.stringContaining("upstream overloaded") } });
+    const partial = c.events("reason-2").find((e) => e.type === "assistant/message");
+    expect(partial.data).toMatchObject({ finishReason: "error", content: [{ type: "reasoning", text: "Half a thought" }] });
+  });
+});

@@ -22,6 +22,10 @@ export function mapFinishReason(raw: string): string {
   }
 }
 
+function nonEmptyString(value: unknown): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
 function count(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
 }
@@ -57,7 +61,7 @@ export interface ChunkResult {
 
 /**
  * Maps one `chat.completion.chunk` object. Only `choices[0]` is read. Within a delta, reasoning
- * comes before text, text before tool calls. Empty strings are skipped. Throws `ModelError` for an
+ * (`reasoning_content`, else `reasoning`) comes before text, text before tool calls. Empty strings are skipped. Throws `ModelError` for an
  * `{"error": …}` object.
  */
 export function mapChunk(chunk: unknown): ChunkResult {
@@ -75,9 +79,10 @@ export function mapChunk(chunk: unknown): ChunkResult {
   const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
   if (isObject(choice)) {
     const delta = isObject(choice.delta) ? choice.delta : {};
-    if (typeof delta.reasoning_content === "string" && delta.reasoning_content !== "") {
-      parts.push({ type: "reasoning-delta", text: delta.reasoning_content });
-    }
+    // DeepSeek streams reasoning as `reasoning_content`; OpenRouter, Groq, vLLM and Ollama as
+    // `reasoning`. A delta carrying both means the same text twice: `reasoning_content` wins.
+    const reasoning = nonEmptyString(delta.reasoning_content) ?? nonEmptyString(delta.reasoning);
+    if (reasoning !== undefined) parts.push({ type: "reasoning-delta", text: reasoning });
     if (typeof delta.content === "string" && delta.content !== "") {
       parts.push({ type: "text-delta", text: delta.content });
     }

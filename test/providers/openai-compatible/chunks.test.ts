@@ -152,4 +152,10 @@ describe("mapChunk", () => {
       mapChunk({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 4 } } }).parts,
     ).toEqual([{ type: "usage", usage: { inputTokens: 9, outputTokens: 2, cacheHitTokens: 4 } }]);
   });
+
+  it("reads reasoning streamed as delta.reasoning (OpenRouter, Groq, vLLM, Ollama); reasoning_content wins when both come", () => {
+    expect(mapChunk(chunk({ reasoning: "think" })).parts).toEqual([{ type: "reasoning-delta", text: "think" }]);
+    expect(mapChunk(chunk({ reasoning: "", content: "x" })).parts).toEqual([{ type: "text-delta", text: "x" }]);
+    expect(mapChunk(chunk({ reasoning_content: "same", reasoning: "same" })).parts).toEqual([{ type: "reasoning-delta", text: "same" }]);
+  });
 });
