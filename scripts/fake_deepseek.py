@@ -133,7 +133,9 @@ class FakeDeepSeek:
             return self._json(handler, entry["status"], entry.get("body", {}))
         model = body.get("model", "deepseek-v4-flash")
         frames = [e["raw"] if "raw" in e else f"data: {json.dumps(_chunk(model, n, e), ensure_ascii=False)}\n\n" for n, e in enumerate(entry["events"])]
-        if not entry.get("stall") and not entry.get("reset"):
+        # [DONE] ends a stream that has a finish_reason (or says "done": true); one without is cut short.
+        done = entry.get("done", any(e.get("finish_reason") for e in entry["events"]))
+        if not entry.get("stall") and not entry.get("reset") and done:
             frames.append("data: [DONE]\n\n")
         payload = "".join(frames).encode("utf-8")
         handler.send_response(200)

@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
+import { DONE, FakeOpenAIServer, chunk, frame, sseReply } from "../support/fake-openai-server.js";
 import { RawClient, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
@@ -29,6 +30,24 @@ afterEach(async () => {
 });
 
 const say = (text: string) => [{ delta: { role: "assistant", content: text } }, { delta: {}, finish_reason: "stop" }];
+
+/** A bridge on the `openai` route, against a fresh fake OpenAI-compatible server (closed with the client). */
+async function openaiClient(): Promise<{ c: RawClient; fake: FakeOpenAIServer }> {
+  const fake = await FakeOpenAIServer.start();
+  client = new RawClient({
+    args: ["--stdio", "--no-session-log"],
+    env: { ...process.env, OPENAI_BASE_URL: `${fake.url}/v1`, NO_PROXY: "127.0.0.1", no_proxy: "127.0.0.1", HARNESS_MAX_RETRIES: "0" },
+  });
+  const c = client;
+  const dispose = c.dispose.bind(c);
+  c.dispose = async () => {
+    await dispose();
+    await fake.close();
+  };
+  c.request("init", "initialize", { cwd: ws.dir, provider: "openai", model: "local-model" });
+  expect((await c.response("init")).error).toBeUndefined();
+  return { c, fake };
+}
 
 async function deepseekClient(tuning: Record<string, string> = {}): Promise<RawClient> {
   client = new RawClient({
@@ -142,5 +161,23 @@ describe("reasoning streamed as delta.reasoning", () => {
     expect(failed).toMatchObject({ status: "error", reason: { kind: "model-error", message: expect.stringContaining("upstream overloaded") } });
     const partial = c.events("reason-2").find((e) => e.type === "assistant/message");
     expect(partial.data).toMatchObject({ finishReason: "error", content: [{ type: "reasoning", text: "Half a thought" }] });
+  });
+});
+
+describe("a complete stream without finish_reason ([DONE] after output, as Snowflake Cortex sends)", () => {
+  it("ends its steps as tool-calls and stop, inferred from what was streamed; without [DONE] it stays an error", async () => {
+    const { c, fake } = await openaiClient();
+    const call = { index: 0, id: "cx1", type: "function", function: { name: "glob", arguments: '{"pattern":"*.none"}' } };
+    fake.enqueue(
+      sseReply([frame(chunk({ role: "assistant", content: "" })), frame(chunk({ tool_calls: [call] })), DONE]),
+      sseReply([frame(chunk({ content: "Nothing matches." })), DONE]),
+      sseReply([frame(chunk({ content: "cut sho" }))]),
+    );
+    expect(await prompt(c, "cortex-1", "Find them.")).toEqual(OK);
+    const messages = c.events("cortex-1").filter((e) => e.type === "assistant/message").map((e) => e.data);
+    expect(messages.map((m) => m.finishReason)).toEqual(["tool-calls", "stop"]);
+    expect(c.events("cortex-1").filter((e) => e.type === "tool/result").map((e) => e.data.name)).toEqual(["glob"]);
+    const cut = await prompt(c, "cortex-2", "Again.");
+    expect(cut).toMatchObject({ status: "error", reason: { kind: "model-error", code: "stream", message: "the model stream ended before it finished" } });
   });
 });

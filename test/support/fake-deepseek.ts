@@ -21,6 +21,12 @@ type Entry =
       keepAliveMs?: number;
       /** Destroy the connection after the events (a reset mid-stream; no `[DONE]`). */
       reset?: boolean;
+      /**
+       * Whether `[DONE]` ends the stream. Default: when an event has a `finish_reason` (a
+       * scripted stream without one is cut short). `true` without a `finish_reason` is what
+       * Snowflake Cortex sends: a complete stream that never says why it finished.
+       */
+      done?: boolean;
     };
 
 export type ServerTable = Record<string, Entry[]>;
@@ -94,7 +100,7 @@ export class FakeDeepSeek {
     }
     if ("status" in entry) return void json(entry.status, entry.body ?? {});
     const frames = entry.events.map((e) => (e.raw !== undefined ? e.raw : frame(e.usage ? usageChunk(e.usage) : chunk(e.delta ?? {}, e.finish_reason ?? null))));
-    if (!entry.stall && !entry.reset) frames.push(DONE);
+    if (!entry.stall && !entry.reset && (entry.done ?? entry.events.some((e) => e.finish_reason))) frames.push(DONE);
     const bytes = Buffer.from(frames.join(""));
     res.writeHead(200, SSE_HEADERS);
     const split = entry.splitBytes ?? bytes.length;

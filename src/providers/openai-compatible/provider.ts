@@ -166,6 +166,8 @@ class OpenAICompatibleProvider implements ModelProvider {
     const { log } = this.settings;
     let finishReason: string | undefined;
     let sawDone = false;
+    let sawContent = false;
+    let sawToolCall = false;
     try {
       for await (const data of readEventData(reader, createParser, () => watchdog.armIdle("waiting for the event stream"), log)) {
         if (data === "[DONE]") {
@@ -187,7 +189,11 @@ class OpenAICompatibleProvider implements ModelProvider {
           throw err;
         }
         if (result.parts.length > 0 || result.finishReason !== undefined) watchdog.sawOutput();
-        for (const part of result.parts) yield part;
+        for (const part of result.parts) {
+          if (part.type === "tool-call-delta") sawToolCall = true;
+          if (part.type !== "usage") sawContent = true;
+          yield part;
+        }
         if (result.finishReason !== undefined) finishReason = result.finishReason;
       }
     } catch (err) {
@@ -197,10 +203,17 @@ class OpenAICompatibleProvider implements ModelProvider {
       log("debug", () => `the stream broke after finish_reason, accepted: ${describeNetworkError(err)}`);
     }
 
-    // End of stream. A finish_reason is required. `[DONE]` is not, once a finish_reason has
-    // arrived: the answer is complete, and a server (or proxy) that closes without `[DONE]`
-    // loses nothing but possibly a trailing usage chunk. `[DONE]` or EOF without any
-    // finish_reason is a truncated answer: a model error (retried when nothing was yielded).
+    // End of stream. A stream is complete when it has a finish_reason, or ends with `[DONE]`
+    // after some output. Without a finish_reason, `[DONE]` after output is a complete answer
+    // whose server never says why it finished (Snowflake Cortex): the finish is inferred from what
+    // was streamed, tool calls -> tool_calls, else stop. With a finish_reason, `[DONE]` is not
+    // needed: a server (or proxy) that closes without it loses at most a trailing usage chunk.
+    // EOF without a finish_reason, or `[DONE]` without any output, is a truncated answer: a
+    // model error (retried when nothing was yielded).
+    if (finishReason === undefined && sawDone && sawContent) {
+      finishReason = sawToolCall ? "tool_calls" : "stop";
+      log("debug", () => `the stream ended with [DONE] but no finish_reason; inferred ${finishReason}`);
+    }
     if (finishReason === undefined) {
       throw new AttemptFailure(new ModelError("the model stream ended before it finished", undefined, "stream"), true);
     }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { mapChunk } from "../../../src/providers/openai-compatible/index.js";
 import { ModelError } from "../../../src/providers/types.js";
 import { DONE, KEEP_ALIVE, chunk, deepseekUsage, frame, sseReply, usageChunk } from "../../support/fake-openai-server.js";
-import { collect, collectError, isCompleteTail, makeProvider, pieces, reasoning, server, text, useFakeServer } from "./support.js";
+import { collect, collectError, isCompleteTail, makeProvider, okReply, pieces, reasoning, server, text, useFakeServer } from "./support.js";
 
 useFakeServer();
 
@@ -117,21 +117,37 @@ describe("streaming", () => {
     expect(parts.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
   });
 
-  it("fails a stream that ends without a finish_reason, with or without [DONE], and does not retry after output", async () => {
+  it("fails a stream that ends without a finish_reason or [DONE], and does not retry after output", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "partial" }))]), okReply());
+    const { parts, error } = await collectError(await makeProvider());
+    expect(text(parts)).toBe("partial");
+    expect(error).toBeInstanceOf(ModelError);
+    expect((error as ModelError).message).toBe("the model stream ended before it finished");
+    expect((error as ModelError).code).toBe("stream");
+    expect(parts.some((p) => p.type === "finish")).toBe(false);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("infers the finish of a complete stream without finish_reason ([DONE] after output, as Snowflake Cortex sends): tool calls -> tool-calls, else stop", async () => {
     server.enqueue(
-      sseReply([frame(chunk({ content: "partial" }))]),
-      sseReply([frame(chunk({ content: "partial" })), DONE]),
+      sseReply([frame(chunk({ content: "all of it" })), frame(usageChunk(deepseekUsage(5, 3, 0))), DONE]),
+      sseReply([frame(chunk({ tool_calls: [{ index: 0, id: "c1", type: "function", function: { name: "glob", arguments: '{"pattern":"*"}' } }] })), DONE]),
     );
     const provider = await makeProvider();
-    for (let i = 0; i < 2; i++) {
-      const { parts, error } = await collectError(provider);
-      expect(text(parts)).toBe("partial");
-      expect(error).toBeInstanceOf(ModelError);
-      expect((error as ModelError).message).toBe("the model stream ended before it finished");
-      expect((error as ModelError).code).toBe("stream");
-      expect(parts.some((p) => p.type === "finish")).toBe(false);
-    }
+    const first = await collect(provider);
+    expect(text(first)).toBe("all of it");
+    expect(first.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+    expect((await collect(provider)).at(-1)).toEqual({ type: "finish", finishReason: "tool-calls" });
+  });
+
+  it("fails [DONE] without any output (usage alone is none); retried when nothing was yielded", async () => {
+    server.enqueue(sseReply([DONE]), okReply(), sseReply([frame(usageChunk(deepseekUsage(5, 0, 0))), DONE]));
+    const provider = await makeProvider();
+    expect(text(await collect(provider))).toBe("ok");
     expect(server.requests).toHaveLength(2);
+    const { error } = await collectError(provider);
+    expect(error).toMatchObject({ name: "ModelError", code: "stream", message: "the model stream ended before it finished" });
+    expect(server.requests).toHaveLength(3);
   });
 
   it("turns an error object inside the stream into a ModelError", async () => {
