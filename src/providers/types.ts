@@ -72,6 +72,9 @@ export interface ModelProvider {
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart>;
 }
 
+/** Which tool the model must call: any or none (`auto`), at least one (`required`), none (`none`), or the one named. */
+export type ToolChoice = "auto" | "required" | "none" | { name: string };
+
 /** What a provider factory receives from `initialize`. */
 export interface ProviderConfig {
   model: string;
@@ -89,6 +92,8 @@ export interface ProviderConfig {
   firstTokenTimeoutMs?: number;
   /** HTTP providers: the longest a whole model request may take, retries included. Default 3600000 ms, or `HARNESS_REQUEST_TIMEOUT_MS`; 0 disables it. */
   requestTimeoutMs?: number;
+  /** HTTP providers: sent as `tool_choice` with every request that offers tools. Absent: not sent (the server's default, `auto`). */
+  toolChoice?: ToolChoice;
 }
 
 /** Registers a provider under a name. */

@@ -4,7 +4,7 @@
  * (test/support/server-rules.ts). Each rule is stated with its source in docs/providers.md.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
+import { FakeDeepSeek, fakeDeepSeekEnv, type ServerTable } from "../support/fake-deepseek.js";
 import { DONE, FakeOpenAIServer, chunk, frame, sseReply } from "../support/fake-openai-server.js";
 import { RawClient, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
@@ -121,7 +121,7 @@ describe("usage: cache hits and misses", () => {
 });
 
 describe("no endless wait: keep-alive comments do not hold a turn forever", () => {
-  it.each([
+  it.each<[string, ServerTable[string][number], Record<string, string>, string]>([
     ["only keep-alives (a queued request)", { events: [], stall: true, keepAliveMs: 50 }, { HARNESS_FIRST_TOKEN_TIMEOUT_MS: "600" }, "first-token-timeout"],
     [
       "output, then keep-alives forever",
@@ -129,7 +129,7 @@ describe("no endless wait: keep-alive comments do not hold a turn forever", () =
       { HARNESS_REQUEST_TIMEOUT_MS: "800" },
       "request-timeout",
     ],
-  ] as const)("%s: the turn ends with a model error of its own code, the session goes on", async (name, entry, tuning, code) => {
+  ])("%s: the turn ends with a model error of its own code, the session goes on", async (name, entry, tuning, code) => {
     const c = await deepseekClient({ HARNESS_IDLE_TIMEOUT_MS: "300", ...tuning });
     deepseek.table = { [name]: [entry], "Still there?": [{ events: say("Yes.") }] };
     const started = performance.now();
@@ -179,5 +179,19 @@ describe("a complete stream without finish_reason ([DONE] after output, as Snowf
     expect(c.events("cortex-1").filter((e) => e.type === "tool/result").map((e) => e.data.name)).toEqual(["glob"]);
     const cut = await prompt(c, "cortex-2", "Again.");
     expect(cut).toMatchObject({ status: "error", reason: { kind: "model-error", code: "stream", message: "the model stream ended before it finished" } });
+  });
+});
+
+describe("assistant tool-call messages without text", () => {
+  it("go back with content \"\", which llama-cpp-python's server takes (it answers 500 to null)", async () => {
+    const { c, fake } = await openaiClient();
+    const call = { index: 0, id: "n1", type: "function", function: { name: "glob", arguments: '{"pattern":"*.none"}' } };
+    fake.enqueue(
+      sseReply([frame(chunk({ role: "assistant", content: null, tool_calls: [call] })), frame(chunk({}, "tool_calls")), DONE]),
+      sseReply([frame(chunk({ content: "No such files." })), frame(chunk({}, "stop")), DONE]),
+    );
+    expect(await prompt(c, "null-1", "Look.")).toEqual(OK);
+    expect(fake.refusals).toEqual([]);
+    expect(fake.requests[1].body.messages.find((m: { role: string }) => m.role === "assistant")).toMatchObject({ content: "", tool_calls: [{ id: "n1" }] });
   });
 });

@@ -7,12 +7,18 @@
  * Its SSE is shaped byte for byte like DeepSeek's: `data: {json}\n\n` frames, `: keep-alive`
  * comments, and `data: [DONE]\n\n` at the end.
  *
+ * Before a scripted reply, it refuses what real servers refuse (server-rules.ts), without using up
+ * a reply: `content: null` on an assistant message gets llama-cpp-python's HTTP 500, and a
+ * request for a `deepseek-*` model that breaks thinking mode's `reasoning_content` rule gets
+ * DeepSeek's 400. Refused requests are recorded in `requests` and `refusals`.
+ *
  * Also here: {@link startRecordingProxy}, a tiny HTTP proxy (CONNECT tunnels and absolute-form
  * forwarding) that records what went through it.
  */
 import * as http from "node:http";
 import * as net from "node:net";
 import type { AddressInfo } from "node:net";
+import { deepseekThinkingRefusal, llamaCppNullContentRefusal, type Refusal } from "./server-rules.js";
 
 /** One scripted step of a reply. */
 export type Action =
@@ -159,6 +165,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** The fake endpoint. Start with {@link FakeOpenAIServer.start}; close in `afterEach`. */
 export class FakeOpenAIServer {
   readonly requests: RecordedRequest[] = [];
+  /** The refusals answered (server-rules.ts), in order. */
+  readonly refusals: Refusal[] = [];
   private readonly replies: Reply[] = [];
   private readonly sockets = new Set<net.Socket>();
 
@@ -195,6 +203,11 @@ export class FakeOpenAIServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  private refusalOf(body: any): Refusal | undefined {
+    if (typeof body !== "object" || body === null) return undefined;
+    return llamaCppNullContentRefusal(body) ?? (String(body.model).startsWith("deepseek") ? deepseekThinkingRefusal(body) : undefined);
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const socket = req.socket;
     const socketClosed = socket.destroyed
@@ -220,7 +233,11 @@ export class FakeOpenAIServer {
       socketClosed,
     });
 
-    const reply = this.replies.shift() ?? jsonReply(500, errorBody("fake server: no scripted reply for this request", "fake"));
+    const refusal = this.refusalOf(body);
+    if (refusal) this.refusals.push(refusal);
+    const reply = refusal
+      ? jsonReply(refusal.status, refusal.body)
+      : (this.replies.shift() ?? jsonReply(500, errorBody("fake server: no scripted reply for this request", "fake")));
     if (reply.sendHeaders !== false) {
       res.writeHead(reply.status ?? 200, reply.headers ?? {});
       res.flushHeaders();

@@ -5,7 +5,7 @@
  * @module
  */
 import { createStderrLogger, type Logger, type LogMessage } from "../../log.js";
-import { ProviderUnavailableError, type ProviderConfig } from "../types.js";
+import { ProviderUnavailableError, type ProviderConfig, type ToolChoice } from "../types.js";
 
 /** Log sink of the provider: one line per call. A debug message may be a function, called only when debug lines are written. */
 export type ProviderLog = (level: "debug" | "warn", message: LogMessage) => void;
@@ -57,6 +57,8 @@ export interface OpenAICompatibleSettings extends TransportTuning {
   apiKey?: string;
   /** Send `reasoning_content` back on assistant messages with tool calls (DeepSeek thinking mode needs it). */
   sendReasoningContent: boolean;
+  /** Sent as `tool_choice` with every request that offers tools. */
+  toolChoice?: ToolChoice;
   proxy: ProxySettings;
   log: ProviderLog;
 }
@@ -161,7 +163,7 @@ export function providerLog(logger: Logger | undefined, name: string): ProviderL
 export function resolveSettings(
   route: RouteDefinition,
   env: NodeJS.ProcessEnv,
-  config: Partial<Pick<ProviderConfig, "logger" | "firstTokenTimeoutMs" | "requestTimeoutMs">> = {},
+  config: Partial<Pick<ProviderConfig, "logger" | "firstTokenTimeoutMs" | "requestTimeoutMs" | "toolChoice">> = {},
 ): OpenAICompatibleSettings {
   const configuredBaseUrl = nonEmpty(env[route.baseUrlVar]);
   const apiKey = nonEmpty(env[route.apiKeyVar]);
@@ -190,9 +192,18 @@ export function resolveSettings(
     endpoint: chatCompletionsUrl(baseUrl),
     apiKey,
     sendReasoningContent: route.sendReasoningContent,
+    toolChoice: checkToolChoice(config.toolChoice),
     proxy: readProxySettings(env),
     log: providerLog(config.logger, route.name),
   };
+}
+
+/** `choice` when it is a {@link ToolChoice}; @throws ProviderUnavailableError otherwise. */
+function checkToolChoice(choice: unknown): ToolChoice | undefined {
+  if (choice === undefined || choice === "auto" || choice === "required" || choice === "none") return choice;
+  const name = typeof choice === "object" && choice !== null && !Array.isArray(choice) ? (choice as { name?: unknown }).name : undefined;
+  if (typeof name === "string" && name !== "" && Object.keys(choice as object).length === 1) return { name };
+  throw new ProviderUnavailableError(`toolChoice must be "auto", "required", "none" or {name: TOOL} (got ${JSON.stringify(choice)})`);
 }
 
 /** `text` with the userinfo of any URL in it (`scheme://user:password@`) replaced by `***`. */

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { ModelMessage, ModelRequest } from "../types.js";
+import { ModelError, type ModelMessage, type ModelRequest, type ToolChoice } from "../types.js";
 
 /** A message of the chat completions API, as sent. */
 export type WireMessage =
@@ -11,7 +11,7 @@ export type WireMessage =
   | { role: "user"; content: string }
   | {
       role: "assistant";
-      content: string | null;
+      content: string;
       reasoning_content?: string;
       tool_calls?: WireToolCall[];
     }
@@ -31,6 +31,7 @@ export interface ChatCompletionBody {
   stream_options: { include_usage: true };
   max_tokens?: number;
   tools?: Array<{ type: "function"; function: { name: string; description: string; parameters: unknown } }>;
+  tool_choice?: "auto" | "required" | "none" | { type: "function"; function: { name: string } };
 }
 
 /**
@@ -38,8 +39,9 @@ export interface ChatCompletionBody {
  *
  * - user and tool text blocks are joined with "\n" (they are separate pieces of input);
  *   assistant text and reasoning blocks are concatenated as streamed ("").
- * - an assistant message with tool calls and no text has `content: null`; one with neither
- *   (a step cancelled before any output) has `content: ""`, so that no message is empty.
+ * - an assistant message without text has `content: ""`, with tool calls or without (a step
+ *   cancelled before any output): every server takes a string, while llama-cpp-python's server
+ *   answers HTTP 500 to `content: null`.
  * - tool-call arguments are sent as the model wrote them (`rawArguments`) when that is a
  *   non-empty string, else as the JSON of the parsed arguments.
  * - with `sendReasoningContent`, every assistant message of an exchange (the messages between two
@@ -86,8 +88,7 @@ export function toWireMessages(
             });
           }
         }
-        const out: WireMessage =
-          toolCalls.length === 0 ? { role: "assistant", content: text } : { role: "assistant", content: text || null, tool_calls: toolCalls };
+        const out: WireMessage = toolCalls.length === 0 ? { role: "assistant", content: text } : { role: "assistant", content: text, tool_calls: toolCalls };
         if (withReasoning.has(position)) out.reasoning_content = reasoning;
         wire.push(out);
         break;
@@ -112,8 +113,12 @@ function exchangesWithToolCalls(messages: readonly ModelMessage[]): Set<number> 
   return covered;
 }
 
-/** Builds the request body of one streamed chat completion. */
-export function buildRequestBody(request: ModelRequest, sendReasoningContent: boolean): ChatCompletionBody {
+/**
+ * Builds the request body of one streamed chat completion. `toolChoice` goes out as
+ * `tool_choice` only with tools (servers refuse it without).
+ * @throws ModelError (code `tool-choice`) when `toolChoice` names a tool the request does not offer.
+ */
+export function buildRequestBody(request: ModelRequest, sendReasoningContent: boolean, toolChoice?: ToolChoice): ChatCompletionBody {
   const body: ChatCompletionBody = {
     model: request.model,
     messages: toWireMessages(request.system, request.messages, sendReasoningContent),
@@ -126,6 +131,14 @@ export function buildRequestBody(request: ModelRequest, sendReasoningContent: bo
       type: "function",
       function: { name: t.name, description: t.description, parameters: t.parameters },
     }));
+    if (typeof toolChoice === "string") body.tool_choice = toolChoice;
+    else if (toolChoice) {
+      if (!request.tools.some((t) => t.name === toolChoice.name)) {
+        const offered = request.tools.map((t) => t.name).join(", ");
+        throw new ModelError(`toolChoice names the tool '${toolChoice.name}', which this request does not offer (offered: ${offered})`, undefined, "tool-choice");
+      }
+      body.tool_choice = { type: "function", function: { name: toolChoice.name } };
+    }
   }
   return body;
 }

@@ -1,8 +1,9 @@
 /** The request body: history, tools and limits as sent. */
 import { describe, expect, it } from "vitest";
 import { deepseekProvider, openaiProvider } from "../../../src/providers/deepseek.js";
-import type { ModelRequest } from "../../../src/providers/types.js";
-import { collect, okReply, request, server, testEnv, useFakeServer } from "./support.js";
+import { silentLogger } from "../../../src/log.js";
+import { ProviderUnavailableError, type ModelRequest, type ToolChoice } from "../../../src/providers/types.js";
+import { collect, collectError, makeProvider, okReply, request, server, testEnv, useFakeServer } from "./support.js";
 
 useFakeServer();
 
@@ -74,7 +75,7 @@ describe("request body", () => {
         { role: "user", content: "first\nsecond" },
         {
           role: "assistant",
-          content: null,
+          content: "",
           reasoning_content: "I should read it.",
           tool_calls: [
             { id: "call_1", type: "function", function: { name: "read_file", arguments: '{"path":"a.txt"}' } },
@@ -123,7 +124,7 @@ describe("request body", () => {
     expect(first.rawBody).not.toContain("reasoning_content");
     expect(first.body.messages[2]).toEqual({
       role: "assistant",
-      content: null,
+      content: "",
       tool_calls: [
         { id: "call_1", type: "function", function: { name: "read_file", arguments: '{"path":"a.txt"}' } },
         { id: "call_2", type: "function", function: { name: "read_file", arguments: '{"path": "b.t' } },
@@ -133,5 +134,52 @@ describe("request body", () => {
     expect(second.headers.authorization).toBe("Bearer sk-openai");
     // An empty system prompt sends no system message.
     expect(second.body.messages).toEqual([{ role: "user", content: "hi" }]);
+  });
+
+  it("an assistant message without text goes out as content \"\", never null (llama-cpp-python answers 500 to null)", async () => {
+    const toolOnly: ModelRequest["messages"] = [
+      { role: "user", content: [{ type: "text", text: "go" }] },
+      { role: "assistant", content: [{ type: "tool-call", id: "t1", name: "read_file", arguments: { path: "a" } }] },
+      { role: "tool", callId: "t1", name: "read_file", content: [{ type: "text", text: "A" }], isError: false },
+    ];
+    server.enqueue(okReply());
+    const provider = await openaiProvider.create({ model: "m", cwd: "/tmp", env: { OPENAI_BASE_URL: server.url }, logger: silentLogger });
+    await collect(provider, request({ model: "llama", messages: toolOnly }));
+    expect(server.refusals).toEqual([]);
+    expect(server.requests[0].body.messages[2]).toMatchObject({ role: "assistant", content: "" });
+    expect(server.requests[0].rawBody).not.toContain('"content":null');
+  });
+
+  it("toolChoice goes out as tool_choice with tools (a name as a function choice), never without tools", async () => {
+    const choices: Array<[ToolChoice, unknown]> = [
+      ["auto", "auto"],
+      ["required", "required"],
+      ["none", "none"],
+      [{ name: "read_file" }, { type: "function", function: { name: "read_file" } }],
+    ];
+    for (const [toolChoice, wire] of choices) {
+      server.enqueue(okReply(), okReply());
+      const provider = await deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), logger: silentLogger, toolChoice });
+      await collect(provider, request({ tools }));
+      await collect(provider, request());
+      const [withTools, without] = server.requests.slice(-2);
+      expect(withTools.body.tool_choice).toEqual(wire);
+      expect("tool_choice" in without.body).toBe(false);
+    }
+    server.enqueue(okReply());
+    await collect(await makeProvider(), request({ tools }));
+    expect("tool_choice" in server.requests.at(-1)!.body).toBe(false);
+  });
+
+  it("a toolChoice naming a tool the request does not offer fails before sending; a malformed one makes the provider unavailable", async () => {
+    const provider = await deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), logger: silentLogger, toolChoice: { name: "bash" } });
+    const { error } = await collectError(provider, request({ tools }));
+    expect(error).toMatchObject({ name: "ModelError", code: "tool-choice", message: expect.stringContaining("'bash'") });
+    expect(server.requests).toHaveLength(0);
+    for (const bad of ["always", { name: "" }, { name: "x", extra: 1 }, ["auto"]]) {
+      const attempt = deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), toolChoice: bad as ToolChoice });
+      await expect(attempt).rejects.toBeInstanceOf(ProviderUnavailableError);
+      await expect(attempt).rejects.toThrow(/toolChoice/);
+    }
   });
 });
