@@ -3,6 +3,7 @@
  * refuse, against the local fakes, which refuse what the real servers refuse
  * (test/support/server-rules.ts). Each rule is stated with its source in docs/providers.md.
  */
+import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FakeDeepSeek, fakeDeepSeekEnv, type ServerTable } from "../support/fake-deepseek.js";
 import { DONE, FakeOpenAIServer, chunk, frame, sseReply } from "../support/fake-openai-server.js";
@@ -49,9 +50,9 @@ async function openaiClient(): Promise<{ c: RawClient; fake: FakeOpenAIServer }>
   return { c, fake };
 }
 
-async function deepseekClient(tuning: Record<string, string> = {}): Promise<RawClient> {
+async function deepseekClient(tuning: Record<string, string> = {}, args = ["--stdio", "--no-session-log"]): Promise<RawClient> {
   client = new RawClient({
-    args: ["--stdio", "--no-session-log"],
+    args,
     env: fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "0", HARNESS_IDLE_TIMEOUT_MS: "5000", ...tuning }),
   });
   client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
@@ -193,5 +194,38 @@ describe("assistant tool-call messages without text", () => {
     expect(await prompt(c, "null-1", "Look.")).toEqual(OK);
     expect(fake.refusals).toEqual([]);
     expect(fake.requests[1].body.messages.find((m: { role: string }) => m.role === "assistant")).toMatchObject({ content: "", tool_calls: [{ id: "n1" }] });
+  });
+});
+
+describe("tool-call arguments go back exactly as the model sent them", () => {
+  it("keeps the model's text (spaces and all) in the message and sends it back verbatim, also after a resume", async () => {
+    const root = path.join(ws.dir, ".sessions-args");
+    const c = await deepseekClient({}, ["--stdio", "--session-root", root]);
+    const args = '{"pattern":  "*.txt" ,\n "path": "."}';
+    deepseek.table = {
+      "Glob it.": [
+        {
+          events: [
+            { delta: { reasoning_content: "Glob.", tool_calls: [{ index: 0, id: "a1", type: "function", function: { name: "glob", arguments: args.slice(0, 9) } }] } },
+            { delta: { tool_calls: [{ index: 0, function: { arguments: args.slice(9) } }] } },
+            { delta: {}, finish_reason: "tool_calls" },
+          ],
+        },
+        { events: say("None.") },
+      ],
+      "Once more.": [{ events: say("Still none.") }],
+    };
+    expect(await prompt(c, "args-1", "Glob it.")).toEqual(OK);
+    const call = c.events("args-1").find((e) => e.type === "assistant/message").data.content.find((b: { type: string }) => b.type === "tool-call");
+    expect(call).toEqual({ type: "tool-call", id: "a1", name: "glob", arguments: { pattern: "*.txt", path: "." }, argumentsText: args });
+    // A new bridge resumes the session from its log.
+    await c.dispose();
+    const resumed = await deepseekClient({}, ["--stdio", "--session-root", root]);
+    expect(await prompt(resumed, "args-1", "Once more.")).toEqual(OK);
+    for (const request of deepseek.requests.slice(1)) {
+      const sent = request.messages.find((m) => m.role === "assistant" && m.tool_calls)!;
+      expect((sent.tool_calls as Array<{ function: { arguments: string } }>)[0].function.arguments).toBe(args);
+    }
+    expect(deepseek.requests).toHaveLength(3);
   });
 });

@@ -42,8 +42,9 @@ export interface ChatCompletionBody {
  * - an assistant message without text has `content: ""`, with tool calls or without (a step
  *   cancelled before any output): every server takes a string, while llama-cpp-python's server
  *   answers HTTP 500 to `content: null`.
- * - tool-call arguments are sent as the model wrote them (`rawArguments`) when that is a
- *   non-empty string, else as the JSON of the parsed arguments.
+ * - tool-call arguments are sent as the model wrote them (`rawArguments` when invalid,
+ *   `argumentsText` when valid) when that is a non-empty string, else as the JSON of the parsed
+ *   arguments, so that a history's bytes never change between requests.
  * - with `sendReasoningContent`, every assistant message of an exchange (the messages between two
  *   user messages) in which the model called a tool carries `reasoning_content`, "" when it had
  *   no reasoning: DeepSeek's thinking mode answers 400 to a later request without it there, and
@@ -83,7 +84,7 @@ export function toWireMessages(
               type: "function",
               function: {
                 name: block.name,
-                arguments: block.rawArguments ? block.rawArguments : JSON.stringify(block.arguments ?? {}),
+                arguments: block.rawArguments || block.argumentsText || JSON.stringify(block.arguments ?? {}),
               },
             });
           }

@@ -93,6 +93,9 @@ class ToolCallBlock(WireModel):
     arguments: Dict[str, Any] = Field(default_factory=dict)
     #: Present only when the model sent arguments that were not a JSON object.
     raw_arguments: Optional[str] = None
+    #: The model's valid arguments exactly as it streamed them, present only when that text is
+    #: not the compact JSON of ``arguments``; the bridge sends it back as written.
+    arguments_text: Optional[str] = None
 
 
 ContentBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock]
