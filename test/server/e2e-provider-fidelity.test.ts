@@ -4,60 +4,34 @@
  * (test/support/server-rules.ts). Each rule is stated with its source in docs/providers.md.
  */
 import * as path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek, fakeDeepSeekEnv, type ServerTable } from "../support/fake-deepseek.js";
+import { describe, expect, it } from "vitest";
+import { useDeepSeekBridge } from "../support/deepseek-bridge.js";
+import type { ServerTable } from "../support/fake-deepseek.js";
 import { DONE, FakeOpenAIServer, chunk, frame, sseReply } from "../support/fake-openai-server.js";
 import { RawClient, promptParams } from "../support/raw-client.js";
-import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
-const deepseek = new FakeDeepSeek();
-let baseUrl = "";
-let ws: TempWorkspace;
-let client: RawClient | undefined;
-
-beforeAll(async () => {
-  baseUrl = await deepseek.start();
-  ws = tempWorkspace("hb-fidelity-");
-});
-afterAll(async () => {
-  await deepseek.stop();
-  ws.cleanup();
-});
-afterEach(async () => {
-  await client?.dispose();
-  client = undefined;
-  deepseek.problems.length = 0;
-  deepseek.requests.length = 0;
-});
+const bridge = useDeepSeekBridge("hb-fidelity-", { HARNESS_MAX_RETRIES: "0", HARNESS_IDLE_TIMEOUT_MS: "5000" });
+const deepseek = bridge.server;
 
 const say = (text: string) => [{ delta: { role: "assistant", content: text } }, { delta: {}, finish_reason: "stop" }];
 
 /** A bridge on the `openai` route, against a fresh fake OpenAI-compatible server (closed with the client). */
 async function openaiClient(): Promise<{ c: RawClient; fake: FakeOpenAIServer }> {
   const fake = await FakeOpenAIServer.start();
-  client = new RawClient({
-    args: ["--stdio", "--no-session-log"],
-    env: { ...process.env, OPENAI_BASE_URL: `${fake.url}/v1`, NO_PROXY: "127.0.0.1", no_proxy: "127.0.0.1", HARNESS_MAX_RETRIES: "0" },
-  });
-  const c = client;
+  const c = bridge.track(
+    new RawClient({
+      args: ["--stdio", "--no-session-log"],
+      env: { ...process.env, OPENAI_BASE_URL: `${fake.url}/v1`, NO_PROXY: "127.0.0.1", no_proxy: "127.0.0.1", HARNESS_MAX_RETRIES: "0" },
+    }),
+  );
   const dispose = c.dispose.bind(c);
   c.dispose = async () => {
     await dispose();
     await fake.close();
   };
-  c.request("init", "initialize", { cwd: ws.dir, provider: "openai", model: "local-model" });
+  c.request("init", "initialize", { cwd: bridge.dir, provider: "openai", model: "local-model" });
   expect((await c.response("init")).error).toBeUndefined();
   return { c, fake };
-}
-
-async function deepseekClient(tuning: Record<string, string> = {}, args = ["--stdio", "--no-session-log"]): Promise<RawClient> {
-  client = new RawClient({
-    args,
-    env: fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "0", HARNESS_IDLE_TIMEOUT_MS: "5000", ...tuning }),
-  });
-  client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
-  expect((await client.response("init")).error).toBeUndefined();
-  return client;
 }
 
 /** Prompts and waits for the answer. */
@@ -71,7 +45,7 @@ const OK = { status: "ok", reason: { kind: "completed" } };
 
 describe("thinking mode: reasoning_content goes back on every assistant message of an exchange with tool calls", () => {
   it("a tool call streamed without any reasoning: the next request and the next turn are accepted", async () => {
-    const c = await deepseekClient();
+    const c = await bridge.start();
     deepseek.table = {
       "List the files.": [
         {
@@ -94,7 +68,7 @@ describe("thinking mode: reasoning_content goes back on every assistant message 
 
 describe("usage: cache hits and misses", () => {
   it("maps prompt_cache_hit_tokens and prompt_cache_miss_tokens per step and sums them over the turn", async () => {
-    const c = await deepseekClient();
+    const c = await bridge.start();
     const usage = (prompt: number, hit: number) => ({
       usage: { prompt_tokens: prompt, completion_tokens: 3, total_tokens: prompt + 3, prompt_cache_hit_tokens: hit, prompt_cache_miss_tokens: prompt - hit },
     });
@@ -131,7 +105,7 @@ describe("no endless wait: keep-alive comments do not hold a turn forever", () =
       "request-timeout",
     ],
   ])("%s: the turn ends with a model error of its own code, the session goes on", async (name, entry, tuning, code) => {
-    const c = await deepseekClient({ HARNESS_IDLE_TIMEOUT_MS: "300", ...tuning });
+    const c = await bridge.start({ HARNESS_IDLE_TIMEOUT_MS: "300", ...tuning });
     deepseek.table = { [name]: [entry], "Still there?": [{ events: say("Yes.") }] };
     const started = performance.now();
     const result = await prompt(c, `wait-${code}`, name);
@@ -144,7 +118,7 @@ describe("no endless wait: keep-alive comments do not hold a turn forever", () =
 
 describe("reasoning streamed as delta.reasoning", () => {
   it("is surfaced as reasoning, and kept in the partial message when the stream then reports an error", async () => {
-    const c = await deepseekClient();
+    const c = await bridge.start();
     deepseek.table = {
       "Think aloud.": [{ events: [{ delta: { role: "assistant", reasoning: "Step one, " } }, { delta: { reasoning: "step two." } }, ...say("Answer.")] }],
       "Think and fail.": [{ events: [{ delta: { reasoning: "Half a thought" } }, { raw: 'data: {"error": {"message": "upstream overloaded", "type": "server_error"}}\n\n' }] }],
@@ -199,8 +173,8 @@ describe("assistant tool-call messages without text", () => {
 
 describe("tool-call arguments go back exactly as the model sent them", () => {
   it("keeps the model's text (spaces and all) in the message and sends it back verbatim, also after a resume", async () => {
-    const root = path.join(ws.dir, ".sessions-args");
-    const c = await deepseekClient({}, ["--stdio", "--session-root", root]);
+    const root = path.join(bridge.dir, ".sessions-args");
+    const c = await bridge.start({}, ["--stdio", "--session-root", root]);
     const args = '{"pattern":  "*.txt" ,\n "path": "."}';
     deepseek.table = {
       "Glob it.": [
@@ -220,7 +194,7 @@ describe("tool-call arguments go back exactly as the model sent them", () => {
     expect(call).toEqual({ type: "tool-call", id: "a1", name: "glob", arguments: { pattern: "*.txt", path: "." }, argumentsText: args });
     // A new bridge resumes the session from its log.
     await c.dispose();
-    const resumed = await deepseekClient({}, ["--stdio", "--session-root", root]);
+    const resumed = await bridge.start({}, ["--stdio", "--session-root", root]);
     expect(await prompt(resumed, "args-1", "Once more.")).toEqual(OK);
     for (const request of deepseek.requests.slice(1)) {
       const sent = request.messages.find((m) => m.role === "assistant" && m.tool_calls)!;
