@@ -13,6 +13,8 @@ import { parseArgs } from "node:util";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import type { PermissionMode } from "./protocol/types.js";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
+import { secretRedactor } from "./redact.js";
+import { readSecretsFd } from "./secrets-fd.js";
 import { HarnessServer } from "./server/server.js";
 import { coalescingWritable } from "./transport/coalescing-writable.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
@@ -26,6 +28,12 @@ class UsageError extends Error {}
 function positiveInt(value: string): number {
   const n = Number(value);
   if (value.trim() === "" || !Number.isInteger(n) || n < 1) throw new Error("must be a positive integer");
+  return n;
+}
+
+function inheritedFd(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isInteger(n) || n < 3) throw new Error("must be a descriptor number >= 3 (0-2 are stdio)");
   return n;
 }
 
@@ -76,6 +84,12 @@ const OPTIONS = {
   },
   "max-line-bytes": { type: "string", value: "<n>", help: "longest accepted request line in bytes", parse: positiveInt, default: DEFAULT_MAX_LINE_BYTES },
   "subagent-depth": { type: "string", value: "<n>", help: "how deep subagents may nest (0 disables the task tool's subagents)", parse: nonNegativeInt, default: 1 },
+  "secrets-fd": {
+    type: "string",
+    value: "<n>",
+    help: "read provider keys from this inherited descriptor (a JSON object such as {\"DEEPSEEK_API_KEY\": \"…\"}, up to end of file) instead of the environment, where /proc/<pid>/environ would show them",
+    parse: inheritedFd,
+  },
   help: { type: "boolean", short: "h", help: "display this help" },
 } satisfies Record<string, OptionSpec>;
 
@@ -112,6 +126,7 @@ interface CliOptions {
   permissionMode: PermissionMode;
   maxLineBytes: number;
   subagentDepth: number;
+  secretsFd?: number;
 }
 
 /** The help text, generated from `OPTIONS`. */
@@ -166,6 +181,7 @@ export function parseCommandLine(args: string[]): Parsed {
       permissionMode: valueOf("permission-mode"),
       maxLineBytes: valueOf("max-line-bytes"),
       subagentDepth: valueOf("subagent-depth"),
+      secretsFd: valueOf("secrets-fd"),
     },
   };
 }
@@ -198,7 +214,15 @@ export function main(argv: string[] = process.argv): void {
     process.exitCode = 2;
     return;
   }
-  serve(parsed.options);
+  const { secretsFd } = parsed.options;
+  if (secretsFd === undefined) return serve(parsed.options, {});
+  readSecretsFd(secretsFd).then(
+    (secrets) => serve(parsed.options, secrets),
+    (error: Error) => {
+      process.stderr.write(`error: ${error.message}\n`);
+      process.exitCode = 1;
+    },
+  );
 }
 
 /** How often the parent pid is checked (see `watchParent`). */
@@ -223,15 +247,17 @@ function watchParent(gone: () => void): void {
   timer.unref();
 }
 
-function serve(options: CliOptions): void {
+/** Serves the protocol; `secrets` (from `--secrets-fd`) take precedence over the environment. */
+function serve(options: CliOptions, secrets: Record<string, string>): void {
   // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
   // not kill the process before in-flight turns are aborted and their logs synced.
   process.stderr.on("error", () => {});
-  const logger = createStderrLogger(options.logLevel);
   // The providers read their keys from this copy; the process's own environment loses them at
   // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
-  const env = { ...process.env };
+  const env = { ...process.env, ...secrets };
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
+  const redactor = secretRedactor(PROVIDER_KEY_VARIABLES.map((name) => env[name]));
+  const logger = createStderrLogger(options.logLevel, undefined, redactor.active ? redactor.text : undefined);
   // The default root is resolved by the server with the store, which loads after initialize.
   const sessionRoot = options.sessionRoot ?? process.env.HARNESS_SESSION_ROOT;
   let server: HarnessServer | undefined;
@@ -241,6 +267,7 @@ function serve(options: CliOptions): void {
     output: coalescingWritable(process.stdout),
     maxLineBytes: options.maxLineBytes,
     logger,
+    redactor,
     onInputEnd: () => server?.onInputEnd(),
     onOutputClosed: (error) => server?.onOutputClosed(error),
   });
@@ -249,6 +276,7 @@ function serve(options: CliOptions): void {
     version: VERSION,
     logger,
     env,
+    redactor,
     sessionLog: options.sessionLog,
     sessionRoot,
     defaultMaxSteps: options.maxSteps,

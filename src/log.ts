@@ -20,10 +20,15 @@ export interface Logger {
   error(message: string): void;
 }
 
-/** A logger writing `harness-bridge <level>: message` lines to stderr at or above `level`. */
-export function createStderrLogger(level: LogLevel, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+/**
+ * A logger writing `harness-bridge <level>: message` lines to stderr at or above `level`;
+ * `redact` cleans every line written (the bridge's secrets, see redact.ts).
+ */
+export function createStderrLogger(level: LogLevel, write: (line: string) => void = (l) => process.stderr.write(l), redact?: (text: string) => string): Logger {
   const at = (lvl: Exclude<LogLevel, "silent">) => (message: LogMessage) => {
-    if (ORDER[lvl] >= ORDER[level]) write(`harness-bridge ${lvl}: ${typeof message === "function" ? message() : message}\n`);
+    if (ORDER[lvl] < ORDER[level]) return;
+    const text = typeof message === "function" ? message() : message;
+    write(`harness-bridge ${lvl}: ${redact ? redact(text) : text}\n`);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }

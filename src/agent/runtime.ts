@@ -16,6 +16,7 @@ import { statusOf } from "../protocol/index.js";
 import type { ModelProvider } from "../providers/types.js";
 import type { Tool, ToolOutput } from "../tools/types.js";
 import type { Logger } from "../log.js";
+import type { Redactor } from "../redact.js";
 import { runTurn } from "./loop.js";
 import { Session } from "./session.js";
 import type { SessionStore } from "./store.js";
@@ -43,6 +44,8 @@ export interface RuntimeOptions {
   store?: SessionStore;
   sink: RuntimeSink;
   logger: Logger;
+  /** Cleans the bridge's secrets out of every session event before it is recorded or announced. */
+  redactor?: Redactor;
 }
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
@@ -168,7 +171,13 @@ export class AgentRuntime {
       model: this.options.model,
       ...(parentSessionId ? { parentSessionId } : {}),
     });
-    const session = new Session(sessionId, log, (id, event) => this.options.sink.sessionEvent(id, event), parentSessionId ?? log?.header.parentSessionId);
+    const session = new Session(
+      sessionId,
+      log,
+      (id, event) => this.options.sink.sessionEvent(id, event),
+      parentSessionId ?? log?.header.parentSessionId,
+      this.options.redactor,
+    );
     this.sessions.set(sessionId, session);
     return session;
   }

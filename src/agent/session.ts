@@ -14,6 +14,7 @@ import {
   type TurnEndReason,
 } from "../protocol/index.js";
 import type { ModelMessage } from "../providers/types.js";
+import { noRedaction, type Redactor } from "../redact.js";
 import type { SessionLog } from "./store.js";
 
 /** Where a session's events are announced (the server turns them into notifications). */
@@ -36,6 +37,7 @@ export class Session {
     private readonly log: SessionLog | undefined,
     private readonly announce: EventAnnouncer,
     readonly parentSessionId?: string,
+    private readonly redactor: Redactor = noRedaction,
   ) {
     this.seq = 0;
     this.turns = 0;
@@ -50,6 +52,9 @@ export class Session {
   /** Records (when durable) and announces an event; resolves when the client has room for more. */
   emit<T extends SessionEventType>(type: T, data: SessionEventDataMap[T]): Promise<void> {
     this.seq += 1;
+    // In place: the recorded event, the history built from it and what the caller still holds
+    // (a turn's reason, which becomes the prompt response) stay one and the same clean value.
+    if (this.redactor.active) this.redactor.inPlace(data);
     const event = { type, seq: this.seq, time: Date.now(), data } as SessionEvent;
     if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
       this.log?.append(event);

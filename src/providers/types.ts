@@ -107,10 +107,13 @@ export interface ProviderFactory {
   create(config: ProviderConfig): ModelProvider | Promise<ModelProvider>;
 }
 
-/** Thrown by a factory when the provider cannot work as configured; the message names what to set. */
-/** The environment variables holding provider keys: dropped from the bridge's own environment at start-up and never passed to tools. */
+/**
+ * The environment variables holding provider keys: dropped from the bridge's own environment at
+ * start-up, never passed to tools, and the only names `--secrets-fd` accepts.
+ */
 export const PROVIDER_KEY_VARIABLES: readonly string[] = ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
 
+/** Thrown by a factory when the provider cannot work as configured; the message names what to set. */
 export class ProviderUnavailableError extends Error {
   constructor(message: string) {
     super(message);

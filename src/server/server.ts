@@ -17,6 +17,7 @@ import {
 } from "../protocol/types.js";
 import type { ServerEndpoint } from "../transport/server-endpoint.js";
 import type { Logger } from "../log.js";
+import type { Redactor } from "../redact.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
 import type { AgentRuntime } from "../agent/runtime.js";
 import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
@@ -39,6 +40,8 @@ export interface ServerOptions {
   version: string;
   logger: Logger;
   env: NodeJS.ProcessEnv;
+  /** Cleans the bridge's secrets out of session events (redact.ts); default: none. */
+  redactor?: Redactor;
   /** Whether sessions are logged durably; `false` keeps them in memory only. */
   sessionLog: boolean;
   /**
@@ -258,6 +261,7 @@ export class HarnessServer {
             store: sessionLog ? new modules.store.SessionStore(sessionRoot ?? modules.store.defaultSessionRoot(env), workspace) : undefined,
             sink,
             logger,
+            redactor: this.options.redactor,
           });
           this.runtime = runtime;
           return { runtime, modules };

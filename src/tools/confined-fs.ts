@@ -23,12 +23,12 @@
  * (`O_NONBLOCK`, `fstat`, the real path's inode compared with the descriptor's): a swap in the
  * instant between the two can still win. Linux is the platform the bridge ships for.
  */
-import { constants as fsc } from "node:fs";
+import { constants as fsc, realpathSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import * as path from "node:path";
 import type { PermissionMode } from "../protocol/index.js";
-import { isConfined, isInside, resolveInWorkspace } from "./workspace.js";
+import { hiddenError, isConfined, isInside, isReachable, resolveInWorkspace } from "./workspace.js";
 import { ToolError } from "./types.js";
 
 export interface OpenedFile {
@@ -95,12 +95,21 @@ function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boo
   return "not a file";
 }
 
+function realWorkspace(workspace: string): string {
+  try {
+    return realpathSync(workspace);
+  } catch {
+    return path.resolve(workspace);
+  }
+}
+
 /** The root every confined real path must stay inside, or `undefined` when the mode does not confine. */
 async function confinementRoot(workspace: string, mode: PermissionMode): Promise<string | undefined> {
   return isConfined(mode) ? fs.realpath(workspace) : undefined;
 }
 
 function outside(requested: string, real: string, workspace: string, mode: PermissionMode): ToolError {
+  if (isInside(realWorkspace(workspace), real)) return hiddenError(requested);
   return new ToolError(
     `path '${requested}' leads outside the workspace (${workspace}) to ${real}; permission mode '${mode}' confines file tools to it`,
   );
@@ -131,7 +140,7 @@ interface Pinned {
 async function checkPinned(pin: FileHandle, requested: string, root: string | undefined, workspace: string, mode: PermissionMode): Promise<Pinned> {
   try {
     const realPath = await realPathOf(pin);
-    if (root !== undefined && !isInside(root, realPath)) throw outside(requested, realPath, workspace, mode);
+    if (root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode);
     const st = await pin.stat();
     if (st.isDirectory()) throw new ToolError(`${requested} is a directory, not a file`);
     if (!st.isFile()) throw new ToolError(`${requested} is not a regular file (it is ${kindOf(st)})`);
@@ -194,7 +203,7 @@ async function openExistingByName(absolute: string, requested: string, root: str
     const realPath = await fs.realpath(absolute);
     const named = await fs.stat(realPath);
     if (named.ino !== held.ino || named.dev !== held.dev) throw new ToolError(`${requested} changed while it was being opened; try again`);
-    if (root !== undefined && !isInside(root, realPath)) throw outside(requested, realPath, workspace, mode);
+    if (root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode);
     return { handle, size: held.size, realPath };
   } catch (err) {
     await handle.close().catch(() => undefined);
@@ -260,7 +269,7 @@ async function openForWriteAt(workspace: string, target: string, requested: stri
     try {
       const handle = await fs.open(procPath(parent.dir, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | SAFE, 0o666);
       const realPath = await realPathOf(handle);
-      if (root !== undefined && !isInside(root, realPath)) {
+      if (root !== undefined && !isReachable(root, realPath)) {
         // Cannot happen through a verified parent; if it ever does, nothing is written and the file goes.
         await handle.close();
         await fs.unlink(realPath).catch(() => undefined);
@@ -330,7 +339,7 @@ async function openFolderChain(base: string, parts: string[], requested: string,
         await next.close().catch(() => undefined);
         throw err;
       });
-      if (root !== undefined && !isInside(root, nextReal)) {
+      if (root !== undefined && !isReachable(root, nextReal)) {
         await next.close().catch(() => undefined);
         throw outside(requested, nextReal, workspace, mode);
       }
@@ -377,7 +386,7 @@ async function createByName(
     if (!made && !(await fs.stat(dir).catch(() => undefined))?.isDirectory()) throw new ToolError(`cannot write ${requested}: ${dir} is not a folder`);
     if (root === undefined) continue;
     const real = await fs.realpath(dir).catch(() => dir);
-    if (!isInside(root, real)) {
+    if (!isReachable(root, real)) {
       if (made) await fs.rmdir(real).catch(() => undefined);
       throw outside(requested, real, workspace, mode);
     }
@@ -396,10 +405,10 @@ async function createByName(
   const held = await handle.stat();
   const realPath = await fs.realpath(absolute).catch(() => undefined);
   const named = realPath === undefined ? undefined : await fs.stat(realPath).catch(() => undefined);
-  if (realPath === undefined || named?.ino !== held.ino || named.dev !== held.dev || (root !== undefined && !isInside(root, realPath))) {
+  if (realPath === undefined || named?.ino !== held.ino || named.dev !== held.dev || (root !== undefined && !isReachable(root, realPath))) {
     await handle.close();
     if (realPath !== undefined && named?.ino === held.ino) await fs.unlink(realPath).catch(() => undefined);
-    if (realPath !== undefined && root !== undefined && !isInside(root, realPath)) throw outside(requested, realPath, workspace, mode);
+    if (realPath !== undefined && root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode);
     throw new ToolError(`cannot write ${requested}: its path changed while it was being created; try again`);
   }
   return { handle, size: 0, realPath, created: true };

@@ -58,16 +58,50 @@ export function hideFromSandbox(p: string): void {
   extraHidden.add(path.resolve(p));
 }
 
-/** The existing paths to hide, each with whether it is a folder. */
-export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
+let hiddenForTools: { key: string; paths: string[] } | undefined;
+
+/**
+ * Whether the real path `real` is in a hidden path (a credential store, HARNESS_SANDBOX_HIDE,
+ * the session root): the file tools refuse those too, so a workspace that holds one (the home
+ * folder as workspace holds ~/.ssh) does not hand it to the model. A hidden path that holds
+ * `root` (the workspace) does not count below it, as in the sandbox. Both the path as given and
+ * its real path count, so a store created after the first check is still covered by name.
+ */
+export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const key = `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${[...extraHidden].join("\0")}`;
+  if (hiddenForTools?.key !== key) {
+    const paths = new Set<string>();
+    for (const p of wantedHidden(env)) {
+      paths.add(path.resolve(p));
+      try {
+        paths.add(fs.realpathSync(p));
+      } catch {
+        // not there yet: its name still counts
+      }
+    }
+    hiddenForTools = { key, paths: [...paths] };
+  }
+  return hiddenForTools.paths.some((h) => !isWithin(h, root) && isWithin(h, real));
+}
+
+/** Whether `candidate` is `root` or below it (both absolute and normalized). */
+function isWithin(root: string, candidate: string): boolean {
+  return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+}
+
+function wantedHidden(env: NodeJS.ProcessEnv): string[] {
   const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
-  const wanted = [
+  return [
     ...HIDDEN_HOME_PATHS.map((p) => path.join(home, p)),
     ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
     ...extraHidden,
   ];
+}
+
+/** The existing paths to hide, each with whether it is a folder. */
+export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
   const found = new Map<string, boolean>();
-  for (const p of wanted) {
+  for (const p of wantedHidden(env)) {
     try {
       const real = fs.realpathSync(p);
       found.set(real, fs.statSync(real).isDirectory());
@@ -80,10 +114,16 @@ export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: strin
 
 /** bubblewrap's arguments for a command in `workspace` (a real path); see the invariant above. */
 export function bwrapArgs(workspace: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  const hide = hiddenPaths(env).flatMap((h) => (h.folder ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
+  // Mounts apply in order. A hidden path inside the workspace (workspace = $HOME, ~/.ssh) is
+  // hidden after the workspace is bound, or the bind would show it again; one that holds the
+  // workspace is hidden before, so the workspace stays visible inside the emptied folder.
+  const hidden = hiddenPaths(env);
+  const holdsWorkspace = (p: string) => isWithin(p, workspace);
+  const hide = (list: typeof hidden) => list.flatMap((h) => (h.folder ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
   return [
     "--unshare-user",
     "--unshare-pid",
+    "--unshare-ipc",
     "--cap-drop", "ALL",
     "--new-session",
     "--die-with-parent",
@@ -91,8 +131,9 @@ export function bwrapArgs(workspace: string, env: NodeJS.ProcessEnv = process.en
     "--dev", "/dev",
     "--proc", "/proc",
     "--tmpfs", "/tmp",
-    ...hide,
+    ...hide(hidden.filter((h) => holdsWorkspace(h.path))),
     "--bind", workspace, workspace,
+    ...hide(hidden.filter((h) => !holdsWorkspace(h.path))),
     "--chdir", workspace,
   ];
 }

@@ -10,6 +10,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { PermissionMode } from "../protocol/index.js";
+import { isHiddenPath } from "./sandbox.js";
 import { ToolError } from "./types.js";
 
 /** Whether the file tools are held inside the workspace in this mode. */
@@ -17,11 +18,24 @@ export function isConfined(mode: PermissionMode): boolean {
   return mode !== "full";
 }
 
+/** The refusal of a path in a hidden path (a credential store, the session logs). */
+export function hiddenError(requested: string): ToolError {
+  return new ToolError(`path '${requested}' is hidden from the tools: it is a credential store or the session logs (docs/tools.md, "hidden paths")`);
+}
+
 /** Whether `candidate` is `root` or below it, lexically (both absolute). */
 export function isInside(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
   // `..name` is a legal name inside; only a `..` segment leaves.
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * Whether the file tools may reach the real path `real` when confined to the real workspace
+ * `root`: inside it, and not in a path hidden from tools (sandbox.ts `isHiddenPath`).
+ */
+export function isReachable(root: string, real: string): boolean {
+  return isInside(root, real) && !isHiddenPath(real, root);
 }
 
 /**
@@ -93,6 +107,7 @@ export function resolveInWorkspace(workspace: string, requested: string, mode: P
     if (code === "EACCES" || code === "EPERM") throw new ToolError(`path '${requested}': permission denied`);
     throw new ToolError(`path '${requested}': ${(err as Error).message.replace(/, \w+ '.*'$/s, "")}`);
   }
+  if (isInside(realRoot, real) && isHiddenPath(real, realRoot)) throw hiddenError(requested);
   if (!isInside(realRoot, real)) {
     throw new ToolError(`path '${requested}' leads outside the workspace through a symbolic link (to ${real}); permission mode '${mode}' confines file tools to it`);
   }

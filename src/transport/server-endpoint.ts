@@ -15,6 +15,7 @@ import type { JsonObject, NotificationMap, NotificationMethod, RequestId, Respon
 import { LineReader } from "./line-reader.js";
 import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
 import type { Logger } from "../log.js";
+import type { Redactor } from "../redact.js";
 
 /** Default longest accepted input line: 16 MiB. */
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -39,6 +40,8 @@ export interface ServerEndpointOptions {
   input: Readable;
   /** Where frames go (stdout). Nothing else may write to it. */
   output: Writable;
+  /** Cleans the bridge's secrets out of error responses (redact.ts). */
+  redactor?: Redactor;
   /** Longest accepted input line in bytes. Default 16 MiB (`DEFAULT_MAX_LINE_BYTES`). */
   maxLineBytes?: number;
   /**
@@ -259,7 +262,7 @@ export class ServerEndpoint {
       (value) => this.write({ jsonrpc: "2.0", id, result: value === undefined ? {} : value }),
       (error: unknown) => {
         if (error instanceof RpcError) {
-          this.write({ jsonrpc: "2.0", id, error: error.toJSON() });
+          this.write({ jsonrpc: "2.0", id, error: this.options.redactor?.inPlace(error.toJSON()) ?? error.toJSON() });
         } else {
           const message = error instanceof Error ? error.message : String(error);
           this.writeError(id, ErrorCode.InternalError, `internal error: ${message}`, "internal-error");
@@ -269,7 +272,8 @@ export class ServerEndpoint {
   }
 
   private writeError(id: RequestId | null, code: number, message: string, kind: string): void {
-    this.write({ jsonrpc: "2.0", id, error: { code, message, data: { kind } } } as ResponseFrame);
+    const clean = this.options.redactor?.text(message) ?? message;
+    this.write({ jsonrpc: "2.0", id, error: { code, message: clean, data: { kind } } } as ResponseFrame);
   }
 
   /**

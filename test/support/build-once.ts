@@ -36,7 +36,9 @@ async function withLock<T>(fn: () => T): Promise<T> {
     try {
       fs.mkdirSync(lock);
       break;
-    } catch {
+    } catch (error) {
+      // Only a held lock is waited for; a folder this user cannot write is an error at once.
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       const age = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > 180_000) fs.rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`build lock ${lock} is held for too long`);

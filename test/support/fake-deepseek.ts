@@ -56,6 +56,8 @@ export class FakeDeepSeek {
   readonly problems: string[] = [];
   /** The parsed body of every request, in order. */
   readonly requests: Array<{ messages: WireMessage[]; [field: string]: unknown }> = [];
+  /** The `authorization` header of every request, in order. */
+  readonly authorizations: string[] = [];
   private readonly server = http.createServer((req, res) => this.answer(req, res));
   private readonly sockets = new Set<import("node:net").Socket>();
 
@@ -83,6 +85,7 @@ export class FakeDeepSeek {
   }
 
   private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.authorizations.push(req.headers.authorization ?? "");
     let raw = "";
     for await (const piece of req) raw += piece;
     const body = JSON.parse(raw || "{}") as { messages: WireMessage[] };

@@ -28,6 +28,8 @@ export interface RawClientOptions {
   cwd?: string;
   /** The executable. Default: bin/harness-bridge. */
   command?: string;
+  /** A pipe on the child's descriptor 3 (for `--secrets-fd 3`): what is written, and whether the end is closed after it (default true). */
+  fd3?: { write: string; close?: boolean };
 }
 
 export interface Exit {
@@ -52,8 +54,15 @@ export class RawClient {
   private exitInfo: Exit | undefined;
 
   constructor(options: RawClientOptions = {}) {
-    const spawnOptions: SpawnOptions = { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, stdio: "pipe" };
+    const stdio: SpawnOptions["stdio"] = options.fd3 ? ["pipe", "pipe", "pipe", "pipe"] : "pipe";
+    const spawnOptions: SpawnOptions = { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, stdio };
     this.child = spawn(options.command ?? BINARY, options.args ?? ["--stdio", "--no-session-log"], spawnOptions) as ChildProcessWithoutNullStreams;
+    if (options.fd3) {
+      const fd3 = this.child.stdio[3] as import("node:stream").Writable;
+      fd3.on("error", () => undefined);
+      fd3.write(options.fd3.write);
+      if (options.fd3.close !== false) fd3.end();
+    }
     this.child.stdout.setEncoding("utf8");
     this.child.stdout.on("data", (chunk: string) => this.onStdout(chunk));
     this.child.stderr.setEncoding("utf8");

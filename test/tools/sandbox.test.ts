@@ -135,11 +135,18 @@ describe("credentials in the environment", () => {
       no_proxy: "127.0.0.1",
       HTTP_PROXY_PLAIN: "http://proxy:3128",
       KEEP_ME: "visible",
+      DB_PASS: "canary",
+      PGPASSFILE: "/home/u/.pgpass",
+      GIT_AUTHOR_NAME: "A. Author",
+      GIT_AUTHOR_EMAIL: "a@example.test",
+      PATH: ".:/usr/local/bin::bin:/usr/bin:",
     });
-    for (const gone of ["http_proxy", "HTTPS_PROXY", "DATABASE_URL", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "GOOGLE_APPLICATION_CREDENTIALS", "SSH_AUTH_SOCK", "NPM_CONFIG__AUTH"]) {
+    for (const gone of ["http_proxy", "HTTPS_PROXY", "DATABASE_URL", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "GOOGLE_APPLICATION_CREDENTIALS", "SSH_AUTH_SOCK", "NPM_CONFIG__AUTH", "DB_PASS", "PGPASSFILE"]) {
       expect(env[gone], gone).toBeUndefined();
     }
-    expect(env).toMatchObject({ no_proxy: "127.0.0.1", HTTP_PROXY_PLAIN: "http://proxy:3128", KEEP_ME: "visible" });
+    expect(env).toMatchObject({ no_proxy: "127.0.0.1", HTTP_PROXY_PLAIN: "http://proxy:3128", KEEP_ME: "visible", GIT_AUTHOR_NAME: "A. Author", GIT_AUTHOR_EMAIL: "a@example.test" });
+    // Relative and empty PATH entries resolve against the working directory, the workspace.
+    expect(env.PATH).toBe("/usr/local/bin:/usr/bin");
   });
 });
 

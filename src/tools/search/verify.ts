@@ -1,6 +1,6 @@
 /**
  * Whether a path a walk listed may be shown in a confined mode: it must be a regular file in a
- * folder that is really inside the workspace, now.
+ * folder that is really inside the workspace, now, and not in a path hidden from the tools.
  *
  * A walk reads folders by name, so a folder swapped for a link to the outside lists outside
  * names; and `realpath` cannot tell, since it resolves one component at a time and a swap between
@@ -13,11 +13,11 @@ import { constants as C } from "node:fs";
 import * as fsp from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import * as path from "node:path";
-import { isInside } from "../workspace.js";
+import { isReachable } from "../workspace.js";
 
 /** Checks listed paths of one workspace, keeping each folder open while in use. Call `close()`. */
 export class ShownPathCheck {
-  private readonly dirs = new Map<string, Promise<FileHandle | undefined>>();
+  private readonly dirs = new Map<string, Promise<{ handle: FileHandle; real: string } | undefined>>();
   private realRoot: Promise<string>;
 
   constructor(private readonly workspace: string) {
@@ -25,7 +25,7 @@ export class ShownPathCheck {
     this.realRoot.catch(() => undefined); // awaited (and its error handled) only when a path is checked
   }
 
-  private openDir(dir: string): Promise<FileHandle | undefined> {
+  private openDir(dir: string): Promise<{ handle: FileHandle; real: string } | undefined> {
     let opened = this.dirs.get(dir);
     if (!opened) {
       opened = (async () => {
@@ -34,7 +34,7 @@ export class ShownPathCheck {
           const noFollow = path.resolve(dir) === path.resolve(this.workspace) ? 0 : C.O_NOFOLLOW;
           const handle = await fsp.open(dir, C.O_RDONLY | C.O_DIRECTORY | noFollow);
           const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
-          if (real !== undefined && isInside(await this.realRoot, real)) return handle;
+          if (real !== undefined && isReachable(await this.realRoot, real)) return { handle, real };
           await handle.close();
         } catch {
           // gone, a link, or not a folder
@@ -51,8 +51,11 @@ export class ShownPathCheck {
     const abs = path.resolve(this.workspace, rel);
     const dir = await this.openDir(path.dirname(abs));
     if (!dir) return false;
+    const name = path.basename(abs);
+    // A hidden file (~/.netrc in a home-folder workspace) is a name in a reachable folder.
+    if (!isReachable(await this.realRoot, path.join(dir.real, name))) return false;
     try {
-      return (await fsp.lstat(`/proc/self/fd/${dir.fd}/${path.basename(abs)}`)).isFile();
+      return (await fsp.lstat(`/proc/self/fd/${dir.handle.fd}/${name}`)).isFile();
     } catch {
       return false;
     }
@@ -61,6 +64,6 @@ export class ShownPathCheck {
   async close(): Promise<void> {
     const all = [...this.dirs.values()];
     this.dirs.clear();
-    await Promise.all(all.map(async (h) => (await h)?.close().catch(() => undefined)));
+    await Promise.all(all.map(async (d) => (await d)?.handle.close().catch(() => undefined)));
   }
 }

@@ -1,0 +1,98 @@
+/**
+ * `--secrets-fd <n>`: provider keys handed over on an inherited file descriptor instead of the
+ * environment. Deleting a key from `process.env` does not hide it: `/proc/<pid>/environ` keeps
+ * the environment the process was started with, readable by anything running as the same user
+ * (a tool in `full` mode, a process outside the sandbox). A key read from a pipe lives only in
+ * the bridge's memory.
+ *
+ * The descriptor holds one JSON object `{ "DEEPSEEK_API_KEY": "…" }` and must reach end of file
+ * (the writer closes its end); names outside `PROVIDER_KEY_VARIABLES` are refused so a typo
+ * cannot silently leave a key unset. The descriptor is closed after reading. No message here
+ * ever quotes a value.
+ */
+import { closeSync, fstatSync, readFileSync, type Stats } from "node:fs";
+import { Socket } from "node:net";
+import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
+
+/** Far more than any set of keys; a descriptor that keeps giving is refused, not buffered. */
+export const MAX_SECRETS_BYTES = 64 * 1024;
+/** A writer that never closes its end must not hold start-up forever. */
+export const SECRETS_EOF_TIMEOUT_MS = 5_000;
+
+export class SecretsFdError extends Error {}
+
+/**
+ * Reads, checks and closes descriptor `fd`; resolves with the variables it carries. A pipe is
+ * read through a non-blocking socket handle, so a writer that never closes costs a timeout and
+ * no blocked thread; a regular file is read at once; anything else (a terminal, one of Node's
+ * own descriptors) is refused unread.
+ */
+export function readSecretsFd(fd: number, timeoutMs = SECRETS_EOF_TIMEOUT_MS): Promise<Record<string, string>> {
+  let stat: Stats;
+  try {
+    stat = fstatSync(fd);
+  } catch {
+    return Promise.reject(new SecretsFdError(`--secrets-fd ${fd}: not an open descriptor`));
+  }
+  if (stat.isFile()) {
+    try {
+      if (stat.size > MAX_SECRETS_BYTES) throw new SecretsFdError(`--secrets-fd ${fd}: more than ${MAX_SECRETS_BYTES} bytes`);
+      return Promise.resolve(parseSecrets(readFileSync(fd, "utf8"), fd));
+    } catch (error) {
+      return Promise.reject(error instanceof SecretsFdError ? error : new SecretsFdError(`--secrets-fd ${fd}: cannot read it (${(error as NodeJS.ErrnoException).code})`));
+    } finally {
+      closeSync(fd);
+    }
+  }
+  if (!stat.isFIFO() && !stat.isSocket()) return Promise.reject(new SecretsFdError(`--secrets-fd ${fd}: not a pipe or a file`));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const pipe = new Socket({ fd, readable: true, writable: false });
+    const finish = (error: Error | null, value?: Record<string, string>): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      pipe.destroy();
+      if (error) reject(error);
+      else resolve(value!);
+    };
+    const timer = setTimeout(() => finish(new SecretsFdError(`--secrets-fd ${fd}: no end of file within ${timeoutMs} ms (the writer must close its end)`)), timeoutMs);
+    pipe.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_SECRETS_BYTES) return finish(new SecretsFdError(`--secrets-fd ${fd}: more than ${MAX_SECRETS_BYTES} bytes`));
+      chunks.push(chunk);
+    });
+    pipe.on("error", (error: NodeJS.ErrnoException) => finish(new SecretsFdError(`--secrets-fd ${fd}: cannot read it (${error.code ?? error.message})`)));
+    pipe.on("end", () => {
+      try {
+        finish(null, parseSecrets(Buffer.concat(chunks).toString("utf8"), fd));
+      } catch (error) {
+        finish(error as Error);
+      }
+    });
+  });
+}
+
+function parseSecrets(text: string, fd: number): Record<string, string> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // JSON.parse's message quotes the text around the error: it could be part of a key.
+    throw new SecretsFdError(`--secrets-fd ${fd}: not a JSON object`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new SecretsFdError(`--secrets-fd ${fd}: not a JSON object`);
+  const secrets: Record<string, string> = {};
+  for (const [name, secret] of Object.entries(value)) {
+    if (!PROVIDER_KEY_VARIABLES.includes(name)) {
+      // Quoted only when it looks like a variable name: a key pasted as a name stays unshown.
+      const shown = /^[A-Z][A-Z0-9_]{0,63}$/.test(name) ? name : "a name that is not a variable name";
+      throw new SecretsFdError(`--secrets-fd ${fd}: unknown name ${shown} (accepted: ${PROVIDER_KEY_VARIABLES.join(", ")})`);
+    }
+    if (typeof secret !== "string") throw new SecretsFdError(`--secrets-fd ${fd}: the value of ${name} is not a string`);
+    secrets[name] = secret;
+  }
+  return secrets;
+}

@@ -1,0 +1,112 @@
+/**
+ * `--secrets-fd`: a provider key handed over on a pipe reaches the provider and appears in no
+ * process's environment — not even `/proc/<bridge pid>/environ`, which keeps the start-up
+ * environment whatever the bridge deletes later and which an unsandboxed tool can read. Every
+ * bad descriptor content is a start-up error (exit 1) that quotes no value. Through the binary.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
+import { RawClient, promptParams } from "../support/raw-client.js";
+import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+
+const KEY = "sk-canary-from-the-pipe";
+const server = new FakeDeepSeek();
+let baseUrl = "";
+let ws: TempWorkspace;
+let client: RawClient | undefined;
+
+beforeAll(async () => {
+  baseUrl = await server.start();
+  ws = tempWorkspace("hb-secrets-fd-");
+});
+afterAll(async () => {
+  await server.stop();
+  ws.cleanup();
+});
+afterEach(async () => {
+  await client?.dispose();
+  client = undefined;
+});
+
+/** The fake server's environment without any key in it: the pipe is the only way in. */
+function envWithoutKey(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...fakeDeepSeekEnv(baseUrl), HB_MARKER: "environ-is-readable" };
+  delete env.DEEPSEEK_API_KEY;
+  delete env.OPENAI_API_KEY;
+  return env;
+}
+
+describe("a key on --secrets-fd", () => {
+  it("reaches the provider, and no process's environment shows it", async () => {
+    const call = { id: "call_env", type: "function", function: { name: "bash", arguments: "" } };
+    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: envWithoutKey(), fd3: { write: JSON.stringify({ DEEPSEEK_API_KEY: KEY }) } });
+    const command = `cat /proc/${client.child.pid}/environ | tr '\\0' '\\n' | grep -e HB_MARKER -e DEEPSEEK_API_KEY`;
+    call.function.arguments = JSON.stringify({ command });
+    server.table["show me the environment"] = [
+      { events: [{ delta: { role: "assistant", content: "", tool_calls: [{ index: 0, ...call }] } }, { delta: {}, finish_reason: "tool_calls" }] },
+      { events: [{ delta: { role: "assistant", content: "done" } }, { delta: {}, finish_reason: "stop" }] },
+    ];
+    client.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-chat", permissionMode: "full" });
+    expect((await client.response(1)).error).toBeUndefined();
+    const sessionId = "s1";
+    client.request(3, "session/prompt", promptParams(sessionId, "show me the environment"));
+    expect((await client.response(3)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(server.authorizations.slice(-2)).toEqual([`Bearer ${KEY}`, `Bearer ${KEY}`]);
+    const result = client.events(sessionId).find((e) => e.type === "tool/result");
+    const output = JSON.stringify(result?.data);
+    expect(output).toContain("HB_MARKER=environ-is-readable");
+    expect(output).not.toContain(KEY);
+    expect(JSON.stringify(client.frames)).not.toContain(KEY);
+    expect(client.stderr).not.toContain(KEY);
+  });
+
+  it("overrides a key in the environment", async () => {
+    server.table["which key?"] = [{ events: [{ delta: { role: "assistant", content: "this one" } }, { delta: {}, finish_reason: "stop" }] }];
+    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: { ...envWithoutKey(), DEEPSEEK_API_KEY: "sk-from-env" }, fd3: { write: JSON.stringify({ DEEPSEEK_API_KEY: KEY }) } });
+    client.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-chat" });
+    const sessionId = "s1";
+    client.request(3, "session/prompt", promptParams(sessionId, "which key?"));
+    expect((await client.response(3)).result.status).toBe("ok");
+    expect(server.authorizations.at(-1)).toBe(`Bearer ${KEY}`);
+  });
+});
+
+describe("a bad --secrets-fd", () => {
+  const cases: Array<[string, { write: string; close?: boolean }, RegExp]> = [
+    ["not JSON (its text never quoted)", { write: `{"DEEPSEEK_API_KEY": ${KEY}` }, /not a JSON object/],
+    ["an array", { write: `["${KEY}"]` }, /not a JSON object/],
+    ["a key pasted as a name", { write: JSON.stringify({ [KEY]: "x" }) }, /unknown name a name that is not a variable name/],
+    ["a misspelt name", { write: JSON.stringify({ DEEPSEEK_APIKEY: KEY }) }, /unknown name DEEPSEEK_APIKEY \(accepted: DEEPSEEK_API_KEY, OPENAI_API_KEY\)/],
+    ["a value that is not a string", { write: JSON.stringify({ DEEPSEEK_API_KEY: [KEY] }) }, /the value of DEEPSEEK_API_KEY is not a string/],
+    ["more than 64 KiB", { write: `{"DEEPSEEK_API_KEY": "${KEY}${"x".repeat(70_000)}"}` }, /more than 65536 bytes/],
+    ["a writer that never closes", { write: JSON.stringify({ DEEPSEEK_API_KEY: KEY }), close: false }, /no end of file within 5000 ms/],
+  ];
+  for (const [name, fd3, message] of cases) {
+    it(`is a start-up error, exit 1, no value quoted: ${name}`, async () => {
+      client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: envWithoutKey(), fd3 });
+      const exit = await Promise.race([client.exited, new Promise((r) => setTimeout(() => r("still running"), 15_000))]);
+      expect(exit).toEqual({ code: 1, signal: null });
+      expect(client.stderr).toMatch(message);
+      expect(client.stderr).not.toContain(KEY);
+      expect(client.frames).toEqual([]);
+    }, 20_000);
+  }
+
+  it("a descriptor that is not open is a start-up error", async () => {
+    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "200"], env: envWithoutKey() });
+    expect(await client.exited).toEqual({ code: 1, signal: null });
+    expect(client.stderr).toMatch(/--secrets-fd 200: not an open descriptor/);
+  });
+
+  it("a descriptor that is neither a pipe nor a file (one of Node's own) is refused unread", async () => {
+    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "9"], env: envWithoutKey() });
+    expect(await client.exited).toEqual({ code: 1, signal: null });
+    expect(client.stderr).toMatch(/--secrets-fd 9: (not a pipe or a file|not an open descriptor)/);
+  });
+
+  it("stdio descriptors are a usage error (exit 2)", async () => {
+    client = new RawClient({ args: ["--stdio", "--secrets-fd", "0"], env: envWithoutKey() });
+    expect(await client.exited).toEqual({ code: 2, signal: null });
+    expect(client.stderr).toMatch(/must be a descriptor number >= 3/);
+  });
+});
