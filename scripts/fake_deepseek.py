@@ -36,6 +36,37 @@ def _chunk(model: str, n: int, event: Dict[str, Any]) -> Dict[str, Any]:
     return {**base, "choices": [choice]}
 
 
+def _thinking_mode_refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """DeepSeek's answer (HTTP 400) to a history that breaks thinking mode's rule, else None.
+
+    Thinking mode is on unless the request sends ``thinking: {type: "disabled"}``. Between two
+    user messages in which the model called a tool, every assistant message must carry its
+    ``reasoning_content`` (a string, "" allowed) in every later request.
+    Source: https://api-docs.deepseek.com/guides/thinking_mode (the twin: test/support/server-rules.ts).
+    """
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "disabled":
+        return None
+    messages = body.get("messages") or []
+    exchange: List[Dict[str, Any]] = []
+    for message in [*messages, {"role": "user"}]:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            exchange.append(message if isinstance(message, dict) else {})
+            continue
+        assistants = [m for m in exchange if m.get("role") == "assistant"]
+        if any(m.get("tool_calls") for m in assistants) and any(not isinstance(m.get("reasoning_content"), str) for m in assistants):
+            return {
+                "error": {
+                    "message": "The `reasoning_content` in the thinking mode must be passed back to the API.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_request_error",
+                }
+            }
+        exchange = []
+    return None
+
+
 class FakeDeepSeek:
     """Serves on 127.0.0.1 (a free port); ``base_url`` is what DEEPSEEK_BASE_URL should be."""
 
@@ -90,20 +121,21 @@ class FakeDeepSeek:
         return entries[step]
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: Dict[str, Any]) -> None:
+        refusal = _thinking_mode_refusal(body)
+        if refusal is not None:
+            self.problems.append(f"refused as DeepSeek would (HTTP 400): {json.dumps(refusal)}")
+            return self._json(handler, 400, refusal)
         entry = self._entry_for(body)
         if entry is None:
             self.problems.append(f"no scripted answer for request: {json.dumps(body)[:300]}")
             return self._json(handler, 400, {"error": {"message": "fake server: no scripted answer for this request"}})
-        if entry.get("expect", {}).get("reasoningContentSentBack"):
-            lacking = [m for m in body["messages"] if m.get("role") == "assistant" and m.get("tool_calls") and not m.get("reasoning_content")]
-            if lacking:
-                self.problems.append("an assistant tool-call message was sent without reasoning_content")
-                return self._json(handler, 400, {"error": {"message": "reasoning_content missing on an assistant tool-call message"}})
         if "status" in entry:
             return self._json(handler, entry["status"], entry.get("body", {}))
         model = body.get("model", "deepseek-v4-flash")
         frames = [e["raw"] if "raw" in e else f"data: {json.dumps(_chunk(model, n, e), ensure_ascii=False)}\n\n" for n, e in enumerate(entry["events"])]
-        if not entry.get("stall") and not entry.get("reset"):
+        # [DONE] ends a stream that has a finish_reason (or says "done": true); one without is cut short.
+        done = entry.get("done", any(e.get("finish_reason") for e in entry["events"]))
+        if not entry.get("stall") and not entry.get("reset") and done:
             frames.append("data: [DONE]\n\n")
         payload = "".join(frames).encode("utf-8")
         handler.send_response(200)

@@ -152,7 +152,8 @@ class MessageAssembler {
 }
 
 /**
- * The call as the assistant message holds it. Arguments that are not a JSON object, or that
+ * The call as the assistant message holds it: valid arguments parsed, with the model's own text
+ * kept as `argumentsText` when re-serializing would change it. Arguments that are not a JSON object, or that
  * nest deeper than `MAX_JSON_DEPTH`, stay a string (`rawArguments`, arguments `{}`): history,
  * the session log and the next provider request only ever carry them as that string, so no
  * recursion meets the deep value, and the call is answered with an error tool result.
@@ -161,7 +162,10 @@ function parseToolCall(id: string, name: string, raw: string): ToolCallBlock {
   try {
     const parsed: unknown = JSON.parse(raw === "" ? "{}" : raw);
     if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) && !exceedsDepth(parsed, MAX_JSON_DEPTH)) {
-      return { type: "tool-call", id, name, arguments: parsed as JsonObject };
+      const block: ToolCallBlock = { type: "tool-call", id, name, arguments: parsed as JsonObject };
+      // The text goes back as the model wrote it; "" (no arguments) goes back as "{}".
+      if (raw !== "" && raw !== JSON.stringify(parsed)) block.argumentsText = raw;
+      return block;
     }
   } catch {
     // fall through: the model sent something that is not a JSON object
@@ -327,6 +331,9 @@ function addUsage(total: Usage | undefined, step: Usage | undefined): Usage | un
   }
   if (total.cacheHitTokens !== undefined || step.cacheHitTokens !== undefined) {
     sum.cacheHitTokens = (total.cacheHitTokens ?? 0) + (step.cacheHitTokens ?? 0);
+  }
+  if (total.cacheMissTokens !== undefined || step.cacheMissTokens !== undefined) {
+    sum.cacheMissTokens = (total.cacheMissTokens ?? 0) + (step.cacheMissTokens ?? 0);
   }
   return sum;
 }

@@ -46,6 +46,13 @@ export interface ToolCallBlock {
   arguments: JsonObject;
   /** Present only when the model's arguments were not a valid JSON object: what it sent. */
   rawArguments?: string;
+  /**
+   * The model's valid arguments exactly as it streamed them, present only when that text is not
+   * `JSON.stringify(arguments)` (spaces, key order of duplicates, escapes). The next request
+   * sends this text back, so the history's bytes stay what the model wrote (prefix caches keep
+   * hitting). Whatever rewrites `arguments` must drop it.
+   */
+  argumentsText?: string;
 }
 
 /** Any block of assistant content. */
@@ -84,6 +91,8 @@ export interface Usage {
   reasoningTokens?: number;
   /** Input tokens served from the provider's prompt cache (DeepSeek's `prompt_cache_hit_tokens`). */
   cacheHitTokens?: number;
+  /** Input tokens not served from the prompt cache (DeepSeek's `prompt_cache_miss_tokens`); present when the provider reports them. */
+  cacheMissTokens?: number;
 }
 
 // ---------------------------------------------------------------------------

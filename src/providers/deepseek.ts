@@ -1,6 +1,6 @@
 /**
  * The `deepseek` and `openai` provider factories: two routes over one OpenAI-compatible
- * implementation (`openai-compatible.ts`), which is loaded only when a provider is created.
+ * implementation (`openai-compatible/`), which is loaded only when a provider is created.
  *
  * This module stays light on purpose: the bridge registers these factories at start-up, and
  * nothing here may pull in the HTTP client or the SSE parser.
@@ -8,7 +8,7 @@
  * @module
  */
 import type { ModelProvider, ProviderConfig, ProviderFactory } from "./types.js";
-import type { RouteDefinition } from "./openai-compatible.js";
+import type { RouteDefinition } from "./openai-compatible/index.js";
 
 /** DeepSeek: `DEEPSEEK_BASE_URL` (default `https://api.deepseek.com`), `DEEPSEEK_API_KEY` required. */
 export const DEEPSEEK_ROUTE: Readonly<RouteDefinition> = Object.freeze({
@@ -43,9 +43,9 @@ function routeFactory(route: RouteDefinition): ProviderFactory {
   return {
     name: route.name,
     async create(config: ProviderConfig): Promise<ModelProvider> {
-      const impl = await import("./openai-compatible.js");
+      const impl = await import("./openai-compatible/index.js");
       // Throws ProviderUnavailableError naming the variable to set.
-      return impl.createOpenAICompatibleProvider(impl.resolveSettings(route, config.env));
+      return impl.createOpenAICompatibleProvider(impl.resolveSettings(route, config.env, config));
     },
   };
 }

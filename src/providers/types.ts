@@ -6,6 +6,7 @@
  * tool-call deltas; a provider only maps its own wire format to these parts.
  */
 import type { JsonObject, TextBlock, AssistantContentBlock, Usage } from "../protocol/index.js";
+import type { Logger } from "../log.js";
 
 /** A message of the conversation as the agent keeps it, independent of any provider's format. */
 export type ModelMessage =
@@ -71,6 +72,9 @@ export interface ModelProvider {
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart>;
 }
 
+/** Which tool the model must call: any or none (`auto`), at least one (`required`), none (`none`), or the one named. */
+export type ToolChoice = "auto" | "required" | "none" | { name: string };
+
 /** What a provider factory receives from `initialize`. */
 export interface ProviderConfig {
   model: string;
@@ -78,6 +82,18 @@ export interface ProviderConfig {
   cwd: string;
   /** The bridge's environment (API keys, base URLs, proxy settings). */
   env: NodeJS.ProcessEnv;
+  /** The bridge's logger (stderr, at `--log-level`). Absent: the provider writes warnings to stderr. */
+  logger?: Logger;
+  /**
+   * HTTP providers: the longest wait, per attempt, for the model's first output; keep-alive
+   * comments do not count. Default 600000 ms (DeepSeek's own limit for a queued request), or
+   * `HARNESS_FIRST_TOKEN_TIMEOUT_MS`; 0 disables it.
+   */
+  firstTokenTimeoutMs?: number;
+  /** HTTP providers: the longest a whole model request may take, retries included. Default 3600000 ms, or `HARNESS_REQUEST_TIMEOUT_MS`; 0 disables it. */
+  requestTimeoutMs?: number;
+  /** HTTP providers: sent as `tool_choice` with every request that offers tools. Absent: not sent (the server's default, `auto`). */
+  toolChoice?: ToolChoice;
 }
 
 /** Registers a provider under a name. */

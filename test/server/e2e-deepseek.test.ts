@@ -7,42 +7,17 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek, fakeDeepSeekEnv, type ServerTable } from "../support/fake-deepseek.js";
-import { RawClient, promptParams } from "../support/raw-client.js";
-import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { describe, expect, it } from "vitest";
+import { useDeepSeekBridge } from "../support/deepseek-bridge.js";
+import type { ServerTable } from "../support/fake-deepseek.js";
+import { promptParams } from "../support/raw-client.js";
 
-const server = new FakeDeepSeek();
-let baseUrl = "";
-let ws: TempWorkspace;
-let client: RawClient | undefined;
-
-beforeAll(async () => {
-  baseUrl = await server.start();
-  ws = tempWorkspace("hb-faults-");
-});
-afterAll(async () => {
-  await server.stop();
-  ws.cleanup();
-});
-afterEach(async () => {
-  await client?.dispose();
-  client = undefined;
-});
+const bridge = useDeepSeekBridge("hb-faults-", { HARNESS_MAX_RETRIES: "1", HARNESS_RETRY_BASE_MS: "10", HARNESS_IDLE_TIMEOUT_MS: "400" });
+const { server } = bridge;
 
 const say = (text: string) => [{ delta: { role: "assistant", content: text } }, { delta: {}, finish_reason: "stop" }, { usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } }];
 
 const RECOVERY: ServerTable = { "Are you still there?": [{ events: say("Still here.") }] };
-
-async function deepseekClient(): Promise<RawClient> {
-  client = new RawClient({
-    args: ["--stdio", "--no-session-log"],
-    env: fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "1", HARNESS_RETRY_BASE_MS: "10", HARNESS_IDLE_TIMEOUT_MS: "400" }),
-  });
-  client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
-  expect((await client.response("init")).error).toBeUndefined();
-  return client;
-}
 
 const cases: Array<[string, ServerTable[string], Record<string, unknown>]> = [
   [
@@ -73,7 +48,6 @@ const callStep = (id: string, name: string, args: object) => {
   const json = JSON.stringify(args);
   const half = Math.floor(json.length / 2);
   return {
-    expect: { reasoningContentSentBack: true },
     events: [
       { delta: { role: "assistant", content: null, reasoning_content: `Next: ${name}.` } },
       { delta: { tool_calls: [{ index: 0, id, type: "function", function: { name, arguments: json.slice(0, half) } }] } },
@@ -85,7 +59,7 @@ const callStep = (id: string, name: string, args: object) => {
 
 describe("a DeepSeek-format model using the built-in tools over HTTP", () => {
   it("writes, edits, reads, searches, runs a command and delegates to a subagent", async () => {
-    const c = await deepseekClient();
+    const c = await bridge.start();
     const task = "Count the lines of app.py.";
     server.table = {
       "Build it.": [
@@ -96,13 +70,13 @@ describe("a DeepSeek-format model using the built-in tools over HTTP", () => {
         callStep("c5", "grep", { pattern: "ciao", path: "pkg" }),
         callStep("c6", "bash", { command: "python3 pkg/app.py || echo no-python" }),
         callStep("c7", "task", { prompt: task, description: "counter" }),
-        { expect: { reasoningContentSentBack: true }, events: say("All done.") },
+        { events: say("All done.") },
       ],
       [task]: [callStep("k1", "bash", { command: "wc -l < pkg/app.py" }), { events: say("It has 2 lines.") }],
     };
     c.request("p", "session/prompt", promptParams("tools-over-http", "Build it."));
     expect((await c.response("p", 30_000)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
-    expect(fs.readFileSync(path.join(ws.dir, "pkg/app.py"), "utf8")).toBe("print('hi')\nprint('ciao')\n");
+    expect(fs.readFileSync(path.join(bridge.dir, "pkg/app.py"), "utf8")).toBe("print('hi')\nprint('ciao')\n");
     const results = c.events("tools-over-http").filter((e) => e.type === "tool/result").map((e) => e.data);
     expect(results.map((r) => [r.name, r.isError])).toEqual([
       ["write_file", false],
@@ -124,7 +98,7 @@ describe("a DeepSeek-format model using the built-in tools over HTTP", () => {
 
 describe("deepseek faults through the binary", () => {
   it.each(cases)("%s → model-error; the next prompt on the session works", async (name, entries, reason) => {
-    const c = await deepseekClient();
+    const c = await bridge.start();
     server.table = { [name]: entries, ...RECOVERY };
     const session = `s-${cases.findIndex(([n]) => n === name)}`;
     c.request("fault", "session/prompt", promptParams(session, name));

@@ -1,10 +1,13 @@
 /**
  * A local DeepSeek-format server that replays a scenario's `server` table (format:
  * snapshots/README.md, "The deepseek scenarios"). The Python twin is scripts/fake_deepseek.py.
+ * Before any table lookup it refuses what DeepSeek refuses (server-rules.ts): a history without
+ * the `reasoning_content` thinking mode requires gets DeepSeek's 400, and is recorded as a problem.
  */
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { DONE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
+import { DONE, KEEP_ALIVE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
+import { deepseekThinkingRefusal } from "./server-rules.js";
 
 type Entry =
   | { status: number; body?: unknown }
@@ -14,9 +17,16 @@ type Entry =
       splitBytes?: number;
       /** Keep the stream open after the events (no `[DONE]`), until the client goes away. */
       stall?: boolean;
+      /** With `stall`: send `: keep-alive` every this many ms meanwhile (DeepSeek while a request is queued). */
+      keepAliveMs?: number;
       /** Destroy the connection after the events (a reset mid-stream; no `[DONE]`). */
       reset?: boolean;
-      expect?: { reasoningContentSentBack?: boolean };
+      /**
+       * Whether `[DONE]` ends the stream. Default: when an event has a `finish_reason` (a
+       * scripted stream without one is cut short). `true` without a `finish_reason` is what
+       * Snowflake Cortex sends: a complete stream that never says why it finished.
+       */
+      done?: boolean;
     };
 
 export type ServerTable = Record<string, Entry[]>;
@@ -44,6 +54,8 @@ const textOf = (m: WireMessage) =>
 export class FakeDeepSeek {
   table: ServerTable = {};
   readonly problems: string[] = [];
+  /** The parsed body of every request, in order. */
+  readonly requests: Array<{ messages: WireMessage[]; [field: string]: unknown }> = [];
   /** The `authorization` header of every request, in order. */
   readonly authorizations: string[] = [];
   private readonly server = http.createServer((req, res) => this.answer(req, res));
@@ -77,19 +89,21 @@ export class FakeDeepSeek {
     let raw = "";
     for await (const piece of req) raw += piece;
     const body = JSON.parse(raw || "{}") as { messages: WireMessage[] };
-    const entry = this.entryFor(body.messages ?? []);
+    this.requests.push(body);
     const json = (status: number, payload: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(payload));
+    const refusal = deepseekThinkingRefusal(body);
+    if (refusal) {
+      this.problems.push(`refused as DeepSeek would (HTTP ${refusal.status}): ${JSON.stringify(refusal.body)}`);
+      return void json(refusal.status, refusal.body);
+    }
+    const entry = this.entryFor(body.messages ?? []);
     if (!entry) {
       this.problems.push(`no scripted answer for ${raw.slice(0, 300)}`);
       return void json(400, { error: { message: "fake server: no scripted answer for this request" } });
     }
     if ("status" in entry) return void json(entry.status, entry.body ?? {});
-    if (entry.expect?.reasoningContentSentBack && body.messages.some((m) => m.role === "assistant" && m.tool_calls?.length && !m.reasoning_content)) {
-      this.problems.push("an assistant tool-call message was sent without reasoning_content");
-      return void json(400, { error: { message: "reasoning_content missing on an assistant tool-call message" } });
-    }
     const frames = entry.events.map((e) => (e.raw !== undefined ? e.raw : frame(e.usage ? usageChunk(e.usage) : chunk(e.delta ?? {}, e.finish_reason ?? null))));
-    if (!entry.stall && !entry.reset) frames.push(DONE);
+    if (!entry.stall && !entry.reset && (entry.done ?? entry.events.some((e) => e.finish_reason))) frames.push(DONE);
     const bytes = Buffer.from(frames.join(""));
     res.writeHead(200, SSE_HEADERS);
     const split = entry.splitBytes ?? bytes.length;
@@ -98,7 +112,11 @@ export class FakeDeepSeek {
       if (entry.splitBytes) await new Promise((r) => setTimeout(r, 2));
     }
     if (entry.reset) return void res.socket?.destroy();
-    if (!entry.stall) res.end();
+    if (!entry.stall) return void res.end();
+    while (entry.keepAliveMs && res.socket && !res.socket.destroyed) {
+      res.write(KEEP_ALIVE);
+      await new Promise((r) => setTimeout(r, entry.keepAliveMs));
+    }
     // A stalled stream stays open until the client goes away or stop() destroys the socket.
   }
 }

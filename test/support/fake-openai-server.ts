@@ -7,12 +7,18 @@
  * Its SSE is shaped byte for byte like DeepSeek's: `data: {json}\n\n` frames, `: keep-alive`
  * comments, and `data: [DONE]\n\n` at the end.
  *
+ * Before a scripted reply, it refuses what real servers refuse (server-rules.ts), without using up
+ * a reply: `content: null` on an assistant message gets llama-cpp-python's HTTP 500, and a
+ * request for a `deepseek-*` model that breaks thinking mode's `reasoning_content` rule gets
+ * DeepSeek's 400. Refused requests are recorded in `requests` and `refusals`.
+ *
  * Also here: {@link startRecordingProxy}, a tiny HTTP proxy (CONNECT tunnels and absolute-form
  * forwarding) that records what went through it.
  */
 import * as http from "node:http";
 import * as net from "node:net";
 import type { AddressInfo } from "node:net";
+import { deepseekThinkingRefusal, llamaCppNullContentRefusal, type Refusal } from "./server-rules.js";
 
 /** One scripted step of a reply. */
 export type Action =
@@ -22,6 +28,8 @@ export type Action =
   | { type: "sleep"; ms: number }
   /** Send nothing more, keep the connection open until the client goes away. */
   | { type: "stall" }
+  /** Send `: keep-alive` every `everyMs` until the client goes away (DeepSeek while a request is queued). */
+  | { type: "keep-alive"; everyMs: number }
   /** Reset the connection (TCP RST). */
   | { type: "destroy" };
 
@@ -116,8 +124,8 @@ export interface SseOptions {
   sliceBytes?: number;
   /** Pause before each write. Default 0. */
   delayMs?: number;
-  /** What happens after the last frame: the response ends (default), stalls, or the connection resets. */
-  then?: "end" | "stall" | "destroy";
+  /** What happens after the last frame: the response ends (default), stalls, sends keep-alives forever, or the connection resets. */
+  then?: "end" | "stall" | "keep-alive" | "destroy";
 }
 
 /** A 200 SSE reply writing `frames` (strings written as UTF-8), optionally in raw byte slices. */
@@ -133,6 +141,7 @@ export function sseReply(frames: string[], options: SseOptions = {}): Reply {
     for (const f of frames) actions.push({ type: "write", data: f, delayMs });
   }
   if (options.then === "stall") actions.push({ type: "stall" });
+  if (options.then === "keep-alive") actions.push({ type: "keep-alive", everyMs: 50 });
   if (options.then === "destroy") actions.push({ type: "destroy" });
   return { status: 200, headers: { ...SSE_HEADERS }, actions };
 }
@@ -156,6 +165,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** The fake endpoint. Start with {@link FakeOpenAIServer.start}; close in `afterEach`. */
 export class FakeOpenAIServer {
   readonly requests: RecordedRequest[] = [];
+  /** The refusals answered (server-rules.ts), in order. */
+  readonly refusals: Refusal[] = [];
   private readonly replies: Reply[] = [];
   private readonly sockets = new Set<net.Socket>();
 
@@ -192,6 +203,11 @@ export class FakeOpenAIServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  private refusalOf(body: any): Refusal | undefined {
+    if (typeof body !== "object" || body === null) return undefined;
+    return llamaCppNullContentRefusal(body) ?? (String(body.model).startsWith("deepseek") ? deepseekThinkingRefusal(body) : undefined);
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const socket = req.socket;
     const socketClosed = socket.destroyed
@@ -217,7 +233,11 @@ export class FakeOpenAIServer {
       socketClosed,
     });
 
-    const reply = this.replies.shift() ?? jsonReply(500, errorBody("fake server: no scripted reply for this request", "fake"));
+    const refusal = this.refusalOf(body);
+    if (refusal) this.refusals.push(refusal);
+    const reply = refusal
+      ? jsonReply(refusal.status, refusal.body)
+      : (this.replies.shift() ?? jsonReply(500, errorBody("fake server: no scripted reply for this request", "fake")));
     if (reply.sendHeaders !== false) {
       res.writeHead(reply.status ?? 200, reply.headers ?? {});
       res.flushHeaders();
@@ -235,6 +255,12 @@ export class FakeOpenAIServer {
           break;
         case "stall":
           await socketClosed;
+          return;
+        case "keep-alive":
+          while (!socket.destroyed) {
+            res.write(KEEP_ALIVE);
+            await Promise.race([sleep(action.everyMs), socketClosed]);
+          }
           return;
         case "destroy":
           // Let the bytes already written leave first, then send a TCP RST.

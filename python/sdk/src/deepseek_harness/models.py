@@ -93,6 +93,9 @@ class ToolCallBlock(WireModel):
     arguments: Dict[str, Any] = Field(default_factory=dict)
     #: Present only when the model sent arguments that were not a JSON object.
     raw_arguments: Optional[str] = None
+    #: The model's valid arguments exactly as it streamed them, present only when that text is
+    #: not the compact JSON of ``arguments``; the bridge sends it back as written.
+    arguments_text: Optional[str] = None
 
 
 ContentBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock]
@@ -140,6 +143,8 @@ class Usage(WireModel):
     output_tokens: int = 0
     reasoning_tokens: Optional[int] = None
     cache_hit_tokens: Optional[int] = None
+    #: Input tokens not served from the prompt cache (DeepSeek's ``prompt_cache_miss_tokens``).
+    cache_miss_tokens: Optional[int] = None
 
     def __add__(self, other: "Usage") -> "Usage":
         if not isinstance(other, Usage):
@@ -155,6 +160,7 @@ class Usage(WireModel):
             output_tokens=self.output_tokens + other.output_tokens,
             reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
             cache_hit_tokens=opt(self.cache_hit_tokens, other.cache_hit_tokens),
+            cache_miss_tokens=opt(self.cache_miss_tokens, other.cache_miss_tokens),
         )
 
 

@@ -1,0 +1,89 @@
+/**
+ * Errors: what a server's error body, status or a network failure means, as {@link ModelError}s
+ * (and whether another attempt may fix it).
+ *
+ * @module
+ */
+import { ModelError } from "../types.js";
+import { AttemptFailure, parseRetryAfter } from "./retry.js";
+
+/** A JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const CONTEXT_WINDOW_PATTERN = /context[ _-]?length|maximum context|context[ _-]?window|too many tokens|context_length_exceeded/i;
+
+/** True when an error message says the request does not fit the model's context window. */
+export function isContextWindowMessage(text: string): boolean {
+  return CONTEXT_WINDOW_PATTERN.test(text);
+}
+
+/** The `message` of `{"error": {"message": …}}`, `{"error": "…"}` or `{"message": …}`. */
+export function errorMessageOf(body: unknown): string | undefined {
+  if (!isObject(body)) return undefined;
+  const error = body.error;
+  if (typeof error === "string") return error;
+  if (isObject(error) && typeof error.message === "string") return error.message;
+  if (typeof body.message === "string") return body.message;
+  return undefined;
+}
+
+/** The server's error message from a response body (JSON or text), shortened. */
+export function serverErrorMessage(bodyText: string): string {
+  let message: string | undefined;
+  try {
+    message = errorMessageOf(JSON.parse(bodyText));
+  } catch {
+    /* not JSON: use the text */
+  }
+  message = (message ?? bodyText).trim();
+  if (message.length > 1000) message = `${message.slice(0, 1000)}…`;
+  return message;
+}
+
+/** Classifies an HTTP error status: 401/403 auth, a context-window 4xx, 408/429/5xx retryable (honouring `Retry-After`). */
+export function httpFailure(name: string, status: number, bodyText: string, retryAfter: string | null, hasKey: boolean): AttemptFailure {
+  const serverMessage = serverErrorMessage(bodyText) || "(empty response body)";
+  if (status === 401 || status === 403) {
+    const what = hasKey ? `the ${name} API key was refused` : `the ${name} server refused the request made without an API key`;
+    return new AttemptFailure(new ModelError(`${what} (HTTP ${status}): ${serverMessage}`, status, "auth"), false);
+  }
+  if ((status === 400 || status === 413 || status === 422) && isContextWindowMessage(serverMessage)) {
+    return new AttemptFailure(
+      new ModelError(`the request does not fit the model's context window (HTTP ${status}): ${serverMessage}`, status, "context-window"),
+      false,
+    );
+  }
+  const retryable = status === 408 || status === 429 || status >= 500;
+  const code = status === 429 ? "rate-limit" : "http";
+  return new AttemptFailure(
+    new ModelError(`${name} answered HTTP ${status}: ${serverMessage}`, status, code),
+    retryable,
+    retryable ? parseRetryAfter(retryAfter) : undefined,
+  );
+}
+
+/** Describes a fetch/stream failure from undici: `TypeError('fetch failed', {cause})` and friends. */
+export function describeNetworkError(err: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = err;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    const code = (current as NodeJS.ErrnoException).code;
+    const text = code && !current.message.includes(code) ? `${current.message} (${code})` : current.message;
+    if (text && !parts.includes(text)) parts.push(text);
+    current = (current as Error & { cause?: unknown }).cause;
+  }
+  return parts.join(": ") || String(err);
+}
+
+/** The first errno-style `code` along an error's `cause` chain. */
+export function networkCode(err: unknown): string | undefined {
+  let current: unknown = err;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    const code = (current as NodeJS.ErrnoException).code;
+    if (typeof code === "string") return code;
+    current = (current as Error & { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,177 @@
+/** Timeouts, resets after output, and aborts: the attempt's watchdog. */
+import { describe, expect, it } from "vitest";
+import { silentLogger } from "../../../src/log.js";
+import { deepseekProvider } from "../../../src/providers/deepseek.js";
+import { ModelError, ProviderUnavailableError } from "../../../src/providers/types.js";
+import { DONE, KEEP_ALIVE, chunk, errorBody, frame, jsonReply, sseReply } from "../../support/fake-openai-server.js";
+import { collect, collectError, makeProvider, okReply, request, server, testEnv, text, useFakeServer } from "./support.js";
+
+useFakeServer();
+
+describe("timeouts and aborts", () => {
+  it("does not retry a connection reset after output", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "half an ans" }))], { then: "destroy" }), okReply());
+    const { parts, error } = await collectError(await makeProvider());
+    expect(text(parts)).toBe("half an ans");
+    expect(error).toBeInstanceOf(ModelError);
+    expect((error as ModelError).code).toBe("network");
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("times out a stream that stalls after output, quickly and without retry", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "thinking..." }))], { then: "stall" }), okReply());
+    const started = performance.now();
+    const { parts, error } = await collectError(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "200" }));
+    const elapsed = performance.now() - started;
+    expect(text(parts)).toBe("thinking...");
+    expect(error).toBeInstanceOf(ModelError);
+    expect((error as ModelError).code).toBe("timeout");
+    expect(elapsed).toBeGreaterThanOrEqual(190);
+    expect(elapsed).toBeLessThan(2000);
+    expect(server.requests).toHaveLength(1);
+    await server.requests[0].socketClosed;
+  });
+
+  it("keep-alive comments keep a slow stream alive", async () => {
+    const frames = [
+      KEEP_ALIVE,
+      KEEP_ALIVE,
+      KEEP_ALIVE,
+      KEEP_ALIVE,
+      frame(chunk({ content: "late" })),
+      frame(chunk({}, "stop")),
+      DONE,
+    ];
+    server.enqueue(sseReply(frames, { delayMs: 120 }));
+    const parts = await collect(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "250" }));
+    expect(text(parts)).toBe("late");
+  });
+
+  it("retries a request that stalls before any output (no headers, then no body), then gives up with a timeout", async () => {
+    server.enqueue({ sendHeaders: false, actions: [{ type: "stall" }] }, sseReply([KEEP_ALIVE], { then: "stall" }));
+    const { error } = await collectError(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "150", HARNESS_MAX_RETRIES: "1" }));
+    expect(error).toBeInstanceOf(ModelError);
+    expect((error as ModelError).code).toBe("timeout");
+    expect((error as ModelError).message).toContain("1 retry");
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it("stops at once when aborted mid-stream, and the server sees the socket close", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "first" }))], { then: "stall" }));
+    const provider = await makeProvider();
+    const controller = new AbortController();
+    const iterator = provider.stream(request(), controller.signal)[Symbol.asyncIterator]();
+    expect(await iterator.next()).toEqual({ done: false, value: { type: "text-delta", text: "first" } });
+    const pending = iterator.next();
+    setTimeout(() => controller.abort(new Error("user cancelled")), 50);
+    const started = performance.now();
+    await expect(pending).rejects.toThrow();
+    expect(performance.now() - started).toBeLessThan(500);
+    let closed = false;
+    await Promise.race([
+      server.requests[0].socketClosed.then(() => (closed = true)),
+      new Promise((resolve) => setTimeout(resolve, 1000)),
+    ]);
+    expect(closed).toBe(true);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("closes the HTTP stream when the consumer stops iterating", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "first" }))], { then: "stall" }));
+    const provider = await makeProvider();
+    for await (const part of provider.stream(request(), new AbortController().signal)) {
+      expect(part).toEqual({ type: "text-delta", text: "first" });
+      break;
+    }
+    let closed = false;
+    await Promise.race([
+      server.requests[0].socketClosed.then(() => (closed = true)),
+      new Promise((resolve) => setTimeout(resolve, 1000)),
+    ]);
+    expect(closed).toBe(true);
+  });
+
+  it("aborts a retry's backoff sleep at once", async () => {
+    server.enqueue(jsonReply(503, errorBody("busy"), { "retry-after": "30" }), okReply());
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("user cancelled")), 100);
+    const started = performance.now();
+    const { error } = await collectError(await makeProvider(), request(), controller.signal);
+    expect((error as Error).message).toBe("user cancelled");
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("sends no request when aborted while the stream is starting", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "x" }))], { then: "stall" }));
+    const controller = new AbortController();
+    const iterator = (await makeProvider()).stream(request(), controller.signal)[Symbol.asyncIterator]();
+    const first = iterator.next();
+    controller.abort(new Error("cancelled early"));
+    await expect(first).rejects.toThrow("cancelled early");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it("throws at once for an already aborted signal, without a request", async () => {
+    const controller = new AbortController();
+    controller.abort(new Error("too late"));
+    const { error } = await collectError(await makeProvider(), request(), controller.signal);
+    expect((error as Error).message).toBe("too late");
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it("a stream of keep-alive comments only ends at the first-token deadline, without retry (keep-alives re-arm the idle timer)", async () => {
+    server.enqueue(sseReply([KEEP_ALIVE], { then: "keep-alive" }), okReply());
+    const started = performance.now();
+    const { parts, error } = await collectError(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "400", HARNESS_IDLE_TIMEOUT_MS: "200" }));
+    expect(parts).toEqual([]);
+    expect(error).toMatchObject({ name: "ModelError", code: "first-token-timeout" });
+    expect((error as ModelError).message).toContain("no output within 400 ms");
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(server.requests).toHaveLength(1);
+    await server.requests[0].socketClosed;
+  });
+
+  it("the first-token deadline stops counting at the first output", async () => {
+    const frames = [KEEP_ALIVE, frame(chunk({ content: "early" })), KEEP_ALIVE, KEEP_ALIVE, KEEP_ALIVE, frame(chunk({}, "stop")), DONE];
+    server.enqueue(sseReply(frames, { delayMs: 100 }));
+    const parts = await collect(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "250" }));
+    expect(text(parts)).toBe("early");
+    expect(parts.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+  });
+
+  it("a stream kept alive after output ends at the request deadline, keeping what was streamed", async () => {
+    server.enqueue(sseReply([frame(chunk({ content: "half" }))], { then: "keep-alive" }));
+    const { parts, error } = await collectError(await makeProvider({ HARNESS_REQUEST_TIMEOUT_MS: "400", HARNESS_IDLE_TIMEOUT_MS: "200" }));
+    expect(text(parts)).toBe("half");
+    expect(error).toMatchObject({ name: "ModelError", code: "request-timeout" });
+    expect((error as ModelError).message).toContain("did not complete within 400 ms");
+    await server.requests[0].socketClosed;
+  });
+
+  it("the request deadline covers retries and their backoff", async () => {
+    server.enqueue(jsonReply(503, errorBody("busy"), { "retry-after": "30" }), okReply());
+    const started = performance.now();
+    const { error } = await collectError(await makeProvider({ HARNESS_REQUEST_TIMEOUT_MS: "300" }));
+    expect(error).toMatchObject({ name: "ModelError", code: "request-timeout" });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("ProviderConfig's deadlines win over the variables; a malformed one makes the provider unavailable", async () => {
+    server.enqueue(sseReply([KEEP_ALIVE], { then: "keep-alive" }));
+    const provider = await deepseekProvider.create({
+      model: "m",
+      cwd: "/tmp",
+      env: testEnv({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "600000" }),
+      logger: silentLogger,
+      firstTokenTimeoutMs: 300,
+    });
+    const { error } = await collectError(provider);
+    expect(error).toMatchObject({ code: "first-token-timeout" });
+    const bad = deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), requestTimeoutMs: -1 });
+    await expect(bad).rejects.toBeInstanceOf(ProviderUnavailableError);
+    await expect(bad).rejects.toThrow(/requestTimeoutMs/);
+  });
+});

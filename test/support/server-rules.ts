@@ -1,0 +1,57 @@
+/**
+ * What real chat-completions servers refuse, for the fakes to refuse it the same way, so that no
+ * test passes with a request a real server would reject. Each rule returns the HTTP answer the
+ * real server gives, or undefined when the request passes.
+ */
+
+export interface Refusal {
+  status: number;
+  body: unknown;
+}
+
+type Message = { role?: unknown; content?: unknown; tool_calls?: unknown; reasoning_content?: unknown };
+type Body = { messages?: unknown; thinking?: { type?: unknown } };
+
+const messagesOf = (body: Body): Message[] => (Array.isArray(body?.messages) ? (body.messages as Message[]) : []);
+const hasToolCalls = (m: Message) => m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0;
+
+/**
+ * DeepSeek's thinking mode (on unless the request sends `thinking: {type: "disabled"}`): between
+ * two user messages in which the model called a tool, every assistant message must carry its
+ * `reasoning_content` (a string, "" allowed), in every later request; else HTTP 400.
+ * Source: https://api-docs.deepseek.com/guides/thinking_mode
+ */
+export function deepseekThinkingRefusal(body: Body): Refusal | undefined {
+  if (body?.thinking?.type === "disabled") return undefined;
+  const messages = messagesOf(body);
+  let start = 0;
+  for (let end = 0; end <= messages.length; end++) {
+    if (end < messages.length && messages[end].role !== "user") continue;
+    const exchange = messages.slice(start, end);
+    const lacking = exchange.some(hasToolCalls) && exchange.some((m) => m.role === "assistant" && typeof m.reasoning_content !== "string");
+    if (lacking) {
+      return {
+        status: 400,
+        body: {
+          error: {
+            message: "The `reasoning_content` in the thinking mode must be passed back to the API.",
+            type: "invalid_request_error",
+            param: null,
+            code: "invalid_request_error",
+          },
+        },
+      };
+    }
+    start = end + 1;
+  }
+  return undefined;
+}
+
+/**
+ * llama-cpp-python's server answers HTTP 500 to an assistant message whose `content` is null
+ * (its chat templates concatenate the content as a string), and 200 to `""`.
+ */
+export function llamaCppNullContentRefusal(body: Body): Refusal | undefined {
+  if (!messagesOf(body).some((m) => m.role === "assistant" && m.content === null)) return undefined;
+  return { status: 500, body: { error: { message: "can only concatenate str (not \"NoneType\") to str", type: "internal_server_error" } } };
+}
