@@ -70,6 +70,21 @@ from .errors import (
     RequestTimeoutError,
     TransportClosedError,
 )
+from ._internal.decode import DECODE_ERRORS as _DECODE_ERRORS
+from ._internal.decode import FAST_LEN as _FAST_LEN
+from ._internal.decode import FAST_PREFIX as _FAST_PREFIX
+from ._internal.decode import decode_batch  # noqa: F401 - api.py's
+from ._internal.decode import deliver as _deliver
+from ._internal.decode import drop as _drop
+from ._internal.decode import notification_params
+from ._internal.decode import why as _why
+from ._internal.inbox import INF as _INF
+from ._internal.inbox import AnyInbox
+from ._internal.inbox import AsyncInbox as _AsyncInbox
+from ._internal.inbox import Closed as _Closed
+from ._internal.inbox import Inbox as _Inbox  # noqa: F401
+from ._internal.inbox import Pending as _Pending
+from ._internal.inbox import Response as _Response
 from .models import (
     PROTOCOL_VERSION,
     InitializeResponse,
@@ -87,156 +102,8 @@ bridge_log = logging.getLogger("deepseek_harness.bridge")
 STDERR_TAIL_LINES = 400
 READ_SIZE = 1 << 16
 
-# Fast path: the bridge serialises session.event notifications with this exact prefix. When no
-# subscription needs decoded notifications, the reader routes such a line by the session id in
-# the prefix and hands the raw bytes to the prompt's consumer, which decodes it (and applies the
-# same request-shape guard) on its own thread. Raw bytes are not tracked by the garbage
-# collector, so batches waiting between the threads cost nothing to keep; any other line takes
-# the full path below.
-_FAST_PREFIX = b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"'
-_FAST_LEN = len(_FAST_PREFIX)
-
 NotificationCallback = Callable[[Notification], None]
 NotificationFilter = Union[None, str, Collection[str], Callable[[Notification], bool]]
-
-_INF = float("inf")
-
-
-# ---------------------------------------------------------------------------
-# Inbox: a deque the reader appends to and one consumer drains.
-# ---------------------------------------------------------------------------
-
-
-class _Response:
-    """The response frame of a request, as the last item of its inbox."""
-
-    __slots__ = ("frame",)
-
-    def __init__(self, frame: Dict[str, Any]) -> None:
-        self.frame = frame
-
-
-class _Closed:
-    """The transport closed: the last item of an inbox."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: TransportClosedError) -> None:
-        self.error = error
-
-
-class _Inbox:
-    """Single-consumer queue. ``put`` is cheap: it sets the event only when it is clear."""
-
-    __slots__ = ("items", "event")
-
-    def __init__(self) -> None:
-        self.items: Deque[Any] = collections.deque()
-        self.event = threading.Event()
-
-    def put(self, item: Any) -> None:
-        self.items.append(item)
-        if not self.event.is_set():
-            self.event.set()
-
-    def get(self, deadline: float = _INF) -> Any:
-        """Next item; raises ``TimeoutError`` when ``deadline`` (monotonic) passes first."""
-        items = self.items
-        while True:
-            try:
-                return items.popleft()
-            except IndexError:
-                pass
-            self.event.clear()
-            if items:
-                continue
-            if deadline == _INF:
-                self.event.wait()
-            else:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.event.wait(remaining):
-                    if items:
-                        continue
-                    raise TimeoutError
-
-
-def _wake(waiter: "asyncio.Future[None]") -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-class _AsyncInbox:
-    """Single-consumer queue drained by an asyncio task of ``loop``.
-
-    ``put`` runs on the reader thread. It schedules a wake-up on the loop only when the consumer
-    is parked on a future: the reader hands over whole blocks, so a busy stream costs one
-    ``call_soon_threadsafe`` per block at most, and none while the consumer is still busy with
-    earlier items. The consumer publishes its future *before* looking at the deque again, and
-    ``put`` appends *before* looking for a future, so an item is never left without a wake-up.
-    """
-
-    __slots__ = ("items", "loop", "waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.items: Deque[Any] = collections.deque()
-        self.loop = loop
-        self.waiter: Optional["asyncio.Future[None]"] = None
-
-    def put(self, item: Any) -> None:
-        self.items.append(item)
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            try:
-                self.loop.call_soon_threadsafe(_wake, waiter)
-            except RuntimeError:  # the loop is closed: nobody is left to wake
-                pass
-
-    async def aget(self, deadline: float = _INF) -> Any:
-        """Next item; raises ``TimeoutError`` when ``deadline`` (monotonic) passes first."""
-        items = self.items
-        loop = self.loop
-        while True:
-            try:
-                return items.popleft()
-            except IndexError:
-                pass
-            waiter = loop.create_future()
-            self.waiter = waiter
-            if items:  # put() ran between popleft and publishing the waiter
-                self.waiter = None
-                continue
-            timer = None
-            if deadline != _INF:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.waiter = None
-                    raise TimeoutError
-                timer = loop.call_later(remaining, _wake, waiter)
-            try:
-                await waiter
-            finally:
-                self.waiter = None
-                if timer is not None:
-                    timer.cancel()
-            if not items and deadline != _INF and time.monotonic() >= deadline:
-                raise TimeoutError
-
-
-AnyInbox = Union[_Inbox, _AsyncInbox]
-
-
-class _Pending:
-    """A request waiting for its response. Prompts also collect their sessions' notifications."""
-
-    __slots__ = ("id", "method", "inbox", "session_ids")
-
-    def __init__(self, request_id: int, method: str, session_id: Optional[str], inbox: Optional[AnyInbox] = None) -> None:
-        self.id = request_id
-        self.method = method
-        self.inbox: Any = inbox if inbox is not None else _Inbox()
-        self.session_ids: Set[str] = {session_id} if session_id is not None else set()
-
 
 # ---------------------------------------------------------------------------
 # Subscriptions
@@ -961,21 +828,9 @@ class HarnessClient:
                 if line.strip():
                     log.warning("dropping a line that cannot be decoded (%s): %r", _why(exc), line[:200])
                 continue
-            if type(msg) is not dict:
-                log.warning("dropping a frame that is not an object: %r", line[:200])
-                continue
-            method = msg.get("method")
-            if method is not None:
-                if "id" in msg:
-                    # A server-request-shaped frame: this client never answers requests, and
-                    # it must never be taken for a response.
-                    log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r",
-                                method, msg.get("id"))
-                    continue
-                params = msg.get("params")
-                if type(params) is not dict or type(method) is not str:
-                    log.warning("dropping a malformed notification: %r", line[:200])
-                    continue
+            params = notification_params(msg)
+            if params is not None:
+                method = msg["method"]
                 sid = params.get("sessionId")
                 if sid is not None and type(sid) is not str:
                     # An unhashable id would raise in the route lookup and kill this thread.
@@ -1005,7 +860,7 @@ class HarnessClient:
                     for sub in subs:
                         sub._offer(n)
                 continue
-            if "result" in msg or "error" in msg:
+            if type(msg) is dict and msg.get("method") is None and ("result" in msg or "error" in msg):
                 request_id = msg.get("id")
                 pending = None
                 if type(request_id) is int:
@@ -1026,7 +881,7 @@ class HarnessClient:
                     batches = {}
                 pending.inbox.put(_Response(msg))
                 continue
-            log.warning("dropping an unrecognised frame: %r", line[:200])
+            _drop(line, msg)
         for owner, batch in batches.items():
             owner.inbox.put(batch)
 
@@ -1064,105 +919,6 @@ class HarnessClient:
                     bridge_log.log(_level_of(line), "%s", line)
         except (OSError, ValueError):
             pass
-
-
-def _loads_lines(lines: List[bytes]) -> List[Any]:
-    """Decodes fast-path lines, one JSON value per line (``_BAD`` for a line that is not JSON).
-
-    ``json.loads`` has a fixed cost per call (encoding detection, decoding the bytes, a scanner
-    set-up) as large as the parse of a short chunk notification itself, so the lines are parsed
-    together, as one JSON array: about twice the throughput. That is exact only if every line is
-    one JSON value: a line that is not valid on its own either breaks the array (a syntax error)
-    or changes the number of values (``{..},{..}`` on one line, a string cut by a line break), so
-    anything but exactly ``len(lines)`` values falls back to one call per line.
-    """
-    loads = json.loads
-    if len(lines) > 1:
-        try:
-            values = loads(b"[" + b",".join(lines) + b"]")
-        except _DECODE_ERRORS:
-            pass
-        else:
-            if len(values) == len(lines):
-                return values
-    out: List[Any] = []
-    for line in lines:
-        try:
-            out.append(loads(line))
-        except _DECODE_ERRORS:
-            out.append(_BAD)
-    return out
-
-
-_BAD = object()  # a line that cannot be decoded
-
-# What decoding a frame may raise: ValueError (not JSON, bad UTF-8) and RecursionError (nested
-# deeper than the interpreter's recursion limit, about 1 000 levels: the nesting of a tool's
-# arguments or output is model-controlled). Such a frame is dropped with a warning like any other
-# corrupt line; it must never reach a caller as an exception nor kill the reader thread.
-_DECODE_ERRORS = (ValueError, RecursionError)
-
-
-def _why(exc: BaseException) -> str:
-    return "nested too deep" if isinstance(exc, RecursionError) else "not JSON"
-
-
-def _deliver(batch: List[Any], callback: NotificationCallback, keep_chunk: Optional[NotificationCallback] = None) -> None:
-    """Hands one batch to ``callback`` in order, decoding the fast path's raw lines on the way
-    (each run of consecutive raw lines with one parse, see :func:`_loads_lines`), with the
-    reader's guards: a request-shaped or malformed frame is dropped with a warning. This is the
-    hot loop of every notification.
-
-    With ``keep_chunk``, the ``assistant/chunk`` events among the raw lines go to it instead,
-    as notifications that keep their line undecoded (see ``Notification._undecoded``): for a
-    consumer that only keeps them."""
-    count = len(batch)
-    i = 0
-    while i < count:
-        item = batch[i]
-        if type(item) is not bytes:
-            callback(item)
-            i += 1
-            continue
-        j = i + 1
-        while j < count and type(batch[j]) is bytes:
-            j += 1
-        lines = batch if i == 0 and j == count else batch[i:j]
-        for line, msg in zip(lines, _loads_lines(lines)):
-            if type(msg) is dict and "id" not in msg:
-                params = msg.get("params")
-                method = msg.get("method")
-                if type(params) is dict and type(method) is str:
-                    if keep_chunk is not None and _is_chunk(method, params):
-                        keep_chunk(Notification._undecoded(method, line))
-                    else:
-                        callback(Notification(method, params))
-                    continue
-            _drop(line, msg)
-        i = j
-
-
-def _is_chunk(method: str, params: Dict[str, Any]) -> bool:
-    if method != "session.event":
-        return False
-    event = params.get("event")
-    return type(event) is dict and event.get("type") == "assistant/chunk"
-
-
-def _drop(line: bytes, msg: Any) -> None:
-    if msg is _BAD:
-        log.warning("dropping a line that cannot be decoded (not JSON, or nested too deep): %r", line[:200])
-    elif type(msg) is dict and "id" in msg:
-        log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r", msg.get("method"), msg.get("id"))
-    else:
-        log.warning("dropping a malformed notification: %r", line[:200])
-
-
-def decode_batch(batch: List[Any]) -> List[Notification]:
-    """One batch of a prompt's inbox as :class:`Notification` objects, in order."""
-    out: List[Notification] = []
-    _deliver(batch, out.append)
-    return out
 
 
 class _PromptCall:
