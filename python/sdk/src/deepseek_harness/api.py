@@ -11,7 +11,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .client import HarnessClient, NotificationCallback, _PromptCall, decode_batch
+from ._internal.decode import NotificationCallback, decode_batch
+from ._internal.prompt import PromptCall, PromptInput, run_prompt
+from .client import HarnessClient
 from .events import TurnEvent, event_from_notification
 from .models import (
     LIVE_ONLY_EVENT_TYPES,
@@ -35,9 +37,6 @@ __all__ = [
     "final_response_of",
     "usage_of",
 ]
-
-PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
-
 
 def new_session_id() -> str:
     """A fresh session id (32 hex digits; matches ``[A-Za-z0-9._:-]{1,128}``)."""
@@ -147,14 +146,14 @@ StreamItem = Union[TurnEvent, TurnResult]
 
 class _StreamBuffer:
     """The part of a turn stream that does not depend on how it waits: it takes the batches of
-    a :class:`_PromptCall`, records them for the :class:`TurnResult`, and hands out one typed
+    a :class:`PromptCall`, records them for the :class:`TurnResult`, and hands out one typed
     event at a time (built when it is handed out, not before)."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.collector = _TurnCollector(session_id)
         self.queue: Deque[Notification] = collections.deque()
-        self.call: Optional[_PromptCall] = None
+        self.call: Optional[PromptCall] = None
         #: The turn's result, once the stream has yielded it.
         self.result: Optional[TurnResult] = None
         #: True once nothing more will be yielded (the result, an error, or closed early).
@@ -214,7 +213,7 @@ class TurnStream:
             try:
                 if buf.call is None:
                     self.harness.start()
-                    buf.call = _PromptCall(self.harness.client, self.session_id, self._input)
+                    buf.call = PromptCall(self.harness.client, self.session_id, self._input)
                 batch = buf.call.next_batch()
             except BaseException:
                 buf.finished = True
@@ -374,7 +373,7 @@ class DeepSeekHarness:
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         self.start()
         collector = _TurnCollector(session_id, on_notification)
-        response = self._client.session_prompt(session_id, input, collector.add, _keep_chunk=collector.keep_chunk)
+        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
         return collector.result(response)
 
 

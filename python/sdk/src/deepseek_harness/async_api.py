@@ -5,11 +5,11 @@ Design: an asyncio front on the one thread-based core, not a second client.
 The bridge is still run by :class:`~deepseek_harness.client.HarnessClient`: its reader thread
 frames stdout, routes every frame to the inbox of the request (and session) it belongs to, and
 its stderr thread keeps the tail for error messages. What differs per front is only *how the
-consumer of an inbox waits*. An async request gets an ``_AsyncInbox``: the reader appends to it
+consumer of an inbox waits*. An async request gets an ``AsyncInbox``: the reader appends to it
 exactly as to a blocking one, and wakes the waiting task with ``loop.call_soon_threadsafe`` — at
 most once per block read from the pipe, and only while the task is actually parked. The prompt
 state machine (settlement on the response, bounded cancel-and-settle when the consumer gives
-up, timeouts) is ``_PromptCall``, shared by both fronts; results are assembled by the same
+up, timeouts) is ``PromptCall``, shared by both fronts; results are assembled by the same
 ``_TurnCollector`` and streams by the same ``_StreamBuffer`` as in :mod:`deepseek_harness.api`.
 
 Why not an asyncio-native core (``asyncio.create_subprocess_exec`` with a reader task)? Then
@@ -43,7 +43,10 @@ from .api import (
     _TurnCollector,
     new_session_id,
 )
-from .client import HarnessClient, NotificationCallback, _AsyncInbox, _PromptCall
+from ._internal.decode import NotificationCallback
+from ._internal.inbox import AsyncInbox
+from ._internal.prompt import PromptCall, acancel, arun_prompt
+from .client import HarnessClient
 from .events import event_from_notification
 from .models import InitializeResponse
 
@@ -160,12 +163,12 @@ class AsyncDeepSeekHarness:
         """Cancels the session's turn in flight; True when there was one (it has settled
         ``aborted`` when this returns)."""
         await self.start()
-        return await self.client._asession_cancel(session_id)
+        return await acancel(self.client, session_id)
 
     async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         await self._prepare(session_id)
         collector = _TurnCollector(session_id, on_notification)
-        response = await self.client._asession_prompt(session_id, input, collector.add, _keep_chunk=collector.keep_chunk)
+        response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
         return collector.result(response)
 
     async def _prepare(self, session_id: str) -> None:
@@ -182,12 +185,12 @@ class AsyncDeepSeekHarness:
 
     # -- abandoned streams ----------------------------------------------------------------
 
-    def _abandon(self, session_id: str, call: _PromptCall) -> None:
+    def _abandon(self, session_id: str, call: PromptCall) -> None:
         """Called from ``AsyncTurnStream.__del__``: at any moment, possibly inside the garbage
         collector, so nothing here takes a lock or writes to the bridge. The cancel is sent from
         a callback on the call's own loop."""
         inbox = call.pending.inbox
-        assert isinstance(inbox, _AsyncInbox)
+        assert isinstance(inbox, AsyncInbox)
         self._abandoned[session_id] = call
         try:
             inbox.loop.call_soon_threadsafe(self._reap, session_id)
@@ -278,8 +281,8 @@ class AsyncTurnStream:
             try:
                 if buf.call is None:
                     await self.harness._prepare(self.session_id)
-                    buf.call = _PromptCall(self.harness.client, self.session_id, self._input, None,
-                                           _AsyncInbox(asyncio.get_running_loop()))
+                    buf.call = PromptCall(self.harness.client, self.session_id, self._input, None,
+                                           AsyncInbox(asyncio.get_running_loop()))
                 batch = await buf.call.anext_batch()
             except BaseException:
                 buf.finished = True
