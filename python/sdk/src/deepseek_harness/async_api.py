@@ -10,7 +10,8 @@ exactly as to a blocking one, and wakes the waiting task with ``loop.call_soon_t
 most once per block read from the pipe, and only while the task is actually parked. The prompt
 state machine (settlement on the response, bounded cancel-and-settle when the consumer gives
 up, timeouts) is ``PromptCall``, shared by both fronts; results are assembled by the same
-``_TurnCollector`` and streams by the same ``_StreamBuffer`` as in :mod:`deepseek_harness.api`.
+``TurnCollector`` and streams by the same ``StreamBuffer`` as the blocking front's
+(:mod:`deepseek_harness._internal.turn`).
 
 Why not an asyncio-native core (``asyncio.create_subprocess_exec`` with a reader task)? Then
 the blocking API would need a private event loop in a thread, or the protocol code would exist
@@ -34,21 +35,15 @@ import functools
 import os
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
-from .api import (
-    DeepSeekHarness,
-    PromptInput,
-    StreamItem,
-    TurnResult,
-    _StreamBuffer,
-    _TurnCollector,
-    new_session_id,
-)
+from ._internal.turn import StreamBuffer, TurnCollector
+from .api import DeepSeekHarness, new_session_id
 from ._internal.decode import NotificationCallback
 from ._internal.inbox import AsyncInbox
-from ._internal.prompt import PromptCall, acancel, arun_prompt
+from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
 from .client import HarnessClient
 from .events import event_from_notification
 from .models import InitializeResponse
+from .results import StreamItem, TurnResult
 
 __all__ = ["AsyncDeepSeekHarness", "AsyncSession", "AsyncTurnStream"]
 
@@ -167,7 +162,7 @@ class AsyncDeepSeekHarness:
 
     async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         await self._prepare(session_id)
-        collector = _TurnCollector(session_id, on_notification)
+        collector = TurnCollector(session_id, on_notification)
         response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
         return collector.result(response)
 
@@ -261,7 +256,7 @@ class AsyncTurnStream:
         self.harness = harness
         self.session_id = session_id
         self._input = input
-        self._buffer = _StreamBuffer(session_id)
+        self._buffer = StreamBuffer(session_id)
 
     @property
     def result(self) -> Optional[TurnResult]:

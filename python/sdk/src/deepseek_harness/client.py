@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate

@@ -10,7 +10,8 @@
   every frame passes;
 * :mod:`.connection`: a running bridge: lifecycle, writing requests, waiting for responses;
 * :mod:`.prompt`: one ``session/prompt`` in flight, seen from its consumer (settle, cancel,
-  timeout), for both fronts.
+  timeout), for both fronts;
+* :mod:`.turn`: the turn collector and the stream buffer the blocking and asyncio fronts share.
 
 The public modules (``client``, ``subscriptions``, ``api``, ``async_api``) import from here,
 never a private name of each other.
