@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional
 
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
@@ -15,6 +15,7 @@ from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
 from .events import event_from_notification
 from .models import InitializeResponse
+from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult, final_response_of, usage_of
 
 __all__ = [
@@ -114,52 +115,30 @@ class DeepSeekHarness:
     Use it as a context manager (entering starts the bridge and sends ``initialize``), or call
     :meth:`start` and :meth:`close`. :meth:`run` also starts it on first use.
 
-    Args:
-        provider: ``"deepseek"`` (needs ``DEEPSEEK_API_KEY``), ``"openai"``, ``"scripted"``.
-        model: the model name (for ``scripted``: ``"demo"`` or a script file path).
-        cwd: the workspace of every session; default: the current directory at start.
-        session_root: where the bridge keeps durable session logs (``--session-root``).
-        env: variables added to the bridge's environment (e.g. ``{"DEEPSEEK_API_KEY": ...}``).
-        bridge_bin: the executable; default: found automatically (see the README).
-        max_tokens, max_steps, permission_mode, tools, instructions: sent with ``initialize``.
-        request_timeout_seconds: timeout of each request, a whole turn included; None: none.
-        shutdown_timeout_seconds: per step of :meth:`close` (see :meth:`HarnessClient.close`).
-        log_level: the bridge's ``--log-level``.
+    Configured by ``options`` (a :class:`~deepseek_harness.HarnessOptions`: every field, its
+    default and its meaning are documented there) and keyword arguments named like its fields,
+    which override them: ``DeepSeekHarness(provider="scripted", model="demo")``, or
+    ``DeepSeekHarness(options=base, cwd=repo)`` for ``base`` with another workspace. An unknown
+    keyword raises ``TypeError``.
+
+    The attributes ``provider``, ``model``, ``cwd``, ``max_tokens``, ``max_steps``,
+    ``permission_mode``, ``tools`` and ``instructions`` hold what ``initialize`` will send, and
+    may be changed before :meth:`start`.
     """
 
-    def __init__(
-        self,
-        provider: str = "deepseek",
-        model: str = "deepseek-v4-flash",
-        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
-        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
-        env: Optional[Mapping[str, str]] = None,
-        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
-        max_tokens: Optional[int] = None,
-        max_steps: Optional[int] = None,
-        permission_mode: Optional[str] = None,
-        tools: Optional[Sequence[str]] = None,
-        instructions: Optional[str] = None,
-        request_timeout_seconds: Optional[float] = None,
-        shutdown_timeout_seconds: float = 5.0,
-        log_level: Optional[str] = None,
-    ) -> None:
-        self.provider = provider
-        self.model = model
-        self.cwd = cwd
-        self.max_tokens = max_tokens
-        self.max_steps = max_steps
-        self.permission_mode = permission_mode
-        self.tools = list(tools) if tools is not None else None
-        self.instructions = instructions
-        self._client = HarnessClient(
-            bridge_bin,
-            session_root=session_root,
-            log_level=log_level,
-            env=env,
-            request_timeout_seconds=request_timeout_seconds,
-            shutdown_timeout_seconds=shutdown_timeout_seconds,
-        )
+    def __init__(self, options: Optional[HarnessOptions] = None, **overrides: Any) -> None:
+        o = resolve_options(type(self).__name__, options, overrides)
+        #: The options this harness was made with.
+        self.options = o
+        self.provider = o.provider
+        self.model = o.model
+        self.cwd = o.cwd
+        self.max_tokens = o.max_tokens
+        self.max_steps = o.max_steps
+        self.permission_mode = o.permission_mode
+        self.tools = list(o.tools) if o.tools is not None else None
+        self.instructions = o.instructions
+        self._client = HarnessClient(options=o)
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
 

@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Optional
 
 from ._internal.turn import StreamBuffer, TurnCollector
 from .api import DeepSeekHarness, new_session_id
@@ -43,13 +42,15 @@ from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
 from .client import HarnessClient
 from .events import event_from_notification
 from .models import InitializeResponse
+from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult
 
 __all__ = ["AsyncDeepSeekHarness", "AsyncSession", "AsyncTurnStream"]
 
 
 class AsyncDeepSeekHarness:
-    """:class:`~deepseek_harness.DeepSeekHarness` for asyncio: the same arguments, the same
+    """:class:`~deepseek_harness.DeepSeekHarness` for asyncio: the same arguments (a
+    :class:`~deepseek_harness.HarnessOptions` and keyword arguments overriding its fields), the same
     process, ``run``/``cancel``/``start``/``close`` as coroutines.
 
     Use it as an async context manager (entering starts the bridge and sends ``initialize``),
@@ -58,41 +59,10 @@ class AsyncDeepSeekHarness:
     instance from one event loop.
     """
 
-    def __init__(
-        self,
-        provider: str = "deepseek",
-        model: str = "deepseek-v4-flash",
-        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
-        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
-        env: Optional[Mapping[str, str]] = None,
-        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
-        max_tokens: Optional[int] = None,
-        max_steps: Optional[int] = None,
-        permission_mode: Optional[str] = None,
-        tools: Optional[Sequence[str]] = None,
-        instructions: Optional[str] = None,
-        request_timeout_seconds: Optional[float] = None,
-        shutdown_timeout_seconds: float = 5.0,
-        log_level: Optional[str] = None,
-    ) -> None:
+    def __init__(self, options: Optional[HarnessOptions] = None, **overrides: Any) -> None:
         # Configuration, process lifecycle and initialize are the blocking harness's; only the
         # waiting is done differently here.
-        self._harness = DeepSeekHarness(
-            provider=provider,
-            model=model,
-            cwd=cwd,
-            session_root=session_root,
-            env=env,
-            bridge_bin=bridge_bin,
-            max_tokens=max_tokens,
-            max_steps=max_steps,
-            permission_mode=permission_mode,
-            tools=tools,
-            instructions=instructions,
-            request_timeout_seconds=request_timeout_seconds,
-            shutdown_timeout_seconds=shutdown_timeout_seconds,
-            log_level=log_level,
-        )
+        self._harness = DeepSeekHarness(resolve_options("AsyncDeepSeekHarness", options, overrides))
         self._starting: Optional["asyncio.Future[Any]"] = None
         # session id → the prompt of a stream dropped while its turn was in flight, then the
         # task that cancels it and waits for it to settle (see AsyncTurnStream.__del__).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
@@ -24,59 +24,58 @@ from ._internal.prompt import PromptInput, run_prompt
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
+from .options import HarnessOptions, resolve_options
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
 __all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
 
 
+# HarnessClient's own names of three fields (see its docstring).
+_CLIENT_ALIASES = {"max_steps": "default_max_steps", "permission_mode": "max_permission_mode", "cwd": "bridge_cwd"}
+
+
 class HarnessClient(Connection):
     """Runs ``harness-bridge --stdio`` and talks JSON-RPC 2.0 to it. Thread-safe.
 
-    Args:
-        bridge_bin: path of the executable; default: found by :func:`find_bridge_binary`
-            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``; a development checkout
-            only with ``HARNESS_BRIDGE_DEV_CHECKOUT=1``).
-        session_root: passed as ``--session-root DIR`` (where durable session logs go);
-            default: the bridge's own default.
-        log_level: passed as ``--log-level LEVEL``; default: the bridge's default.
-        max_steps: passed as ``--max-steps N`` (a ceiling); default: none.
-        permission_mode: passed as ``--permission-mode MODE`` (a ceiling); default: none.
-        extra_args: more command-line arguments, appended last.
-        env: variables added to the caller's environment for the child; ``NODE_OPTIONS`` is
-            never inherited (it is passed only when given here explicitly).
-        cwd: working directory of the child process; default: the caller's.
-        request_timeout_seconds: default timeout of every request; None (default) waits
-            as long as the bridge lives. A timed-out ``session/prompt`` is cancelled.
-        shutdown_timeout_seconds: how long each step of :meth:`close` waits (the ``shutdown``
-            request, then the exit after stdin closes, then the exit after SIGTERM).
-            Default 5 s.
+    Configured by ``options`` (a :class:`HarnessOptions`; the client uses the bridge process's
+    and the client's fields, see there) and keyword arguments, which override the fields of
+    ``options``. ``bridge_bin``, when given, overrides ``options.bridge_bin``. The keyword
+    arguments are the fields' names, and these, kept from before ``HarnessOptions``, which
+    mean the command line's settings here:
+
+    * ``max_steps``: ``default_max_steps`` (``--max-steps N``: model requests per turn when
+      ``initialize`` gives none; not a limit on what it gives);
+    * ``permission_mode``: ``max_permission_mode`` (``--permission-mode MODE``: the widest mode
+      ``initialize`` may ask for; a wider one is narrowed to it);
+    * ``cwd``: ``bridge_cwd`` (the working directory of the bridge process).
+
+    The attributes ``bridge_bin``, ``session_root``, ``log_level``, ``max_steps``,
+    ``permission_mode``, ``extra_args``, ``env``, ``cwd``, ``request_timeout_seconds`` and
+    ``shutdown_timeout_seconds`` hold the resolved values (with those meanings), and may be
+    changed before :meth:`start`.
     """
 
     def __init__(
         self,
-        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
+        bridge_bin: Optional[PathLike] = None,
         *,
-        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
-        log_level: Optional[str] = None,
-        max_steps: Optional[int] = None,
-        permission_mode: Optional[str] = None,
-        extra_args: Sequence[str] = (),
-        env: Optional[Mapping[str, str]] = None,
-        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
-        request_timeout_seconds: Optional[float] = None,
-        shutdown_timeout_seconds: float = 5.0,
+        options: Optional[HarnessOptions] = None,
+        **overrides: Any,
     ) -> None:
         super().__init__()
-        self.bridge_bin = bridge_bin
-        self.session_root = session_root
-        self.log_level = log_level
-        self.max_steps = max_steps
-        self.permission_mode = permission_mode
-        self.extra_args = list(extra_args)
-        self.env = dict(env) if env else {}
-        self.cwd = cwd
-        self.request_timeout_seconds = request_timeout_seconds
-        self.shutdown_timeout_seconds = shutdown_timeout_seconds
+        o = resolve_options("HarnessClient", options, overrides, _CLIENT_ALIASES)
+        #: The options this client was made with (the attributes below may be changed later).
+        self.options = o
+        self.bridge_bin = bridge_bin if bridge_bin is not None else o.bridge_bin
+        self.session_root = o.session_root
+        self.log_level = o.log_level
+        self.max_steps = o.default_max_steps
+        self.permission_mode = o.max_permission_mode
+        self.extra_args = list(o.extra_args)
+        self.env = dict(o.env) if o.env else {}
+        self.cwd = o.bridge_cwd
+        self.request_timeout_seconds = o.request_timeout_seconds
+        self.shutdown_timeout_seconds = o.shutdown_timeout_seconds
 
     def command(self) -> List[str]:
         """The command line the bridge is (or will be) started with."""
