@@ -115,6 +115,7 @@ def deliver(batch: List[Any], callback: NotificationCallback, keep_chunk: Option
     With ``keep_chunk``, the ``assistant/chunk`` events among the raw lines go to it instead,
     as notifications that keep their line undecoded (see ``Notification._undecoded``): for a
     consumer that only keeps them."""
+    guard = notification_params
     count = len(batch)
     i = 0
     while i < count:
@@ -128,13 +129,15 @@ def deliver(batch: List[Any], callback: NotificationCallback, keep_chunk: Option
             j += 1
         lines = batch if i == 0 and j == count else batch[i:j]
         for line, msg in zip(lines, loads_lines(lines)):
-            params = notification_params(msg)
+            params = guard(msg)
             if params is None:
                 drop(line, msg)
-            elif keep_chunk is not None and _is_chunk(msg["method"], params):
-                keep_chunk(Notification._undecoded(msg["method"], line))
+                continue
+            method = msg["method"]
+            if keep_chunk is not None and _is_chunk(method, params):
+                keep_chunk(Notification._undecoded(method, line))
             else:
-                callback(Notification(msg["method"], params))
+                callback(Notification(method, params))
         i = j
 
 
