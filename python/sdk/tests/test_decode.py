@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deepseek_harness import Notification
-from deepseek_harness.client import _FAST_PREFIX, _deliver
+from deepseek_harness._internal.decode import FAST_PREFIX, deliver
 
 
 def reference(batch):
@@ -32,7 +32,7 @@ def reference(batch):
 
 def delivered(batch):
     out = []
-    _deliver(batch, lambda n: out.append((n.method, n.payload)))
+    deliver(batch, lambda n: out.append((n.method, n.payload)))
     return out
 
 
@@ -55,14 +55,14 @@ def tricky(draw):
     if kind == "two-objects":  # two values on one line: invalid alone, two items in an array
         return a + b"," + b
     if kind == "cut":  # a line broken in two inside a string
-        cut = draw(st.integers(len(_FAST_PREFIX) + 1, len(a) - 1))
+        cut = draw(st.integers(len(FAST_PREFIX) + 1, len(a) - 1))
         return a[:cut]
     if kind == "request":
         return a[:-1] + b',"id":7}'
     if kind == "not-object":
         return draw(st.sampled_from([b"[1,2]", b"3", b'"s"', b"null"]))
     if kind == "garbage":
-        return _FAST_PREFIX + draw(st.binary(max_size=20)).replace(b"\n", b"")
+        return FAST_PREFIX + draw(st.binary(max_size=20)).replace(b"\n", b"")
     if kind == "crlf":
         return a + b"\r"
     if kind == "params-list":
@@ -93,7 +93,7 @@ def test_chunks_kept_undecoded_are_the_same_notifications_in_the_same_order(batc
     logging.getLogger("deepseek_harness").setLevel(logging.CRITICAL)
     try:
         out = []
-        _deliver(batch, lambda n: out.append(("decoded", n)), lambda n: out.append(("kept", n)))
+        deliver(batch, lambda n: out.append(("decoded", n)), lambda n: out.append(("kept", n)))
         assert [(n.method, n.payload) for _, n in out] == reference(batch)
         assert [via for via, _ in out] == ["kept" if n.event_type == "assistant/chunk" else "decoded" for _, n in out]
         for via, n in out:

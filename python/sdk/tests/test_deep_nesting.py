@@ -14,7 +14,7 @@ from typing import List
 
 import pytest
 
-from deepseek_harness import client as client_module
+from deepseek_harness._internal.router import Router
 from deepseek_harness.errors import TransportClosedError
 
 from conftest import call_within
@@ -60,14 +60,14 @@ def test_a_dead_reader_fails_pending_and_later_calls_at_once(fake, monkeypatch):
     c = fake.initialized_client(script=HANG_SCRIPT)
     sub = c.subscribe_notifications()
     armed = threading.Event()
-    real_dispatch = client_module.HarnessClient._dispatch
+    real_dispatch = Router.dispatch
 
     def dispatch(self, lines):
         if armed.is_set():
             raise RuntimeError("a bug in the reader")
         return real_dispatch(self, lines)
 
-    monkeypatch.setattr(client_module.HarnessClient, "_dispatch", dispatch)
+    monkeypatch.setattr(Router, "dispatch", dispatch)
     monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the death is on purpose
     box = {}
 

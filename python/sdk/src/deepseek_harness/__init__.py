@@ -4,7 +4,7 @@ High level::
 
     from deepseek_harness import DeepSeekHarness
 
-    with DeepSeekHarness(provider="scripted", model="demo") as harness:
+    with DeepSeekHarness(provider="scripted", model="demo") as harness:  # or options=HarnessOptions(...)
         result = harness.run("What is in README.md?")
         print(result.status, result.final_response)
 
@@ -60,6 +60,7 @@ from .events import (
     UserMessageEvent,
     event_from_notification,
 )
+from .options import HarnessOptions
 from .models import (
     PROTOCOL_VERSION,
     ContentBlock,
@@ -80,6 +81,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     # high level
     "DeepSeekHarness",
+    "HarnessOptions",
     "Session",
     "TurnResult",
     "TurnStream",

@@ -1,29 +1,22 @@
-"""The friendly surface: :class:`DeepSeekHarness`, :class:`Session`, :class:`TurnResult`,
-:class:`TurnStream`. The asyncio twins are in :mod:`deepseek_harness.async_api`; the pieces both
-share (:class:`_TurnCollector`, :class:`_StreamBuffer`) are here."""
+"""The friendly surface: :class:`DeepSeekHarness`, :class:`Session`, :class:`TurnStream`, and
+(from :mod:`deepseek_harness.results`) :class:`TurnResult`. The asyncio twins are in
+:mod:`deepseek_harness.async_api`; what both share is in :mod:`deepseek_harness._internal`."""
 
 from __future__ import annotations
 
-import collections
 import os
 import threading
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Optional
 
-from .client import HarnessClient, NotificationCallback, _PromptCall, decode_batch
-from .events import TurnEvent, event_from_notification
-from .models import (
-    LIVE_ONLY_EVENT_TYPES,
-    InitializeResponse,
-    Notification,
-    SessionEvent,
-    SessionPromptResponse,
-    TextBlock,
-    TurnEndReason,
-    TurnStatus,
-    Usage,
-)
+from ._internal.decode import NotificationCallback
+from ._internal.prompt import PromptCall, PromptInput, run_prompt
+from ._internal.turn import StreamBuffer, TurnCollector
+from .client import HarnessClient
+from .events import event_from_notification
+from .models import InitializeResponse
+from .options import HarnessOptions, resolve_options
+from .results import StreamItem, TurnResult, final_response_of, usage_of
 
 __all__ = [
     "DeepSeekHarness",
@@ -36,147 +29,10 @@ __all__ = [
     "usage_of",
 ]
 
-PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
-
 
 def new_session_id() -> str:
     """A fresh session id (32 hex digits; matches ``[A-Za-z0-9._:-]{1,128}``)."""
     return uuid.uuid4().hex
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    """The outcome of one turn.
-
-    Attributes:
-        session_id: the session the turn ran in.
-        status: ``"ok"``, ``"error"`` or ``"aborted"``, from the ``session/prompt`` response.
-        reason: the :class:`TurnEndReason`, from the same response.
-        final_response: the text blocks of the turn's last ``assistant/message``, joined
-            (``""`` when there is none).
-        events: the turn's durable events of this session, in order (no ``assistant/chunk``).
-        notifications: every notification of the session and its subagents during the turn,
-            chunks included. When no callback watched the turn, a chunk's ``payload`` is
-            decoded when first read.
-        usage: the turn's token usage (from ``turn/end``, else summed over the assistant
-            messages); None when the bridge reported none.
-    """
-
-    session_id: str
-    status: TurnStatus
-    reason: TurnEndReason
-    final_response: str
-    events: List[SessionEvent] = field(default_factory=list)
-    notifications: List[Notification] = field(default_factory=list)
-    usage: Optional[Usage] = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
-def final_response_of(events: Sequence[SessionEvent]) -> str:
-    """The text blocks of the last ``assistant/message`` among ``events``, joined."""
-    for ev in reversed(events):
-        if ev.type == "assistant/message":
-            content = ev.data.get("content") or []
-            return "".join(
-                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-            )
-    return ""
-
-
-def usage_of(events: Sequence[SessionEvent]) -> Optional[Usage]:
-    """The usage of ``turn/end`` when present, else the sum over ``assistant/message`` usages."""
-    for ev in reversed(events):
-        if ev.type == "turn/end" and isinstance(ev.data.get("usage"), dict):
-            return Usage.model_validate(ev.data["usage"])
-    total: Optional[Usage] = None
-    for ev in events:
-        if ev.type == "assistant/message" and isinstance(ev.data.get("usage"), dict):
-            u = Usage.model_validate(ev.data["usage"])
-            total = u if total is None else total + u
-    return total
-
-
-class _TurnCollector:
-    """Builds a :class:`TurnResult` from the notifications of one turn, as they are delivered
-    (shared by ``run`` and the streams, sync and async). ``add`` runs once per notification:
-    it only appends and looks at two dict keys."""
-
-    __slots__ = ("session_id", "notifications", "durable", "callback")
-
-    def __init__(self, session_id: str, callback: Optional[NotificationCallback] = None) -> None:
-        self.session_id = session_id
-        self.notifications: List[Notification] = []
-        self.durable: List[Dict[str, Any]] = []
-        self.callback = callback
-
-    @property
-    def keep_chunk(self) -> Optional[NotificationCallback]:
-        """Where chunks may go undecoded: only kept, when no callback of the caller sees them
-        (their events are live-only, so they are not durable either)."""
-        return self.notifications.append if self.callback is None else None
-
-    def add(self, n: Notification) -> None:
-        self.notifications.append(n)
-        if n.method == "session.event":
-            p = n.payload
-            ev = p.get("event")
-            if p.get("sessionId") == self.session_id and isinstance(ev, dict) and ev.get("type") not in LIVE_ONLY_EVENT_TYPES:
-                self.durable.append(ev)
-        if self.callback is not None:
-            self.callback(n)
-
-    def result(self, response: SessionPromptResponse) -> "TurnResult":
-        events = [SessionEvent.model_validate(ev) for ev in self.durable]
-        return TurnResult(
-            session_id=self.session_id,
-            status=response.status,
-            reason=response.reason,
-            final_response=final_response_of(events),
-            events=events,
-            notifications=self.notifications,
-            usage=usage_of(events),
-        )
-
-
-#: What a turn stream yields: typed events, then the :class:`TurnResult` as the last item.
-StreamItem = Union[TurnEvent, TurnResult]
-
-
-class _StreamBuffer:
-    """The part of a turn stream that does not depend on how it waits: it takes the batches of
-    a :class:`_PromptCall`, records them for the :class:`TurnResult`, and hands out one typed
-    event at a time (built when it is handed out, not before)."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self.collector = _TurnCollector(session_id)
-        self.queue: Deque[Notification] = collections.deque()
-        self.call: Optional[_PromptCall] = None
-        #: The turn's result, once the stream has yielded it.
-        self.result: Optional[TurnResult] = None
-        #: True once nothing more will be yielded (the result, an error, or closed early).
-        self.finished = False
-
-    def take(self, batch: List[Any]) -> None:
-        notifications = decode_batch(batch)
-        add = self.collector.add
-        for n in notifications:
-            add(n)
-        self.queue.extend(notifications)
-
-    def settle(self) -> TurnResult:
-        assert self.call is not None and self.call.response is not None
-        self.finished = True
-        self.result = self.collector.result(self.call.response)
-        return self.result
-
-    @property
-    def in_flight(self) -> bool:
-        """Started and not yet answered: closing now must cancel the turn."""
-        return self.call is not None and not self.call.settled
 
 
 class TurnStream:
@@ -194,7 +50,7 @@ class TurnStream:
         self.harness = harness
         self.session_id = session_id
         self._input = input
-        self._buffer = _StreamBuffer(session_id)
+        self._buffer = StreamBuffer(session_id)
 
     @property
     def result(self) -> Optional[TurnResult]:
@@ -214,7 +70,7 @@ class TurnStream:
             try:
                 if buf.call is None:
                     self.harness.start()
-                    buf.call = _PromptCall(self.harness.client, self.session_id, self._input)
+                    buf.call = PromptCall(self.harness.client, self.session_id, self._input)
                 batch = buf.call.next_batch()
             except BaseException:
                 buf.finished = True
@@ -259,52 +115,30 @@ class DeepSeekHarness:
     Use it as a context manager (entering starts the bridge and sends ``initialize``), or call
     :meth:`start` and :meth:`close`. :meth:`run` also starts it on first use.
 
-    Args:
-        provider: ``"deepseek"`` (needs ``DEEPSEEK_API_KEY``), ``"openai"``, ``"scripted"``.
-        model: the model name (for ``scripted``: ``"demo"`` or a script file path).
-        cwd: the workspace of every session; default: the current directory at start.
-        session_root: where the bridge keeps durable session logs (``--session-root``).
-        env: variables added to the bridge's environment (e.g. ``{"DEEPSEEK_API_KEY": ...}``).
-        bridge_bin: the executable; default: found automatically (see the README).
-        max_tokens, max_steps, permission_mode, tools, instructions: sent with ``initialize``.
-        request_timeout_seconds: timeout of each request, a whole turn included; None: none.
-        shutdown_timeout_seconds: per step of :meth:`close` (see :meth:`HarnessClient.close`).
-        log_level: the bridge's ``--log-level``.
+    Configured by ``options`` (a :class:`~deepseek_harness.HarnessOptions`: every field, its
+    default and its meaning are documented there) and keyword arguments named like its fields,
+    which override them: ``DeepSeekHarness(provider="scripted", model="demo")``, or
+    ``DeepSeekHarness(options=base, cwd=repo)`` for ``base`` with another workspace. An unknown
+    keyword raises ``TypeError``.
+
+    The attributes ``provider``, ``model``, ``cwd``, ``max_tokens``, ``max_steps``,
+    ``permission_mode``, ``tools`` and ``instructions`` hold what ``initialize`` will send, and
+    may be changed before :meth:`start`.
     """
 
-    def __init__(
-        self,
-        provider: str = "deepseek",
-        model: str = "deepseek-v4-flash",
-        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
-        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
-        env: Optional[Mapping[str, str]] = None,
-        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
-        max_tokens: Optional[int] = None,
-        max_steps: Optional[int] = None,
-        permission_mode: Optional[str] = None,
-        tools: Optional[Sequence[str]] = None,
-        instructions: Optional[str] = None,
-        request_timeout_seconds: Optional[float] = None,
-        shutdown_timeout_seconds: float = 5.0,
-        log_level: Optional[str] = None,
-    ) -> None:
-        self.provider = provider
-        self.model = model
-        self.cwd = cwd
-        self.max_tokens = max_tokens
-        self.max_steps = max_steps
-        self.permission_mode = permission_mode
-        self.tools = list(tools) if tools is not None else None
-        self.instructions = instructions
-        self._client = HarnessClient(
-            bridge_bin,
-            session_root=session_root,
-            log_level=log_level,
-            env=env,
-            request_timeout_seconds=request_timeout_seconds,
-            shutdown_timeout_seconds=shutdown_timeout_seconds,
-        )
+    def __init__(self, options: Optional[HarnessOptions] = None, **overrides: Any) -> None:
+        o = resolve_options(type(self).__name__, options, overrides)
+        #: The options this harness was made with.
+        self.options = o
+        self.provider = o.provider
+        self.model = o.model
+        self.cwd = o.cwd
+        self.max_tokens = o.max_tokens
+        self.max_steps = o.max_steps
+        self.permission_mode = o.permission_mode
+        self.tools = list(o.tools) if o.tools is not None else None
+        self.instructions = o.instructions
+        self._client = HarnessClient(options=o)
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
 
@@ -373,8 +207,8 @@ class DeepSeekHarness:
 
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         self.start()
-        collector = _TurnCollector(session_id, on_notification)
-        response = self._client.session_prompt(session_id, input, collector.add, _keep_chunk=collector.keep_chunk)
+        collector = TurnCollector(session_id, on_notification)
+        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
         return collector.result(response)
 
 

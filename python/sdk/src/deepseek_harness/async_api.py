@@ -5,12 +5,13 @@ Design: an asyncio front on the one thread-based core, not a second client.
 The bridge is still run by :class:`~deepseek_harness.client.HarnessClient`: its reader thread
 frames stdout, routes every frame to the inbox of the request (and session) it belongs to, and
 its stderr thread keeps the tail for error messages. What differs per front is only *how the
-consumer of an inbox waits*. An async request gets an ``_AsyncInbox``: the reader appends to it
+consumer of an inbox waits*. An async request gets an ``AsyncInbox``: the reader appends to it
 exactly as to a blocking one, and wakes the waiting task with ``loop.call_soon_threadsafe`` — at
 most once per block read from the pipe, and only while the task is actually parked. The prompt
 state machine (settlement on the response, bounded cancel-and-settle when the consumer gives
-up, timeouts) is ``_PromptCall``, shared by both fronts; results are assembled by the same
-``_TurnCollector`` and streams by the same ``_StreamBuffer`` as in :mod:`deepseek_harness.api`.
+up, timeouts) is ``PromptCall``, shared by both fronts; results are assembled by the same
+``TurnCollector`` and streams by the same ``StreamBuffer`` as the blocking front's
+(:mod:`deepseek_harness._internal.turn`).
 
 Why not an asyncio-native core (``asyncio.create_subprocess_exec`` with a reader task)? Then
 the blocking API would need a private event loop in a thread, or the protocol code would exist
@@ -31,27 +32,25 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Optional
 
-from .api import (
-    DeepSeekHarness,
-    PromptInput,
-    StreamItem,
-    TurnResult,
-    _StreamBuffer,
-    _TurnCollector,
-    new_session_id,
-)
-from .client import HarnessClient, NotificationCallback, _AsyncInbox, _PromptCall
+from ._internal.turn import StreamBuffer, TurnCollector
+from .api import DeepSeekHarness, new_session_id
+from ._internal.decode import NotificationCallback
+from ._internal.inbox import AsyncInbox
+from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
+from .client import HarnessClient
 from .events import event_from_notification
 from .models import InitializeResponse
+from .options import HarnessOptions, resolve_options
+from .results import StreamItem, TurnResult
 
 __all__ = ["AsyncDeepSeekHarness", "AsyncSession", "AsyncTurnStream"]
 
 
 class AsyncDeepSeekHarness:
-    """:class:`~deepseek_harness.DeepSeekHarness` for asyncio: the same arguments, the same
+    """:class:`~deepseek_harness.DeepSeekHarness` for asyncio: the same arguments (a
+    :class:`~deepseek_harness.HarnessOptions` and keyword arguments overriding its fields), the same
     process, ``run``/``cancel``/``start``/``close`` as coroutines.
 
     Use it as an async context manager (entering starts the bridge and sends ``initialize``),
@@ -60,41 +59,10 @@ class AsyncDeepSeekHarness:
     instance from one event loop.
     """
 
-    def __init__(
-        self,
-        provider: str = "deepseek",
-        model: str = "deepseek-v4-flash",
-        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
-        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
-        env: Optional[Mapping[str, str]] = None,
-        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
-        max_tokens: Optional[int] = None,
-        max_steps: Optional[int] = None,
-        permission_mode: Optional[str] = None,
-        tools: Optional[Sequence[str]] = None,
-        instructions: Optional[str] = None,
-        request_timeout_seconds: Optional[float] = None,
-        shutdown_timeout_seconds: float = 5.0,
-        log_level: Optional[str] = None,
-    ) -> None:
+    def __init__(self, options: Optional[HarnessOptions] = None, **overrides: Any) -> None:
         # Configuration, process lifecycle and initialize are the blocking harness's; only the
         # waiting is done differently here.
-        self._harness = DeepSeekHarness(
-            provider=provider,
-            model=model,
-            cwd=cwd,
-            session_root=session_root,
-            env=env,
-            bridge_bin=bridge_bin,
-            max_tokens=max_tokens,
-            max_steps=max_steps,
-            permission_mode=permission_mode,
-            tools=tools,
-            instructions=instructions,
-            request_timeout_seconds=request_timeout_seconds,
-            shutdown_timeout_seconds=shutdown_timeout_seconds,
-            log_level=log_level,
-        )
+        self._harness = DeepSeekHarness(resolve_options("AsyncDeepSeekHarness", options, overrides))
         self._starting: Optional["asyncio.Future[Any]"] = None
         # session id → the prompt of a stream dropped while its turn was in flight, then the
         # task that cancels it and waits for it to settle (see AsyncTurnStream.__del__).
@@ -160,12 +128,12 @@ class AsyncDeepSeekHarness:
         """Cancels the session's turn in flight; True when there was one (it has settled
         ``aborted`` when this returns)."""
         await self.start()
-        return await self.client._asession_cancel(session_id)
+        return await acancel(self.client, session_id)
 
     async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
         await self._prepare(session_id)
-        collector = _TurnCollector(session_id, on_notification)
-        response = await self.client._asession_prompt(session_id, input, collector.add, _keep_chunk=collector.keep_chunk)
+        collector = TurnCollector(session_id, on_notification)
+        response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
         return collector.result(response)
 
     async def _prepare(self, session_id: str) -> None:
@@ -182,12 +150,12 @@ class AsyncDeepSeekHarness:
 
     # -- abandoned streams ----------------------------------------------------------------
 
-    def _abandon(self, session_id: str, call: _PromptCall) -> None:
+    def _abandon(self, session_id: str, call: PromptCall) -> None:
         """Called from ``AsyncTurnStream.__del__``: at any moment, possibly inside the garbage
         collector, so nothing here takes a lock or writes to the bridge. The cancel is sent from
         a callback on the call's own loop."""
         inbox = call.pending.inbox
-        assert isinstance(inbox, _AsyncInbox)
+        assert isinstance(inbox, AsyncInbox)
         self._abandoned[session_id] = call
         try:
             inbox.loop.call_soon_threadsafe(self._reap, session_id)
@@ -258,7 +226,7 @@ class AsyncTurnStream:
         self.harness = harness
         self.session_id = session_id
         self._input = input
-        self._buffer = _StreamBuffer(session_id)
+        self._buffer = StreamBuffer(session_id)
 
     @property
     def result(self) -> Optional[TurnResult]:
@@ -278,8 +246,8 @@ class AsyncTurnStream:
             try:
                 if buf.call is None:
                     await self.harness._prepare(self.session_id)
-                    buf.call = _PromptCall(self.harness.client, self.session_id, self._input, None,
-                                           _AsyncInbox(asyncio.get_running_loop()))
+                    buf.call = PromptCall(self.harness.client, self.session_id, self._input, None,
+                                           AsyncInbox(asyncio.get_running_loop()))
                 batch = await buf.call.anext_batch()
             except BaseException:
                 buf.finished = True

@@ -1,491 +1,85 @@
 """``HarnessClient``: the low-level, thread-safe client of ``harness-bridge --stdio``.
 
-One bridge process, three threads of ours around it:
-
-* the caller's threads send requests (one lock serialises writes to stdin);
-* a reader thread reads stdout as binary lines (no length limit), decodes each frame and
-  routes it: a response to its waiter, a notification to the inbox of the prompt of its
-  session (and of that session's subagents) and to the subscriptions that want it;
-* a stderr thread drains stderr continuously, keeps the last 400 lines for error messages and
-  forwards every line to the ``deepseek_harness.bridge`` logger.
+One bridge process and its requests: :meth:`~HarnessClient.initialize`,
+:meth:`~HarnessClient.session_prompt`, :meth:`~HarnessClient.session_cancel`,
+:meth:`~HarnessClient.shutdown`, and subscriptions to its notifications. The machinery (the
+process, the reader thread and its routing, the inboxes, the prompt state machine) is in
+:mod:`deepseek_harness._internal`, shared with the blocking and the asyncio fronts.
 
 The client only sends requests and only receives responses and notifications. A frame shaped
 like a server request (``method`` and ``id``) is dropped by an explicit guard in the reader.
-
-Ordering: the reader appends a prompt's notifications and finally its response to one inbox,
-in stream order; ``session_prompt`` drains that inbox on the caller's thread, calling
-``on_notification`` for each notification, and returns when it reaches the response. So every
-notification that arrived before the response has been handed to the callback before
-``session_prompt`` returns, and callbacks never run on the reader thread.
-
-Two kinds of inbox share that design: :class:`_Inbox` wakes a blocked thread, and
-:class:`_AsyncInbox` wakes an asyncio task (``loop.call_soon_threadsafe``, only when the task
-is actually waiting). :class:`_PromptCall` is the consumer side of one prompt for both: it pulls
-batches in stream order, settles on the response, and cancels a turn whose consumer gives up
-(waiting, bounded, until it has settled). The blocking front (:meth:`HarnessClient.session_prompt`,
-``Session.stream``) and the asyncio front (``deepseek_harness.async_api``) differ only in how
-they wait; framing, routing, cancellation and the binary lookup exist once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import atexit
-import collections
-import io
-import itertools
-import json
-import logging
 import os
-import subprocess
-import threading
-import time
 import warnings
-import weakref
-from pathlib import Path
-from typing import (
-    Any,
-    Callable,
-    Collection,
-    Deque,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Set,
-    Union,
-)
-
-from pydantic import ValidationError
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
+from ._internal.connection import Connection, validate
+from ._internal.decode import NotificationCallback
+from ._internal.process import PathLike, child_env
+from ._internal.prompt import PromptInput, run_prompt
 from ._meta import UNKNOWN_VERSION, __version__
-from .errors import (
-    HarnessError,
-    JsonRpcError,
-    ProtocolError,
-    RequestTimeoutError,
-    TransportClosedError,
-)
-from .models import (
-    PROTOCOL_VERSION,
-    InitializeResponse,
-    Notification,
-    SessionCancelResponse,
-    SessionPromptResponse,
-    TextBlock,
-)
+from .errors import ProtocolError
+from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
+from .options import HarnessOptions, resolve_options
+from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
 __all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
 
-log = logging.getLogger("deepseek_harness")
-bridge_log = logging.getLogger("deepseek_harness.bridge")
 
-STDERR_TAIL_LINES = 400
-READ_SIZE = 1 << 16
+# HarnessClient's own names of three fields (see its docstring).
+_CLIENT_ALIASES = {"max_steps": "default_max_steps", "permission_mode": "max_permission_mode", "cwd": "bridge_cwd"}
 
-# Fast path: the bridge serialises session.event notifications with this exact prefix. When no
-# subscription needs decoded notifications, the reader routes such a line by the session id in
-# the prefix and hands the raw bytes to the prompt's consumer, which decodes it (and applies the
-# same request-shape guard) on its own thread. Raw bytes are not tracked by the garbage
-# collector, so batches waiting between the threads cost nothing to keep; any other line takes
-# the full path below.
-_FAST_PREFIX = b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"'
-_FAST_LEN = len(_FAST_PREFIX)
 
-NotificationCallback = Callable[[Notification], None]
-NotificationFilter = Union[None, str, Collection[str], Callable[[Notification], bool]]
-
-_INF = float("inf")
-
-
-# ---------------------------------------------------------------------------
-# Inbox: a deque the reader appends to and one consumer drains.
-# ---------------------------------------------------------------------------
-
-
-class _Response:
-    """The response frame of a request, as the last item of its inbox."""
-
-    __slots__ = ("frame",)
-
-    def __init__(self, frame: Dict[str, Any]) -> None:
-        self.frame = frame
-
-
-class _Closed:
-    """The transport closed: the last item of an inbox."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: TransportClosedError) -> None:
-        self.error = error
-
-
-class _Inbox:
-    """Single-consumer queue. ``put`` is cheap: it sets the event only when it is clear."""
-
-    __slots__ = ("items", "event")
-
-    def __init__(self) -> None:
-        self.items: Deque[Any] = collections.deque()
-        self.event = threading.Event()
-
-    def put(self, item: Any) -> None:
-        self.items.append(item)
-        if not self.event.is_set():
-            self.event.set()
-
-    def get(self, deadline: float = _INF) -> Any:
-        """Next item; raises ``TimeoutError`` when ``deadline`` (monotonic) passes first."""
-        items = self.items
-        while True:
-            try:
-                return items.popleft()
-            except IndexError:
-                pass
-            self.event.clear()
-            if items:
-                continue
-            if deadline == _INF:
-                self.event.wait()
-            else:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.event.wait(remaining):
-                    if items:
-                        continue
-                    raise TimeoutError
-
-
-def _wake(waiter: "asyncio.Future[None]") -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-class _AsyncInbox:
-    """Single-consumer queue drained by an asyncio task of ``loop``.
-
-    ``put`` runs on the reader thread. It schedules a wake-up on the loop only when the consumer
-    is parked on a future: the reader hands over whole blocks, so a busy stream costs one
-    ``call_soon_threadsafe`` per block at most, and none while the consumer is still busy with
-    earlier items. The consumer publishes its future *before* looking at the deque again, and
-    ``put`` appends *before* looking for a future, so an item is never left without a wake-up.
-    """
-
-    __slots__ = ("items", "loop", "waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.items: Deque[Any] = collections.deque()
-        self.loop = loop
-        self.waiter: Optional["asyncio.Future[None]"] = None
-
-    def put(self, item: Any) -> None:
-        self.items.append(item)
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            try:
-                self.loop.call_soon_threadsafe(_wake, waiter)
-            except RuntimeError:  # the loop is closed: nobody is left to wake
-                pass
-
-    async def aget(self, deadline: float = _INF) -> Any:
-        """Next item; raises ``TimeoutError`` when ``deadline`` (monotonic) passes first."""
-        items = self.items
-        loop = self.loop
-        while True:
-            try:
-                return items.popleft()
-            except IndexError:
-                pass
-            waiter = loop.create_future()
-            self.waiter = waiter
-            if items:  # put() ran between popleft and publishing the waiter
-                self.waiter = None
-                continue
-            timer = None
-            if deadline != _INF:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.waiter = None
-                    raise TimeoutError
-                timer = loop.call_later(remaining, _wake, waiter)
-            try:
-                await waiter
-            finally:
-                self.waiter = None
-                if timer is not None:
-                    timer.cancel()
-            if not items and deadline != _INF and time.monotonic() >= deadline:
-                raise TimeoutError
-
-
-AnyInbox = Union[_Inbox, _AsyncInbox]
-
-
-class _Pending:
-    """A request waiting for its response. Prompts also collect their sessions' notifications."""
-
-    __slots__ = ("id", "method", "inbox", "session_ids")
-
-    def __init__(self, request_id: int, method: str, session_id: Optional[str], inbox: Optional[AnyInbox] = None) -> None:
-        self.id = request_id
-        self.method = method
-        self.inbox: Any = inbox if inbox is not None else _Inbox()
-        self.session_ids: Set[str] = {session_id} if session_id is not None else set()
-
-
-# ---------------------------------------------------------------------------
-# Subscriptions
-# ---------------------------------------------------------------------------
-
-
-class NotificationSubscription:
-    """A stream of notifications, filled by the reader thread, read by any thread.
-
-    Iterate it (blocks until the subscription or the transport is closed), or call
-    :meth:`get` with a timeout, or :meth:`drain` for what has arrived so far. Close it when
-    done (or use it as a context manager): an open subscription keeps everything it matched.
-    """
-
-    def __init__(
-        self,
-        client: "HarnessClient",
-        predicate: Optional[Callable[[Notification], bool]],
-        session_id: Optional[str] = None,
-    ) -> None:
-        self._client = client
-        self._predicate = predicate
-        #: For session subscriptions: the session and every child learnt from subagent.started.
-        self.session_ids: Optional[Set[str]] = {session_id} if session_id is not None else None
-        self._items: Deque[Optional[Notification]] = collections.deque()
-        self._cond = threading.Condition(threading.Lock())
-        self._closed = False
-
-    # Called on the reader thread.
-    def _offer(self, n: Notification) -> None:
-        ids = self.session_ids
-        if ids is not None:
-            if not _belongs(n, ids):
-                return
-        elif self._predicate is not None:
-            try:
-                if not self._predicate(n):
-                    return
-            except Exception:  # a broken filter must not break the reader
-                log.exception("notification filter raised; treating it as no match")
-                return
-        with self._cond:
-            if self._closed:
-                return
-            self._items.append(n)
-            self._cond.notify()
-
-    def _end(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def get(self, timeout: Optional[float] = None) -> Optional[Notification]:
-        """The next notification; None on timeout, or once closed and drained."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while not self._items:
-                if self._closed:
-                    return None
-                if deadline is None:
-                    self._cond.wait()
-                else:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return None
-                    self._cond.wait(remaining)
-            return self._items.popleft()
-
-    def drain(self) -> List[Notification]:
-        """Everything that has arrived and not been read yet, without blocking."""
-        with self._cond:
-            out = [n for n in self._items if n is not None]
-            self._items.clear()
-            return out
-
-    def __iter__(self) -> Iterator[Notification]:
-        while True:
-            n = self.get()
-            if n is None:
-                return
-            yield n
-
-    def close(self) -> None:
-        """Stops receiving (what was received stays readable)."""
-        self._client._unsubscribe(self)
-        self._end()
-
-    def __enter__(self) -> "NotificationSubscription":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def _belongs(n: Notification, ids: Set[str]) -> bool:
-    p = n.payload
-    sid = p.get("sessionId")
-    if sid is not None:
-        return type(sid) is str and sid in ids
-    # Ids that are not strings (unhashable lists, dicts) belong to nobody.
-    parent, child = p.get("parentSessionId"), p.get("childSessionId")
-    return (type(parent) is str and parent in ids) or (type(child) is str and child in ids)
-
-
-def _make_predicate(filter: NotificationFilter) -> Optional[Callable[[Notification], bool]]:
-    if filter is None:
-        return None
-    if isinstance(filter, str):
-        name = filter
-        return lambda n: n.method == name
-    if callable(filter):
-        return filter
-    names = frozenset(filter)
-    return lambda n: n.method in names
-
-
-# ---------------------------------------------------------------------------
-# Live clients, reaped at exit
-# ---------------------------------------------------------------------------
-
-_live_clients: "weakref.WeakSet[HarnessClient]" = weakref.WeakSet()
-
-
-def _reap_at_exit() -> None:
-    for client in list(_live_clients):
-        try:
-            client.close()
-        except Exception:  # pragma: no cover - best effort at interpreter exit
-            pass
-
-
-atexit.register(_reap_at_exit)
-
-
-def _level_of(line: str) -> int:
-    """The logging level of a bridge stderr line (``harness-bridge <level>: ...``)."""
-    head = line[:40].lower()
-    if "error" in head or "fatal" in head:
-        return logging.ERROR
-    if "warn" in head:
-        return logging.WARNING
-    if "debug" in head or "trace" in head:
-        return logging.DEBUG
-    return logging.INFO
-
-
-# ---------------------------------------------------------------------------
-# The client
-# ---------------------------------------------------------------------------
-
-
-class HarnessClient:
+class HarnessClient(Connection):
     """Runs ``harness-bridge --stdio`` and talks JSON-RPC 2.0 to it. Thread-safe.
 
-    Args:
-        bridge_bin: path of the executable; default: found by :func:`find_bridge_binary`
-            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``; a development checkout
-            only with ``HARNESS_BRIDGE_DEV_CHECKOUT=1``).
-        session_root: passed as ``--session-root DIR`` (where durable session logs go);
-            default: the bridge's own default.
-        log_level: passed as ``--log-level LEVEL``; default: the bridge's default.
-        max_steps: passed as ``--max-steps N`` (a ceiling); default: none.
-        permission_mode: passed as ``--permission-mode MODE`` (a ceiling); default: none.
-        extra_args: more command-line arguments, appended last.
-        env: variables added to the caller's environment for the child; ``NODE_OPTIONS`` is
-            never inherited (it is passed only when given here explicitly).
-        cwd: working directory of the child process; default: the caller's.
-        request_timeout_seconds: default timeout of every request; None (default) waits
-            as long as the bridge lives. A timed-out ``session/prompt`` is cancelled.
-        shutdown_timeout_seconds: how long each step of :meth:`close` waits (the ``shutdown``
-            request, then the exit after stdin closes, then the exit after SIGTERM).
-            Default 5 s.
+    Configured by ``options`` (a :class:`HarnessOptions`; the client uses the bridge process's
+    and the client's fields, see there) and keyword arguments, which override the fields of
+    ``options``. ``bridge_bin``, when given, overrides ``options.bridge_bin``. The keyword
+    arguments are the fields' names, and these, kept from before ``HarnessOptions``, which
+    mean the command line's settings here:
+
+    * ``max_steps``: ``default_max_steps`` (``--max-steps N``: model requests per turn when
+      ``initialize`` gives none; not a limit on what it gives);
+    * ``permission_mode``: ``max_permission_mode`` (``--permission-mode MODE``: the widest mode
+      ``initialize`` may ask for; a wider one is narrowed to it);
+    * ``cwd``: ``bridge_cwd`` (the working directory of the bridge process).
+
+    The attributes ``bridge_bin``, ``session_root``, ``log_level``, ``max_steps``,
+    ``permission_mode``, ``extra_args``, ``env``, ``cwd``, ``request_timeout_seconds`` and
+    ``shutdown_timeout_seconds`` hold the resolved values (with those meanings), and may be
+    changed before :meth:`start`.
     """
 
     def __init__(
         self,
-        bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
+        bridge_bin: Optional[PathLike] = None,
         *,
-        session_root: Optional[Union[str, "os.PathLike[str]"]] = None,
-        log_level: Optional[str] = None,
-        max_steps: Optional[int] = None,
-        permission_mode: Optional[str] = None,
-        extra_args: Sequence[str] = (),
-        env: Optional[Mapping[str, str]] = None,
-        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
-        request_timeout_seconds: Optional[float] = None,
-        shutdown_timeout_seconds: float = 5.0,
+        options: Optional[HarnessOptions] = None,
+        **overrides: Any,
     ) -> None:
-        self.bridge_bin = bridge_bin
-        self.session_root = session_root
-        self.log_level = log_level
-        self.max_steps = max_steps
-        self.permission_mode = permission_mode
-        self.extra_args = list(extra_args)
-        self.env = dict(env) if env else {}
-        self.cwd = cwd
-        self.request_timeout_seconds = request_timeout_seconds
-        self.shutdown_timeout_seconds = shutdown_timeout_seconds
-
-        #: The resolved executable, once started.
-        self.bridge_path: Optional[Path] = None
-        #: The ``initialize`` result, once initialized.
-        self.initialize_response: Optional[InitializeResponse] = None
-
-        self._proc: Optional[subprocess.Popen[bytes]] = None
-        self._stdin: Optional[io.BufferedWriter] = None
-        self._reader: Optional[threading.Thread] = None
-        self._stderr_thread: Optional[threading.Thread] = None
-        self._stderr_tail: Deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()  # pending, routes, subscriptions, state
-        self._write_lock = threading.Lock()
-        self._lifecycle_lock = threading.Lock()
-        self._pending: Dict[int, _Pending] = {}
-        # session id → prompts in flight for it (oldest first); children map to their parent's prompt.
-        self._routes: Dict[str, List[_Pending]] = {}
-        self._subscriptions: tuple = ()
-        self._closed_error: Optional[TransportClosedError] = None
-        self._closing = False
-        self._started = False
-
-    # ------------------------------------------------------------------ lifecycle
-
-    @property
-    def started(self) -> bool:
-        return self._started
-
-    @property
-    def closed(self) -> bool:
-        return self._closed_error is not None
-
-    @property
-    def process(self) -> Optional["subprocess.Popen[bytes]"]:
-        """The bridge process (for diagnostics)."""
-        return self._proc
-
-    @property
-    def stderr_tail(self) -> List[str]:
-        """The last lines (at most 400) the bridge wrote to stderr."""
-        return list(self._stderr_tail)
+        super().__init__()
+        o = resolve_options("HarnessClient", options, overrides, _CLIENT_ALIASES)
+        #: The options this client was made with (the attributes below may be changed later).
+        self.options = o
+        self.bridge_bin = bridge_bin if bridge_bin is not None else o.bridge_bin
+        self.session_root = o.session_root
+        self.log_level = o.log_level
+        self.max_steps = o.default_max_steps
+        self.permission_mode = o.max_permission_mode
+        self.extra_args = list(o.extra_args)
+        self.env = dict(o.env) if o.env else {}
+        self.cwd = o.bridge_cwd
+        self.request_timeout_seconds = o.request_timeout_seconds
+        self.shutdown_timeout_seconds = o.shutdown_timeout_seconds
 
     def command(self) -> List[str]:
         """The command line the bridge is (or will be) started with."""
-        path = self.bridge_path or find_bridge_binary(self.bridge_bin, self._child_env(), self.cwd)
+        path = self.bridge_path or find_bridge_binary(self.bridge_bin, child_env(self.env), self.cwd)
         args = [str(path), "--stdio"]
         if self.session_root is not None:
             args += ["--session-root", os.fspath(self.session_root)]
@@ -497,105 +91,17 @@ class HarnessClient:
             args += ["--permission-mode", self.permission_mode]
         return args + self.extra_args
 
-    def _child_env(self) -> Dict[str, str]:
-        env = dict(os.environ)
-        env.pop("NODE_OPTIONS", None)
-        env.update(self.env)
-        return env
-
     def start(self) -> "HarnessClient":
         """Finds the binary and spawns the bridge. Idempotent."""
-        with self._lifecycle_lock:
-            if self._started:
-                return self
-            if self._closing:
-                raise TransportClosedError("the client was closed; create a new one")
-            env = self._child_env()
-            self.bridge_path = find_bridge_binary(self.bridge_bin, env, self.cwd)
-            cmd = self.command()
-            log.debug("starting %s", cmd)
-            try:
-                proc = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    cwd=self.cwd,
-                    bufsize=0,
-                )
-            except OSError as exc:
-                raise TransportClosedError(f"could not start {cmd[0]}: {exc}") from exc
-            self._proc = proc
-            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-            self._stdin = io.BufferedWriter(proc.stdin, buffer_size=1 << 16)  # type: ignore[arg-type]
-            self._stderr_thread = threading.Thread(
-                target=self._drain_stderr, args=(proc.stderr,), name="harness-bridge-stderr", daemon=True
-            )
-            self._reader = threading.Thread(
-                target=self._read_loop, args=(proc.stdout,), name="harness-bridge-reader", daemon=True
-            )
-            self._stderr_thread.start()
-            self._reader.start()
-            self._started = True
-            _live_clients.add(self)
-            return self
-
-    def close(self) -> None:
-        """Stops the bridge: ``shutdown`` (with a timeout) → close stdin → wait → SIGTERM →
-        wait → SIGKILL. Idempotent; safe from any thread. Pending requests fail with
-        :class:`TransportClosedError` if the bridge did not answer them first."""
-        with self._lifecycle_lock:
-            if self._closing:
-                return
-            self._closing = True
-            proc = self._proc
-        _live_clients.discard(self)
-        if proc is None:
-            self._fail_all(TransportClosedError("the client was closed"))
-            return
-        timeout = self.shutdown_timeout_seconds
-        if self._closed_error is None and proc.poll() is None:
-            try:
-                self._request("shutdown", None, timeout=timeout, allow_closing=True)
-            except HarnessError as exc:
-                log.debug("shutdown request failed: %s", exc)
-        try:
-            if self._stdin is not None:
-                with self._write_lock:
-                    self._stdin.close()
-        except OSError:
-            pass
-        if not _wait(proc, timeout):
-            log.warning("harness-bridge did not exit %g s after stdin closed; sending SIGTERM", timeout)
-            try:
-                proc.terminate()
-            except OSError:
-                pass
-            if not _wait(proc, timeout):
-                log.warning("harness-bridge ignored SIGTERM for %g s; sending SIGKILL", timeout)
-                try:
-                    proc.kill()
-                except OSError:
-                    pass
-                proc.wait()
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(timeout)
-        if self._stderr_thread is not None:
-            self._stderr_thread.join(timeout)
-        self._fail_all(TransportClosedError("the client was closed", proc.returncode, self.stderr_tail))
-        for stream in (proc.stdout, proc.stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
+        return super().start()
 
     def __enter__(self) -> "HarnessClient":
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def _launch_spec(self) -> Tuple[List[str], Dict[str, str], Optional[PathLike]]:
+        env = child_env(self.env)
+        self.bridge_path = find_bridge_binary(self.bridge_bin, env, self.cwd)
+        return self.command(), env, self.cwd
 
     # ------------------------------------------------------------------ requests
 
@@ -638,7 +144,7 @@ class HarnessClient:
                 f"{PROTOCOL_VERSION}: install matching versions of deepseek-harness and "
                 f"harness-bridge (the SDK is {__version__}; bridge at {self.bridge_path})"
             )
-        response = _validate(InitializeResponse, result, "initialize")
+        response = validate(InitializeResponse, result, "initialize")
         server_version = response.server_info.version
         if __version__ != UNKNOWN_VERSION and server_version != __version__:
             warnings.warn(
@@ -653,11 +159,10 @@ class HarnessClient:
     def session_prompt(
         self,
         session_id: str,
-        content_blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]],
+        content_blocks: PromptInput,
         on_notification: Optional[NotificationCallback] = None,
         *,
         timeout: Optional[float] = None,
-        _keep_chunk: Optional[NotificationCallback] = None,
     ) -> SessionPromptResponse:
         """Runs one turn and returns its settled ``{status, reason}``.
 
@@ -668,59 +173,14 @@ class HarnessClient:
         turn is cancelled on the bridge and the exception is re-raised here once the turn has
         settled. On timeout (``timeout``, else ``request_timeout_seconds``) the turn is
         cancelled and :class:`RequestTimeoutError` is raised.
-
-        ``_keep_chunk`` is the SDK's own: ``assistant/chunk`` notifications go to it undecoded
-        instead of to ``on_notification`` (see :func:`_deliver`).
         """
-        call = _PromptCall(self, session_id, content_blocks, timeout)
-        while True:
-            batch = call.next_batch()
-            if batch is None:
-                assert call.response is not None
-                return call.response
-            if on_notification is not None:
-                try:
-                    _deliver(batch, on_notification, _keep_chunk)
-                except BaseException:
-                    # Whatever the callback raised: cancel the turn, let it settle, re-raise.
-                    call.abort()
-                    raise
-
-    async def _asession_prompt(
-        self,
-        session_id: str,
-        content_blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]],
-        on_notification: Optional[NotificationCallback] = None,
-        *,
-        timeout: Optional[float] = None,
-        _keep_chunk: Optional[NotificationCallback] = None,
-    ) -> SessionPromptResponse:
-        """:meth:`session_prompt` for the asyncio front: awaits instead of blocking, and calls
-        ``on_notification`` on the event loop. Cancelling the awaiting task cancels the turn,
-        waits until it has settled, then lets ``CancelledError`` propagate."""
-        call = _PromptCall(self, session_id, content_blocks, timeout, _AsyncInbox(asyncio.get_running_loop()))
-        while True:
-            batch = await call.anext_batch()
-            if batch is None:
-                assert call.response is not None
-                return call.response
-            if on_notification is not None:
-                try:
-                    _deliver(batch, on_notification, _keep_chunk)
-                except BaseException:
-                    await call.aabort()
-                    raise
+        return run_prompt(self, session_id, content_blocks, on_notification, timeout)
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled
         ``aborted`` when this returns), False otherwise."""
         result = self._request("session/cancel", {"sessionId": session_id}, timeout=timeout)
-        return _validate(SessionCancelResponse, result, "session/cancel").cancelled
-
-    async def _asession_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
-        """:meth:`session_cancel` for the asyncio front."""
-        result = await self._arequest("session/cancel", {"sessionId": session_id}, timeout=timeout)
-        return _validate(SessionCancelResponse, result, "session/cancel").cancelled
+        return validate(SessionCancelResponse, result, "session/cancel").cancelled
 
     def shutdown(self, *, timeout: Optional[float] = None) -> None:
         """Sends ``shutdown`` only (the process then exits); :meth:`close` does this and more."""
@@ -732,623 +192,9 @@ class HarnessClient:
         """Every notification from now on, or those matching ``filter``: a method name, a
         collection of method names, or a predicate (it runs on the reader thread, so keep it
         quick; an exception counts as no match)."""
-        sub = NotificationSubscription(self, _make_predicate(filter))
-        self._subscribe(sub)
-        return sub
+        return NotificationSubscription(self._router, make_predicate(filter))
 
     def subscribe_session_notifications(self, session_id: str) -> NotificationSubscription:
         """The notifications of one session and, as ``subagent.started`` reveals them, of its
         child sessions (recursively)."""
-        sub = NotificationSubscription(self, None, session_id)
-        self._subscribe(sub)
-        return sub
-
-    def _subscribe(self, sub: NotificationSubscription) -> None:
-        with self._lock:
-            if self._closed_error is not None:
-                sub._end()
-                return
-            self._subscriptions = self._subscriptions + (sub,)
-
-    def _unsubscribe(self, sub: NotificationSubscription) -> None:
-        with self._lock:
-            self._subscriptions = tuple(s for s in self._subscriptions if s is not sub)
-
-    # ------------------------------------------------------------------ plumbing
-
-    def _send(self, method: str, params: Optional[Dict[str, Any]], session_id: Optional[str] = None,
-              allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> _Pending:
-        """Registers a waiter and writes the request. The write happens on the caller's thread
-        (for the asyncio front: on the loop); requests are small and the bridge reads stdin
-        continuously, so it does not block in practice."""
-        if not self._started:
-            raise HarnessError("the client is not started: call start() first")
-        request_id = next(self._ids)
-        pending = _Pending(request_id, method, session_id, inbox)
-        frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            frame["params"] = params
-        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        with self._lock:
-            if self._closed_error is not None:
-                raise self._closed_error
-            reader = self._reader
-            if reader is not None and not reader.is_alive():
-                raise self._transport_error("the SDK's reader thread is not running: close this client and start a new one")
-            if self._closing and not allow_closing:
-                raise TransportClosedError("the client is closing")
-            self._pending[request_id] = pending
-            if session_id is not None:
-                self._routes.setdefault(session_id, []).append(pending)
-        try:
-            with self._write_lock:
-                assert self._stdin is not None
-                self._stdin.write(data)
-                self._stdin.flush()
-        except (OSError, ValueError) as exc:
-            self._forget(pending)
-            raise self._transport_error(f"could not write to harness-bridge: {exc}") from exc
-        return pending
-
-    def _try_cancel(self, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[_Pending]:
-        try:
-            return self._send("session/cancel", {"sessionId": session_id}, inbox=inbox)
-        except HarnessError as exc:
-            log.debug("could not cancel session %s: %s", session_id, exc)
-            return None
-
-    def _request(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None,
-                 allow_closing: bool = False) -> Any:
-        if timeout is None:
-            timeout = self.request_timeout_seconds
-        pending = self._send(method, params, allow_closing=allow_closing)
-        deadline = _INF if timeout is None else time.monotonic() + timeout
-        try:
-            item = pending.inbox.get(deadline)
-        except TimeoutError:
-            self._forget(pending)
-            assert timeout is not None
-            raise RequestTimeoutError(method, timeout) from None
-        except BaseException:
-            self._forget(pending)
-            raise
-        if type(item) is _Closed:
-            raise item.error
-        return self._result_of(item.frame, method)
-
-    async def _arequest(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None) -> Any:
-        """:meth:`_request` for the asyncio front (a cancelled task just drops its waiter)."""
-        if timeout is None:
-            timeout = self.request_timeout_seconds
-        pending = self._send(method, params, inbox=_AsyncInbox(asyncio.get_running_loop()))
-        deadline = _INF if timeout is None else time.monotonic() + timeout
-        try:
-            item = await pending.inbox.aget(deadline)
-        except TimeoutError:
-            self._forget(pending)
-            assert timeout is not None
-            raise RequestTimeoutError(method, timeout) from None
-        except BaseException:
-            self._forget(pending)
-            raise
-        if type(item) is _Closed:
-            raise item.error
-        return self._result_of(item.frame, method)
-
-    def _await_quietly(self, pending: _Pending, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                item = pending.inbox.get(deadline)
-                if type(item) is not list:
-                    return
-        except TimeoutError:
-            self._forget(pending)
-
-    @staticmethod
-    def _result_of(frame: Dict[str, Any], method: str) -> Any:
-        if "error" in frame:
-            raise JsonRpcError.from_wire(frame["error"], method)
-        return frame.get("result")
-
-    def _forget(self, pending: _Pending) -> None:
-        with self._lock:
-            self._pending.pop(pending.id, None)
-            self._unroute(pending)
-
-    def _unroute(self, pending: _Pending) -> None:
-        # Caller holds self._lock.
-        for sid in pending.session_ids:
-            routes = self._routes.get(sid)
-            if routes is not None:
-                try:
-                    routes.remove(pending)
-                except ValueError:
-                    pass
-                if not routes:
-                    del self._routes[sid]
-
-    def _transport_error(self, reason: str) -> TransportClosedError:
-        if self._closed_error is not None:
-            return self._closed_error
-        code = self._proc.poll() if self._proc is not None else None
-        return TransportClosedError(reason, code, self.stderr_tail)
-
-    def _fail_all(self, error: TransportClosedError) -> None:
-        with self._lock:
-            if self._closed_error is None:
-                self._closed_error = error
-            error = self._closed_error
-            pending = list(self._pending.values())
-            self._pending.clear()
-            self._routes.clear()
-            subs = self._subscriptions
-            self._subscriptions = ()
-        for p in pending:
-            p.inbox.put(_Closed(error))
-        for s in subs:
-            s._end()
-
-    # ------------------------------------------------------------------ threads
-
-    def _read_loop(self, stdout: Any) -> None:
-        """Reads stdout in blocks, splits lines itself (no length limit: a long line is
-        collected in pieces and joined once), and hands each block's notifications to their
-        inboxes as one batch: one wake-up of the consumer per block, not per notification."""
-        read = stdout.read
-        parts: List[bytes] = []  # pieces of an unterminated line
-        try:
-            while True:
-                try:
-                    data = read(READ_SIZE)
-                except (OSError, ValueError) as exc:  # ValueError: close() closed the pipe
-                    log.debug("reading harness-bridge stdout failed: %s", exc)
-                    break
-                if not data:
-                    break
-                nl = data.rfind(b"\n")
-                if nl < 0:
-                    parts.append(data)
-                    continue
-                if parts:
-                    parts.append(data[: nl + 1])
-                    block = b"".join(parts)
-                    parts = []
-                else:
-                    block = data[: nl + 1] if nl + 1 < len(data) else data
-                if nl + 1 < len(data):
-                    parts.append(data[nl + 1 :])
-                self._dispatch(block.split(b"\n"))
-            if parts:
-                self._dispatch([b"".join(parts)])
-        except BaseException as exc:
-            # Invariant: no waiter outlives the reader. Whatever killed it (a bug, a frame no
-            # guard foresaw), every pending call and every later one fails at once, naming it.
-            log.error("the harness-bridge reader thread failed; failing every call", exc_info=True)
-            self._fail_all(self._transport_error(
-                f"the SDK's reader thread failed ({type(exc).__name__}: {exc}); this client "
-                f"cannot be used any more: close it and start a new one"))
-            raise
-        self._on_eof()
-
-    def _dispatch(self, lines: List[bytes]) -> None:
-        """Routes the frames of one block, in order. Runs on the reader thread only."""
-        loads = json.loads
-        routes = self._routes
-        batches: Dict[_Pending, List[Notification]] = {}
-        subs = self._subscriptions
-        for line in lines:
-            if not line:
-                continue
-            if not subs and line.startswith(_FAST_PREFIX):
-                end = line.find(b'"', _FAST_LEN)
-                if end > 0 and b"\\" not in line[_FAST_LEN:end]:
-                    targets = routes.get(line[_FAST_LEN:end].decode("utf-8", "replace"))
-                    if targets:
-                        try:
-                            owner = targets[0]
-                        except IndexError:
-                            continue
-                        batch = batches.get(owner)
-                        if batch is None:
-                            batches[owner] = [line]
-                        else:
-                            batch.append(line)
-                    continue
-            try:
-                msg = loads(line)
-            except _DECODE_ERRORS as exc:
-                if line.strip():
-                    log.warning("dropping a line that cannot be decoded (%s): %r", _why(exc), line[:200])
-                continue
-            if type(msg) is not dict:
-                log.warning("dropping a frame that is not an object: %r", line[:200])
-                continue
-            method = msg.get("method")
-            if method is not None:
-                if "id" in msg:
-                    # A server-request-shaped frame: this client never answers requests, and
-                    # it must never be taken for a response.
-                    log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r",
-                                method, msg.get("id"))
-                    continue
-                params = msg.get("params")
-                if type(params) is not dict or type(method) is not str:
-                    log.warning("dropping a malformed notification: %r", line[:200])
-                    continue
-                sid = params.get("sessionId")
-                if sid is not None and type(sid) is not str:
-                    # An unhashable id would raise in the route lookup and kill this thread.
-                    log.warning("dropping a notification whose sessionId is not a string: %r", line[:200])
-                    continue
-                n = Notification(method, params)
-                if sid is not None:
-                    targets = routes.get(sid)
-                    if targets:
-                        try:
-                            owner = targets[0]
-                        except IndexError:  # the prompt settled meanwhile
-                            owner = None
-                        if owner is not None:
-                            batch = batches.get(owner)
-                            if batch is None:
-                                batches[owner] = [n]
-                            else:
-                                batch.append(n)
-                else:
-                    owner = self._route_subagent(n, params)
-                    if owner is not None:
-                        batches.setdefault(owner, []).append(n)
-                if subs:
-                    if method == "subagent.started":
-                        _learn_child(subs, params)
-                    for sub in subs:
-                        sub._offer(n)
-                continue
-            if "result" in msg or "error" in msg:
-                request_id = msg.get("id")
-                pending = None
-                if type(request_id) is int:
-                    with self._lock:
-                        pending = self._pending.pop(request_id, None)
-                        if pending is not None:
-                            self._unroute(pending)
-                if pending is None:
-                    if request_id is None and "error" in msg:
-                        log.warning("harness-bridge reported an error for no request: %r", msg.get("error"))
-                    else:
-                        log.debug("dropping a response for no pending request: id=%r", request_id)
-                    continue
-                # Everything read before this response goes out first.
-                if batches:
-                    for owner, batch in batches.items():
-                        owner.inbox.put(batch)
-                    batches = {}
-                pending.inbox.put(_Response(msg))
-                continue
-            log.warning("dropping an unrecognised frame: %r", line[:200])
-        for owner, batch in batches.items():
-            owner.inbox.put(batch)
-
-    def _route_subagent(self, n: Notification, params: Dict[str, Any]) -> Optional[_Pending]:
-        parent = params.get("parentSessionId")
-        child = params.get("childSessionId")
-        with self._lock:
-            targets = self._routes.get(parent) if isinstance(parent, str) else None
-            if not targets:
-                return None
-            owner = targets[0]
-            if n.method == "subagent.started" and isinstance(child, str) and child not in owner.session_ids:
-                owner.session_ids.add(child)
-                self._routes.setdefault(child, []).append(owner)
-        return owner
-
-    def _on_eof(self) -> None:
-        proc = self._proc
-        code: Optional[int] = None
-        if proc is not None:
-            _wait(proc, 2.0)
-            code = proc.poll()
-        if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
-            self._stderr_thread.join(2.0)
-        reason = "the client was closed" if self._closing else "harness-bridge exited"
-        self._fail_all(TransportClosedError(reason, code, self.stderr_tail))
-
-    def _drain_stderr(self, stderr: Any) -> None:
-        tail = self._stderr_tail
-        try:
-            for raw in iter(stderr.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                tail.append(line)
-                if line:
-                    bridge_log.log(_level_of(line), "%s", line)
-        except (OSError, ValueError):
-            pass
-
-
-def _loads_lines(lines: List[bytes]) -> List[Any]:
-    """Decodes fast-path lines, one JSON value per line (``_BAD`` for a line that is not JSON).
-
-    ``json.loads`` has a fixed cost per call (encoding detection, decoding the bytes, a scanner
-    set-up) as large as the parse of a short chunk notification itself, so the lines are parsed
-    together, as one JSON array: about twice the throughput. That is exact only if every line is
-    one JSON value: a line that is not valid on its own either breaks the array (a syntax error)
-    or changes the number of values (``{..},{..}`` on one line, a string cut by a line break), so
-    anything but exactly ``len(lines)`` values falls back to one call per line.
-    """
-    loads = json.loads
-    if len(lines) > 1:
-        try:
-            values = loads(b"[" + b",".join(lines) + b"]")
-        except _DECODE_ERRORS:
-            pass
-        else:
-            if len(values) == len(lines):
-                return values
-    out: List[Any] = []
-    for line in lines:
-        try:
-            out.append(loads(line))
-        except _DECODE_ERRORS:
-            out.append(_BAD)
-    return out
-
-
-_BAD = object()  # a line that cannot be decoded
-
-# What decoding a frame may raise: ValueError (not JSON, bad UTF-8) and RecursionError (nested
-# deeper than the interpreter's recursion limit, about 1 000 levels: the nesting of a tool's
-# arguments or output is model-controlled). Such a frame is dropped with a warning like any other
-# corrupt line; it must never reach a caller as an exception nor kill the reader thread.
-_DECODE_ERRORS = (ValueError, RecursionError)
-
-
-def _why(exc: BaseException) -> str:
-    return "nested too deep" if isinstance(exc, RecursionError) else "not JSON"
-
-
-def _deliver(batch: List[Any], callback: NotificationCallback, keep_chunk: Optional[NotificationCallback] = None) -> None:
-    """Hands one batch to ``callback`` in order, decoding the fast path's raw lines on the way
-    (each run of consecutive raw lines with one parse, see :func:`_loads_lines`), with the
-    reader's guards: a request-shaped or malformed frame is dropped with a warning. This is the
-    hot loop of every notification.
-
-    With ``keep_chunk``, the ``assistant/chunk`` events among the raw lines go to it instead,
-    as notifications that keep their line undecoded (see ``Notification._undecoded``): for a
-    consumer that only keeps them."""
-    count = len(batch)
-    i = 0
-    while i < count:
-        item = batch[i]
-        if type(item) is not bytes:
-            callback(item)
-            i += 1
-            continue
-        j = i + 1
-        while j < count and type(batch[j]) is bytes:
-            j += 1
-        lines = batch if i == 0 and j == count else batch[i:j]
-        for line, msg in zip(lines, _loads_lines(lines)):
-            if type(msg) is dict and "id" not in msg:
-                params = msg.get("params")
-                method = msg.get("method")
-                if type(params) is dict and type(method) is str:
-                    if keep_chunk is not None and _is_chunk(method, params):
-                        keep_chunk(Notification._undecoded(method, line))
-                    else:
-                        callback(Notification(method, params))
-                    continue
-            _drop(line, msg)
-        i = j
-
-
-def _is_chunk(method: str, params: Dict[str, Any]) -> bool:
-    if method != "session.event":
-        return False
-    event = params.get("event")
-    return type(event) is dict and event.get("type") == "assistant/chunk"
-
-
-def _drop(line: bytes, msg: Any) -> None:
-    if msg is _BAD:
-        log.warning("dropping a line that cannot be decoded (not JSON, or nested too deep): %r", line[:200])
-    elif type(msg) is dict and "id" in msg:
-        log.warning("dropping a request-shaped frame from the bridge: method=%r id=%r", msg.get("method"), msg.get("id"))
-    else:
-        log.warning("dropping a malformed notification: %r", line[:200])
-
-
-def decode_batch(batch: List[Any]) -> List[Notification]:
-    """One batch of a prompt's inbox as :class:`Notification` objects, in order."""
-    out: List[Notification] = []
-    _deliver(batch, out.append)
-    return out
-
-
-class _PromptCall:
-    """One ``session/prompt`` in flight, seen from its consumer.
-
-    The reader thread fills the request's inbox with batches of notifications (decoded
-    :class:`Notification` objects, or raw fast-path lines: see :func:`_deliver`) and finally
-    the response. The consumer pulls them in that order with :meth:`next_batch` (blocking, for
-    an :class:`_Inbox`) or :meth:`anext_batch` (awaiting, for an :class:`_AsyncInbox`); both
-    return ``None`` once the turn has settled, with :attr:`response` set. A consumer that gives
-    up (a callback raised, a stream was closed, a task was cancelled, the timeout passed) calls
-    :meth:`abort` / :meth:`aabort`: ``session/cancel``, then wait, bounded by the client's
-    ``shutdown_timeout_seconds``, until the prompt and the cancel have both been answered, so
-    the session is idle (reusable) afterwards.
-    """
-
-    __slots__ = ("client", "session_id", "pending", "timeout", "deadline", "response", "settled")
-
-    def __init__(
-        self,
-        client: "HarnessClient",
-        session_id: str,
-        content_blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]],
-        timeout: Optional[float] = None,
-        inbox: Optional[AnyInbox] = None,
-    ) -> None:
-        blocks = _content_blocks(content_blocks)
-        if timeout is None:
-            timeout = client.request_timeout_seconds
-        self.client = client
-        self.session_id = session_id
-        self.timeout = timeout
-        self.response: Optional[SessionPromptResponse] = None
-        #: True once the consumer is done with the inbox: answered, aborted or abandoned.
-        self.settled = False
-        self.pending = client._send("session/prompt", {"sessionId": session_id, "contentBlocks": blocks}, session_id,
-                                    inbox=inbox)
-        self.deadline = _INF if timeout is None else time.monotonic() + timeout
-
-    # -- shared ------------------------------------------------------------------------
-
-    def _settle(self, item: Any) -> None:
-        self.settled = True
-        if type(item) is _Closed:
-            raise item.error
-        result = self.client._result_of(item.frame, "session/prompt")
-        self.response = _validate(SessionPromptResponse, result, "session/prompt")
-
-    def _timeout_error(self) -> RequestTimeoutError:
-        assert self.timeout is not None
-        return RequestTimeoutError("session/prompt", self.timeout, "the turn was cancelled")
-
-    def _abandon(self) -> None:
-        """Interrupted while waiting (e.g. KeyboardInterrupt): drop the waiter, ask the bridge to
-        cancel, and do not wait for anything."""
-        if self.settled:
-            return
-        self.settled = True
-        self.client._forget(self.pending)
-        self.client._try_cancel(self.session_id)
-
-    # -- blocking front ----------------------------------------------------------------
-
-    def next_batch(self) -> Optional[List[Any]]:
-        """The next batch (see :func:`_deliver`), or None once the response has arrived."""
-        try:
-            item = self.pending.inbox.get(self.deadline)
-        except TimeoutError:
-            self.abort()
-            raise self._timeout_error() from None
-        except BaseException:
-            self._abandon()
-            raise
-        if type(item) is list:
-            return item
-        self._settle(item)
-        return None
-
-    def abort(self) -> None:
-        """Cancels the turn and waits (bounded) until it has settled; what arrives meanwhile is
-        dropped. Idempotent; a no-op once the turn has settled."""
-        if self.settled:
-            return
-        self.settled = True
-        client = self.client
-        cancel = client._try_cancel(self.session_id)
-        wait = client.shutdown_timeout_seconds
-        deadline = time.monotonic() + wait
-        try:
-            while type(self.pending.inbox.get(deadline)) is list:
-                pass
-        except TimeoutError:
-            client._forget(self.pending)
-            if cancel is not None:
-                client._forget(cancel)
-            return
-        if cancel is not None:
-            client._await_quietly(cancel, wait)
-
-    # -- asyncio front -----------------------------------------------------------------
-
-    async def anext_batch(self) -> Optional[List[Any]]:
-        """:meth:`next_batch`, awaiting. A cancelled task cancels the turn and waits until it
-        has settled before ``CancelledError`` propagates."""
-        try:
-            item = await self.pending.inbox.aget(self.deadline)
-        except TimeoutError:
-            await self.aabort()
-            raise self._timeout_error() from None
-        except asyncio.CancelledError:
-            await self.aabort()
-            raise
-        except BaseException:
-            self._abandon()
-            raise
-        if type(item) is list:
-            return item
-        self._settle(item)
-        return None
-
-    async def aabort(self) -> None:
-        """:meth:`abort`, awaiting. A further cancellation of the task while it waits does not
-        cut the wait short (the wait is bounded anyway): it is re-raised once the turn settled."""
-        if self.settled:
-            return
-        self.settled = True
-        client = self.client
-        cancel = client._try_cancel(self.session_id, _AsyncInbox(asyncio.get_running_loop()))
-        wait = client.shutdown_timeout_seconds
-        cancelled_again = False
-        for pending in (self.pending, cancel):
-            if pending is None:
-                continue
-            deadline = time.monotonic() + wait
-            answered = False
-            while not answered:
-                try:
-                    answered = type(await pending.inbox.aget(deadline)) is not list
-                except asyncio.CancelledError:
-                    cancelled_again = True
-                except TimeoutError:
-                    break
-            if not answered:  # the bridge did not settle in time: stop waiting for it at all
-                client._forget(self.pending)
-                if cancel is not None:
-                    client._forget(cancel)
-                break
-        if cancelled_again:
-            raise asyncio.CancelledError
-
-
-def _learn_child(subs: Iterable[NotificationSubscription], params: Dict[str, Any]) -> None:
-    parent = params.get("parentSessionId")
-    child = params.get("childSessionId")
-    if not isinstance(child, str) or not isinstance(parent, str):
-        return
-    for s in subs:
-        ids = s.session_ids
-        if ids is not None and parent in ids:
-            ids.add(child)
-
-
-def _wait(proc: "subprocess.Popen[bytes]", timeout: float) -> bool:
-    try:
-        proc.wait(timeout)
-        return True
-    except subprocess.TimeoutExpired:
-        return False
-
-
-def _content_blocks(blocks: Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]) -> List[Dict[str, Any]]:
-    if isinstance(blocks, str):
-        return [{"type": "text", "text": blocks}]
-    out: List[Dict[str, Any]] = []
-    for b in blocks:
-        if isinstance(b, TextBlock):
-            out.append(b.to_wire())
-        elif isinstance(b, Mapping):
-            out.append(dict(b))
-        else:
-            raise TypeError(f"a content block must be a dict or TextBlock, not {type(b).__name__}")
-    return out
-
-
-def _validate(model: Any, value: Any, method: str) -> Any:
-    try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        raise ProtocolError(f"malformed {method} result from harness-bridge: {exc}") from exc
+        return NotificationSubscription(self._router, None, session_id)

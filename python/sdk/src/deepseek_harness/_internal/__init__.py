@@ -1,0 +1,18 @@
+"""The SDK's machinery behind the public modules; nothing here is a stable API.
+
+* :mod:`.process`: the bridge process: spawn, environment, stderr drain, the close ->
+  SIGTERM -> SIGKILL escalation, reaping at interpreter exit;
+* :mod:`.inbox`: the queues between the reader thread and a request's consumer (blocking and
+  asyncio);
+* :mod:`.router`: the reader: line framing, dispatch of every frame to its waiter, subagent
+  routing, subscriptions, failing every waiter when the transport ends;
+* :mod:`.decode`: the fast path's decoding (a run of raw lines in one parse) and the one guard
+  every frame passes;
+* :mod:`.connection`: a running bridge: lifecycle, writing requests, waiting for responses;
+* :mod:`.prompt`: one ``session/prompt`` in flight, seen from its consumer (settle, cancel,
+  timeout), for both fronts;
+* :mod:`.turn`: the turn collector and the stream buffer the blocking and asyncio fronts share.
+
+The public modules (``client``, ``subscriptions``, ``api``, ``async_api``) import from here,
+never a private name of each other.
+"""

@@ -1,0 +1,174 @@
+"""The bridge process: spawning it, its environment, draining its stderr, stopping it (close
+stdin -> wait -> SIGTERM -> wait -> SIGKILL) and reaping every live client at interpreter exit.
+
+Nothing here speaks the protocol: :mod:`.connection` writes requests to :attr:`BridgeProcess.stdin`
+and its reader reads :attr:`BridgeProcess.stdout`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import io
+import logging
+import os
+import subprocess
+import threading
+import weakref
+from typing import Any, Deque, Dict, List, Mapping, Optional, Union
+
+from ..errors import TransportClosedError
+
+__all__ = ["STDERR_TAIL_LINES", "child_env", "spawn", "BridgeProcess", "reap_at_exit", "forget_at_exit"]
+
+log = logging.getLogger("deepseek_harness")
+bridge_log = logging.getLogger("deepseek_harness.bridge")
+
+STDERR_TAIL_LINES = 400
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def child_env(extra: Mapping[str, str]) -> Dict[str, str]:
+    """The caller's environment with ``extra`` added. ``NODE_OPTIONS`` is never inherited (it
+    could load code into the bridge); it is passed only when ``extra`` gives it."""
+    env = dict(os.environ)
+    env.pop("NODE_OPTIONS", None)
+    env.update(extra)
+    return env
+
+
+def spawn(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> "subprocess.Popen[bytes]":
+    """Starts the bridge with three pipes. The one place a bridge process is created."""
+    return subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        bufsize=0,
+    )
+
+
+class BridgeProcess:
+    """A spawned bridge: its buffered stdin, its stdout for the reader, and a daemon thread that
+    drains stderr continuously, keeps the last :data:`STDERR_TAIL_LINES` lines for error
+    messages and forwards every line to the ``deepseek_harness.bridge`` logger."""
+
+    def __init__(self, cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> None:
+        try:
+            proc = spawn(cmd, env, cwd)
+        except OSError as exc:
+            raise TransportClosedError(f"could not start {cmd[0]}: {exc}") from exc
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.stdin = io.BufferedWriter(proc.stdin, buffer_size=1 << 16)  # type: ignore[arg-type]
+        self.stdout = proc.stdout
+        self.stderr_tail: Deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.stderr_thread = threading.Thread(
+            target=self._drain_stderr, args=(proc.stderr,), name="harness-bridge-stderr", daemon=True
+        )
+        self.stderr_thread.start()
+
+    def error(self, reason: str) -> TransportClosedError:
+        """A :class:`TransportClosedError` with the exit code (if any) and the stderr tail."""
+        return TransportClosedError(reason, self.proc.poll(), list(self.stderr_tail))
+
+    def wait(self, timeout: float) -> bool:
+        """True once the process has exited, False when ``timeout`` passes first."""
+        try:
+            self.proc.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def exited(self, reason: str) -> TransportClosedError:
+        """After stdout's EOF: waits (briefly) for the exit code and the last stderr lines."""
+        self.wait(2.0)
+        if self.stderr_thread is not threading.current_thread():
+            self.stderr_thread.join(2.0)
+        return self.error(reason)
+
+    def stop(self, timeout: float, lock: threading.Lock) -> None:
+        """Closes stdin (under ``lock``, the writers' lock), then waits ``timeout`` for the exit,
+        then SIGTERM and waits again, then SIGKILL. Returns once the process has exited."""
+        proc = self.proc
+        try:
+            with lock:
+                self.stdin.close()
+        except OSError:
+            pass
+        if self.wait(timeout):
+            return
+        log.warning("harness-bridge did not exit %g s after stdin closed; sending SIGTERM", timeout)
+        _send_signal(proc.terminate)
+        if self.wait(timeout):
+            return
+        log.warning("harness-bridge ignored SIGTERM for %g s; sending SIGKILL", timeout)
+        _send_signal(proc.kill)
+        proc.wait()
+
+    def close_pipes(self) -> None:
+        """After :meth:`stop` (and once the reader and the stderr thread are done): closes the
+        read ends."""
+        for stream in (self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _drain_stderr(self, stderr: Any) -> None:
+        tail = self.stderr_tail
+        try:
+            for raw in iter(stderr.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                tail.append(line)
+                if line:
+                    bridge_log.log(_level_of(line), "%s", line)
+        except (OSError, ValueError):
+            pass
+
+
+def _send_signal(send: Any) -> None:
+    try:
+        send()
+    except OSError:  # it exited meanwhile
+        pass
+
+
+def _level_of(line: str) -> int:
+    """The logging level of a bridge stderr line (``harness-bridge <level>: ...``)."""
+    head = line[:40].lower()
+    if "error" in head or "fatal" in head:
+        return logging.ERROR
+    if "warn" in head:
+        return logging.WARNING
+    if "debug" in head or "trace" in head:
+        return logging.DEBUG
+    return logging.INFO
+
+
+# Live clients, closed at interpreter exit so that no bridge outlives its Python process.
+_live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def reap_at_exit(client: Any) -> None:
+    """Closes ``client`` (anything with ``close()``) at interpreter exit unless forgotten first."""
+    _live.add(client)
+
+
+def forget_at_exit(client: Any) -> None:
+    _live.discard(client)
+
+
+def _reap() -> None:
+    for client in list(_live):
+        try:
+            client.close()
+        except Exception:  # pragma: no cover - best effort at interpreter exit
+            pass
+
+
+atexit.register(_reap)

@@ -1,0 +1,240 @@
+"""One ``session/prompt`` in flight, seen from its consumer, for both fronts.
+
+:class:`PromptCall` is the prompt state machine: it pulls the batches of the prompt's inbox in
+stream order, settles on the response, and cancels a turn whose consumer gives up (waiting,
+bounded, until it has settled, so the session is idle afterwards). :func:`run_prompt` and
+:func:`arun_prompt` drive one with a callback, blocking or awaiting.
+
+Ordering: the reader appends a prompt's notifications and finally its response to one inbox;
+the consumer drains it on its own thread (or the event loop), calling the callback for each
+notification, and returns when it reaches the response. So every notification that arrived
+before the response has been handed to the callback when the call returns, and callbacks never
+run on the reader thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+
+from ..errors import RequestTimeoutError
+from ..models import SessionCancelResponse, SessionPromptResponse, TextBlock
+from .connection import Connection, validate
+from .decode import NotificationCallback, deliver
+from .inbox import INF, AnyInbox, AsyncInbox
+
+__all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]
+
+#: What a prompt takes: a string (one text block), or text blocks as dicts or :class:`TextBlock`.
+PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
+
+
+def content_blocks(blocks: PromptInput) -> List[Dict[str, Any]]:
+    if isinstance(blocks, str):
+        return [{"type": "text", "text": blocks}]
+    out: List[Dict[str, Any]] = []
+    for b in blocks:
+        if isinstance(b, TextBlock):
+            out.append(b.to_wire())
+        elif isinstance(b, Mapping):
+            out.append(dict(b))
+        else:
+            raise TypeError(f"a content block must be a dict or TextBlock, not {type(b).__name__}")
+    return out
+
+
+class PromptCall:
+    """One ``session/prompt`` in flight, seen from its consumer.
+
+    The reader thread fills the request's inbox with batches of notifications (decoded
+    :class:`Notification` objects, or raw fast-path lines: see :func:`deliver`) and finally
+    the response. The consumer pulls them in that order with :meth:`next_batch` (blocking, for
+    an :class:`Inbox`) or :meth:`anext_batch` (awaiting, for an :class:`AsyncInbox`); both
+    return ``None`` once the turn has settled, with :attr:`response` set. A consumer that gives
+    up (a callback raised, a stream was closed, a task was cancelled, the timeout passed) calls
+    :meth:`abort` / :meth:`aabort`: ``session/cancel``, then wait, bounded by the client's
+    ``shutdown_timeout_seconds``, until the prompt and the cancel have both been answered, so
+    the session is idle (reusable) afterwards.
+    """
+
+    __slots__ = ("client", "session_id", "pending", "timeout", "deadline", "response", "settled")
+
+    def __init__(
+        self,
+        client: Connection,
+        session_id: str,
+        blocks: PromptInput,
+        timeout: Optional[float] = None,
+        inbox: Optional[AnyInbox] = None,
+    ) -> None:
+        wire_blocks = content_blocks(blocks)
+        if timeout is None:
+            timeout = client.request_timeout_seconds
+        self.client = client
+        self.session_id = session_id
+        self.timeout = timeout
+        self.response: Optional[SessionPromptResponse] = None
+        #: True once the consumer is done with the inbox: answered, aborted or abandoned.
+        self.settled = False
+        self.pending = client._send("session/prompt", {"sessionId": session_id, "contentBlocks": wire_blocks}, session_id,
+                                    inbox=inbox)
+        self.deadline = INF if timeout is None else time.monotonic() + timeout
+
+    # -- shared ------------------------------------------------------------------------
+
+    def _take(self, item: Any) -> Optional[List[Any]]:
+        """A batch as it is, or None once ``item`` (the response) has settled the turn."""
+        if type(item) is list:
+            return item
+        self._settle(item)
+        return None
+
+    def _settle(self, item: Any) -> None:
+        self.settled = True
+        result = self.client._outcome(item, "session/prompt")
+        self.response = validate(SessionPromptResponse, result, "session/prompt")
+
+    def _timeout_error(self) -> RequestTimeoutError:
+        assert self.timeout is not None
+        return RequestTimeoutError("session/prompt", self.timeout, "the turn was cancelled")
+
+    def _abandon(self) -> None:
+        """Interrupted while waiting (e.g. KeyboardInterrupt): drop the waiter, ask the bridge to
+        cancel, and do not wait for anything."""
+        if self.settled:
+            return
+        self.settled = True
+        self.client._forget(self.pending)
+        self.client._try_cancel(self.session_id)
+
+    # -- blocking front ----------------------------------------------------------------
+
+    def next_batch(self) -> Optional[List[Any]]:
+        """The next batch (see :func:`deliver`), or None once the response has arrived."""
+        try:
+            item = self.pending.inbox.get(self.deadline)
+        except TimeoutError:
+            self.abort()
+            raise self._timeout_error() from None
+        except BaseException:
+            self._abandon()
+            raise
+        return self._take(item)
+
+    def abort(self) -> None:
+        """Cancels the turn and waits (bounded) until it has settled; what arrives meanwhile is
+        dropped. Idempotent; a no-op once the turn has settled."""
+        if self.settled:
+            return
+        self.settled = True
+        client = self.client
+        cancel = client._try_cancel(self.session_id)
+        wait = client.shutdown_timeout_seconds
+        deadline = time.monotonic() + wait
+        try:
+            while type(self.pending.inbox.get(deadline)) is list:
+                pass
+        except TimeoutError:
+            client._forget(self.pending)
+            if cancel is not None:
+                client._forget(cancel)
+            return
+        if cancel is not None:
+            client._await_quietly(cancel, wait)
+
+    # -- asyncio front -----------------------------------------------------------------
+
+    async def anext_batch(self) -> Optional[List[Any]]:
+        """:meth:`next_batch`, awaiting. A cancelled task cancels the turn and waits until it
+        has settled before ``CancelledError`` propagates."""
+        try:
+            item = await self.pending.inbox.aget(self.deadline)
+        except TimeoutError:
+            await self.aabort()
+            raise self._timeout_error() from None
+        except asyncio.CancelledError:
+            await self.aabort()
+            raise
+        except BaseException:
+            self._abandon()
+            raise
+        return self._take(item)
+
+    async def aabort(self) -> None:
+        """:meth:`abort`, awaiting. A further cancellation of the task while it waits does not
+        cut the wait short (the wait is bounded anyway): it is re-raised once the turn settled."""
+        if self.settled:
+            return
+        self.settled = True
+        client = self.client
+        cancel = client._try_cancel(self.session_id, AsyncInbox(asyncio.get_running_loop()))
+        wait = client.shutdown_timeout_seconds
+        cancelled_again = False
+        for pending in (self.pending, cancel):
+            if pending is None:
+                continue
+            deadline = time.monotonic() + wait
+            answered = False
+            while not answered:
+                try:
+                    answered = type(await pending.inbox.aget(deadline)) is not list
+                except asyncio.CancelledError:
+                    cancelled_again = True
+                except TimeoutError:
+                    break
+            if not answered:  # the bridge did not settle in time: stop waiting for it at all
+                client._forget(self.pending)
+                if cancel is not None:
+                    client._forget(cancel)
+                break
+        if cancelled_again:
+            raise asyncio.CancelledError
+
+
+def run_prompt(conn: Connection, session_id: str, blocks: PromptInput, on_notification: Optional[NotificationCallback],
+               timeout: Optional[float] = None, keep_chunk: Optional[NotificationCallback] = None) -> SessionPromptResponse:
+    """Runs one turn, blocking, handing every notification to ``on_notification`` on this
+    thread (``assistant/chunk`` ones to ``keep_chunk`` undecoded, if given: see
+    :func:`~.decode.deliver`). If the callback raises, the turn is cancelled and has settled
+    before the exception propagates."""
+    call = PromptCall(conn, session_id, blocks, timeout)
+    batch = call.next_batch()
+    while batch is not None:
+        if on_notification is not None:
+            try:
+                deliver(batch, on_notification, keep_chunk)
+            except BaseException:
+                # Whatever the callback raised: cancel the turn, let it settle, re-raise.
+                call.abort()
+                raise
+        batch = call.next_batch()
+    assert call.response is not None
+    return call.response
+
+
+async def arun_prompt(conn: Connection, session_id: str, blocks: PromptInput,
+                      on_notification: Optional[NotificationCallback], timeout: Optional[float] = None,
+                      keep_chunk: Optional[NotificationCallback] = None) -> SessionPromptResponse:
+    """:func:`run_prompt` for the asyncio front: awaits instead of blocking, and calls
+    ``on_notification`` on the event loop. Cancelling the awaiting task cancels the turn,
+    waits until it has settled, then lets ``CancelledError`` propagate."""
+    call = PromptCall(conn, session_id, blocks, timeout, AsyncInbox(asyncio.get_running_loop()))
+    batch = await call.anext_batch()
+    while batch is not None:
+        if on_notification is not None:
+            try:
+                deliver(batch, on_notification, keep_chunk)
+            except BaseException:
+                await call.aabort()
+                raise
+        batch = await call.anext_batch()
+    assert call.response is not None
+    return call.response
+
+
+async def acancel(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
+    """``session/cancel`` for the asyncio front: True when a turn was in flight (it has settled
+    ``aborted`` when this returns)."""
+    result = await conn._arequest("session/cancel", {"sessionId": session_id}, timeout=timeout)
+    return validate(SessionCancelResponse, result, "session/cancel").cancelled

@@ -1,0 +1,327 @@
+"""The reader: line framing of the bridge's stdout, and the routing of every frame.
+
+Runs on one daemon thread per client. A response goes to the inbox of its request; a
+notification goes to the inbox of the prompt in flight for its session (a subagent's
+notifications to the prompt of its parent session, as ``subagent.started`` reveals the child)
+and to every subscriber that wants it. When the transport ends, or the reader itself fails,
+every waiter fails at once (:meth:`Router.fail_all`): no waiter outlives the reader.
+
+Ordering: a prompt's notifications and finally its response are appended to one inbox, in
+stream order, and everything read before a response is handed out before it.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
+
+from ..errors import TransportClosedError
+from ..models import Notification
+from .decode import DECODE_ERRORS, FAST_LEN, FAST_PREFIX, drop, notification_params, why
+from .inbox import Closed, Pending, Response
+
+__all__ = ["READ_SIZE", "Router", "Subscriber"]
+
+log = logging.getLogger("deepseek_harness")
+
+READ_SIZE = 1 << 16
+
+
+class Subscriber:
+    """The receiving end of a subscription: filled by the reader thread, read by any thread."""
+
+    def __init__(self, predicate: Optional[Callable[[Notification], bool]], session_id: Optional[str] = None) -> None:
+        self.predicate = predicate
+        #: For session subscriptions: the session and every child learnt from subagent.started.
+        self.session_ids: Optional[Set[str]] = {session_id} if session_id is not None else None
+        self.items: Deque[Notification] = collections.deque()
+        self.cond = threading.Condition(threading.Lock())
+        self.closed = False
+
+    def offer(self, n: Notification) -> None:
+        """Called on the reader thread for every decoded notification."""
+        ids = self.session_ids
+        if ids is not None:
+            if not _belongs(n, ids):
+                return
+        elif self.predicate is not None:
+            try:
+                if not self.predicate(n):
+                    return
+            except Exception:  # a broken filter must not break the reader
+                log.exception("notification filter raised; treating it as no match")
+                return
+        with self.cond:
+            if self.closed:
+                return
+            self.items.append(n)
+            self.cond.notify()
+
+    def end(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def get(self, timeout: Optional[float] = None) -> Optional[Notification]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.cond:
+            while not self.items:
+                if self.closed:
+                    return None
+                if deadline is None:
+                    self.cond.wait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return None
+                    self.cond.wait(remaining)
+            return self.items.popleft()
+
+    def drain(self) -> List[Notification]:
+        with self.cond:
+            out = list(self.items)
+            self.items.clear()
+            return out
+
+
+def _belongs(n: Notification, ids: Set[str]) -> bool:
+    p = n.payload
+    sid = p.get("sessionId")
+    if sid is not None:
+        return type(sid) is str and sid in ids
+    # Ids that are not strings (unhashable lists, dicts) belong to nobody.
+    parent, child = p.get("parentSessionId"), p.get("childSessionId")
+    return (type(parent) is str and parent in ids) or (type(child) is str and child in ids)
+
+
+def _learn_child(subs: Iterable[Subscriber], params: Dict[str, Any]) -> None:
+    parent = params.get("parentSessionId")
+    child = params.get("childSessionId")
+    if not isinstance(child, str) or not isinstance(parent, str):
+        return
+    for s in subs:
+        ids = s.session_ids
+        if ids is not None and parent in ids:
+            ids.add(child)
+
+
+class Router:
+    """Who waits for what: requests in flight, the sessions they route, the subscribers.
+
+    ``lock`` guards ``pending``, ``routes``, ``subscribers`` and ``closed_error``; the reader
+    reads ``routes`` and ``subscribers`` without it (a tuple is replaced, never mutated; a
+    routes list emptied meanwhile is caught)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: Dict[int, Pending] = {}
+        # session id → prompts in flight for it (oldest first); children map to their parent's prompt.
+        self.routes: Dict[str, List[Pending]] = {}
+        self.subscribers: tuple = ()
+        #: Set once: every later request fails with it.
+        self.closed_error: Optional[TransportClosedError] = None
+
+    # -- waiters ---------------------------------------------------------------------------
+
+    def add(self, pending: Pending, session_id: Optional[str]) -> None:
+        """Registers a request (caller holds ``lock``)."""
+        self.pending[pending.id] = pending
+        if session_id is not None:
+            self.routes.setdefault(session_id, []).append(pending)
+
+    def forget(self, pending: Pending) -> None:
+        with self.lock:
+            self.pending.pop(pending.id, None)
+            self._unroute(pending)
+
+    def _unroute(self, pending: Pending) -> None:
+        # Caller holds self.lock.
+        for sid in pending.session_ids:
+            routes = self.routes.get(sid)
+            if routes is not None:
+                try:
+                    routes.remove(pending)
+                except ValueError:
+                    pass
+                if not routes:
+                    del self.routes[sid]
+
+    def subscribe(self, sub: Subscriber) -> None:
+        with self.lock:
+            if self.closed_error is not None:
+                sub.end()
+                return
+            self.subscribers = self.subscribers + (sub,)
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        with self.lock:
+            self.subscribers = tuple(s for s in self.subscribers if s is not sub)
+
+    def fail_all(self, error: TransportClosedError) -> None:
+        """The transport ended: every waiter gets :class:`Closed`, every subscriber ends, and
+        ``closed_error`` (the first one wins) fails every later request."""
+        with self.lock:
+            if self.closed_error is None:
+                self.closed_error = error
+            error = self.closed_error
+            pending = list(self.pending.values())
+            self.pending.clear()
+            self.routes.clear()
+            subs = self.subscribers
+            self.subscribers = ()
+        for p in pending:
+            p.inbox.put(Closed(error))
+        for s in subs:
+            s.end()
+
+    # -- the reader thread -----------------------------------------------------------------
+
+    def read_loop(self, stdout: Any, failed: Callable[[str], TransportClosedError],
+                  ended: Callable[[], TransportClosedError]) -> None:
+        """Reads stdout in blocks, splits lines itself (no length limit: a long line is
+        collected in pieces and joined once), and hands each block's notifications to their
+        inboxes as one batch: one wake-up of the consumer per block, not per notification.
+        At EOF every waiter fails with ``ended()``; if the reader itself fails, with
+        ``failed(reason)``, and the exception propagates."""
+        read = stdout.read
+        parts: List[bytes] = []  # pieces of an unterminated line
+        try:
+            while True:
+                try:
+                    data = read(READ_SIZE)
+                except (OSError, ValueError) as exc:  # ValueError: close() closed the pipe
+                    log.debug("reading harness-bridge stdout failed: %s", exc)
+                    break
+                if not data:
+                    break
+                nl = data.rfind(b"\n")
+                if nl < 0:
+                    parts.append(data)
+                    continue
+                if parts:
+                    parts.append(data[: nl + 1])
+                    block = b"".join(parts)
+                    parts = []
+                else:
+                    block = data[: nl + 1] if nl + 1 < len(data) else data
+                if nl + 1 < len(data):
+                    parts.append(data[nl + 1 :])
+                self.dispatch(block.split(b"\n"))
+            if parts:
+                self.dispatch([b"".join(parts)])
+        except BaseException as exc:
+            # Invariant: no waiter outlives the reader. Whatever killed it (a bug, a frame no
+            # guard foresaw), every pending call and every later one fails at once, naming it.
+            log.error("the harness-bridge reader thread failed; failing every call", exc_info=True)
+            self.fail_all(failed(
+                f"the SDK's reader thread failed ({type(exc).__name__}: {exc}); this client "
+                f"cannot be used any more: close it and start a new one"))
+            raise
+        self.fail_all(ended())
+
+    def dispatch(self, lines: List[bytes]) -> None:
+        """Routes the frames of one block, in order. Runs on the reader thread only."""
+        loads = json.loads
+        routes = self.routes
+        batches: Dict[Pending, List[Any]] = {}
+        subs = self.subscribers
+        for line in lines:
+            if not line:
+                continue
+            if not subs and line.startswith(FAST_PREFIX):
+                # The fast path: routed by the session id of the prefix, decoded by the consumer.
+                end = line.find(b'"', FAST_LEN)
+                if end > 0 and b"\\" not in line[FAST_LEN:end]:
+                    targets = routes.get(line[FAST_LEN:end].decode("utf-8", "replace"))
+                    if targets:
+                        try:
+                            owner = targets[0]
+                        except IndexError:
+                            continue
+                        batch = batches.get(owner)
+                        if batch is None:
+                            batches[owner] = [line]
+                        else:
+                            batch.append(line)
+                    continue
+            try:
+                msg = loads(line)
+            except DECODE_ERRORS as exc:
+                if line.strip():
+                    log.warning("dropping a line that cannot be decoded (%s): %r", why(exc), line[:200])
+                continue
+            params = notification_params(msg)
+            if params is not None:
+                sid = params.get("sessionId")
+                if sid is not None and type(sid) is not str:
+                    # An unhashable id would raise in the route lookup and kill this thread.
+                    log.warning("dropping a notification whose sessionId is not a string: %r", line[:200])
+                    continue
+                n = Notification(msg["method"], params)
+                if sid is not None:
+                    targets = routes.get(sid)
+                    if targets:
+                        try:
+                            owner = targets[0]
+                        except IndexError:  # the prompt settled meanwhile
+                            owner = None
+                        if owner is not None:
+                            batch = batches.get(owner)
+                            if batch is None:
+                                batches[owner] = [n]
+                            else:
+                                batch.append(n)
+                else:
+                    owner = self._route_subagent(n, params)
+                    if owner is not None:
+                        batches.setdefault(owner, []).append(n)
+                if subs:
+                    if n.method == "subagent.started":
+                        _learn_child(subs, params)
+                    for sub in subs:
+                        sub.offer(n)
+                continue
+            if type(msg) is dict and msg.get("method") is None and ("result" in msg or "error" in msg):
+                self._respond(msg, batches)
+                continue
+            drop(line, msg)
+        for owner, batch in batches.items():
+            owner.inbox.put(batch)
+
+    def _respond(self, msg: Dict[str, Any], batches: Dict[Pending, List[Any]]) -> None:
+        request_id = msg.get("id")
+        pending = None
+        if type(request_id) is int:
+            with self.lock:
+                pending = self.pending.pop(request_id, None)
+                if pending is not None:
+                    self._unroute(pending)
+        if pending is None:
+            if request_id is None and "error" in msg:
+                log.warning("harness-bridge reported an error for no request: %r", msg.get("error"))
+            else:
+                log.debug("dropping a response for no pending request: id=%r", request_id)
+            return
+        # Everything read before this response goes out first.
+        if batches:
+            for owner, batch in batches.items():
+                owner.inbox.put(batch)
+            batches.clear()
+        pending.inbox.put(Response(msg))
+
+    def _route_subagent(self, n: Notification, params: Dict[str, Any]) -> Optional[Pending]:
+        parent = params.get("parentSessionId")
+        child = params.get("childSessionId")
+        with self.lock:
+            targets = self.routes.get(parent) if isinstance(parent, str) else None
+            if not targets:
+                return None
+            owner = targets[0]
+            if n.method == "subagent.started" and isinstance(child, str) and child not in owner.session_ids:
+                owner.session_ids.add(child)
+                self.routes.setdefault(child, []).append(owner)
+        return owner

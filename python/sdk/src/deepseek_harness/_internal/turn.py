@@ -1,0 +1,91 @@
+"""What the blocking and the asyncio fronts share above the prompt call: the turn collector
+(notifications -> :class:`~deepseek_harness.TurnResult`) and the stream buffer (batches ->
+one typed event at a time)."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Deque, Dict, List, Optional
+
+from ..models import LIVE_ONLY_EVENT_TYPES, Notification, SessionEvent, SessionPromptResponse
+from ..results import TurnResult, final_response_of, usage_of
+from .decode import NotificationCallback, decode_batch
+from .prompt import PromptCall
+
+__all__ = ["TurnCollector", "StreamBuffer"]
+
+
+class TurnCollector:
+    """Builds a :class:`TurnResult` from the notifications of one turn, as they are delivered
+    (shared by ``run`` and the streams, sync and async). ``add`` runs once per notification:
+    it only appends and looks at two dict keys."""
+
+    __slots__ = ("session_id", "notifications", "durable", "callback")
+
+    def __init__(self, session_id: str, callback: Optional[NotificationCallback] = None) -> None:
+        self.session_id = session_id
+        self.notifications: List[Notification] = []
+        self.durable: List[Dict[str, Any]] = []
+        self.callback = callback
+
+    @property
+    def keep_chunk(self) -> Optional[NotificationCallback]:
+        """Where chunks may go undecoded: only kept, when no callback of the caller sees them
+        (their events are live-only, so they are not durable either)."""
+        return self.notifications.append if self.callback is None else None
+
+    def add(self, n: Notification) -> None:
+        self.notifications.append(n)
+        if n.method == "session.event":
+            p = n.payload
+            ev = p.get("event")
+            if p.get("sessionId") == self.session_id and isinstance(ev, dict) and ev.get("type") not in LIVE_ONLY_EVENT_TYPES:
+                self.durable.append(ev)
+        if self.callback is not None:
+            self.callback(n)
+
+    def result(self, response: SessionPromptResponse) -> "TurnResult":
+        events = [SessionEvent.model_validate(ev) for ev in self.durable]
+        return TurnResult(
+            session_id=self.session_id,
+            status=response.status,
+            reason=response.reason,
+            final_response=final_response_of(events),
+            events=events,
+            notifications=self.notifications,
+            usage=usage_of(events),
+        )
+
+
+class StreamBuffer:
+    """The part of a turn stream that does not depend on how it waits: it takes the batches of
+    a :class:`PromptCall`, records them for the :class:`TurnResult`, and hands out one typed
+    event at a time (built when it is handed out, not before)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.collector = TurnCollector(session_id)
+        self.queue: Deque[Notification] = collections.deque()
+        self.call: Optional[PromptCall] = None
+        #: The turn's result, once the stream has yielded it.
+        self.result: Optional[TurnResult] = None
+        #: True once nothing more will be yielded (the result, an error, or closed early).
+        self.finished = False
+
+    def take(self, batch: List[Any]) -> None:
+        notifications = decode_batch(batch)
+        add = self.collector.add
+        for n in notifications:
+            add(n)
+        self.queue.extend(notifications)
+
+    def settle(self) -> TurnResult:
+        assert self.call is not None and self.call.response is not None
+        self.finished = True
+        self.result = self.collector.result(self.call.response)
+        return self.result
+
+    @property
+    def in_flight(self) -> bool:
+        """Started and not yet answered: closing now must cancel the turn."""
+        return self.call is not None and not self.call.settled

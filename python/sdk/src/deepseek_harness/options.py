@@ -1,0 +1,126 @@
+"""``HarnessOptions``: every setting of a harness in one documented object.
+
+:class:`~deepseek_harness.DeepSeekHarness`, :class:`~deepseek_harness.AsyncDeepSeekHarness` and
+:class:`~deepseek_harness.HarnessClient` take ``options=HarnessOptions(...)``, keyword arguments,
+or both: keyword arguments override the fields of ``options`` (which is left as it is; it is
+frozen, so one object can configure any number of harnesses).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+__all__ = ["HarnessOptions", "resolve_options"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    """The settings of a harness. Every field has a default; ``None`` means "not set: the
+    bridge's own default".
+
+    Sent with ``initialize`` (the workspace, the model and the limits of every turn; used by
+    ``DeepSeekHarness``, ignored by ``HarnessClient``, whose :meth:`~HarnessClient.initialize`
+    takes them as arguments):
+
+    Attributes:
+        provider: ``"deepseek"`` (needs ``DEEPSEEK_API_KEY``), ``"openai"`` (any
+            OpenAI-compatible server) or ``"scripted"`` (offline). Default ``"deepseek"``.
+        model: the model name; for ``scripted``, ``"demo"`` or the path of a script file.
+            Default ``"deepseek-v4-flash"``.
+        cwd: the workspace of every session; default: the current directory at start.
+        max_tokens: the most tokens of one model request; default: the provider's.
+        max_steps: model requests per turn; the turn after that many ends
+            ``error``/``max-steps``. Default: ``default_max_steps``, else 50.
+        permission_mode: what the tools may do in every session: ``"read-only"`` (no writes,
+            no bash), ``"workspace-write"`` (the default; bash sandboxed) or ``"full"``. A mode
+            wider than ``max_permission_mode`` is narrowed to it (the bridge warns on stderr).
+        tools: the built-in tools offered (an allow-list of names); default: all.
+        instructions: text appended to the built-in system prompt.
+
+    The bridge process (its command line and environment):
+
+    Attributes:
+        bridge_bin: the executable; default: found by :func:`find_bridge_binary`
+            (``HARNESS_BRIDGE_BIN``, the bundled binary, ``PATH``; a development checkout only
+            with ``HARNESS_BRIDGE_DEV_CHECKOUT=1``).
+        session_root: where durable session logs go (``--session-root``); default: the
+            bridge's (``HARNESS_SESSION_ROOT``, else ``$XDG_STATE_HOME/harness-bridge``, else
+            ``~/.local/state/harness-bridge``).
+        env: variables added to the caller's environment for the bridge (e.g.
+            ``{"DEEPSEEK_API_KEY": ...}``); ``NODE_OPTIONS`` is never inherited, only passed
+            when given here.
+        log_level: the bridge's stderr log level (``--log-level``: debug, info, warn, error,
+            silent); default ``warn``. Its lines go to the ``deepseek_harness.bridge`` logger.
+        default_max_steps: ``--max-steps``: model requests per turn when ``initialize`` gives
+            no ``max_steps`` (not a limit on it); default 50.
+        max_permission_mode: ``--permission-mode``: the widest permission mode ``initialize``
+            may ask for (a ceiling: a wider one is narrowed to it); without a
+            ``permission_mode`` the mode is ``workspace-write``, or this when it is narrower.
+            Default ``"full"``.
+        extra_args: more command-line arguments, appended last.
+        bridge_cwd: the working directory of the bridge process; default: the caller's.
+
+    The client:
+
+    Attributes:
+        request_timeout_seconds: timeout of every request, a whole turn included (a timed-out
+            turn is cancelled); None (default): as long as the bridge lives.
+        shutdown_timeout_seconds: how long each step of closing waits (the ``shutdown``
+            request, then the exit after stdin closes, then the exit after SIGTERM); default 5.
+    """
+
+    provider: str = "deepseek"
+    model: str = "deepseek-v4-flash"
+    cwd: Optional[PathLike] = None
+    max_tokens: Optional[int] = None
+    max_steps: Optional[int] = None
+    permission_mode: Optional[str] = None
+    tools: Optional[Sequence[str]] = None
+    instructions: Optional[str] = None
+
+    bridge_bin: Optional[PathLike] = None
+    session_root: Optional[PathLike] = None
+    env: Optional[Mapping[str, str]] = None
+    log_level: Optional[str] = None
+    default_max_steps: Optional[int] = None
+    max_permission_mode: Optional[str] = None
+    extra_args: Sequence[str] = ()
+    bridge_cwd: Optional[PathLike] = None
+
+    request_timeout_seconds: Optional[float] = None
+    shutdown_timeout_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        # Copies, so that a caller's list or dict changed later does not change these options.
+        object.__setattr__(self, "extra_args", tuple(self.extra_args))
+        if self.tools is not None:
+            object.__setattr__(self, "tools", tuple(self.tools))
+        if self.env is not None:
+            object.__setattr__(self, "env", dict(self.env))
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(HarnessOptions))
+
+
+def resolve_options(owner: str, options: Optional[HarnessOptions], overrides: Dict[str, Any],
+                    aliases: Optional[Mapping[str, str]] = None) -> HarnessOptions:
+    """``options`` (default: all defaults) with ``overrides`` applied: a keyword argument wins
+    over the field of ``options``. ``aliases`` maps an owner's own keyword names to fields. An
+    unknown name raises ``TypeError``, as a misspelt keyword argument would."""
+    if options is None:
+        options = HarnessOptions()
+    elif not isinstance(options, HarnessOptions):
+        raise TypeError(f"{owner}() takes a HarnessOptions as options (or keyword arguments), "
+                        f"not {type(options).__name__}: pass provider=..., model=... by name")
+    changes: Dict[str, Any] = {}
+    for name, value in overrides.items():
+        field = aliases.get(name, name) if aliases else name
+        if field not in _FIELDS:
+            raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}")
+        changes[field] = value
+    return dataclasses.replace(options, **changes) if changes else options
