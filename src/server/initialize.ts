@@ -77,7 +77,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
   const sandbox: SandboxStatus = bashOffered ? sandboxStatusAtStart(permissionMode, env) : { bash: "none", reason: "bash is not among the tools offered" };
   let provider;
   try {
-    provider = await factory.create({ model: params.model, cwd: workspace, env });
+    provider = await factory.create({ model: params.model, cwd: workspace, env, logger });
   } catch (error) {
     if (error instanceof ProviderUnavailableError) {
       throw new RpcError(ErrorCode.ProviderUnavailable, `provider unavailable: ${error.message}`, { kind: "provider-unavailable", provider: params.provider });
