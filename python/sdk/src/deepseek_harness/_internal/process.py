@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import collections
 import io
+import json
 import logging
 import os
 import subprocess
@@ -38,8 +39,37 @@ def child_env(extra: Mapping[str, str]) -> Dict[str, str]:
     return env
 
 
+#: Provider keys: never put in the bridge's environment, handed over on a pipe (``--secrets-fd``).
+#: The bridge accepts exactly these names (src/providers/types.ts ``PROVIDER_KEY_VARIABLES``).
+PROVIDER_KEY_VARIABLES = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY")
+
+
 def spawn(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> "subprocess.Popen[bytes]":
-    """Starts the bridge with three pipes. The one place a bridge process is created."""
+    """Starts the bridge with three pipes. The one place a bridge process is created.
+
+    Provider keys in ``env`` are taken out of it and written to a pipe the bridge reads at
+    start (``--secrets-fd N``): a process's start-up environment stays readable in
+    ``/proc/<pid>/environ`` whatever it deletes later, a pipe's content does not. The write end
+    is closed before the bridge starts, so it reads to end of file at once."""
+    env = dict(env)
+    keys = {name: env.pop(name) for name in PROVIDER_KEY_VARIABLES if env.get(name)}
+    for name in PROVIDER_KEY_VARIABLES:
+        env.pop(name, None)
+    if not keys:
+        return _popen(cmd, env, cwd, ())
+    read_end, write_end = os.pipe()
+    try:
+        try:
+            # A few hundred bytes: far below a pipe's buffer, so this never blocks.
+            os.write(write_end, json.dumps(keys).encode("utf-8"))
+        finally:
+            os.close(write_end)
+        return _popen(cmd + ["--secrets-fd", str(read_end)], env, cwd, (read_end,))
+    finally:
+        os.close(read_end)
+
+
+def _popen(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike], pass_fds: tuple) -> "subprocess.Popen[bytes]":
     return subprocess.Popen(
         cmd,
         stdin=subprocess.PIPE,
@@ -48,6 +78,7 @@ def spawn(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> "subp
         env=env,
         cwd=cwd,
         bufsize=0,
+        pass_fds=pass_fds,
     )
 
 

@@ -1,0 +1,51 @@
+"""Provider keys reach the bridge on a pipe (``--secrets-fd``), never in its environment: a
+process's start-up environment stays readable in ``/proc/<pid>/environ`` whatever it deletes."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from deepseek_harness._internal.process import spawn
+
+KEY = "sk-canary-python-pipe"
+
+CHILD = r"""
+import json, os, sys
+fd = int(sys.argv[sys.argv.index("--secrets-fd") + 1])
+with os.fdopen(fd, "rb") as f:
+    secrets = json.loads(f.read())
+print(json.dumps({"secrets": secrets, "env_has_key": any(k in os.environ for k in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY")),
+                  "environ": open("/proc/self/environ", "rb").read().decode(errors="replace")}))
+"""
+
+
+def test_spawn_moves_keys_from_the_environment_to_a_pipe() -> None:
+    env = dict(os.environ, DEEPSEEK_API_KEY=KEY, OPENAI_API_KEY="", KEEP="yes")
+    proc = spawn([sys.executable, "-c", CHILD], env, None)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    seen = json.loads(out)
+    assert seen["secrets"] == {"DEEPSEEK_API_KEY": KEY}  # an empty value is not a key
+    assert seen["env_has_key"] is False
+    assert KEY not in seen["environ"] and "KEEP=yes" in seen["environ"]
+    assert env["DEEPSEEK_API_KEY"] == KEY  # the caller's mapping is left alone
+
+
+def test_without_keys_no_descriptor_is_passed() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY")}
+    proc = spawn([sys.executable, "-c", "import sys; print(sys.argv[1:])"], env, None)
+    out, _ = proc.communicate(timeout=30)
+    assert out.strip() == b"[]"
+
+
+def test_the_real_bridge_gets_the_key_and_its_environment_does_not(real) -> None:
+    client = real.client(env={"DEEPSEEK_API_KEY": KEY}).start()
+    # The deepseek provider refuses to start without a key (-32004): this answering proves it arrived.
+    client.initialize(real.workspace, "deepseek", "deepseek-chat")
+    environ = Path(f"/proc/{client.process.pid}/environ").read_bytes()
+    assert KEY.encode() not in environ
+    assert b"--secrets-fd" in Path(f"/proc/{client.process.pid}/cmdline").read_bytes()
