@@ -11,7 +11,6 @@ import {
   type SessionEvent,
   type SessionEventDataMap,
   type SessionEventType,
-  type TurnEndReason,
 } from "../protocol/index.js";
 import type { ModelMessage } from "../providers/types.js";
 import { noRedaction, type Redactor } from "../redact.js";
@@ -27,8 +26,6 @@ export class Session {
   readonly messages: ModelMessage[] = [];
   /** Content of the last recorded assistant message. */
   lastAssistantContent: AssistantContentBlock[] | undefined;
-  /** The reason of the last `turn/end` recorded. */
-  lastTurnEnd: { turn: number; reason: TurnEndReason } | undefined;
   /** Tool calls of the last assistant message that have no result yet (callId → tool name). */
   private readonly unanswered = new Map<string, string>();
 
@@ -96,9 +93,6 @@ export class Session {
       case "tool/result":
         this.unanswered.delete(event.data.callId);
         this.messages.push({ role: "tool", callId: event.data.callId, name: event.data.name, content: event.data.content, isError: event.data.isError });
-        break;
-      case "turn/end":
-        this.lastTurnEnd = { turn: event.data.turn, reason: event.data.reason };
         break;
       default:
         break;

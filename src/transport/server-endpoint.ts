@@ -10,6 +10,7 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { jsonLine } from "../json-line.js";
+import { isObject } from "../json-value.js";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import type { JsonObject, NotificationMap, NotificationMethod, RequestId, ResponseFrame } from "../protocol/types.js";
 import { LineReader } from "./line-reader.js";
@@ -67,9 +68,6 @@ type BacklogFrame = { line: string; written: () => void } | { pieces: Iterator<B
 /** The byte that ends a line, and so the last piece of a long frame (see `jsonLine`). */
 const NEWLINE = 0x0a;
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * The id to answer with: a string, or a number the response can carry back exactly. A number

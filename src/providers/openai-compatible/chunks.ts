@@ -6,7 +6,8 @@
  */
 import type { Usage } from "../../protocol/index.js";
 import { ModelError, type ModelStreamPart } from "../types.js";
-import { errorMessageOf, isContextWindowMessage, isObject } from "./errors.js";
+import { isObject } from "../../json-value.js";
+import { errorMessageOf, isContextWindowMessage } from "./errors.js";
 
 /** Maps a chat completions `finish_reason` to ours; unknown values pass through unchanged. */
 export function mapFinishReason(raw: string): string {

@@ -4,13 +4,10 @@
  *
  * @module
  */
+import { isObject } from "../../json-value.js";
 import { ModelError } from "../types.js";
 import { AttemptFailure, parseRetryAfter } from "./retry.js";
 
-/** A JSON object (not null, not an array). */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 const CONTEXT_WINDOW_PATTERN = /context[ _-]?length|maximum context|context[ _-]?window|too many tokens|context_length_exceeded/i;
 
