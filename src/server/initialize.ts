@@ -28,17 +28,30 @@ export interface Agent {
   modules: AgentModules;
 }
 
-/** What `initialize` needs of the server: its command-line settings and how to reach the client. */
-export interface InitializeSettings {
+/** The process's settings, from the command line and the environment (cli.ts). */
+export interface ProcessSettings {
   version: string;
   logger: Logger;
   env: NodeJS.ProcessEnv;
+  /** Cleans the bridge's secrets out of session events (redact.ts); default: none. */
   redactor?: Redactor;
+  /** Whether sessions are logged durably; `false` keeps them in memory only. */
   sessionLog: boolean;
+  /**
+   * Where session logs go when `sessionLog` is on; `undefined`: the store's default
+   * (`defaultSessionRoot`, resolved with `env`, once the agent modules are loaded).
+   */
   sessionRoot: string | undefined;
+  /** Default `maxSteps` when `initialize` gives none. */
   defaultMaxSteps: number;
+  /** The widest permission mode `initialize` may ask for. */
   permissionCeiling: PermissionMode;
+  /** How deep subagents nest (1: children cannot start children). */
   subagentDepth: number;
+}
+
+/** What `initialize` needs of the server: the process's settings and how to reach the client. */
+export interface InitializeSettings extends ProcessSettings {
   sink: RuntimeSink;
   /** Validates against the zod schema (loading it); throws the -32602 RpcError. */
   validate(raw: JsonObject | undefined): Promise<InitializeParams>;

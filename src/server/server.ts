@@ -17,42 +17,21 @@ import {
   statusOf,
   type InitializeResult,
   type JsonObject,
-  type PermissionMode,
   type SessionCancelResult,
   type SessionPromptResult,
 } from "../protocol/types.js";
 import type { ServerEndpoint } from "../transport/server-endpoint.js";
-import type { Logger } from "../log.js";
-import type { Redactor } from "../redact.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
-import { initialize, type Agent } from "./initialize.js";
+import { initialize, type Agent, type ProcessSettings } from "./initialize.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
 /** The same when the client is known to be gone: what is still queued has no reader. */
 export const CLIENT_GONE_DRAIN_MS = 500;
 
-export interface ServerOptions {
+export interface ServerOptions extends ProcessSettings {
   endpoint: ServerEndpoint;
-  version: string;
-  logger: Logger;
-  env: NodeJS.ProcessEnv;
-  /** Cleans the bridge's secrets out of session events (redact.ts); default: none. */
-  redactor?: Redactor;
-  /** Whether sessions are logged durably; `false` keeps them in memory only. */
-  sessionLog: boolean;
-  /**
-   * Where session logs go when `sessionLog` is on; `undefined`: the store's default
-   * (`defaultSessionRoot`, resolved with `env`, once the agent modules are loaded).
-   */
-  sessionRoot: string | undefined;
-  /** Default `maxSteps` when `initialize` gives none. */
-  defaultMaxSteps: number;
-  /** The widest permission mode `initialize` may ask for. */
-  permissionCeiling: PermissionMode;
-  /** How deep subagents nest (1: children cannot start children). */
-  subagentDepth: number;
   /** Ends the process; called once, after stdout drained or the drain deadline passed. */
   exit: (code: number) => void;
 }
