@@ -3,7 +3,7 @@
  * reads a file of the workspace with a real tool, and answers — every kind of event a real
  * turn has, with no network and no key.
  */
-import type { Script } from "./scripted.js";
+import type { Script } from "./script-format.js";
 
 export const DEMO_SCRIPT: Script = {
   turns: [

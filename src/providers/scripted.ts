@@ -11,8 +11,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { JsonObject, Usage } from "../protocol/index.js";
 import { DEMO_SCRIPT } from "./demo-script.js";
+import type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
 import {
   ModelError,
   ProviderUnavailableError,
@@ -23,36 +23,7 @@ import {
   type ProviderFactory,
 } from "./types.js";
 
-/** One scripted model response. */
-export interface ScriptStep {
-  reasoning?: string;
-  text?: string;
-  toolCalls?: Array<{ id?: string; name: string; arguments?: JsonObject; rawArguments?: string }>;
-  /** Default: `tool-calls` when there are tool calls, else `stop`. */
-  finishReason?: string;
-  /** Characters per streamed delta. Default 16. */
-  chunkSize?: number;
-  /** Stream `text` this many times. Default 1. */
-  repeat?: number;
-  /** Wait this long before each chunk. */
-  delayMs?: number;
-  /** After streaming, wait until the request is aborted. */
-  hang?: boolean;
-  /** After streaming, fail with this model error. */
-  error?: { message: string; httpStatus?: number; code?: string };
-  /** Default: a quarter of the characters of the messages in and of the output. */
-  usage?: Usage;
-}
-
-export interface ScriptTurn {
-  steps: ScriptStep[];
-}
-
-/** A whole script: turns for top-level sessions, and optionally others for subagent sessions. */
-export interface Script {
-  turns: ScriptTurn[];
-  subagent?: { turns: ScriptTurn[] };
-}
+export type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
 
 const DEFAULT_CHUNK_SIZE = 16;
 
