@@ -18,8 +18,8 @@ export interface Redactor {
   /** `text` with every secret replaced. */
   text(text: string): string;
   /**
-   * Replaces secrets in every string of `value` in place (objects and arrays are walked, up to
-   * the depth limit the bridge already enforces on what it accepts) and returns it. In place so
+   * Replaces secrets in every string of `value` in place (objects and arrays are walked, at
+   * any depth) and returns it. In place so
    * that the event recorded, the history and the value handed on (a turn's reason) are one.
    */
   inPlace<T>(value: T): T;
@@ -35,22 +35,28 @@ export function secretRedactor(candidates: Iterable<string | undefined>): Redact
     for (const secret of secrets) if (t.includes(secret)) t = t.split(secret).join(REDACTED);
     return t;
   };
-  const walk = (value: unknown, depth: number): void => {
-    if (depth > 256 || value === null || typeof value !== "object") return;
-    const entries = value as Record<string, unknown>;
-    for (const key of Object.keys(entries)) {
-      const field = entries[key];
-      if (typeof field === "string") {
-        const clean = text(field);
-        if (clean !== field) entries[key] = clean;
-      } else walk(field, depth + 1);
+  // An explicit stack: any depth is cleaned, and none overflows the call stack. Event data is
+  // plain JSON (it is serialized next), so there are no cycles to guard against.
+  const walk = (root: unknown): void => {
+    const stack: unknown[] = [root];
+    while (stack.length > 0) {
+      const value = stack.pop();
+      if (value === null || typeof value !== "object") continue;
+      const entries = value as Record<string, unknown>;
+      for (const key of Object.keys(entries)) {
+        const field = entries[key];
+        if (typeof field === "string") {
+          const clean = text(field);
+          if (clean !== field) entries[key] = clean;
+        } else if (field !== null && typeof field === "object") stack.push(field);
+      }
     }
   };
   return {
     active: true,
     text,
     inPlace<T>(value: T): T {
-      walk(value, 0);
+      walk(value);
       return value;
     },
   };

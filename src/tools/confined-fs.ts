@@ -23,7 +23,7 @@
  * (`O_NONBLOCK`, `fstat`, the real path's inode compared with the descriptor's): a swap in the
  * instant between the two can still win. Linux is the platform the bridge ships for.
  */
-import { constants as fsc, realpathSync } from "node:fs";
+import { constants as fsc } from "node:fs";
 import * as fs from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import * as path from "node:path";
@@ -95,21 +95,14 @@ function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boo
   return "not a file";
 }
 
-function realWorkspace(workspace: string): string {
-  try {
-    return realpathSync(workspace);
-  } catch {
-    return path.resolve(workspace);
-  }
-}
-
 /** The root every confined real path must stay inside, or `undefined` when the mode does not confine. */
 async function confinementRoot(workspace: string, mode: PermissionMode): Promise<string | undefined> {
   return isConfined(mode) ? fs.realpath(workspace) : undefined;
 }
 
-function outside(requested: string, real: string, workspace: string, mode: PermissionMode): ToolError {
-  if (isInside(realWorkspace(workspace), real)) return hiddenError(requested);
+/** The refusal of `real`, confined to `root`: a hidden path inside it, or a path outside it. */
+function outside(requested: string, real: string, workspace: string, mode: PermissionMode, root: string): ToolError {
+  if (isInside(root, real)) return hiddenError(requested);
   return new ToolError(
     `path '${requested}' leads outside the workspace (${workspace}) to ${real}; permission mode '${mode}' confines file tools to it`,
   );
@@ -140,7 +133,7 @@ interface Pinned {
 async function checkPinned(pin: FileHandle, requested: string, root: string | undefined, workspace: string, mode: PermissionMode): Promise<Pinned> {
   try {
     const realPath = await realPathOf(pin);
-    if (root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode);
+    if (root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode, root);
     const st = await pin.stat();
     if (st.isDirectory()) throw new ToolError(`${requested} is a directory, not a file`);
     if (!st.isFile()) throw new ToolError(`${requested} is not a regular file (it is ${kindOf(st)})`);
@@ -203,7 +196,7 @@ async function openExistingByName(absolute: string, requested: string, root: str
     const realPath = await fs.realpath(absolute);
     const named = await fs.stat(realPath);
     if (named.ino !== held.ino || named.dev !== held.dev) throw new ToolError(`${requested} changed while it was being opened; try again`);
-    if (root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode);
+    if (root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode, root);
     return { handle, size: held.size, realPath };
   } catch (err) {
     await handle.close().catch(() => undefined);
@@ -273,7 +266,7 @@ async function openForWriteAt(workspace: string, target: string, requested: stri
         // Cannot happen through a verified parent; if it ever does, nothing is written and the file goes.
         await handle.close();
         await fs.unlink(realPath).catch(() => undefined);
-        throw outside(requested, realPath, workspace, mode);
+        throw outside(requested, realPath, workspace, mode, root);
       }
       return { handle, size: 0, realPath, created: true };
     } catch (err) {
@@ -341,7 +334,7 @@ async function openFolderChain(base: string, parts: string[], requested: string,
       });
       if (root !== undefined && !isReachable(root, nextReal)) {
         await next.close().catch(() => undefined);
-        throw outside(requested, nextReal, workspace, mode);
+        throw outside(requested, nextReal, workspace, mode, root);
       }
       await dir.close().catch(() => undefined);
       dir = next;
@@ -388,7 +381,7 @@ async function createByName(
     const real = await fs.realpath(dir).catch(() => dir);
     if (!isReachable(root, real)) {
       if (made) await fs.rmdir(real).catch(() => undefined);
-      throw outside(requested, real, workspace, mode);
+      throw outside(requested, real, workspace, mode, root);
     }
   }
   let handle: FileHandle;
@@ -408,7 +401,7 @@ async function createByName(
   if (realPath === undefined || named?.ino !== held.ino || named.dev !== held.dev || (root !== undefined && !isReachable(root, realPath))) {
     await handle.close();
     if (realPath !== undefined && named?.ino === held.ino) await fs.unlink(realPath).catch(() => undefined);
-    if (realPath !== undefined && root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode);
+    if (realPath !== undefined && root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode, root);
     throw new ToolError(`cannot write ${requested}: its path changed while it was being created; try again`);
   }
   return { handle, size: 0, realPath, created: true };

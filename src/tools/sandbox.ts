@@ -14,6 +14,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { isInside } from "./path-inside.js";
 
 /** Where bwrap is looked for (`HARNESS_BWRAP`, an absolute path, comes first). */
 export const BWRAP_LOCATIONS: readonly string[] = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"];
@@ -55,8 +56,12 @@ export function findBash(): string {
 const extraHidden = new Set<string>();
 /** Hides `p` from sandboxed commands too (the server calls it with the session root). */
 export function hideFromSandbox(p: string): void {
+  const before = extraHidden.size;
   extraHidden.add(path.resolve(p));
+  if (extraHidden.size !== before) extraHiddenVersion += 1;
 }
+/** Bumped when `extraHidden` grows, so the file tools' cached list knows it is stale. */
+let extraHiddenVersion = 0;
 
 let hiddenForTools: { key: string; paths: string[] } | undefined;
 
@@ -68,7 +73,8 @@ let hiddenForTools: { key: string; paths: string[] } | undefined;
  * its real path count, so a store created after the first check is still covered by name.
  */
 export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv = process.env): boolean {
-  const key = `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${[...extraHidden].join("\0")}`;
+  // Called for every path a search shows: the key is cheap, the list is built when it changes.
+  const key = `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${extraHiddenVersion}`;
   if (hiddenForTools?.key !== key) {
     const paths = new Set<string>();
     for (const p of wantedHidden(env)) {
@@ -81,12 +87,7 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
     }
     hiddenForTools = { key, paths: [...paths] };
   }
-  return hiddenForTools.paths.some((h) => !isWithin(h, root) && isWithin(h, real));
-}
-
-/** Whether `candidate` is `root` or below it (both absolute and normalized). */
-function isWithin(root: string, candidate: string): boolean {
-  return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+  return hiddenForTools.paths.some((h) => !isInside(h, root) && isInside(h, real));
 }
 
 function wantedHidden(env: NodeJS.ProcessEnv): string[] {
@@ -118,7 +119,7 @@ export function bwrapArgs(workspace: string, env: NodeJS.ProcessEnv = process.en
   // hidden after the workspace is bound, or the bind would show it again; one that holds the
   // workspace is hidden before, so the workspace stays visible inside the emptied folder.
   const hidden = hiddenPaths(env);
-  const holdsWorkspace = (p: string) => isWithin(p, workspace);
+  const holdsWorkspace = (p: string) => isInside(p, workspace);
   const hide = (list: typeof hidden) => list.flatMap((h) => (h.folder ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
   return [
     "--unshare-user",

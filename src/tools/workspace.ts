@@ -10,6 +10,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { PermissionMode } from "../protocol/index.js";
+import { isInside } from "./path-inside.js";
 import { isHiddenPath } from "./sandbox.js";
 import { ToolError } from "./types.js";
 
@@ -23,12 +24,7 @@ export function hiddenError(requested: string): ToolError {
   return new ToolError(`path '${requested}' is hidden from the tools: it is a credential store or the session logs (docs/tools.md, "hidden paths")`);
 }
 
-/** Whether `candidate` is `root` or below it, lexically (both absolute). */
-export function isInside(root: string, candidate: string): boolean {
-  const rel = path.relative(root, candidate);
-  // `..name` is a legal name inside; only a `..` segment leaves.
-  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
-}
+export { isInside };
 
 /**
  * Whether the file tools may reach the real path `real` when confined to the real workspace

@@ -260,7 +260,9 @@ export class ServerEndpoint {
       (value) => this.write({ jsonrpc: "2.0", id, result: value === undefined ? {} : value }),
       (error: unknown) => {
         if (error instanceof RpcError) {
-          this.write({ jsonrpc: "2.0", id, error: this.options.redactor?.inPlace(error.toJSON()) ?? error.toJSON() });
+          const body = error.toJSON();
+          this.options.redactor?.inPlace(body);
+          this.write({ jsonrpc: "2.0", id, error: body });
         } else {
           const message = error instanceof Error ? error.message : String(error);
           this.writeError(id, ErrorCode.InternalError, `internal error: ${message}`, "internal-error");

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
-import pytest
 
-from deepseek_harness._internal.process import spawn
+from deepseek_harness._internal.process import PROVIDER_KEY_VARIABLES, spawn
 
 KEY = "sk-canary-python-pipe"
 
@@ -33,6 +33,14 @@ def test_spawn_moves_keys_from_the_environment_to_a_pipe() -> None:
     assert seen["env_has_key"] is False
     assert KEY not in seen["environ"] and "KEEP=yes" in seen["environ"]
     assert env["DEEPSEEK_API_KEY"] == KEY  # the caller's mapping is left alone
+
+
+def test_the_key_names_are_the_bridges() -> None:
+    """The bridge refuses any other name on the descriptor: both lists must stay one."""
+    source = (Path(__file__).resolve().parents[3] / "src" / "providers" / "types.ts").read_text()
+    declared = re.search(r"PROVIDER_KEY_VARIABLES: readonly string\[\] = \[([^\]]*)\]", source)
+    assert declared is not None
+    assert tuple(re.findall(r'"([A-Z_]+)"', declared.group(1))) == PROVIDER_KEY_VARIABLES
 
 
 def test_without_keys_no_descriptor_is_passed() -> None:

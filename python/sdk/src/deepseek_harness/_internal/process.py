@@ -52,9 +52,11 @@ def spawn(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> "subp
     ``/proc/<pid>/environ`` whatever it deletes later, a pipe's content does not. The write end
     is closed before the bridge starts, so it reads to end of file at once."""
     env = dict(env)
-    keys = {name: env.pop(name) for name in PROVIDER_KEY_VARIABLES if env.get(name)}
+    keys = {}
     for name in PROVIDER_KEY_VARIABLES:
-        env.pop(name, None)
+        value = env.pop(name, None)
+        if value:  # an empty variable is no key, and stays out of the environment too
+            keys[name] = value
     if not keys:
         return _popen(cmd, env, cwd, ())
     read_end, write_end = os.pipe()
