@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 
 
-from deepseek_harness._internal.process import PROVIDER_KEY_VARIABLES, spawn
+import pytest
+
+from deepseek_harness._internal.process import MAX_SECRETS_BYTES, PROVIDER_KEY_VARIABLES, spawn
+from deepseek_harness.errors import TransportClosedError
+
+from conftest import REPO_ROOT, call_within
 
 KEY = "sk-canary-python-pipe"
 
@@ -37,10 +42,16 @@ def test_spawn_moves_keys_from_the_environment_to_a_pipe() -> None:
 
 def test_the_key_names_are_the_bridges() -> None:
     """The bridge refuses any other name on the descriptor: both lists must stay one."""
-    source = (Path(__file__).resolve().parents[3] / "src" / "providers" / "types.ts").read_text()
+    source = (REPO_ROOT / "src" / "providers" / "types.ts").read_text()
     declared = re.search(r"PROVIDER_KEY_VARIABLES: readonly string\[\] = \[([^\]]*)\]", source)
     assert declared is not None
     assert tuple(re.findall(r'"([A-Z_]+)"', declared.group(1))) == PROVIDER_KEY_VARIABLES
+
+
+def test_keys_too_long_for_the_pipe_are_refused_not_hung_on() -> None:
+    env = dict(os.environ, DEEPSEEK_API_KEY="k" * (MAX_SECRETS_BYTES + 1))
+    with pytest.raises(TransportClosedError, match="at most 65536"):
+        call_within(30, spawn, [sys.executable, "-c", "pass"], env, None)
 
 
 def test_without_keys_no_descriptor_is_passed() -> None:

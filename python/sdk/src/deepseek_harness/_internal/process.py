@@ -42,6 +42,8 @@ def child_env(extra: Mapping[str, str]) -> Dict[str, str]:
 #: Provider keys: never put in the bridge's environment, handed over on a pipe (``--secrets-fd``).
 #: The bridge accepts exactly these names (src/providers/types.ts ``PROVIDER_KEY_VARIABLES``).
 PROVIDER_KEY_VARIABLES = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY")
+#: The most the bridge reads from ``--secrets-fd``; also below any pipe buffer on Linux.
+MAX_SECRETS_BYTES = 64 * 1024
 
 
 def spawn(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> "subprocess.Popen[bytes]":
@@ -59,11 +61,15 @@ def spawn(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> "subp
             keys[name] = value
     if not keys:
         return _popen(cmd, env, cwd, ())
+    payload = json.dumps(keys).encode("utf-8")
+    # Written before the reader exists: more than a pipe's buffer would block here for ever.
+    # The bridge refuses more than this anyway (src/secrets-fd.ts MAX_SECRETS_BYTES).
+    if len(payload) > MAX_SECRETS_BYTES:
+        raise TransportClosedError(f"the provider keys are {len(payload)} bytes; the bridge accepts at most {MAX_SECRETS_BYTES}")
     read_end, write_end = os.pipe()
     try:
         try:
-            # A few hundred bytes: far below a pipe's buffer, so this never blocks.
-            os.write(write_end, json.dumps(keys).encode("utf-8"))
+            os.write(write_end, payload)
         finally:
             os.close(write_end)
         return _popen(cmd + ["--secrets-fd", str(read_end)], env, cwd, (read_end,))
