@@ -36,6 +36,34 @@ def _chunk(model: str, n: int, event: Dict[str, Any]) -> Dict[str, Any]:
     return {**base, "choices": [choice]}
 
 
+# The efforts DeepSeek takes, each mapped to low, high or max (guides/thinking_mode).
+_KNOWN_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max", "ultra")
+
+
+def _invalid_request(message: str) -> Dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}
+
+
+def _settings_refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """DeepSeek's answer (HTTP 400) to model settings it does not take, else None.
+
+    ``thinking.type`` is ``enabled`` or ``disabled``, ``reasoning_effort`` one of the efforts its
+    table maps (guides/thinking_mode), ``user_id`` a string of at most 512 UTF-8 bytes
+    (quick_start/rate_limit). The twin: test/support/server-rules.ts.
+    """
+    if "thinking" in body:
+        thinking = body["thinking"]
+        if not (isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled")):
+            return _invalid_request(f"thinking.type must be 'enabled' or 'disabled' (got {json.dumps(thinking)})")
+    if "reasoning_effort" in body and body["reasoning_effort"] not in _KNOWN_EFFORTS:
+        return _invalid_request(f"unknown reasoning_effort {json.dumps(body['reasoning_effort'])}")
+    if "user_id" in body:
+        user = body["user_id"]
+        if not isinstance(user, str) or len(user.encode("utf-8")) > 512:
+            return _invalid_request("user_id must be a string of at most 512 bytes")
+    return None
+
+
 def _thinking_mode_refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """DeepSeek's answer (HTTP 400) to a history that breaks thinking mode's rule, else None.
 
@@ -121,7 +149,7 @@ class FakeDeepSeek:
         return entries[step]
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: Dict[str, Any]) -> None:
-        refusal = _thinking_mode_refusal(body)
+        refusal = _settings_refusal(body) or _thinking_mode_refusal(body)
         if refusal is not None:
             self.problems.append(f"refused as DeepSeek would (HTTP 400): {json.dumps(refusal)}")
             return self._json(handler, 400, refusal)
@@ -131,7 +159,7 @@ class FakeDeepSeek:
             return self._json(handler, 400, {"error": {"message": "fake server: no scripted answer for this request"}})
         if "status" in entry:
             return self._json(handler, entry["status"], entry.get("body", {}))
-        model = body.get("model", "deepseek-v4-flash")
+        model = body.get("model", "deepseek-flash")
         frames = [e["raw"] if "raw" in e else f"data: {json.dumps(_chunk(model, n, e), ensure_ascii=False)}\n\n" for n, e in enumerate(entry["events"])]
         # [DONE] ends a stream that has a finish_reason (or says "done": true); one without is cut short.
         done = entry.get("done", any(e.get("finish_reason") for e in entry["events"]))

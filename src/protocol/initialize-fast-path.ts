@@ -41,11 +41,30 @@ export function nameProblem(name: string): string | undefined {
   if (name.length > MAX_NAME_LENGTH) return `must be at most ${MAX_NAME_LENGTH} characters long`;
   return undefined;
 }
+/** Longest accepted `user`, in UTF-8 bytes (DeepSeek's limit for `user_id`). */
+export const MAX_USER_BYTES = 512;
+/** Longest accepted `reasoningEffort`, in characters. */
+export const MAX_EFFORT_LENGTH = 32;
+
+/** Why a `user` id is unusable, or `undefined`. */
+export function userProblem(user: string): string | undefined {
+  if (Buffer.byteLength(user) > MAX_USER_BYTES) return `must be at most ${MAX_USER_BYTES} bytes long (UTF-8)`;
+  if (/[\u0000-\u001f\u007f]/.test(user)) return "must not contain control characters";
+  return undefined;
+}
+
+/** Why a `reasoningEffort` is unusable anywhere, or `undefined` (a route may restrict it further). */
+export function effortProblem(effort: string): string | undefined {
+  if (effort.length > MAX_EFFORT_LENGTH) return `must be at most ${MAX_EFFORT_LENGTH} characters long`;
+  if (!/^[A-Za-z0-9_-]+$/.test(effort)) return "must be a word ([A-Za-z0-9_-])";
+  return undefined;
+}
+
 const positiveSafeInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 
 /** `params` as `InitializeParams` when they are plainly valid; `undefined`: ask the schema. */
 export function plainInitializeParams(params: Record<string, unknown>): InitializeParams | undefined {
-  const { cwd, provider, model, maxTokens, maxSteps, permissionMode, tools, instructions, protocolVersion } = params;
+  const { cwd, provider, model, maxTokens, maxSteps, permissionMode, tools, instructions, protocolVersion, thinking, reasoningEffort, user } = params;
   if (!nonEmptyString(cwd) || !nonEmptyString(provider) || !nonEmptyString(model)) return undefined;
   if (cwdProblem(cwd) || nameProblem(provider) || nameProblem(model)) return undefined;
   if (maxTokens !== undefined && !positiveSafeInt(maxTokens)) return undefined;
@@ -54,6 +73,11 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === "string" && !nameProblem(t)))) return undefined;
   if (instructions !== undefined && typeof instructions !== "string") return undefined;
   if (protocolVersion !== undefined && protocolVersion !== 1) return undefined;
+  if (thinking !== undefined && thinking !== "enabled" && thinking !== "disabled") return undefined;
+  if (reasoningEffort !== undefined && !(nonEmptyString(reasoningEffort) && !effortProblem(reasoningEffort))) return undefined;
+  if (user !== undefined && !(nonEmptyString(user) && !userProblem(user))) return undefined;
+  // Rarer settings take the schema's path.
+  if (params.toolChoice !== undefined || params.firstTokenTimeoutMs !== undefined || params.modelRequestTimeoutMs !== undefined) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).
   const result: InitializeParams = { cwd, provider, model };
   if (maxTokens !== undefined) result.maxTokens = maxTokens;
@@ -62,5 +86,8 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (tools !== undefined) result.tools = [...(tools as string[])];
   if (instructions !== undefined) result.instructions = instructions;
   if (protocolVersion !== undefined) result.protocolVersion = 1;
+  if (thinking !== undefined) result.thinking = thinking;
+  if (reasoningEffort !== undefined) result.reasoningEffort = reasoningEffort;
+  if (user !== undefined) result.user = user;
   return result;
 }

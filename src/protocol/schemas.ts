@@ -11,8 +11,8 @@
  */
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
-import { cwdProblem, nameProblem } from "./initialize-fast-path.js";
-import { PERMISSION_MODES, type InitializeParams, type PermissionMode, type SessionCancelParams, type SessionPromptParams } from "./types.js";
+import { cwdProblem, effortProblem, nameProblem, userProblem } from "./initialize-fast-path.js";
+import { PERMISSION_MODES, THINKING_MODES, type InitializeParams, type PermissionMode, type SessionCancelParams, type SessionPromptParams, type ThinkingMode } from "./types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -29,6 +29,7 @@ const sessionId = z
   );
 
 const positiveInt = z.int().check(z.positive());
+const milliseconds = z.int().check(z.nonnegative());
 
 /** A string refused with `problem`'s message when it returns one (NUL bytes, absurd lengths). */
 const checked = (problem: (s: string) => string | undefined) =>
@@ -53,6 +54,14 @@ export const initializeParamsSchema = z.object({
   })))),
   instructions: z.optional(z.string()),
   protocolVersion: z.optional(z.literal(1, { error: "unsupported protocolVersion: this server speaks 1" })),
+  thinking: z.optional(z.enum(THINKING_MODES as [ThinkingMode, ...ThinkingMode[]])),
+  reasoningEffort: z.optional(checked(effortProblem)),
+  user: z.optional(checked(userProblem)),
+  toolChoice: z.optional(
+    z.union([z.enum(["auto", "required", "none"]), z.strictObject({ name: checked(nameProblem) })]),
+  ),
+  firstTokenTimeoutMs: z.optional(milliseconds),
+  modelRequestTimeoutMs: z.optional(milliseconds),
 });
 
 export const sessionPromptParamsSchema = z.object({

@@ -159,6 +159,18 @@ export type PermissionMode = "read-only" | "workspace-write" | "full";
 /** Every permission mode, narrowest first: the order `--permission-mode` narrows by. */
 export const PERMISSION_MODES: readonly PermissionMode[] = ["read-only", "workspace-write", "full"];
 
+/** `initialize.thinking`: DeepSeek's thinking-mode switch; other routes pass it on in DeepSeek's shape. */
+export type ThinkingMode = "enabled" | "disabled";
+/** Every thinking mode. */
+export const THINKING_MODES: readonly ThinkingMode[] = ["enabled", "disabled"];
+
+/**
+ * `initialize.toolChoice`: which tool the model must call — any or none (`auto`), at least one
+ * (`required`), none (`none`), or the one named. `required` and a named tool apply to the first
+ * model request of each turn only (forcing a call on every step would never let a turn end).
+ */
+export type ToolChoice = "auto" | "required" | "none" | { name: string };
+
 /** Params of `initialize`. */
 export interface InitializeParams {
   /** The workspace of every session; resolved to an absolute path. */
@@ -179,6 +191,18 @@ export interface InitializeParams {
   instructions?: string;
   /** Must be 1 when given. */
   protocolVersion?: 1;
+  /** Thinking mode on or off (DeepSeek: on by default); absent: the server's default. */
+  thinking?: ThinkingMode;
+  /** How hard the model reasons (DeepSeek: `low`, `high`, `max`; other routes pass any value on as `reasoning_effort`). */
+  reasoningEffort?: string;
+  /** The end user's id, passed to the provider (DeepSeek `user_id`: cache and scheduling isolation; OpenAI `user`); at most 512 UTF-8 bytes. */
+  user?: string;
+  /** Sent as `tool_choice` (see {@link ToolChoice}); absent: not sent (the server's default, `auto`). */
+  toolChoice?: ToolChoice;
+  /** Longest wait per attempt for the model's first output, keep-alives not counting; default 600000, 0: none. */
+  firstTokenTimeoutMs?: number;
+  /** Longest one model request may take, retries included; default 3600000, 0: none. */
+  modelRequestTimeoutMs?: number;
 }
 
 /** Result of `initialize`. */

@@ -19,6 +19,9 @@ export const DEEPSEEK_ROUTE: Readonly<RouteDefinition> = Object.freeze({
   keyOptionalWithBaseUrl: false,
   // DeepSeek's thinking mode needs the reasoning of an assistant turn with tool calls sent back.
   sendReasoningContent: true,
+  // api-docs.deepseek.com/guides/thinking_mode; user_id: quick_start/rate_limit.
+  reasoningEfforts: ["low", "high", "max"],
+  userField: "user_id",
 });
 
 /**
@@ -37,6 +40,7 @@ export const OPENAI_ROUTE: Readonly<RouteDefinition> = Object.freeze({
   apiKeyVar: "OPENAI_API_KEY",
   keyOptionalWithBaseUrl: true,
   sendReasoningContent: false,
+  userField: "user",
 });
 
 function routeFactory(route: RouteDefinition): ProviderFactory {

@@ -5,7 +5,7 @@
  * into an assistant message, so every provider shares one assembly of text, reasoning and
  * tool-call deltas; a provider only maps its own wire format to these parts.
  */
-import type { JsonObject, TextBlock, AssistantContentBlock, Usage } from "../protocol/index.js";
+import type { JsonObject, TextBlock, AssistantContentBlock, Usage, ThinkingMode, ToolChoice } from "../protocol/index.js";
 import type { Logger } from "../log.js";
 
 /** A message of the conversation as the agent keeps it, independent of any provider's format. */
@@ -72,8 +72,7 @@ export interface ModelProvider {
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart>;
 }
 
-/** Which tool the model must call: any or none (`auto`), at least one (`required`), none (`none`), or the one named. */
-export type ToolChoice = "auto" | "required" | "none" | { name: string };
+export type { ThinkingMode, ToolChoice };
 
 /** What a provider factory receives from `initialize`. */
 export interface ProviderConfig {
@@ -92,8 +91,17 @@ export interface ProviderConfig {
   firstTokenTimeoutMs?: number;
   /** HTTP providers: the longest a whole model request may take, retries included. Default 3600000 ms, or `HARNESS_REQUEST_TIMEOUT_MS`; 0 disables it. */
   requestTimeoutMs?: number;
-  /** HTTP providers: sent as `tool_choice` with every request that offers tools. Absent: not sent (the server's default, `auto`). */
+  /**
+   * HTTP providers: sent as `tool_choice` with a request that offers tools; `required` and a
+   * named tool only with the first request of a turn. Absent: not sent (the server's default, `auto`).
+   */
   toolChoice?: ToolChoice;
+  /** HTTP providers: thinking mode on or off; absent: the server's default. */
+  thinking?: ThinkingMode;
+  /** HTTP providers: the reasoning effort (the route may restrict the values). */
+  reasoningEffort?: string;
+  /** HTTP providers: the end user's id, in the field the route names (`user_id`, `user`). */
+  user?: string;
 }
 
 /** Registers a provider under a name. */
@@ -118,5 +126,20 @@ export class ProviderUnavailableError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "ProviderUnavailableError";
+  }
+}
+
+/**
+ * Thrown by a factory when a setting `initialize` gave is one this provider cannot take (e.g.
+ * a reasoning effort DeepSeek does not know); `initialize` answers -32602 with the message.
+ */
+export class ProviderSettingError extends Error {
+  constructor(
+    /** The `initialize` field, e.g. `reasoningEffort`. */
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ProviderSettingError";
   }
 }

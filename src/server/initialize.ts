@@ -12,7 +12,7 @@ import { ErrorCode, RpcError } from "../protocol/errors.js";
 import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
 import { PERMISSION_MODES, PROTOCOL_VERSION, type InitializeParams, type InitializeResult, type JsonObject, type PermissionMode } from "../protocol/types.js";
 import { PROVIDERS } from "../providers/registry.js";
-import { ProviderUnavailableError } from "../providers/types.js";
+import { ProviderSettingError, ProviderUnavailableError } from "../providers/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 import { defaultSessionRoot } from "../agent/session-root.js";
@@ -90,8 +90,22 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
   const sandbox: SandboxStatus = bashOffered ? sandboxStatusAtStart(permissionMode, env) : { bash: "none", reason: "bash is not among the tools offered" };
   let provider;
   try {
-    provider = await factory.create({ model: params.model, cwd: workspace, env, logger });
+    provider = await factory.create({
+      model: params.model,
+      cwd: workspace,
+      env,
+      logger,
+      thinking: params.thinking,
+      reasoningEffort: params.reasoningEffort,
+      user: params.user,
+      toolChoice: params.toolChoice,
+      firstTokenTimeoutMs: params.firstTokenTimeoutMs,
+      requestTimeoutMs: params.modelRequestTimeoutMs,
+    });
   } catch (error) {
+    if (error instanceof ProviderSettingError) {
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.${error.field}: ${error.message}`, { kind: "invalid-params" });
+    }
     if (error instanceof ProviderUnavailableError) {
       throw new RpcError(ErrorCode.ProviderUnavailable, `provider unavailable: ${error.message}`, { kind: "provider-unavailable", provider: params.provider });
     }

@@ -17,7 +17,10 @@ const anyValue = fc.oneof(
   fc.array(fc.oneof(fc.string(), fc.integer(), fc.constant(null)), { maxLength: 3 }),
   fc.dictionary(fc.string(), fc.string(), { maxKeys: 2 }),
 );
-const keys = ["cwd", "provider", "model", "maxTokens", "maxSteps", "permissionMode", "tools", "instructions", "protocolVersion"] as const;
+const keys = [
+  "cwd", "provider", "model", "maxTokens", "maxSteps", "permissionMode", "tools", "instructions", "protocolVersion",
+  "thinking", "reasoningEffort", "user", "toolChoice", "firstTokenTimeoutMs", "modelRequestTimeoutMs",
+] as const;
 const params = fc.record(
   {
     ...Object.fromEntries(keys.map((k) => [k, anyValue])),
@@ -38,6 +41,11 @@ const plausible = fc.record(
     tools: fc.array(fc.oneof(fc.constantFrom("bash", "grep"), fc.integer()), { maxLength: 3 }),
     instructions: fc.oneof(fc.string(), fc.integer()),
     protocolVersion: fc.constantFrom(1, 2, "1"),
+    thinking: fc.constantFrom("enabled", "disabled", "off", 1),
+    reasoningEffort: fc.oneof(fc.constantFrom("low", "high", "max", "", "hi gh", "x".repeat(33)), fc.string()),
+    user: fc.oneof(fc.constantFrom("u-1", "", "a\nb", "é".repeat(257), "u".repeat(512)), fc.string()),
+    toolChoice: fc.constantFrom("auto", "always", { name: "glob" }),
+    firstTokenTimeoutMs: fc.constantFrom(0, 5, -1),
   },
   { requiredKeys: [] },
 ).map((p) => ({ cwd: "/tmp", provider: "scripted", model: "demo", ...p }));
@@ -60,7 +68,10 @@ describe("plainInitializeParams", () => {
 
   it("accepts the params clients send", () => {
     expect(plainInitializeParams({ cwd: "/w", provider: "scripted", model: "demo" })).toEqual({ cwd: "/w", provider: "scripted", model: "demo" });
-    const full = { cwd: "/w", provider: "deepseek", model: "m", maxTokens: 8, maxSteps: 3, permissionMode: "read-only", tools: ["grep"], instructions: "", protocolVersion: 1 };
+    const full = {
+      cwd: "/w", provider: "deepseek", model: "m", maxTokens: 8, maxSteps: 3, permissionMode: "read-only", tools: ["grep"], instructions: "", protocolVersion: 1,
+      thinking: "enabled", reasoningEffort: "high", user: "tenant-1",
+    };
     expect(plainInitializeParams(full)).toEqual(full);
   });
 });

@@ -97,7 +97,7 @@ describe("the model server answers 429", () => {
         HARNESS_RETRY_MAX_MS: "60000",
       }),
     });
-    c.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
+    c.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-flash" });
     expect((await c.response("init")).error).toBeUndefined();
     return c;
   }

@@ -104,7 +104,7 @@ describe("deeply nested tool-call arguments from a DeepSeek-format server", () =
       };
       const client = new RawClient({ env: fakeDeepSeekEnv(url) });
       clients.push(client);
-      client.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-v4-flash" });
+      client.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-flash" });
       expect((await client.response(1)).result).toBeDefined();
       client.request(2, "session/prompt", promptParams("ds", "deep"));
       expect((await client.response(2)).result).toEqual({ status: "ok", reason: { kind: "completed" } });

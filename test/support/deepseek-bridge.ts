@@ -12,8 +12,11 @@ export interface DeepSeekBridge {
   readonly server: FakeDeepSeek;
   /** The workspace (`cwd` of every bridge). */
   readonly dir: string;
-  /** Spawns a bridge (`args`, default no session log) with `defaults` and `tuning` in its environment, initialized. */
-  start(tuning?: Record<string, string>, args?: string[]): Promise<RawClient>;
+  /**
+   * Spawns a bridge (`args`, default no session log) with `defaults` and `tuning` in its
+   * environment, initialized (with `init`'s fields added to `initialize`'s params).
+   */
+  start(tuning?: Record<string, string>, args?: string[], init?: Record<string, unknown>): Promise<RawClient>;
   /** Registers a client to dispose after the current test. */
   track(client: RawClient): RawClient;
 }
@@ -45,9 +48,9 @@ export function useDeepSeekBridge(prefix: string, defaults: Record<string, strin
       clients.push(client);
       return client;
     },
-    async start(tuning = {}, args = ["--stdio", "--no-session-log"]) {
+    async start(tuning = {}, args = ["--stdio", "--no-session-log"], init = {}) {
       const client = bridge.track(new RawClient({ args, env: fakeDeepSeekEnv(baseUrl, { ...defaults, ...tuning }) }));
-      client.request("init", "initialize", { cwd: bridge.dir, provider: "deepseek", model: "deepseek-v4-flash" });
+      client.request("init", "initialize", { cwd: bridge.dir, provider: "deepseek", model: "deepseek-flash", ...init });
       expect((await client.response("init")).error).toBeUndefined();
       return client;
     },

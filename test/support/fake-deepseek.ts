@@ -7,7 +7,7 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { DONE, KEEP_ALIVE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
-import { deepseekThinkingRefusal } from "./server-rules.js";
+import { deepseekRefusal } from "./server-rules.js";
 
 type Entry =
   | { status: number; body?: unknown }
@@ -91,7 +91,7 @@ export class FakeDeepSeek {
     const body = JSON.parse(raw || "{}") as { messages: WireMessage[] };
     this.requests.push(body);
     const json = (status: number, payload: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(payload));
-    const refusal = deepseekThinkingRefusal(body);
+    const refusal = deepseekRefusal(body);
     if (refusal) {
       this.problems.push(`refused as DeepSeek would (HTTP ${refusal.status}): ${JSON.stringify(refusal.body)}`);
       return void json(refusal.status, refusal.body);

@@ -18,7 +18,7 @@
 import * as http from "node:http";
 import * as net from "node:net";
 import type { AddressInfo } from "node:net";
-import { deepseekThinkingRefusal, llamaCppNullContentRefusal, type Refusal } from "./server-rules.js";
+import { deepseekRefusal, llamaCppNullContentRefusal, type Refusal } from "./server-rules.js";
 
 /** One scripted step of a reply. */
 export type Action =
@@ -85,7 +85,7 @@ export function chunk(
     id: `fake-${++chunkCounter}`,
     object: "chat.completion.chunk",
     created: 1_750_000_000,
-    model: "deepseek-v4-flash",
+    model: "deepseek-flash",
     system_fingerprint: "fp_fake_prompt_cache",
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
     ...extra,
@@ -98,7 +98,7 @@ export function usageChunk(usage: Record<string, unknown>): Record<string, unkno
     id: `fake-${++chunkCounter}`,
     object: "chat.completion.chunk",
     created: 1_750_000_000,
-    model: "deepseek-v4-flash",
+    model: "deepseek-flash",
     system_fingerprint: "fp_fake_prompt_cache",
     choices: [],
     usage,
@@ -205,7 +205,7 @@ export class FakeOpenAIServer {
 
   private refusalOf(body: any): Refusal | undefined {
     if (typeof body !== "object" || body === null) return undefined;
-    return llamaCppNullContentRefusal(body) ?? (String(body.model).startsWith("deepseek") ? deepseekThinkingRefusal(body) : undefined);
+    return llamaCppNullContentRefusal(body) ?? (String(body.model).startsWith("deepseek") ? deepseekRefusal(body) : undefined);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

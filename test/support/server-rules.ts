@@ -10,7 +10,7 @@ export interface Refusal {
 }
 
 type Message = { role?: unknown; content?: unknown; tool_calls?: unknown; reasoning_content?: unknown };
-type Body = { messages?: unknown; thinking?: { type?: unknown } };
+type Body = { messages?: unknown; thinking?: { type?: unknown }; reasoning_effort?: unknown; user_id?: unknown };
 
 const messagesOf = (body: Body): Message[] => (Array.isArray(body?.messages) ? (body.messages as Message[]) : []);
 const hasToolCalls = (m: Message) => m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0;
@@ -45,6 +45,39 @@ export function deepseekThinkingRefusal(body: Body): Refusal | undefined {
     start = end + 1;
   }
   return undefined;
+}
+
+const invalidRequest = (message: string): Refusal => ({
+  status: 400,
+  body: { error: { message, type: "invalid_request_error", param: null, code: "invalid_request_error" } },
+});
+
+/** The efforts DeepSeek takes, each mapped to low, high or max (guides/thinking_mode). */
+export const DEEPSEEK_KNOWN_EFFORTS = ["minimal", "low", "medium", "high", "xhigh", "max", "ultra"];
+
+/**
+ * DeepSeek's model settings: `thinking.type` is `enabled` or `disabled` (guides/thinking_mode),
+ * `reasoning_effort` one of the efforts its table maps, `user_id` a string of at most 512 UTF-8
+ * bytes (quick_start/rate_limit); anything else is HTTP 400.
+ */
+export function deepseekSettingsRefusal(body: Body): Refusal | undefined {
+  if (body?.thinking !== undefined && !(body.thinking?.type === "enabled" || body.thinking?.type === "disabled")) {
+    return invalidRequest(`thinking.type must be 'enabled' or 'disabled' (got ${JSON.stringify(body.thinking)})`);
+  }
+  const effort = body?.reasoning_effort;
+  if (effort !== undefined && !DEEPSEEK_KNOWN_EFFORTS.includes(effort as string)) {
+    return invalidRequest(`unknown reasoning_effort ${JSON.stringify(effort)}`);
+  }
+  const user = body?.user_id;
+  if (user !== undefined && (typeof user !== "string" || Buffer.byteLength(user) > 512)) {
+    return invalidRequest("user_id must be a string of at most 512 bytes");
+  }
+  return undefined;
+}
+
+/** Everything DeepSeek refuses that the fakes know of: its settings, then thinking mode's history rule. */
+export function deepseekRefusal(body: Body): Refusal | undefined {
+  return deepseekSettingsRefusal(body) ?? deepseekThinkingRefusal(body);
 }
 
 /**

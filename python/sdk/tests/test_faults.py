@@ -177,7 +177,7 @@ FAULTS = [
 def deepseek_harness(base_url: str, **env: str) -> DeepSeekHarness:
     return DeepSeekHarness(
         provider="deepseek",
-        model="deepseek-v4-flash",
+        model="deepseek-flash",
         cwd=REPO_ROOT,
         bridge_bin=real_bridge_or_skip(),
         env={

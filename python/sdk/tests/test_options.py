@@ -36,7 +36,7 @@ def test_keywords_override_the_options_which_stay_as_they_are():
 def test_the_defaults_are_those_of_the_keyword_arguments():
     h = DeepSeekHarness()
     assert h.options == HarnessOptions()
-    assert (h.provider, h.model, h.cwd, h.tools) == ("deepseek", "deepseek-v4-flash", None, None)
+    assert (h.provider, h.model, h.cwd, h.tools) == ("deepseek", "deepseek-flash", None, None)
     assert h.client.request_timeout_seconds is None and h.client.shutdown_timeout_seconds == 5.0
 
 

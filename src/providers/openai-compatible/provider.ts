@@ -65,7 +65,7 @@ class OpenAICompatibleProvider implements ModelProvider {
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
     signal.throwIfAborted();
-    const body = JSON.stringify(buildRequestBody(request, this.settings.sendReasoningContent, this.settings.toolChoice));
+    const body = JSON.stringify(buildRequestBody(request, this.settings));
     const deadline = new RequestDeadline(signal, this.settings.requestTimeoutMs);
     try {
       yield* withRetries(() => this.attempt(body, deadline.signal), this.settings, deadline.signal);

@@ -5,7 +5,7 @@
  * @module
  */
 import { createStderrLogger, type Logger, type LogMessage } from "../../log.js";
-import { ProviderUnavailableError, type ProviderConfig, type ToolChoice } from "../types.js";
+import { ProviderSettingError, ProviderUnavailableError, type ProviderConfig, type ToolChoice } from "../types.js";
 
 /** Log sink of the provider: one line per call. A debug message may be a function, called only when debug lines are written. */
 export type ProviderLog = (level: "debug" | "warn", message: LogMessage) => void;
@@ -47,6 +47,12 @@ export interface TransportTuning {
 /** The tuning `ProviderConfig` may set; each field wins over its variable. */
 export type TuningOverrides = Partial<Pick<TransportTuning, "firstTokenTimeoutMs" | "requestTimeoutMs">>;
 
+/** The `initialize` field of each override, for its error message. */
+const OVERRIDE_FIELDS: Readonly<Record<keyof TuningOverrides, string>> = {
+  firstTokenTimeoutMs: "firstTokenTimeoutMs",
+  requestTimeoutMs: "modelRequestTimeoutMs",
+};
+
 /** Everything one OpenAI-compatible provider instance needs. */
 export interface OpenAICompatibleSettings extends TransportTuning {
   /** The provider's registered name, used in messages (`deepseek`, `openai`). */
@@ -57,10 +63,20 @@ export interface OpenAICompatibleSettings extends TransportTuning {
   apiKey?: string;
   /** Send `reasoning_content` back on assistant messages with tool calls (DeepSeek thinking mode needs it). */
   sendReasoningContent: boolean;
-  /** Sent as `tool_choice` with every request that offers tools. */
+  /** Sent as `tool_choice` with a request that offers tools (`required` and a named tool only on a turn's first request). */
   toolChoice?: ToolChoice;
+  /** The model settings of `initialize`, as body fields sent with every request. */
+  modelFields: ModelFields;
   proxy: ProxySettings;
   log: ProviderLog;
+}
+
+/** Body fields carrying `initialize`'s model settings; only those that were set. */
+export interface ModelFields {
+  thinking?: { type: "enabled" | "disabled" };
+  reasoning_effort?: string;
+  user_id?: string;
+  user?: string;
 }
 
 /** One route (provider name) over the shared implementation. */
@@ -74,6 +90,10 @@ export interface RouteDefinition {
   /** When true, a missing key is accepted if the base URL variable is set (keyless local servers). */
   keyOptionalWithBaseUrl: boolean;
   sendReasoningContent: boolean;
+  /** The reasoning efforts the server knows; absent: any value is passed on. */
+  reasoningEfforts?: readonly string[];
+  /** The body field that carries `initialize.user`. */
+  userField: "user_id" | "user";
 }
 
 /** The defaults of {@link TransportTuning}. */
@@ -106,7 +126,8 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 /**
  * Reads {@link TransportTuning} from the environment; unset or empty variables take the default.
- * @throws ProviderUnavailableError naming the variable when a value is not a non-negative integer.
+ * @throws ProviderUnavailableError naming the variable when a value is not a non-negative integer;
+ *   ProviderSettingError naming the field when an override is not.
  */
 export function readTuning(env: NodeJS.ProcessEnv, overrides: TuningOverrides = {}): TransportTuning {
   const tuning: TransportTuning = { ...DEFAULT_TUNING };
@@ -121,7 +142,7 @@ export function readTuning(env: NodeJS.ProcessEnv, overrides: TuningOverrides = 
   for (const [key, value] of Object.entries(overrides) as Array<[keyof TuningOverrides, unknown]>) {
     if (value === undefined) continue;
     if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-      throw new ProviderUnavailableError(`${key} must be a non-negative integer of milliseconds (got ${JSON.stringify(value)})`);
+      throw new ProviderSettingError(OVERRIDE_FIELDS[key], `must be a non-negative integer of milliseconds (got ${JSON.stringify(value)})`);
     }
     tuning[key] = value;
   }
@@ -158,12 +179,13 @@ export function providerLog(logger: Logger | undefined, name: string): ProviderL
  * Resolves a route's settings from the bridge's environment and what `initialize` set in
  * `config` (its fields win over the variables).
  * @throws ProviderUnavailableError when the key is missing (and not optional), the base URL is not
- *   an http(s) URL, or a tuning variable or field is malformed; the message names it.
+ *   an http(s) URL, or a tuning variable is malformed; ProviderSettingError when a setting of
+ *   `config` is one the route cannot take. The message names it.
  */
 export function resolveSettings(
   route: RouteDefinition,
   env: NodeJS.ProcessEnv,
-  config: Partial<Pick<ProviderConfig, "logger" | "firstTokenTimeoutMs" | "requestTimeoutMs" | "toolChoice">> = {},
+  config: Partial<Omit<ProviderConfig, "model" | "cwd" | "env">> = {},
 ): OpenAICompatibleSettings {
   const configuredBaseUrl = nonEmpty(env[route.baseUrlVar]);
   const apiKey = nonEmpty(env[route.apiKeyVar]);
@@ -193,17 +215,41 @@ export function resolveSettings(
     apiKey,
     sendReasoningContent: route.sendReasoningContent,
     toolChoice: checkToolChoice(config.toolChoice),
+    modelFields: modelFields(route, config),
     proxy: readProxySettings(env),
     log: providerLog(config.logger, route.name),
   };
 }
 
-/** `choice` when it is a {@link ToolChoice}; @throws ProviderUnavailableError otherwise. */
+/**
+ * The body fields of the model settings. DeepSeek's shapes (guides/thinking_mode,
+ * quick_start/rate_limit): `thinking: {type}`, `reasoning_effort`, `user_id`; other routes get
+ * `thinking` in the same shape and `reasoning_effort` as given, and `user` (OpenAI's name).
+ * @throws ProviderSettingError for an effort the route does not know, or one set with thinking off.
+ */
+function modelFields(route: RouteDefinition, config: Partial<Pick<ProviderConfig, "thinking" | "reasoningEffort" | "user">>): ModelFields {
+  const fields: ModelFields = {};
+  if (config.thinking !== undefined) fields.thinking = { type: config.thinking };
+  if (config.reasoningEffort !== undefined) {
+    const known = route.reasoningEfforts;
+    if (known && !known.includes(config.reasoningEffort)) {
+      throw new ProviderSettingError("reasoningEffort", `the ${route.name} provider takes ${known.map((e) => `'${e}'`).join(", ")} (got ${JSON.stringify(config.reasoningEffort)})`);
+    }
+    if (known && config.thinking === "disabled") {
+      throw new ProviderSettingError("reasoningEffort", `has no effect with thinking 'disabled' on the ${route.name} provider: drop one of the two`);
+    }
+    fields.reasoning_effort = config.reasoningEffort;
+  }
+  if (config.user !== undefined) fields[route.userField] = config.user;
+  return fields;
+}
+
+/** `choice` when it is a {@link ToolChoice}; @throws ProviderSettingError otherwise. */
 function checkToolChoice(choice: unknown): ToolChoice | undefined {
   if (choice === undefined || choice === "auto" || choice === "required" || choice === "none") return choice;
   const name = typeof choice === "object" && choice !== null && !Array.isArray(choice) ? (choice as { name?: unknown }).name : undefined;
   if (typeof name === "string" && name !== "" && Object.keys(choice as object).length === 1) return { name };
-  throw new ProviderUnavailableError(`toolChoice must be "auto", "required", "none" or {name: TOOL} (got ${JSON.stringify(choice)})`);
+  throw new ProviderSettingError("toolChoice", `must be "auto", "required", "none" or {name: TOOL} (got ${JSON.stringify(choice)})`);
 }
 
 /** `text` with the userinfo of any URL in it (`scheme://user:password@`) replaced by `***`. */

@@ -3,7 +3,8 @@
  *
  * @module
  */
-import { ModelError, type ModelMessage, type ModelRequest, type ToolChoice } from "../types.js";
+import { ModelError, type ModelMessage, type ModelRequest } from "../types.js";
+import type { ModelFields, OpenAICompatibleSettings } from "./settings.js";
 
 /** A message of the chat completions API, as sent. */
 export type WireMessage =
@@ -24,7 +25,7 @@ export interface WireToolCall {
 }
 
 /** The body of `POST /chat/completions`, as sent. */
-export interface ChatCompletionBody {
+export interface ChatCompletionBody extends ModelFields {
   model: string;
   messages: WireMessage[];
   stream: true;
@@ -114,17 +115,24 @@ function exchangesWithToolCalls(messages: readonly ModelMessage[]): Set<number> 
   return covered;
 }
 
+/** What of the provider's settings shapes a request body. */
+export type BodySettings = Pick<OpenAICompatibleSettings, "sendReasoningContent" | "toolChoice" | "modelFields">;
+
 /**
- * Builds the request body of one streamed chat completion. `toolChoice` goes out as
- * `tool_choice` only with tools (servers refuse it without).
+ * Builds the request body of one streamed chat completion, with the model settings' fields.
+ * `toolChoice` goes out as `tool_choice` only with tools (servers refuse it without); `required`
+ * and a named tool only on a turn's first request (the history ends with the user's message),
+ * since forcing a call on every step would never let the turn end.
  * @throws ModelError (code `tool-choice`) when `toolChoice` names a tool the request does not offer.
  */
-export function buildRequestBody(request: ModelRequest, sendReasoningContent: boolean, toolChoice?: ToolChoice): ChatCompletionBody {
+export function buildRequestBody(request: ModelRequest, settings: BodySettings): ChatCompletionBody {
+  const { sendReasoningContent, toolChoice, modelFields } = settings;
   const body: ChatCompletionBody = {
     model: request.model,
     messages: toWireMessages(request.system, request.messages, sendReasoningContent),
     stream: true,
     stream_options: { include_usage: true },
+    ...modelFields,
   };
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
   if (request.tools.length > 0) {
@@ -132,8 +140,9 @@ export function buildRequestBody(request: ModelRequest, sendReasoningContent: bo
       type: "function",
       function: { name: t.name, description: t.description, parameters: t.parameters },
     }));
-    if (typeof toolChoice === "string") body.tool_choice = toolChoice;
-    else if (toolChoice) {
+    const firstStep = request.messages.at(-1)?.role === "user";
+    if (toolChoice === "auto" || toolChoice === "none" || (toolChoice === "required" && firstStep)) body.tool_choice = toolChoice;
+    else if (typeof toolChoice === "object" && firstStep) {
       if (!request.tools.some((t) => t.name === toolChoice.name)) {
         const offered = request.tools.map((t) => t.name).join(", ");
         throw new ModelError(`toolChoice names the tool '${toolChoice.name}', which this request does not offer (offered: ${offered})`, undefined, "tool-choice");

@@ -34,12 +34,12 @@ export function testEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 export async function makeProvider(extra: NodeJS.ProcessEnv = {}, factory: ProviderFactory = deepseekProvider): Promise<ModelProvider> {
-  return factory.create({ model: "deepseek-v4-flash", cwd: "/tmp", env: testEnv(extra), logger: silentLogger });
+  return factory.create({ model: "deepseek-flash", cwd: "/tmp", env: testEnv(extra), logger: silentLogger });
 }
 
 export function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   return {
-    model: "deepseek-v4-flash",
+    model: "deepseek-flash",
     system: "You are a test.",
     messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
     tools: [],

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log.js";
 import { deepseekProvider } from "../../../src/providers/deepseek.js";
-import { ModelError, ProviderUnavailableError } from "../../../src/providers/types.js";
+import { ModelError, ProviderSettingError, ProviderUnavailableError } from "../../../src/providers/types.js";
 import { DONE, KEEP_ALIVE, chunk, errorBody, frame, jsonReply, sseReply } from "../../support/fake-openai-server.js";
 import { collect, collectError, makeProvider, okReply, request, server, testEnv, text, useFakeServer } from "./support.js";
 
@@ -159,7 +159,7 @@ describe("timeouts and aborts", () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  it("ProviderConfig's deadlines win over the variables; a malformed one makes the provider unavailable", async () => {
+  it("ProviderConfig's deadlines win over the variables; a malformed one is a setting error naming initialize's field", async () => {
     server.enqueue(sseReply([KEEP_ALIVE], { then: "keep-alive" }));
     const provider = await deepseekProvider.create({
       model: "m",
@@ -171,7 +171,7 @@ describe("timeouts and aborts", () => {
     const { error } = await collectError(provider);
     expect(error).toMatchObject({ code: "first-token-timeout" });
     const bad = deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), requestTimeoutMs: -1 });
-    await expect(bad).rejects.toBeInstanceOf(ProviderUnavailableError);
-    await expect(bad).rejects.toThrow(/requestTimeoutMs/);
+    await expect(bad).rejects.toBeInstanceOf(ProviderSettingError);
+    await expect(bad).rejects.toMatchObject({ field: "modelRequestTimeoutMs" });
   });
 });

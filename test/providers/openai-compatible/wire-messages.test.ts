@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { deepseekProvider, openaiProvider } from "../../../src/providers/deepseek.js";
 import { silentLogger } from "../../../src/log.js";
-import { ProviderUnavailableError, type ModelRequest, type ToolChoice } from "../../../src/providers/types.js";
+import { ProviderSettingError, type ModelRequest, type ToolChoice } from "../../../src/providers/types.js";
 import { collect, collectError, makeProvider, okReply, request, server, testEnv, useFakeServer } from "./support.js";
 
 useFakeServer();
@@ -171,15 +171,69 @@ describe("request body", () => {
     expect("tool_choice" in server.requests.at(-1)!.body).toBe(false);
   });
 
-  it("a toolChoice naming a tool the request does not offer fails before sending; a malformed one makes the provider unavailable", async () => {
+  it("required and a named tool force only a turn's first request; auto and none go with every request", async () => {
+    const followUp: ModelRequest["messages"] = [
+      { role: "user", content: [{ type: "text", text: "go" }] },
+      { role: "assistant", content: [{ type: "tool-call", id: "t1", name: "read_file", arguments: { path: "a" } }] },
+      { role: "tool", callId: "t1", name: "read_file", content: [{ type: "text", text: "A" }], isError: false },
+    ];
+    const choices: Array<[ToolChoice, boolean]> = [
+      ["auto", true],
+      ["none", true],
+      ["required", false],
+      [{ name: "read_file" }, false],
+      // A name the follow-up does not offer is not an error there: nothing is forced.
+      [{ name: "gone" }, false],
+    ];
+    for (const [toolChoice, onFollowUp] of choices) {
+      server.enqueue(okReply());
+      const provider = await deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), logger: silentLogger, toolChoice });
+      await collect(provider, request({ tools, messages: followUp }));
+      expect("tool_choice" in server.requests.at(-1)!.body).toBe(onFollowUp);
+    }
+  });
+
+  it("a toolChoice naming a tool the request does not offer fails before sending; a malformed one is a setting error naming the field", async () => {
     const provider = await deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), logger: silentLogger, toolChoice: { name: "bash" } });
     const { error } = await collectError(provider, request({ tools }));
     expect(error).toMatchObject({ name: "ModelError", code: "tool-choice", message: expect.stringContaining("'bash'") });
     expect(server.requests).toHaveLength(0);
     for (const bad of ["always", { name: "" }, { name: "x", extra: 1 }, ["auto"]]) {
       const attempt = deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), toolChoice: bad as ToolChoice });
-      await expect(attempt).rejects.toBeInstanceOf(ProviderUnavailableError);
-      await expect(attempt).rejects.toThrow(/toolChoice/);
+      await expect(attempt).rejects.toBeInstanceOf(ProviderSettingError);
+      await expect(attempt).rejects.toMatchObject({ field: "toolChoice" });
     }
+  });
+});
+
+describe("model settings", () => {
+  it("deepseek: thinking, reasoning_effort and user_id go with every request, as DeepSeek names them", async () => {
+    server.enqueue(okReply(), okReply());
+    const provider = await deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), logger: silentLogger, thinking: "enabled", reasoningEffort: "max", user: "tenant-7" });
+    await collect(provider, request());
+    await collect(provider, request());
+    for (const { body } of server.requests) {
+      expect(body).toMatchObject({ thinking: { type: "enabled" }, reasoning_effort: "max", user_id: "tenant-7" });
+      expect("user" in body).toBe(false);
+    }
+  });
+
+  it("openai: the effort is passed on as given and the id goes as user; nothing is sent when nothing is set", async () => {
+    server.enqueue(okReply(), okReply());
+    const set = await openaiProvider.create({ model: "m", cwd: "/tmp", env: { OPENAI_BASE_URL: server.url }, logger: silentLogger, thinking: "disabled", reasoningEffort: "medium", user: "u1" });
+    await collect(set, request());
+    expect(server.requests[0].body).toMatchObject({ thinking: { type: "disabled" }, reasoning_effort: "medium", user: "u1" });
+    expect("user_id" in server.requests[0].body).toBe(false);
+    await collect(await makeProvider(), request());
+    for (const field of ["thinking", "reasoning_effort", "user", "user_id"]) expect(field in server.requests[1].body).toBe(false);
+  });
+
+  it("deepseek refuses an effort it does not know, and an effort with thinking disabled, naming the field", async () => {
+    for (const config of [{ reasoningEffort: "medium" }, { reasoningEffort: "high", thinking: "disabled" as const }]) {
+      const attempt = deepseekProvider.create({ model: "m", cwd: "/tmp", env: testEnv(), logger: silentLogger, ...config });
+      await expect(attempt).rejects.toBeInstanceOf(ProviderSettingError);
+      await expect(attempt).rejects.toMatchObject({ field: "reasoningEffort" });
+    }
+    expect(server.requests).toHaveLength(0);
   });
 });

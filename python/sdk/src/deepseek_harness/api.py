@@ -167,6 +167,12 @@ class DeepSeekHarness:
                     permission_mode=self.permission_mode,
                     tools=self.tools,
                     instructions=self.instructions,
+                    thinking=self.options.thinking,
+                    reasoning_effort=self.options.reasoning_effort,
+                    user=self.options.user,
+                    tool_choice=self.options.tool_choice,
+                    first_token_timeout_seconds=self.options.first_token_timeout_seconds,
+                    model_request_timeout_seconds=self.options.model_request_timeout_seconds,
                 )
             except BaseException:
                 self._client.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
@@ -24,7 +24,7 @@ from ._internal.prompt import PromptInput, run_prompt
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
-from .options import HarnessOptions, resolve_options
+from .options import HarnessOptions, model_settings_params, resolve_options
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
 __all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
@@ -116,10 +116,18 @@ class HarnessClient(Connection):
         tools: Optional[Sequence[str]] = None,
         instructions: Optional[str] = None,
         *,
+        thinking: Optional[str] = None,
+        reasoning_effort: Optional[str] = None,
+        user: Optional[str] = None,
+        tool_choice: Optional[Union[str, Mapping[str, str]]] = None,
+        first_token_timeout_seconds: Optional[float] = None,
+        model_request_timeout_seconds: Optional[float] = None,
         timeout: Optional[float] = None,
     ) -> InitializeResponse:
         """Sends ``initialize``; checks the protocol version (raises :class:`ProtocolError`
-        on a mismatch) and warns when the bridge's version differs from the SDK's."""
+        on a mismatch) and warns when the bridge's version differs from the SDK's. The model
+        settings (``thinking`` … ``model_request_timeout_seconds``) mean what the fields of
+        :class:`HarnessOptions` of the same names mean."""
         params: Dict[str, Any] = {
             "cwd": os.path.abspath(os.fspath(cwd)),
             "provider": provider,
@@ -136,6 +144,8 @@ class HarnessClient(Connection):
             params["tools"] = list(tools)
         if instructions is not None:
             params["instructions"] = instructions
+        params.update(model_settings_params(thinking, reasoning_effort, user, tool_choice,
+                                            first_token_timeout_seconds, model_request_timeout_seconds))
         result = self._request("initialize", params, timeout=timeout)
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version != PROTOCOL_VERSION:

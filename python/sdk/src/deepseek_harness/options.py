@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
-__all__ = ["HarnessOptions", "resolve_options"]
+__all__ = ["HarnessOptions", "model_settings_params", "resolve_options"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -31,7 +31,8 @@ class HarnessOptions:
         provider: ``"deepseek"`` (needs ``DEEPSEEK_API_KEY``), ``"openai"`` (any
             OpenAI-compatible server) or ``"scripted"`` (offline). Default ``"deepseek"``.
         model: the model name; for ``scripted``, ``"demo"`` or the path of a script file.
-            Default ``"deepseek-v4-flash"``.
+            Default ``"deepseek-flash"``, the name DeepSeek's docs give for its current model
+            (older names such as ``deepseek-v4-flash`` still answer, served by it).
         cwd: the workspace of every session; default: the current directory at start.
         max_tokens: the most tokens of one model request; default: the provider's.
         max_steps: model requests per turn; the turn after that many ends
@@ -41,6 +42,26 @@ class HarnessOptions:
             wider than ``max_permission_mode`` is narrowed to it (the bridge warns on stderr).
         tools: the built-in tools offered (an allow-list of names); default: all.
         instructions: text appended to the built-in system prompt.
+
+    The model's settings (also sent with ``initialize``; ``None``: the server's default):
+
+    Attributes:
+        thinking: ``"enabled"`` or ``"disabled"``: DeepSeek's thinking mode (on by default
+            there). Other servers receive it in DeepSeek's shape (``thinking: {type}``).
+        reasoning_effort: how hard the model reasons: ``"low"``, ``"high"`` or ``"max"`` on
+            DeepSeek (its default is ``high``; not with thinking disabled); any word is passed
+            on to other servers as ``reasoning_effort``.
+        user: your end user's id (at most 512 bytes): DeepSeek's ``user_id``, which isolates
+            cache, scheduling and content-safety handling per user; OpenAI's ``user``. Keep
+            personal data out of it.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool's name (or
+            ``{"name": ...}``): ``auto`` and ``none`` go with every model request; ``required``
+            and a name force a call on the first request of each turn only, so a turn can end.
+            Some local servers (llama-cpp-python) stream tool calls only for a named tool.
+        first_token_timeout_seconds: the longest a model request may wait for its first output
+            (keep-alive comments do not count); default 600 (DeepSeek's own queue limit); 0: none.
+        model_request_timeout_seconds: the longest one model request may take, retries
+            included; default 3600; 0: none. With ``max_steps`` these bound every turn.
 
     The bridge process (its command line and environment):
 
@@ -69,19 +90,28 @@ class HarnessOptions:
 
     Attributes:
         request_timeout_seconds: timeout of every request, a whole turn included (a timed-out
-            turn is cancelled); None (default): as long as the bridge lives.
+            turn is cancelled); None (default): no timeout of the SDK's own — a turn is still
+            bounded by the bridge (``max_steps`` model requests, each within
+            ``model_request_timeout_seconds``, and the tools' own limits).
         shutdown_timeout_seconds: how long each step of closing waits (the ``shutdown``
             request, then the exit after stdin closes, then the exit after SIGTERM); default 5.
     """
 
     provider: str = "deepseek"
-    model: str = "deepseek-v4-flash"
+    model: str = "deepseek-flash"
     cwd: Optional[PathLike] = None
     max_tokens: Optional[int] = None
     max_steps: Optional[int] = None
     permission_mode: Optional[str] = None
     tools: Optional[Sequence[str]] = None
     instructions: Optional[str] = None
+
+    thinking: Optional[str] = None
+    reasoning_effort: Optional[str] = None
+    user: Optional[str] = None
+    tool_choice: Optional[Union[str, Mapping[str, str]]] = None
+    first_token_timeout_seconds: Optional[float] = None
+    model_request_timeout_seconds: Optional[float] = None
 
     bridge_bin: Optional[PathLike] = None
     session_root: Optional[PathLike] = None
@@ -102,6 +132,36 @@ class HarnessOptions:
             object.__setattr__(self, "tools", tuple(self.tools))
         if self.env is not None:
             object.__setattr__(self, "env", dict(self.env))
+        if isinstance(self.tool_choice, Mapping):
+            object.__setattr__(self, "tool_choice", dict(self.tool_choice))
+
+
+_BUILTIN_CHOICES = ("auto", "none", "required")
+
+
+def model_settings_params(thinking: Optional[str], reasoning_effort: Optional[str], user: Optional[str],
+                          tool_choice: Optional[Union[str, Mapping[str, str]]],
+                          first_token_timeout_seconds: Optional[float],
+                          model_request_timeout_seconds: Optional[float]) -> Dict[str, Any]:
+    """``initialize`` params of the model settings given (see :class:`HarnessOptions`); the
+    bridge checks the values and answers -32602 (:class:`~deepseek_harness.JsonRpcError`) to bad ones."""
+    params: Dict[str, Any] = {}
+    if thinking is not None:
+        params["thinking"] = thinking
+    if reasoning_effort is not None:
+        params["reasoningEffort"] = reasoning_effort
+    if user is not None:
+        params["user"] = user
+    if tool_choice is not None:
+        if isinstance(tool_choice, str):
+            params["toolChoice"] = tool_choice if tool_choice in _BUILTIN_CHOICES else {"name": tool_choice}
+        else:
+            params["toolChoice"] = dict(tool_choice)
+    for field, seconds in (("firstTokenTimeoutMs", first_token_timeout_seconds),
+                           ("modelRequestTimeoutMs", model_request_timeout_seconds)):
+        if seconds is not None:
+            params[field] = round(seconds * 1000)
+    return params
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(HarnessOptions))
