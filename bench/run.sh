@@ -7,7 +7,7 @@
 # The Node side of MCP (@modelcontextprotocol/sdk) is a devDependency, installed by npm ci.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+SETUP_REAL_MODEL=0 bash scripts/setup.sh
 
 if [ ! -x bench/.venv/bin/python ]; then
   echo "bench: python venv (bench/.venv)" >&2

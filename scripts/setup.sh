@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Makes a fresh clone ready, and does nothing that is already done: the npm packages, the
-# binary (rebuilt when a source is newer), and the Python venv with the SDK and its test tools.
+# binary (rebuilt when a source is newer), the Python venv with the SDK and its test tools, and
+# the real model of the end-to-end test (scripts/setup-real-model.sh: llama-cpp-python's server
+# and Gemma 3 270M; its first run on a machine compiles for ~10 minutes). SETUP_REAL_MODEL=0
+# skips that last step (the demo and the benchmarks do not need it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,4 +26,8 @@ if [ "${SETUP_PYTHON:-1}" = "1" ]; then
     echo "setup: pip install python/sdk[test]" >&2
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test]'
   fi
+fi
+
+if [ "${SETUP_PYTHON:-1}" = "1" ] && [ "${SETUP_REAL_MODEL:-1}" = "1" ]; then
+  bash scripts/setup-real-model.sh
 fi
