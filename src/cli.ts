@@ -3,11 +3,10 @@
  * else is a usage error (exit 2) after the help text on stderr.
  *
  * Parsing is Node's own `util.parseArgs`, driven by the `OPTIONS` table below, which is also
- * the source of the help text. Why not commander (used before): it was a quarter of the
- * bridge's start-up (spawn → `initialize` response, see bench/run.py), mostly because it loads
- * node:child_process at require time for git-style subcommands this CLI does not have.
- * `parseArgs` ships with Node, so parsing costs nothing to load and adds nothing to the bundle;
- * what it lacks (choices, integer checks, help) is this table.
+ * the source of the help text. Invariant: parsing loads nothing beyond Node itself, because it
+ * is on the start-up path (spawn → `initialize` response). `parseArgs` ships with Node, so it
+ * costs nothing to load and adds nothing to the bundle; what it lacks (choices, integer checks,
+ * help) is this table. Why not an argument library: bench/README.md ("Why the code does this").
  */
 import { parseArgs } from "node:util";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";

@@ -2,12 +2,12 @@
  * JSON lines (NDJSON) of protocol frames and session log records, without extra copies of a
  * long string.
  *
- * Why: `JSON.stringify` of a value holding a long string — a whole assistant message of 15 MB —
+ * Why: `JSON.stringify` of a value holding a long string — a whole assistant message —
  * builds its JSON as a rope, which V8 flattens into a second copy when it is written, and the
- * write encodes a third copy as UTF-8: with the text itself, four copies at once (bench/run.py,
- * memory: a 15 MB message took the bridge from 100 MB to 170 MB). Here each long string is
- * encoded slice by slice straight into UTF-8 Buffers, each made when the writer asks for it: a
- * line costs one piece of about 64 KiB at a time beside the text.
+ * write encodes a third copy as UTF-8: with the text itself, four copies at once. Invariant:
+ * here each long string is encoded slice by slice straight into UTF-8 Buffers, each made when
+ * the writer asks for it, so a line costs one piece of about 64 KiB at a time beside the text
+ * (the measurement: bench/README.md, "Why the code does this").
  * Values without a long string (every streamed chunk) take the plain `JSON.stringify` path.
  *
  * The values are plain JSON data, as protocol frames and events are: objects, arrays, strings,

@@ -20,6 +20,7 @@ import { ModelError, type ModelProvider, type ModelStreamPart } from "../provide
 import { ToolError, type Tool, type ToolContext, type ToolOutput } from "../tools/types.js";
 import type { PermissionMode } from "../protocol/index.js";
 import type { Session } from "./session.js";
+import { TextParts } from "./text-parts.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -66,38 +67,6 @@ interface StepOutcome {
   /** Set when the turn ends with this step. */
   end?: TurnEndReason;
   usage?: Usage;
-}
-
-/**
- * The text of one block, appended delta by delta. Why not `text += delta`: V8 keeps every `+=`
- * as a rope node (~32 bytes) until the string is read, so a long stream held ~3x its own text
- * (a 1M-chunk turn: +30 MB, bench/run.py memory). Joining every 1024 deltas keeps it near the
- * text itself.
- */
-class TextParts {
-  private joined: string[] = [];
-  private pending: string[] = [];
-
-  constructor(readonly type: "text" | "reasoning") {}
-
-  append(delta: string): void {
-    this.pending.push(delta);
-    if (this.pending.length >= 1024) {
-      this.joined.push(this.pending.join(""));
-      this.pending = [];
-    }
-  }
-
-  toBlock(): TextBlock | { type: "reasoning"; text: string } {
-    // One join, so the text is one flat string: a `+` here would make a rope that V8 flattens
-    // into a second copy the first time the text is sliced or written.
-    this.joined.push(this.pending.join(""));
-    const text = this.joined.join("");
-    // The pieces are garbage from here on, not held until the step ends beside the whole text.
-    this.joined = [text];
-    this.pending = [];
-    return { type: this.type, text };
-  }
 }
 
 /** Builds an assistant message out of streamed parts, keeping blocks in order of first appearance. */

@@ -2,8 +2,8 @@
  * A zod-free check of `initialize` params, for the common case only.
  *
  * Why: `initialize` is on the start-up path (spawn → `initialize` response, measured by
- * bench/run.py), and loading zod and building its schemas there costs ~5 ms, a third of what
- * the bridge adds to a bare `node` start. This check accepts only params that are plainly
+ * bench/run.py), and plainly valid params must not load zod or build its schemas there (what
+ * that costs: bench/README.md, "Why the code does this"). This check accepts only params that are plainly
  * valid and returns them; for anything else it returns `undefined` and the caller validates
  * with `initializeParamsSchema` (zod), which stays the definition of what is valid and the
  * author of every error message. So the check may be stricter than the schema, never looser:

@@ -3,9 +3,10 @@
  * definition of the wire; the `satisfies`-style checks below fail the build if the two drift.
  *
  * Why `zod/mini` through a namespace import: it is the same zod (same parser, same issues),
- * but its functions tree-shake, so the bundle carries ~25 KB of zod instead of ~460 KB (the
- * classic API and every locale). That is start-up time: `initialize` validates its params,
- * so whatever zod costs to load is paid between spawn and the `initialize` response.
+ * but its functions tree-shake, so the bundle carries only the parts used here, not the
+ * classic API and every locale. That is start-up time: `initialize` validates its params, so
+ * whatever zod costs to load is paid between spawn and the `initialize` response (figures:
+ * bench/README.md, "Why the code does this").
  *
  * @module
  */

@@ -12,11 +12,11 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_SCRIPT } from "./demo-script.js";
+import { historyTally } from "./history-tally.js";
 import type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
 import {
   ModelError,
   ProviderUnavailableError,
-  type ModelMessage,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
@@ -102,46 +102,10 @@ function chunksOf(text: string, size: number): string[] {
   return out;
 }
 
-/**
- * What a request's history tells the provider: the user messages, the assistant messages since
- * the last one, and the characters (for the default usage). Kept per history array and brought
- * up to date with the messages added since: a session's history only grows (`Session.absorb`
- * appends), and walking all of it on every request made a long session's turns slower and
- * slower (at 4 000 turns, a sixth of the bridge's time in bench/run.py roundtrip).
- */
-interface HistoryTally {
-  counted: number;
-  /** The last message counted: a history that no longer has it there is counted anew. */
-  last: ModelMessage | undefined;
-  users: number;
-  sinceUser: number;
-  chars: number;
-}
-
-const tallies = new WeakMap<readonly ModelMessage[], HistoryTally>();
-
-function tallyOf(messages: readonly ModelMessage[]): HistoryTally {
-  let tally = tallies.get(messages);
-  if (!tally || tally.counted > messages.length || (tally.counted > 0 && messages[tally.counted - 1] !== tally.last)) {
-    tally = { counted: 0, last: undefined, users: 0, sinceUser: 0, chars: 0 };
-    tallies.set(messages, tally);
-  }
-  for (; tally.counted < messages.length; tally.counted++) {
-    const m = messages[tally.counted];
-    if (m.role === "user") {
-      tally.users++;
-      tally.sinceUser = 0;
-    } else if (m.role === "assistant") tally.sinceUser++;
-    for (const block of m.content) tally.chars += block.type === "tool-call" ? JSON.stringify(block.arguments).length : block.text.length;
-    tally.last = m;
-  }
-  return tally;
-}
-
 /** Picks the step that answers this request. */
 export function stepFor(script: Script, request: ModelRequest): { step: ScriptStep; turnIndex: number; stepIndex: number } {
   const turns = request.parentSessionId !== undefined && script.subagent ? script.subagent.turns : script.turns;
-  const { users, sinceUser } = tallyOf(request.messages);
+  const { users, sinceUser } = historyTally(request.messages);
   const turnIndex = Math.max(0, users - 1);
   const turn = turns[turnIndex % turns.length];
   const step = turn.steps[sinceUser];
@@ -192,7 +156,7 @@ async function* streamStep(step: ScriptStep, request: ModelRequest, signal: Abor
   yield {
     type: "usage",
     // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
-    usage: step.usage ?? { inputTokens: Math.ceil(tallyOf(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
+    usage: step.usage ?? { inputTokens: Math.ceil(historyTally(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
   };
   yield { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") };
 }

@@ -4,8 +4,9 @@
  *
  * Why: start-up is measured from spawn to the `initialize` response (bench/run.py), and
  * `initialize` needs none of this: it validates its params and creates the provider. Loading
- * these modules eagerly costs node:child_process, node:crypto, node:fs/promises and the tools'
- * own code, roughly a third of the bridge's start-up. The bundle is CommonJS (the SEA runs one
+ * these modules eagerly would put node:child_process, node:crypto, node:fs/promises and the
+ * tools' own code on the start-up path (what that costs: bench/README.md, "Why the code does
+ * this"). The bundle is CommonJS (the SEA runs one
  * file), and esbuild turns each dynamic `import()` below into a deferred init call, so nothing
  * here is evaluated until `loadAgentModules()` runs. The server calls it right after the
  * `initialize` response is written, so the first prompt rarely waits for it.

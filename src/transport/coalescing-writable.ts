@@ -1,14 +1,13 @@
 /**
  * A Writable in front of stdout that turns a burst of frames into one write.
  *
- * Why: a streamed turn emits one small frame (~230 bytes) per model chunk, and
- * `process.stdout.write` makes one `write(2)` per call when the pipe has room: 200 000 chunks,
- * 200 000 syscalls, a third of the bridge's CPU (bench/run.py, throughput), taken from a
- * 2-core machine the Python reader shares.
+ * Why: a streamed turn emits one small frame per model chunk, and `process.stdout.write`
+ * makes one `write(2)` per call when the pipe has room: one syscall per chunk, CPU taken from
+ * the machine the client's reader shares (figures: bench/README.md, "Why the code does this").
  *
  * How: the first few frames of a tick go straight through, so a prompt's handful of frames
- * leaves at once and the client parses them while the turn goes on (batching those cost
- * ~35 µs of round trip, bench/run.py roundtrip). Past them, frames are collected and written
+ * leaves at once and the client parses them while the turn goes on (batching those too would
+ * add to every round trip). Past them, frames are collected and written
  * together when the tick ends (the producer's chain of promise reactions has run dry) or when
  * `highWaterMark` bytes are waiting, whichever comes first.
  *

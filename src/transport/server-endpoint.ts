@@ -10,11 +10,10 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { jsonLine } from "../json-line.js";
-import { isObject } from "../json-value.js";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import type { JsonObject, NotificationMap, NotificationMethod, RequestId, ResponseFrame } from "../protocol/types.js";
 import { LineReader } from "./line-reader.js";
-import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
+import { parseInputLine } from "./input-frame.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 
@@ -68,29 +67,6 @@ type BacklogFrame = { line: string; written: () => void } | { pieces: Iterator<B
 /** The byte that ends a line, and so the last piece of a long frame (see `jsonLine`). */
 const NEWLINE = 0x0a;
 
-
-/**
- * The id to answer with: a string, or a number the response can carry back exactly. A number
- * that JSON can hold but a double cannot (`1e400` parses as Infinity, `2^64` loses its last
- * digits) would come back as a different id — or as `null` — and be taken for another
- * request's response, so it counts as unusable.
- */
-function usableId(value: unknown): RequestId | null {
-  if (typeof value === "string") return value;
-  if (typeof value !== "number" || !Number.isFinite(value)) return null;
-  return Number.isInteger(value) && !Number.isSafeInteger(value) ? null : value;
-}
-
-/**
- * A short, non-recursive rendering of an untrusted value for a log line: a scalar as JSON (at
- * most 200 characters), an object or array by its kind only.
- */
-function describeScalar(value: unknown): string {
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object" && value !== null) return "an object";
-  const text = value === undefined ? "undefined" : JSON.stringify(value);
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
 
 export class ServerEndpoint {
   private handler: RequestHandler | undefined;
@@ -184,67 +160,14 @@ export class ServerEndpoint {
 
   private handleLine(line: string): void {
     if (this.closed) return;
-    if (line.trim() === "") return;
-    let frame: unknown;
-    try {
-      frame = JSON.parse(line);
-    } catch (error) {
-      this.writeError(null, ErrorCode.ParseError, `parse error: ${(error as Error).message}`, "parse-error");
-      return;
-    }
-    if (!isObject(frame)) {
-      const what = Array.isArray(frame) ? "a batch (array); batches are not supported" : `a ${frame === null ? "null" : typeof frame}`;
-      this.writeError(null, ErrorCode.InvalidRequest, `invalid request: expected one JSON object per line, got ${what}`, "not-an-object");
-      return;
-    }
-    const hasMethod = "method" in frame;
-    const hasId = "id" in frame;
-    // Nothing below (classification, validation, the handlers, history, logs) may meet a
-    // value deep enough to overflow the stack when it recurses (see json-depth.ts).
-    const tooDeep = exceedsDepth(frame, MAX_JSON_DEPTH);
-    if (hasMethod && hasId) {
-      if (tooDeep) {
-        this.writeError(usableId(frame.id), ErrorCode.InvalidRequest, `invalid request: the frame nests deeper than ${MAX_JSON_DEPTH} levels (the limit)`, "too-deep");
-        return;
-      }
-      this.handleRequest(frame);
-    } else if (hasMethod) {
-      this.options.logger?.debug(() => `ignored a notification-shaped frame (method ${describeScalar(frame.method)}): the server consumes no notifications`);
-    } else if ("result" in frame || "error" in frame) {
-      this.options.logger?.debug(() => `ignored a response-shaped frame (id ${describeScalar(frame.id)}): the server sends no requests`);
-    } else {
-      this.writeError(usableId(frame.id), ErrorCode.InvalidRequest, "invalid request: a request needs 'method' and 'id'", "invalid-request");
-    }
+    const frame = parseInputLine(line);
+    if (frame === undefined) return;
+    if (frame.type === "ignored") this.options.logger?.debug(frame.why);
+    else if (frame.type === "invalid") this.writeError(frame.id, frame.code, frame.message, frame.kind);
+    else this.dispatch(frame.id, frame.method, frame.params);
   }
 
-  private handleRequest(frame: Record<string, unknown>): void {
-    const id = usableId(frame.id);
-    if (id === null) {
-      const why =
-        typeof frame.id === "number"
-          ? "'id' must be a string or a number that can be echoed exactly (finite; an integer no larger than 2^53-1 in magnitude)"
-          : "'id' must be a string or a number";
-      this.writeError(null, ErrorCode.InvalidRequest, `invalid request: ${why}`, "invalid-request");
-      return;
-    }
-    if (frame.jsonrpc !== "2.0") {
-      this.writeError(id, ErrorCode.InvalidRequest, 'invalid request: \'jsonrpc\' must be "2.0"', "invalid-request");
-      return;
-    }
-    if (typeof frame.method !== "string") {
-      this.writeError(id, ErrorCode.InvalidRequest, "invalid request: 'method' must be a string", "invalid-request");
-      return;
-    }
-    const params = frame.params;
-    if (Array.isArray(params)) {
-      this.writeError(id, ErrorCode.InvalidParams, "invalid params: params must be an object (by-name), not an array", "invalid-params");
-      return;
-    }
-    if (params !== undefined && !isObject(params)) {
-      this.writeError(id, ErrorCode.InvalidRequest, "invalid request: 'params' must be an object when present", "invalid-request");
-      return;
-    }
-    const method = frame.method;
+  private dispatch(id: RequestId, method: string, params: JsonObject | undefined): void {
     const handler = this.handler;
     if (!handler) {
       this.writeError(id, ErrorCode.InternalError, "no request handler is installed", "internal-error");
@@ -252,7 +175,7 @@ export class ServerEndpoint {
     }
     let result: Promise<unknown>;
     try {
-      result = Promise.resolve(handler(method, params as JsonObject | undefined, { id, method }));
+      result = Promise.resolve(handler(method, params, { id, method }));
     } catch (error) {
       result = Promise.reject(error);
     }

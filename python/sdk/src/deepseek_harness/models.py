@@ -295,7 +295,8 @@ class Notification:
         """A notification kept as its NDJSON line (already checked to be a valid frame), decoded
         on first access. For the chunks a :class:`TurnResult` keeps that nobody has looked at yet:
         Python's cyclic GC does not track bytes, while each decoded chunk is four dicts it
-        traverses in every full collection (a 200 000-chunk ``run()`` spent half its time there)."""
+        traverses in every full collection (the measurement: bench/README.md, "Why the code does
+        this")."""
         n = cls.__new__(cls)
         n.method = method
         n._payload = None

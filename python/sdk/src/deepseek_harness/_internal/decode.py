@@ -83,7 +83,8 @@ def loads_lines(lines: List[bytes]) -> List[Any]:
 
     ``json.loads`` has a fixed cost per call (encoding detection, decoding the bytes, a scanner
     set-up) as large as the parse of a short chunk notification itself, so the lines are parsed
-    together, as one JSON array: about twice the throughput. That is exact only if every line is
+    together, as one JSON array (the measurement: bench/README.md, "Why the code does this").
+    That is exact only if every line is
     one JSON value: a line that is not valid on its own either breaks the array (a syntax error)
     or changes the number of values (``{..},{..}`` on one line, a string cut by a line break), so
     anything but exactly ``len(lines)`` values falls back to one call per line.
