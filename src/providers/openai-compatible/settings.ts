@@ -5,7 +5,7 @@
  * @module
  */
 import { createStderrLogger, type Logger, type LogMessage } from "../../log.js";
-import { ProviderSettingError, ProviderUnavailableError, type ProviderConfig, type ToolChoice } from "../types.js";
+import { ProviderSettingError, ProviderUnavailableError, type ProviderConfig, type ThinkingMode, type ToolChoice } from "../types.js";
 
 /** Log sink of the provider: one line per call. A debug message may be a function, called only when debug lines are written. */
 export type ProviderLog = (level: "debug" | "warn", message: LogMessage) => void;
@@ -73,7 +73,7 @@ export interface OpenAICompatibleSettings extends TransportTuning {
 
 /** Body fields carrying `initialize`'s model settings; only those that were set. */
 export interface ModelFields {
-  thinking?: { type: "enabled" | "disabled" };
+  thinking?: { type: ThinkingMode };
   reasoning_effort?: string;
   user_id?: string;
   user?: string;
