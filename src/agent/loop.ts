@@ -17,7 +17,7 @@ import type {
   Usage,
 } from "../protocol/index.js";
 import { ModelError, type ModelProvider, type ModelStreamPart } from "../providers/types.js";
-import { ToolError, type Tool, type ToolContext, type ToolOutput } from "../tools/types.js";
+import { ToolError, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { PermissionMode } from "../protocol/index.js";
 import type { Session } from "./session.js";
 
@@ -33,7 +33,7 @@ export interface TurnConfig {
   /** The tools offered to the model, by name. */
   tools: ReadonlyMap<string, Tool>;
   /** Present when this session may start subagents. */
-  runSubagent?: ToolContext["runSubagent"];
+  subagents?: SubagentSpawner;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -308,7 +308,7 @@ async function executeTool(
       permissionMode: config.permissionMode,
       sessionId: session.id,
       callId: call.id,
-      runSubagent: config.runSubagent,
+      subagents: config.subagents,
     });
     return done(output);
   } catch (caught) {

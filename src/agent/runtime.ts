@@ -14,7 +14,7 @@ import type {
 } from "../protocol/index.js";
 import { statusOf } from "../protocol/index.js";
 import type { ModelProvider } from "../providers/types.js";
-import type { Tool, ToolOutput } from "../tools/types.js";
+import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 import { runTurn } from "./loop.js";
@@ -202,7 +202,7 @@ export class AgentRuntime {
           workspace: this.options.workspace,
           permissionMode: this.options.permissionMode,
           tools: new Map(offered.map((t) => [t.name, t])),
-          runSubagent: canDelegate ? (prompt, description, childSignal) => this.runChild(session, prompt, description, childSignal, tools, depth + 1) : undefined,
+          subagents: canDelegate ? this.spawnerFor(session, tools, depth + 1) : undefined,
         },
         signal,
       );
@@ -211,15 +211,13 @@ export class AgentRuntime {
     }
   }
 
+  /** The subagents `parent` may start: children at `depth`, offered `tools` (less `task` at the depth limit). */
+  private spawnerFor(parent: Session, tools: Tool[], depth: number): SubagentSpawner {
+    return { spawn: (request, signal) => this.runChild(parent, request, signal, tools, depth) };
+  }
+
   /** Runs a subagent in a child session and returns its final text as a tool output. */
-  private async runChild(
-    parent: Session,
-    prompt: string,
-    description: string | undefined,
-    signal: AbortSignal,
-    tools: Tool[],
-    depth: number,
-  ): Promise<ToolOutput> {
+  private async runChild(parent: Session, { prompt, description }: SubagentRequest, signal: AbortSignal, tools: Tool[], depth: number): Promise<ToolOutput> {
     const childId = `${parent.id.slice(0, 80)}.task-${randomUUID().slice(0, 8)}`;
     const child = this.session(childId, parent.id);
     const { sink } = this.options;
