@@ -54,6 +54,8 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === "string" && !nameProblem(t)))) return undefined;
   if (instructions !== undefined && typeof instructions !== "string") return undefined;
   if (protocolVersion !== undefined && protocolVersion !== 1) return undefined;
+  // Client tools and approvals are for the schema to check.
+  if (params.clientTools !== undefined || params.clientToolTimeoutMs !== undefined || params.approvals !== undefined) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).
   const result: InitializeParams = { cwd, provider, model };
   if (maxTokens !== undefined) result.maxTokens = maxTokens;

@@ -17,6 +17,17 @@ export interface ToolContext {
   callId: string;
   /** Starts subagents for the calling session (the `task` tool); absent where subagents are not allowed. */
   subagents?: SubagentSpawner;
+  /** Runs client tools (tools/client-tool.ts) by asking the client; present when the client offered tools. */
+  client?: ClientToolRunner;
+}
+
+/**
+ * Asks the client to run one of its tools for the calling session: records `tool/request`,
+ * waits for `session/tool_result`, and resolves with its content — or with an error output
+ * when the deadline passes, the input ends or `signal` aborts. Never rejects.
+ */
+export interface ClientToolRunner {
+  run(callId: string, name: string, args: JsonObject, signal: AbortSignal): Promise<ToolOutput>;
 }
 
 /** What the `task` tool asks of a subagent. */
