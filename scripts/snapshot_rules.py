@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId"}
+ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId"}
 
 
 def normalize_stream(frames: List[Any], workspace: str, session_root: str) -> List[Any]:

@@ -17,7 +17,8 @@ import type {
   Usage,
 } from "../protocol/index.js";
 import { ModelError, type ModelProvider, type ModelStreamPart } from "../providers/types.js";
-import { ToolError, type Tool, type ToolContext, type ToolOutput } from "../tools/types.js";
+import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
+import type { ToolGate } from "./client-requests.js";
 import type { PermissionMode } from "../protocol/index.js";
 import type { Session } from "./session.js";
 import { TextParts } from "./text-parts.js";
@@ -34,11 +35,21 @@ export interface TurnConfig {
   /** The tools offered to the model, by name. */
   tools: ReadonlyMap<string, Tool>;
   /** Present when this session may start subagents. */
-  runSubagent?: ToolContext["runSubagent"];
+  subagents?: SubagentSpawner;
+  /** Asked before each tool call runs (approvals); absent: every call runs. */
+  gate?: ToolGate;
+  /** Runs client tools; present when the client offered tools. */
+  client?: ClientToolRunner;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
 export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
+  // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
+  // client tool or approval was pending) get one now, durably, before the history goes on.
+  for (const { callId, name } of session.unansweredCalls()) {
+    const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
+    await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
+  }
   await session.emit("user/message", { id: `msg_${randomUUID()}`, content });
   const turn = session.nextTurnNumber();
   await session.emit("turn/start", { turn });
@@ -255,7 +266,7 @@ async function executeTool(
   signal: AbortSignal,
   call: ToolCallBlock,
 ): Promise<{ output: ToolOutput; durationMs: number }> {
-  const started = performance.now();
+  let started = performance.now();
   const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
   const error = (text: string) => done({ content: [{ type: "text", text }], isError: true });
   if (signal.aborted) return error("the turn was aborted before this tool call ran");
@@ -270,14 +281,22 @@ async function executeTool(
     }
     return error(`the arguments of this ${call.name} call are not a valid JSON object: ${call.rawArguments.slice(0, 2000)}`);
   }
+  let args = call.arguments;
+  if (config.gate) {
+    const verdict = await config.gate.check(session, call, tool, signal);
+    if ("refused" in verdict) return done(verdict.refused);
+    args = verdict.run;
+    started = performance.now(); // the duration is the tool's, not the time the approval took
+  }
   try {
-    const output = await tool.execute(call.arguments, {
+    const output = await tool.execute(args, {
       workspace: config.workspace,
       signal,
       permissionMode: config.permissionMode,
       sessionId: session.id,
       callId: call.id,
-      runSubagent: config.runSubagent,
+      subagents: config.subagents,
+      client: config.client,
     });
     return done(output);
   } catch (caught) {

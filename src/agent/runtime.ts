@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type {
   AssistantContentBlock,
+  ApprovalPolicy,
   PermissionMode,
   SessionEvent,
   SubagentFinishedNotification,
@@ -14,9 +15,11 @@ import type {
 } from "../protocol/index.js";
 import { statusOf } from "../protocol/index.js";
 import type { ModelProvider } from "../providers/types.js";
-import type { Tool, ToolOutput } from "../tools/types.js";
+import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
+import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
+import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { runTurn } from "./loop.js";
 import { Session } from "./session.js";
 import type { SessionStore } from "./store.js";
@@ -46,6 +49,11 @@ export interface RuntimeOptions {
   logger: Logger;
   /** Cleans the bridge's secrets out of every session event before it is recorded or announced. */
   redactor?: Redactor;
+  // Client tools and approvals
+  /** Which tool calls wait for the client's approval (default `never`). */
+  approvals?: ApprovalPolicy;
+  /** How long a client tool call or an approval waits for the client (default `DEFAULT_CLIENT_TOOL_TIMEOUT_MS`). */
+  clientToolTimeoutMs?: number;
 }
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
@@ -85,7 +93,30 @@ export class AgentRuntime {
   /** Loaded sessions with no turn running, least recently used first (see `IDLE_SESSIONS_KEPT`). */
   private readonly idle = new Set<string>();
 
-  constructor(private readonly options: RuntimeOptions) {}
+  /** Client tool calls and approvals waiting for the client's request. */
+  private readonly waits: ClientWaits;
+  private readonly gate: ToolGate | undefined;
+
+  constructor(private readonly options: RuntimeOptions) {
+    this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
+    const policy = options.approvals ?? "never";
+    this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
+  }
+
+  /** Hands a `session/tool_result` to the call waiting for it; `false`: no call of that session waits under that id. */
+  answerToolResult(sessionId: string, callId: string, answer: ClientToolAnswer): boolean {
+    return this.waits.answer(sessionId, callId, answer);
+  }
+
+  /** Hands a `session/permission` to the call waiting for it; `false`: no request of that session waits under that id. */
+  answerPermission(sessionId: string, requestId: string, answer: PermissionAnswer): boolean {
+    return this.waits.answer(sessionId, requestId, answer);
+  }
+
+  /** No client request can come any more (end of input): pending and later waits end now (error results, denies). */
+  closeClientWaits(why: string): void {
+    this.waits.close(why);
+  }
 
   /** Whether a session has a turn in flight. */
   isBusy(sessionId: string): boolean {
@@ -202,7 +233,9 @@ export class AgentRuntime {
           workspace: this.options.workspace,
           permissionMode: this.options.permissionMode,
           tools: new Map(offered.map((t) => [t.name, t])),
-          runSubagent: canDelegate ? (prompt, description, childSignal) => this.runChild(session, prompt, description, childSignal, tools, depth + 1) : undefined,
+          subagents: canDelegate ? this.spawnerFor(session, tools, depth + 1) : undefined,
+          gate: this.gate,
+          client: clientToolRunner(session, this.waits),
         },
         signal,
       );
@@ -211,15 +244,13 @@ export class AgentRuntime {
     }
   }
 
+  /** The subagents `parent` may start: children at `depth`, offered `tools` (less `task` at the depth limit). */
+  private spawnerFor(parent: Session, tools: Tool[], depth: number): SubagentSpawner {
+    return { spawn: (request, signal) => this.runChild(parent, request, signal, tools, depth) };
+  }
+
   /** Runs a subagent in a child session and returns its final text as a tool output. */
-  private async runChild(
-    parent: Session,
-    prompt: string,
-    description: string | undefined,
-    signal: AbortSignal,
-    tools: Tool[],
-    depth: number,
-  ): Promise<ToolOutput> {
+  private async runChild(parent: Session, { prompt, description }: SubagentRequest, signal: AbortSignal, tools: Tool[], depth: number): Promise<ToolOutput> {
     const childId = `${parent.id.slice(0, 80)}.task-${randomUUID().slice(0, 8)}`;
     const child = this.session(childId, parent.id);
     const { sink } = this.options;

@@ -60,6 +60,11 @@ export class Session {
     return this.announce(this.id, event);
   }
 
+  /** The tool calls of the last assistant message that have no result yet; at a turn's start, those a stopped bridge left. */
+  unansweredCalls(): Array<{ callId: string; name: string }> {
+    return [...this.unanswered].map(([callId, name]) => ({ callId, name }));
+  }
+
   /** Makes what was appended durable. */
   sync(): void {
     this.log?.sync();

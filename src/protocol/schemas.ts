@@ -11,9 +11,11 @@
  * @module
  */
 import * as z from "zod/mini";
+import type { JsonValue } from "./types.js";
 import en from "zod/v4/locales/en.js";
 import { cwdProblem, effortProblem, nameProblem, userProblem } from "./initialize-fast-path.js";
 import { PERMISSION_MODES, THINKING_MODES, type InitializeParams, type PermissionMode, type SessionCancelParams, type SessionPromptParams, type ThinkingMode } from "./types.js";
+import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -31,6 +33,14 @@ const sessionId = z
 
 const positiveInt = z.int().check(z.positive());
 const milliseconds = z.int().check(z.nonnegative());
+
+/** Client tool names, as PROTOCOL.md "Client tools" fixes them. */
+export const CLIENT_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const jsonValue: z.ZodMiniType<JsonValue> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
+);
+const jsonObject = z.record(z.string(), jsonValue);
+const textBlocks = z.array(z.object({ type: z.literal("text"), text: z.string() }));
 
 /** A string refused with `problem`'s message when it returns one (NUL bytes, absurd lengths). */
 const checked = (problem: (s: string) => string | undefined) =>
@@ -63,6 +73,16 @@ export const initializeParamsSchema = z.object({
   ),
   firstTokenTimeoutMs: z.optional(milliseconds),
   modelRequestTimeoutMs: z.optional(milliseconds),
+  // Client tools and approvals
+  clientTools: z.optional(z.array(z.object({
+    name: z.string().check(z.regex(CLIENT_TOOL_NAME, "must match [A-Za-z0-9_-]{1,64}")),
+    description: z.string(),
+    parameters: z.record(z.string(), jsonValue).check(z.refine((p) => p.type === "object", "must be a JSON Schema object (type: \"object\")")),
+    readOnly: z.optional(z.boolean()),
+  }))),
+  // setTimeout's ceiling: a longer delay would fire at once.
+  clientToolTimeoutMs: z.optional(positiveInt.check(z.lte(2 ** 31 - 1))),
+  approvals: z.optional(z.enum(APPROVAL_POLICIES as [ApprovalPolicy, ...ApprovalPolicy[]])),
 });
 
 export const sessionPromptParamsSchema = z.object({
@@ -72,13 +92,30 @@ export const sessionPromptParamsSchema = z.object({
 
 export const sessionCancelParamsSchema = z.object({ sessionId });
 
+export const sessionToolResultParamsSchema = z.object({
+  sessionId,
+  callId: z.string(),
+  content: textBlocks,
+  isError: z.optional(z.boolean()),
+});
+
+export const sessionPermissionParamsSchema = z.object({
+  sessionId,
+  requestId: z.string(),
+  decision: z.enum(["allow", "deny"]),
+  message: z.optional(z.string()),
+  arguments: z.optional(jsonObject),
+});
+
 // Compile-time agreement between the schemas and the documented wire types.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const agree: [
   Same<z.infer<typeof initializeParamsSchema>, InitializeParams>,
   Same<z.infer<typeof sessionPromptParamsSchema>, SessionPromptParams>,
   Same<z.infer<typeof sessionCancelParamsSchema>, SessionCancelParams>,
-] = [true, true, true];
+  Same<z.infer<typeof sessionToolResultParamsSchema>, SessionToolResultParams>,
+  Same<z.infer<typeof sessionPermissionParamsSchema>, SessionPermissionParams>,
+] = [true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

@@ -10,6 +10,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
+import type { ClientToolSpec } from "../protocol/types.js";
 import { PERMISSION_MODES, PROTOCOL_VERSION, type InitializeParams, type InitializeResult, type JsonObject, type PermissionMode } from "../protocol/types.js";
 import { PROVIDERS } from "../providers/registry.js";
 import { ProviderSettingError, ProviderUnavailableError } from "../providers/types.js";
@@ -81,6 +82,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} is not a directory`, { kind: "invalid-params" });
   }
   if (params.tools) await checkToolNames(params.tools);
+  if (params.clientTools) await checkClientTools(params.clientTools);
   const { env, logger } = settings;
   const permissionMode = narrowPermission(params.permissionMode, settings.permissionCeiling, logger);
   // What confines bash, as far as start-up can tell (no process started); the real probe runs
@@ -131,12 +133,15 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         maxSteps: params.maxSteps ?? settings.defaultMaxSteps,
         maxTokens: params.maxTokens,
         permissionMode,
-        tools: modules.tools.toolsFor(permissionMode, params.tools),
+        tools: modules.tools.toolsFor(permissionMode, params.tools, params.clientTools),
         subagentDepth: settings.subagentDepth,
         store: settings.sessionLog ? new modules.store.SessionStore(settings.sessionRoot ?? modules.store.defaultSessionRoot(env), workspace) : undefined,
         sink: settings.sink,
         logger,
         redactor: settings.redactor,
+        // Client tools and approvals
+        approvals: params.approvals,
+        clientToolTimeoutMs: params.clientToolTimeoutMs,
       });
       return { runtime, modules };
     });
@@ -157,6 +162,12 @@ async function checkToolNames(names: string[]): Promise<void> {
     `invalid params: params.tools: unknown tool ${unknown.map((n) => `'${n}'`).join(", ")} (built-in: ${BUILTIN_TOOLS.map((t) => t.name).join(", ")})`,
     { kind: "invalid-params" },
   );
+}
+
+/** Refuses client tools whose names collide (tools/registry.ts); a client that offers tools pays for loading the tools before the response. */
+async function checkClientTools(specs: ClientToolSpec[]): Promise<void> {
+  const problem = (await loadAgentModules()).tools.clientToolsProblem(specs);
+  if (problem) throw new RpcError(ErrorCode.InvalidParams, `invalid params: ${problem}`, { kind: "invalid-params" });
 }
 
 /**

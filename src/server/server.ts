@@ -136,16 +136,23 @@ export class HarnessServer {
         return this.cancel(params);
       case "shutdown":
         return this.shutdown();
+      // Client tools and approvals
+      case "session/tool_result":
+        return this.toolResult(params);
+      case "session/permission":
+        return this.permission(params);
       default:
         return Promise.reject(
-          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, shutdown)`, {
+          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, session/tool_result, session/permission, shutdown)`, {
             kind: "method-not-found",
           }),
         );
     }
   }
 
-  private async validate<K extends "initializeParamsSchema" | "sessionPromptParamsSchema" | "sessionCancelParamsSchema">(
+  private async validate<
+    K extends "initializeParamsSchema" | "sessionPromptParamsSchema" | "sessionCancelParamsSchema" | "sessionToolResultParamsSchema" | "sessionPermissionParamsSchema",
+  >(
     schema: K,
     params: JsonObject | undefined,
   ) {
@@ -260,6 +267,36 @@ export class HarnessServer {
     return { cancelled };
   }
 
+  /** `session/tool_result`: the answer of a client tool call the session waits for. */
+  private async toolResult(raw: JsonObject | undefined): Promise<Record<string, never>> {
+    const { runtime } = await this.requireRuntime("session/tool_result");
+    const params = await this.validate("sessionToolResultParamsSchema", raw);
+    const { sessionId, callId, content, isError } = params;
+    if (!runtime.answerToolResult(sessionId, callId, { content, isError })) {
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.callId: session ${sessionId} has no client tool call '${callId}' waiting for a result (unknown, already answered, timed out or aborted)`, {
+        kind: "unknown-call",
+        sessionId,
+        callId,
+      });
+    }
+    return {};
+  }
+
+  /** `session/permission`: the decision on a tool call the session waits to run. */
+  private async permission(raw: JsonObject | undefined): Promise<Record<string, never>> {
+    const { runtime } = await this.requireRuntime("session/permission");
+    const params = await this.validate("sessionPermissionParamsSchema", raw);
+    const { sessionId, requestId, decision, message } = params;
+    if (!runtime.answerPermission(sessionId, requestId, { decision, message, arguments: params.arguments })) {
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.requestId: session ${sessionId} has no permission request '${requestId}' waiting for a decision (unknown, already answered, timed out or aborted)`, {
+        kind: "unknown-request",
+        sessionId,
+        requestId,
+      });
+    }
+    return {};
+  }
+
   /** Why turns are being aborted, once stopping. */
   private shutdownReason = "shutdown requested";
 
@@ -286,6 +323,8 @@ export class HarnessServer {
   /** stdin ended: no more requests; let what is in flight finish, then exit 0. */
   onInputEnd(): void {
     this.options.logger.debug("stdin ended; finishing in-flight requests");
+    // No session/tool_result or session/permission can come: what waits for one ends now.
+    void this.agent?.then((agent) => agent.runtime.closeClientWaits("the client closed its input"), () => undefined);
     void (async () => {
       while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
       if (this.phase === "exiting") return;

@@ -22,7 +22,7 @@ export const taskTool: Tool = {
   async execute(args, ctx) {
     if (typeof args.prompt !== "string" || args.prompt.trim() === "") throw new ToolError("prompt is required and must be a non-empty string");
     if (args.description !== undefined && typeof args.description !== "string") throw new ToolError("description must be a string");
-    if (!ctx.runSubagent) throw new ToolError("subagents cannot start further subagents (the depth limit is reached)");
-    return ctx.runSubagent(args.prompt, args.description as string | undefined, ctx.signal);
+    if (!ctx.subagents) throw new ToolError("subagents cannot start further subagents (the depth limit is reached)");
+    return ctx.subagents.spawn({ prompt: args.prompt, description: args.description as string | undefined }, ctx.signal);
   },
 };

@@ -15,8 +15,37 @@ export interface ToolContext {
   sessionId: string;
   /** The tool call id. */
   callId: string;
-  /** Runs a subagent in a child session (the `task` tool); absent where subagents are not allowed. */
-  runSubagent?: (prompt: string, description: string | undefined, signal: AbortSignal) => Promise<ToolOutput>;
+  /** Starts subagents for the calling session (the `task` tool); absent where subagents are not allowed. */
+  subagents?: SubagentSpawner;
+  /** Runs client tools (tools/client-tool.ts) by asking the client; present when the client offered tools. */
+  client?: ClientToolRunner;
+}
+
+/**
+ * Asks the client to run one of its tools for the calling session: records `tool/request`,
+ * waits for `session/tool_result`, and resolves with its content — or with an error output
+ * when the deadline passes, the input ends or `signal` aborts. Never rejects.
+ */
+export interface ClientToolRunner {
+  run(callId: string, name: string, args: JsonObject, signal: AbortSignal): Promise<ToolOutput>;
+}
+
+/** What the `task` tool asks of a subagent. */
+export interface SubagentRequest {
+  /** The full instructions for the subagent. */
+  prompt: string;
+  /** A short label for the work. */
+  description?: string;
+}
+
+/**
+ * Starts subagents on behalf of one session (agent/runtime.ts implements it). Each spawn runs
+ * one turn in a new child session with the same provider, model, workspace and tool gate as the
+ * parent, one level deeper, and ends when the turn settles or `signal` aborts.
+ */
+export interface SubagentSpawner {
+  /** Runs the subagent's turn and returns its final text as a tool output (an error output when the turn did not complete). */
+  spawn(request: SubagentRequest, signal: AbortSignal): Promise<ToolOutput>;
 }
 
 /** The result of a tool call: text for the model, and whether it is an error. */

@@ -228,7 +228,10 @@ describe("the bridge is SIGKILLed mid-turn", () => {
     two.request("p", "session/prompt", promptParams("crash", "second"));
     expect((await two.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
     const resumed = two.events("crash");
-    expect(resumed[0]).toMatchObject({ type: "user/message", seq: lastSeq + 1 });
+    // The bash call the kill left without a result gets a durable error result first (docs/PROTOCOL.md "Client tools and approvals").
+    const interruptedCall = logged[3].data.content.find((b: any) => b.type === "tool-call");
+    expect(resumed[0]).toMatchObject({ type: "tool/result", seq: lastSeq + 1, data: { callId: interruptedCall.id, isError: true } });
+    expect(resumed[1]).toMatchObject({ type: "user/message", seq: lastSeq + 2 });
     for (let i = 1; i < resumed.length; i++) expect(resumed[i].seq).toBeGreaterThan(resumed[i - 1].seq);
     expect(resumed.find((e) => e.type === "turn/start").data.turn).toBe(2);
     expect(resumed.find((e) => e.type === "assistant/message").data.content).toEqual([{ type: "text", text: "Resumed after the crash." }]);

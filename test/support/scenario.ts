@@ -20,6 +20,12 @@ export interface Scenario {
   script?: unknown;
   prompt: string;
   cancelOn?: string;
+  /** Further `initialize` params (`clientTools`, `approvals`). */
+  initialize?: Record<string, unknown>;
+  /** What the client answers to each `tool/request`, by tool name (the params of `session/tool_result` less the ids). */
+  toolResults?: Record<string, { content: unknown[]; isError?: boolean }>;
+  /** What the client answers to every `permission/request` (the params of `session/permission` less the ids). */
+  permission?: { decision: "allow" | "deny"; message?: string; arguments?: Record<string, unknown> };
   /** For HTTP providers: what the fake DeepSeek server answers (test/support/fake-deepseek.ts). */
   server?: import("./fake-deepseek.js").ServerTable;
 }
@@ -68,6 +74,7 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
   try {
     const response = await new Promise<unknown>((resolve, reject) => {
       let cancelled = false;
+      let nextId = 100;
       child.on("exit", (code) => reject(new Error(`bridge exited (${code}) before the prompt's response; stderr:\n${stderr}`)));
       lines.on("line", (line) => {
         const frame = JSON.parse(line);
@@ -75,6 +82,7 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
           if (frame.error) reject(new Error(`initialize failed: ${JSON.stringify(frame.error)}`));
           return;
         }
+        if (typeof frame.id === "number" && frame.id >= 100 && frame.error) reject(new Error(`an answer was refused: ${JSON.stringify(frame.error)}`));
         if (frame.id === 2) {
           if (frame.error) reject(new Error(`prompt failed: ${JSON.stringify(frame.error)}`));
           else resolve(frame.result);
@@ -86,9 +94,18 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
             cancelled = true;
             send({ jsonrpc: "2.0", id: 3, method: "session/cancel", params: { sessionId: "snap" } });
           }
+          const event = frame.method === "session.event" ? frame.params.event : undefined;
+          const sessionId = frame.params?.sessionId;
+          if (event?.type === "tool/request") {
+            const result = scenario.toolResults?.[event.data.name];
+            if (result) send({ jsonrpc: "2.0", id: nextId++, method: "session/tool_result", params: { sessionId, callId: event.data.callId, ...result } });
+          }
+          if (event?.type === "permission/request" && scenario.permission) {
+            send({ jsonrpc: "2.0", id: nextId++, method: "session/permission", params: { sessionId, requestId: event.data.requestId, ...scenario.permission } });
+          }
         }
       });
-      send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: workspace, provider, model } });
+      send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: workspace, provider, model, ...scenario.initialize } });
       send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "snap", contentBlocks: [{ type: "text", text: scenario.prompt }] } });
     });
     return { notifications, response, workspace, sessionRoot };
