@@ -12,12 +12,14 @@ import * as path from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { isConfined, isInside, resolveInWorkspace } from "./workspace.js";
 import { GitignoreFilter, walkFiles } from "./gitignore.js";
-import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
-import { GREP_MAX_FILE_BYTES, readCandidate, splitLines, type Candidate } from "./search/files.js";
+import { ToolError, textOutput, type Tool } from "./types.js";
+import { GREP_MAX_FILE_BYTES, openNamed, readCandidate, splitLines, type Candidate, type OpenCandidate } from "./search/files.js";
 import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
 import { findRipgrep } from "./search/ripgrep.js";
 import { comparePaths } from "./search/order.js";
 import { ripgrepLineNumbers, ripgrepSearch } from "./search/ripgrep-grep.js";
+import { ShownPathCheck } from "./search/verify.js";
+import { haveDescriptorPaths } from "./descriptor-paths.js";
 
 export { GREP_BINARY_SNIFF_BYTES, GREP_MAX_FILE_BYTES } from "./search/files.js";
 export { GREP_MAX_PATTERN_CHARS } from "./search/pattern.js";
@@ -68,8 +70,8 @@ interface Found {
 /** A file opened race-free (search/files.ts) and, if it is text, read into lines. */
 type Opened = Exclude<Candidate, { kind: "text" }> | { kind: "text"; lines: string[] };
 
-async function openAndRead(ctx: ToolContext, abs: string): Promise<Opened> {
-  const cand = await readCandidate(ctx.workspace, abs, ctx.permissionMode);
+async function openAndRead(open: OpenCandidate, abs: string): Promise<Opened> {
+  const cand = await readCandidate(open, abs);
   return cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand;
 }
 
@@ -153,68 +155,86 @@ export const grepTool: Tool = {
     const ignoredFolder = !single && rules.isIgnored(target, true);
     const wanted = () => GREP_MAX_MATCHES + 1 - found.out.length;
     let rg = parsed.rust !== null ? await findRipgrep() : undefined;
+    const named = openNamed(ctx.workspace, ctx.permissionMode);
+    // The files of a folder search are names a walk listed: confined, each is opened by its name
+    // inside its folder's held and verified descriptor, each folder opened once per search.
+    const check = confined && !single && (await haveDescriptorPaths()) ? new ShownPathCheck(workspace) : undefined;
+    const listed: OpenCandidate = check ? (abs) => check.openShownFile(abs) : named;
     let done = ignoredFolder;
-    if (done) {
-      // nothing to search
-    } else if (rg && single) {
-      // ripgrep searches the bytes read here, through its stdin.
-      const cand = await readCandidate(ctx.workspace, target, ctx.permissionMode);
-      const numbers = cand.kind === "text" ? await ripgrepLineNumbers({ rg, pattern: parsed.rust!, input: cand.bytes, maxPerFile: wanted(), signal: ctx.signal }) : [];
-      addLines(found, toPosix(requested), cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand, () => numbers);
-      done = true;
-    } else if (rg) {
-      const place = await ripgrepPlace(insideWs ? workspace : target, target);
-      const ahead: { shown: string; numbers: number[]; opened: Promise<Opened> }[] = [];
-      const next = async (): Promise<boolean> => {
-        const item = ahead.shift()!;
-        return addLines(found, item.shown, await item.opened, () => item.numbers);
-      };
-      const run = place
-        ? await ripgrepSearch({
-            rg,
-            pattern: parsed.rust!,
-            ...place,
-            follow: !confined,
-            maxPerFile: GREP_MAX_MATCHES + 1,
-            signal: ctx.signal,
-            onFile: async (abs, numbers) => {
-              const opened = openAndRead(ctx, abs);
-              opened.catch(() => undefined);
-              ahead.push({ shown: display(abs), numbers, opened });
-              while (ahead.length >= READ_AHEAD_FILES) if (!(await next())) return false;
-              return true;
-            },
-          }).finally(() => Promise.allSettled(ahead.map((a) => a.opened)))
-        : undefined;
-      while (run && ahead.length > 0 && !found.capped) await next();
-      if (run) {
-        // Files ripgrep skipped for their size count as the built-in walk counts them: those
-        // before the point where the cap stopped the search.
-        const stopAt = found.stoppedAt;
-        found.skippedLarge += run.large.map(display).filter((p) => stopAt === undefined || comparePaths(p, stopAt) < 0).length;
+    try {
+      if (done) {
+        // nothing to search
+      } else if (rg && single) {
+        // ripgrep searches the bytes read here, through its stdin.
+        const cand = await readCandidate(named, target);
+        const numbers = cand.kind === "text" ? await ripgrepLineNumbers({ rg, pattern: parsed.rust!, input: cand.bytes, maxPerFile: wanted(), signal: ctx.signal }) : [];
+        addLines(found, toPosix(requested), cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand, () => numbers);
         done = true;
-      } else {
-        // The built-in engine starts afresh: drop what ripgrep's run had found before it stopped.
-        rg = undefined;
-        Object.assign(found, { out: [], capped: false, skippedLarge: 0, binary: false, stoppedAt: undefined });
-      }
-    }
-    if (!done) {
-      const files = single
-        ? [target]
-        : (await walkFiles({ root: target, filter: rules, signal: ctx.signal, follow: !confined })).map((f) => path.join(target, f));
-      matchingLinesOf ??= (await import("./search/builtin.js")).matchingLines;
-      const match = matchingLinesOf;
-      let lastYield = Date.now();
-      for (const abs of files) {
-        ctx.signal.throwIfAborted();
-        const opened = await openAndRead(ctx, abs);
-        if (!addLines(found, single ? toPosix(requested) : display(abs), opened, (lines) => match(lines, re, wanted()).map((n) => n + 1))) break;
-        if (Date.now() - lastYield > 10) {
-          await yieldToLoop(); // re2js runs on this thread: let other sessions and a cancel in
-          lastYield = Date.now();
+      } else if (rg) {
+        const place = await ripgrepPlace(insideWs ? workspace : target, target);
+        const ahead: { shown: string; numbers: number[]; opened: Promise<Opened> }[] = [];
+        let aheadLines = 0;
+        const next = async (): Promise<boolean> => {
+          const item = ahead.shift()!;
+          aheadLines -= item.numbers.length;
+          return addLines(found, item.shown, await item.opened, () => item.numbers);
+        };
+        const run = place
+          ? await ripgrepSearch({
+              rg,
+              pattern: parsed.rust!,
+              ...place,
+              follow: !confined,
+              maxPerFile: GREP_MAX_MATCHES + 1,
+              signal: ctx.signal,
+              onFile: (abs, numbers) => {
+                const opened = openAndRead(listed, abs);
+                opened.catch(() => undefined);
+                ahead.push({ shown: display(abs), numbers, opened });
+                aheadLines += numbers.length;
+                // Opened ahead are at most READ_AHEAD_FILES, and none past the files whose lines (as
+                // ripgrep numbered them) already reach the cap: ripgrep waits meanwhile.
+                const full = () => ahead.length >= READ_AHEAD_FILES || (ahead.length > 0 && aheadLines >= wanted());
+                if (!full()) return true; // ripgrep's records go on being taken synchronously
+                return (async () => {
+                  while (full()) if (!(await next())) return false;
+                  return true;
+                })();
+              },
+            }).finally(() => Promise.allSettled(ahead.map((a) => a.opened)))
+          : undefined;
+        while (run && ahead.length > 0 && !found.capped) await next();
+        if (run) {
+          // Files ripgrep skipped for their size count as the built-in walk counts them: those
+          // before the point where the cap stopped the search.
+          const stopAt = found.stoppedAt;
+          found.skippedLarge += run.large.map(display).filter((p) => stopAt === undefined || comparePaths(p, stopAt) < 0).length;
+          done = true;
+        } else {
+          // The built-in engine starts afresh: drop what ripgrep's run had found before it stopped.
+          rg = undefined;
+          Object.assign(found, { out: [], capped: false, skippedLarge: 0, binary: false, stoppedAt: undefined });
         }
       }
+      if (!done) {
+        const files = single
+          ? [target]
+          : (await walkFiles({ root: target, filter: rules, signal: ctx.signal, follow: !confined })).map((f) => path.join(target, f));
+        matchingLinesOf ??= (await import("./search/builtin.js")).matchingLines;
+        const match = matchingLinesOf;
+        let lastYield = Date.now();
+        for (const abs of files) {
+          ctx.signal.throwIfAborted();
+          const opened = await openAndRead(single ? named : listed, abs);
+          if (!addLines(found, single ? toPosix(requested) : display(abs), opened, (lines) => match(lines, re, wanted()).map((n) => n + 1))) break;
+          if (Date.now() - lastYield > 10) {
+            await yieldToLoop(); // re2js runs on this thread: let other sessions and a cancel in
+            lastYield = Date.now();
+          }
+        }
+      }
+    } finally {
+      await check?.close();
     }
     grepEngineRuns[rg ? "ripgrep" : "builtin"]++;
 

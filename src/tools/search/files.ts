@@ -1,10 +1,11 @@
 /**
- * What both grep engines do with one candidate file: open it race-free (`openForRead`), skip it
+ * What both grep engines do with one candidate file: open it race-free, skip it
  * when too large or binary, and cut its text into lines. Every line shown to the model comes from
  * a descriptor opened here, so a file listed through a folder swapped for a symbolic link is
  * refused or read from inside the workspace, never from outside.
  */
-import type { FileHandle } from "node:fs/promises";
+import * as fs from "node:fs";
+import { promisify } from "node:util";
 import type { PermissionMode } from "../../protocol/index.js";
 import { openForRead } from "../confined-fs.js";
 
@@ -15,37 +16,65 @@ export const GREP_BINARY_SNIFF_BYTES = 8192;
 
 export type Candidate = { kind: "text"; bytes: Buffer; text: string } | { kind: "large" } | { kind: "binary" } | { kind: "unreadable" };
 
+/** A candidate opened race-free: its descriptor, the size seen at open, and how to let it go. */
+export interface OpenedCandidate {
+  fd: number;
+  size: number;
+  close(): unknown;
+}
+
+/** Opens a candidate race-free, or answers `undefined` (or throws) when it is not to be read. */
+export type OpenCandidate = (abs: string) => Promise<OpenedCandidate | undefined> | OpenedCandidate | undefined;
+
+/** The opener of a file named by the model (followed through links, as `read_file` follows them). */
+export function openNamed(workspace: string, mode: PermissionMode): OpenCandidate {
+  return async (abs) => {
+    const { handle, size } = await openForRead(workspace, abs, mode);
+    return { fd: handle.fd, size, close: () => handle.close().catch(() => undefined) };
+  };
+}
+
 /**
- * Opens `abs` (inside the workspace, or anywhere in `full` mode) race-free, classifies it and,
- * if it is text, reads it whole — at most the size seen at open, so a growing file cannot exceed
- * the cap — and closes it.
+ * Files up to this size are read with one blocking `read` (from the page cache, microseconds:
+ * cheaper than a trip through libuv's thread pool, which on a busy machine costs more than the
+ * read); larger ones are read off the event loop.
  */
-export async function readCandidate(workspace: string, abs: string, mode: PermissionMode): Promise<Candidate> {
+const SYNC_READ_BYTES = 64 * 1024;
+
+const readAsync = promisify(fs.read);
+
+/**
+ * Opens `abs` with `open` (race-free: `openNamed`, or `ShownPathCheck.openShownFile` for a name
+ * a walk listed), classifies it and, if it is text, reads it whole — at most the size seen at
+ * open, so a growing file cannot exceed the cap — and closes it.
+ */
+export async function readCandidate(open: OpenCandidate, abs: string): Promise<Candidate> {
   let opened;
   try {
-    opened = await openForRead(workspace, abs, mode);
+    opened = await open(abs);
   } catch {
-    return { kind: "unreadable" }; // vanished, not a regular file, or leads outside: skipped silently
+    opened = undefined;
   }
-  const { handle, size } = opened;
+  if (!opened) return { kind: "unreadable" }; // vanished, not a regular file, or leads outside: skipped silently
+  const { fd, size } = opened;
   try {
     if (size > GREP_MAX_FILE_BYTES) return { kind: "large" };
-    const buf = await readUpTo(handle, size);
+    const buf = await readUpTo(fd, size);
     if (buf.subarray(0, GREP_BINARY_SNIFF_BYTES).includes(0)) return { kind: "binary" };
     return { kind: "text", bytes: buf, text: buf.toString("utf8") };
   } catch {
     return { kind: "unreadable" };
   } finally {
-    await handle.close().catch(() => undefined);
+    opened.close();
   }
 }
 
 /** Reads at most `size` bytes from the start of the file. */
-export async function readUpTo(handle: FileHandle, size: number): Promise<Buffer> {
+async function readUpTo(fd: number, size: number): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
   let at = 0;
   while (at < size) {
-    const { bytesRead } = await handle.read(buf, at, size - at, at);
+    const bytesRead = size - at <= SYNC_READ_BYTES ? fs.readSync(fd, buf, at, size - at, at) : (await readAsync(fd, buf, at, size - at, at)).bytesRead;
     if (bytesRead === 0) break;
     at += bytesRead;
   }

@@ -30,7 +30,7 @@ function parseRecord(rec: Buffer): { file: Buffer; line: number } | undefined {
  * A folder search. `cwd` is where ripgrep runs; `root` (relative to it, or "" for cwd itself) is
  * searched; `ignoreFile` is a `.gitignore` above the root whose rules apply too. `onFile` gets
  * each file with a match (absolute path, 1-based line numbers, at most `maxPerFile`) in path
- * order, and returns `false` to stop. Returns the files skipped for their size (absolute), or
+ * order, and returns (or resolves to) `false` to stop. Returns the files skipped for their size (absolute), or
  * `undefined` when ripgrep refuses the pattern or its watchdog stopped it (`RgRun.abandoned`) (then the built-in engine runs, afresh).
  */
 export async function ripgrepSearch(options: {
@@ -42,7 +42,7 @@ export async function ripgrepSearch(options: {
   follow: boolean;
   maxPerFile: number;
   signal: AbortSignal;
-  onFile: (abs: string, lines: number[]) => Promise<boolean>;
+  onFile: (abs: string, lines: number[]) => boolean | Promise<boolean>;
 }): Promise<{ large: string[] } | undefined> {
   const args = [...RIPGREP_COMMON_FLAGS, ...LINE_NUMBER_FLAGS, "--sort=path", `--max-filesize=${GREP_MAX_FILE_BYTES}`, `--max-count=${options.maxPerFile}`, "--debug"];
   if (options.follow) args.push("--follow");
@@ -52,9 +52,9 @@ export async function ripgrepSearch(options: {
   const large: string[] = [];
   let current: Buffer | undefined;
   let lines: number[] = [];
-  const flush = async (): Promise<boolean> => {
+  const flush = (): boolean | Promise<boolean> => {
     if (!current) return true;
-    const more = await options.onFile(path.resolve(options.cwd, current.toString("utf8")), lines);
+    const more = options.onFile(path.resolve(options.cwd, current.toString("utf8")), lines);
     current = undefined;
     lines = [];
     return more;
@@ -65,13 +65,18 @@ export async function ripgrepSearch(options: {
     cwd: options.cwd,
     signal: options.signal,
     separator: 10,
-    onRecord: async (rec) => {
+    onRecord: (rec) => {
       const parsed = parseRecord(rec);
       if (!parsed) return true;
-      if (current && !current.equals(parsed.file) && !(await flush())) return false;
-      current ??= Buffer.from(parsed.file);
-      lines.push(parsed.line);
-      return true;
+      const add = (more: boolean) => {
+        if (!more) return false;
+        current ??= Buffer.from(parsed.file);
+        lines.push(parsed.line);
+        return true;
+      };
+      if (!current || current.equals(parsed.file)) return add(true);
+      const more = flush();
+      return typeof more === "boolean" ? add(more) : more.then(add);
     },
     onEnd: flush,
     onStderrLine: (line) => {

@@ -183,7 +183,10 @@ export async function runRipgrep(options: {
       while ((at = buf.indexOf(options.separator)) >= 0) {
         const record = buf.subarray(0, at);
         buf = buf.subarray(at + 1);
-        if (stopped || !(await options.onRecord(record))) {
+        if (stopped) break reading;
+        const more = options.onRecord(record);
+        // Awaited only when it is a promise: most records are taken synchronously.
+        if (!(typeof more === "boolean" ? more : await more)) {
           stop();
           break reading;
         }
