@@ -24,7 +24,7 @@ from ._internal.prompt import PromptInput, run_prompt
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
-from .options import HarnessOptions, model_settings_params, resolve_options
+from .options import HarnessOptions, initialize_settings, resolve_options
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
 __all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
@@ -134,18 +134,8 @@ class HarnessClient(Connection):
             "model": model,
             "protocolVersion": PROTOCOL_VERSION,
         }
-        if max_tokens is not None:
-            params["maxTokens"] = max_tokens
-        if max_steps is not None:
-            params["maxSteps"] = max_steps
-        if permission_mode is not None:
-            params["permissionMode"] = permission_mode
-        if tools is not None:
-            params["tools"] = list(tools)
-        if instructions is not None:
-            params["instructions"] = instructions
-        params.update(model_settings_params(thinking, reasoning_effort, user, tool_choice,
-                                            first_token_timeout_seconds, model_request_timeout_seconds))
+        # Every keyword named in INITIALIZE_FIELDS goes through that one table.
+        params.update(initialize_settings(locals()))
         result = self._request("initialize", params, timeout=timeout)
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version != PROTOCOL_VERSION:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["HarnessOptions", "model_settings_params", "resolve_options"]
+__all__ = ["HarnessOptions", "INITIALIZE_FIELDS", "initialize_settings", "resolve_options"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -139,28 +139,43 @@ class HarnessOptions:
 _BUILTIN_CHOICES = ("auto", "none", "required")
 
 
-def model_settings_params(thinking: Optional[str], reasoning_effort: Optional[str], user: Optional[str],
-                          tool_choice: Optional[Union[str, Mapping[str, str]]],
-                          first_token_timeout_seconds: Optional[float],
-                          model_request_timeout_seconds: Optional[float]) -> Dict[str, Any]:
-    """``initialize`` params of the model settings given (see :class:`HarnessOptions`); the
-    bridge checks the values and answers -32602 (:class:`~deepseek_harness.JsonRpcError`) to bad ones."""
+def _tool_choice_wire(choice: Union[str, Mapping[str, str]]) -> Union[str, Dict[str, str]]:
+    if isinstance(choice, str):
+        return choice if choice in _BUILTIN_CHOICES else {"name": choice}
+    return dict(choice)
+
+
+def _milliseconds(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+# The one table of ``initialize``'s settings: the Python name (a HarnessOptions field and a
+# keyword of HarnessClient.initialize), its wire name, and how the value is put on the wire.
+# cwd, provider and model are not here: they are always sent.
+INITIALIZE_FIELDS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
+    ("max_tokens", "maxTokens", lambda v: v),
+    ("max_steps", "maxSteps", lambda v: v),
+    ("permission_mode", "permissionMode", lambda v: v),
+    ("tools", "tools", list),
+    ("instructions", "instructions", lambda v: v),
+    ("thinking", "thinking", lambda v: v),
+    ("reasoning_effort", "reasoningEffort", lambda v: v),
+    ("user", "user", lambda v: v),
+    ("tool_choice", "toolChoice", _tool_choice_wire),
+    ("first_token_timeout_seconds", "firstTokenTimeoutMs", _milliseconds),
+    ("model_request_timeout_seconds", "modelRequestTimeoutMs", _milliseconds),
+)
+
+
+def initialize_settings(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """``initialize`` params of the settings in ``values`` (Python names of
+    :data:`INITIALIZE_FIELDS`) that are not ``None``; the bridge checks the values and answers
+    -32602 (:class:`~deepseek_harness.JsonRpcError`) to bad ones."""
     params: Dict[str, Any] = {}
-    if thinking is not None:
-        params["thinking"] = thinking
-    if reasoning_effort is not None:
-        params["reasoningEffort"] = reasoning_effort
-    if user is not None:
-        params["user"] = user
-    if tool_choice is not None:
-        if isinstance(tool_choice, str):
-            params["toolChoice"] = tool_choice if tool_choice in _BUILTIN_CHOICES else {"name": tool_choice}
-        else:
-            params["toolChoice"] = dict(tool_choice)
-    for field, seconds in (("firstTokenTimeoutMs", first_token_timeout_seconds),
-                           ("modelRequestTimeoutMs", model_request_timeout_seconds)):
-        if seconds is not None:
-            params[field] = round(seconds * 1000)
+    for name, wire, to_wire in INITIALIZE_FIELDS:
+        value = values.get(name)
+        if value is not None:
+            params[wire] = to_wire(value)
     return params
 
 
