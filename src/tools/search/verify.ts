@@ -10,8 +10,15 @@
  * only outside is not found there. A file is opened for reading the same way, by its name inside
  * the held folder: pinned first with `O_PATH | O_NOFOLLOW` (a link is not followed, a FIFO or a
  * device is not opened), its type read from the pin, and only a regular file reopened through
- * `/proc/self/fd/PIN`. The folders of one search stay open, so each is opened and verified once
- * however many of its files are read.
+ * `/proc/self/fd/PIN`.
+ *
+ * A folder stays open while its files are checked, so it is opened and verified once for all of
+ * them (a walk lists a folder's files together). At most `MAX_HELD_DIRS` idle folders are kept:
+ * a tree of any number of folders must not take as many descriptors, or the search itself (and
+ * every other session of the bridge) would run out of them and files would go missing from
+ * results without a word. A folder in use by a pending check is never closed under it (its
+ * descriptor number could be reused by another folder). Running out of descriptors anyway is an
+ * error of the tool call, never a silently shorter answer.
  */
 import * as fs from "node:fs";
 import { constants as C } from "node:fs";
@@ -19,12 +26,34 @@ import * as fsp from "node:fs/promises";
 import * as path from "node:path";
 import { isReachable } from "../workspace.js";
 import { O_PATH, SAFE } from "../descriptor-paths.js";
+import { ToolError } from "../types.js";
 import type { OpenedCandidate } from "./files.js";
 
-/** Checks listed paths of one workspace, keeping each folder open while in use. Call `close()`. */
+/** Idle folder descriptors one search keeps for reuse. */
+export const MAX_HELD_DIRS = 64;
+
+interface HeldDir {
+  fd: number;
+  real: string;
+  /** Checks under way that use `fd`. */
+  users: number;
+}
+
+function outOfDescriptors(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === "EMFILE" || code === "ENFILE";
+}
+
+function descriptorError(): ToolError {
+  return new ToolError("the search ran out of file descriptors (too many open files): it was stopped rather than answer with files missing; try again, or search a smaller folder");
+}
+
+/** Checks listed paths of one workspace, keeping recently used folders open. Call `close()`. */
 export class ShownPathCheck {
-  /** Folders opened so far (absolute lexical path → descriptor and real path, or `undefined` when refused). */
-  private readonly dirs = new Map<string, { fd: number; real: string } | undefined>();
+  /** Open folders, least recently used first (absolute lexical path → descriptor and real path). */
+  private readonly held = new Map<string, HeldDir>();
+  /** Folders refused (gone, a link, not a folder, outside): never opened again in this search. */
+  private readonly refused = new Set<string>();
   private realRoot: Promise<string>;
 
   constructor(private readonly workspace: string) {
@@ -33,46 +62,85 @@ export class ShownPathCheck {
   }
 
   /**
-   * The folder `dir`, opened once and verified on its descriptor. Made blocking: opening a folder
-   * (`O_DIRECTORY`) and reading a `/proc/self/fd` link never wait on another process, and are
-   * cheaper than two trips through libuv's thread pool.
+   * The folder `dir`, opened and verified on its descriptor, or `undefined` when refused; pair
+   * with `release` before the next `await`, so at most one folder is in use at a time and the
+   * idle ones beyond the bound can always be closed. Made blocking: opening a folder (`O_DIRECTORY`) and reading a `/proc/self/fd`
+   * link never wait on another process, and are cheaper than two trips through libuv's thread pool.
    */
-  private async openDir(dir: string): Promise<{ fd: number; real: string } | undefined> {
-    if (this.dirs.has(dir)) return this.dirs.get(dir);
-    const root = await this.realRoot;
-    if (this.dirs.has(dir)) return this.dirs.get(dir); // opened by a call that went on meanwhile
-    let opened: { fd: number; real: string } | undefined;
+  private acquireDir(dir: string, root: string): HeldDir | undefined {
+    if (this.refused.has(dir)) return undefined;
+    const known = this.held.get(dir);
+    if (known) {
+      this.held.delete(dir); // most recently used goes last
+      this.held.set(dir, known);
+      known.users++;
+      return known;
+    }
+    let fd: number;
     try {
       // The workspace path itself may be a link (e.g. /tmp → /private/tmp); below it, none is followed.
       const noFollow = path.resolve(dir) === path.resolve(this.workspace) ? 0 : C.O_NOFOLLOW;
-      const fd = fs.openSync(dir, C.O_RDONLY | C.O_DIRECTORY | noFollow);
-      let real: string | undefined;
-      try {
-        real = fs.readlinkSync(`/proc/self/fd/${fd}`);
-      } catch {
-        real = undefined;
-      }
-      if (real !== undefined && isReachable(root, real)) opened = { fd, real };
-      else fs.closeSync(fd);
-    } catch {
-      // gone, a link, or not a folder
+      fd = fs.openSync(dir, C.O_RDONLY | C.O_DIRECTORY | noFollow);
+    } catch (err) {
+      if (outOfDescriptors(err)) throw descriptorError();
+      this.refused.add(dir); // gone, a link, or not a folder
+      return undefined;
     }
-    this.dirs.set(dir, opened);
+    let real: string | undefined;
+    try {
+      real = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      real = undefined;
+    }
+    if (real === undefined || !isReachable(root, real)) {
+      fs.closeSync(fd);
+      this.refused.add(dir);
+      return undefined;
+    }
+    const opened: HeldDir = { fd, real, users: 1 };
+    this.held.set(dir, opened);
+    this.evictIdle();
     return opened;
   }
 
-  /** Whether `rel` (relative to the workspace, `/`-separated) is a regular file inside it. */
+  private release(dir: HeldDir): void {
+    dir.users--;
+    if (dir.users === 0) this.evictIdle();
+  }
+
+  /** Closes the least recently used idle folders beyond `MAX_HELD_DIRS`. */
+  private evictIdle(): void {
+    if (this.held.size <= MAX_HELD_DIRS) return;
+    for (const [key, dir] of this.held) {
+      if (this.held.size <= MAX_HELD_DIRS) break;
+      if (dir.users > 0) continue;
+      this.held.delete(key);
+      fs.closeSync(dir.fd);
+    }
+  }
+
+  /**
+   * Whether `rel` (relative to the workspace, `/`-separated) is a regular file inside it. The
+   * `lstat` is blocking, like the folder open: metadata of a name in a held folder, and no other
+   * check may close the folder between the two.
+   */
   async isShownFile(rel: string): Promise<boolean> {
     const abs = path.resolve(this.workspace, rel);
-    const dir = await this.openDir(path.dirname(abs));
+    const root = await this.realRoot;
+    const dir = this.acquireDir(path.dirname(abs), root);
     if (!dir) return false;
-    const name = path.basename(abs);
-    // A hidden file (~/.netrc in a home-folder workspace) is a name in a reachable folder.
-    if (!isReachable(await this.realRoot, path.join(dir.real, name))) return false;
     try {
-      return (await fsp.lstat(`/proc/self/fd/${dir.fd}/${name}`)).isFile();
-    } catch {
-      return false;
+      const name = path.basename(abs);
+      // A hidden file (~/.netrc in a home-folder workspace) is a name in a reachable folder.
+      if (!isReachable(root, path.join(dir.real, name))) return false;
+      try {
+        return fs.lstatSync(`/proc/self/fd/${dir.fd}/${name}`).isFile();
+      } catch (err) {
+        if (outOfDescriptors(err)) throw descriptorError();
+        return false;
+      }
+    } finally {
+      this.release(dir);
     }
   }
 
@@ -84,33 +152,41 @@ export class ShownPathCheck {
    *
    * The three calls on the file are made blocking: an `O_PATH` open never blocks (no FIFO wait,
    * no device open), `fstat` is metadata, and reopening a regular file's pinned inode does not
-   * wait; each is microseconds, where a trip through libuv's thread pool costs far more.
+   * wait (`O_NONBLOCK`: not even for a lease); each is microseconds, where a trip through
+   * libuv's thread pool costs far more.
    */
   async openShownFile(abs: string): Promise<OpenedCandidate | undefined> {
-    const dir = await this.openDir(path.dirname(abs));
+    const root = await this.realRoot;
+    const dir = this.acquireDir(path.dirname(abs), root);
     if (!dir) return undefined;
-    const name = path.basename(abs);
-    if (!isReachable(await this.realRoot, path.join(dir.real, name))) return undefined;
-    let pin: number;
     try {
-      pin = fs.openSync(`/proc/self/fd/${dir.fd}/${name}`, O_PATH | C.O_NOFOLLOW);
-    } catch {
-      return undefined;
-    }
-    try {
-      const st = fs.fstatSync(pin);
-      if (!st.isFile()) return undefined;
-      const fd = fs.openSync(`/proc/self/fd/${pin}`, C.O_RDONLY | SAFE);
-      return { fd, size: st.size, close: () => fs.closeSync(fd) };
-    } catch {
-      return undefined;
+      const name = path.basename(abs);
+      if (!isReachable(root, path.join(dir.real, name))) return undefined;
+      let pin: number;
+      try {
+        pin = fs.openSync(`/proc/self/fd/${dir.fd}/${name}`, O_PATH | C.O_NOFOLLOW);
+      } catch (err) {
+        if (outOfDescriptors(err)) throw descriptorError();
+        return undefined;
+      }
+      try {
+        const st = fs.fstatSync(pin);
+        if (!st.isFile()) return undefined;
+        const fd = fs.openSync(`/proc/self/fd/${pin}`, C.O_RDONLY | SAFE);
+        return { fd, size: st.size, close: () => fs.closeSync(fd) };
+      } catch (err) {
+        if (outOfDescriptors(err)) throw descriptorError();
+        return undefined;
+      } finally {
+        fs.closeSync(pin);
+      }
     } finally {
-      fs.closeSync(pin);
+      this.release(dir);
     }
   }
 
   async close(): Promise<void> {
-    for (const d of this.dirs.values()) if (d) fs.close(d.fd, () => undefined);
-    this.dirs.clear();
+    for (const d of this.held.values()) fs.close(d.fd, () => undefined);
+    this.held.clear();
   }
 }
