@@ -19,6 +19,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { Ignore, Options as IgnoreOptions } from "ignore";
 import { sortPaths } from "./search/order.js";
 import { isInside } from "./workspace.js";
+import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -48,7 +49,8 @@ function readIgnoreFile(file: string): string | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW | fs.constants.O_NOCTTY);
-  } catch {
+  } catch (err) {
+    rethrowIfOutOfDescriptors(err); // else rules that exist would go unapplied
     return undefined;
   }
   try {
@@ -70,6 +72,8 @@ function readIgnoreFile(file: string): string | undefined {
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
   private readonly rules = new Map<string, Ignore | null>();
+  /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
+  ranOutOfDescriptors = false;
 
   /**
    * @param root the folder whose `.gitignore` files apply (the workspace)
@@ -90,7 +94,8 @@ export class GitignoreFilter {
     try {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
       ig = text === undefined ? null : ignoreFactory().add(text);
-    } catch {
+    } catch (err) {
+      rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
     }
     this.rules.set(dir, ig);
@@ -145,10 +150,13 @@ export class GitignoreFilter {
   fsAdapter(): { readdir: typeof fs.readdir; readdirSync: typeof fs.readdirSync } {
     const readdir = ((dir: fs.PathLike, options: unknown, callback: (err: NodeJS.ErrnoException | null, entries: fs.Dirent[]) => void) => {
       fs.readdir(dir, { withFileTypes: true }, (err, entries) => {
+        // tinyglobby skips a folder it cannot read without a word; listFiles reports this one.
+        if (err && isOutOfDescriptors(err)) this.ranOutOfDescriptors = true;
         if (err) return callback(err, []);
         try {
           callback(null, this.filterEntries(path.resolve(String(dir)), entries));
         } catch (e) {
+          if (e instanceof OutOfDescriptorsError) this.ranOutOfDescriptors = true;
           callback(e as NodeJS.ErrnoException, []);
         }
       });
@@ -178,7 +186,7 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
     const { dir, above: aboveDir } = stack.pop()!;
     let above = aboveDir;
     if (options.follow) {
-      const st = await fs.promises.stat(dir).catch(() => undefined);
+      const st = await fs.promises.stat(dir).catch((err) => void rethrowIfOutOfDescriptors(err));
       const id = st ? `${st.dev}:${st.ino}` : dir;
       if (above.includes(id)) continue;
       above = [...above, id];
@@ -186,14 +194,15 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
     let entries: fs.Dirent[];
     try {
       entries = options.filter.filterEntries(dir, await fs.promises.readdir(dir, { withFileTypes: true }));
-    } catch {
+    } catch (err) {
+      rethrowIfOutOfDescriptors(err);
       continue; // vanished or unreadable
     }
     for (const entry of entries) {
       const abs = path.join(dir, entry.name);
       let kind: "dir" | "file" | undefined = entry.isDirectory() ? "dir" : entry.isFile() ? "file" : undefined;
       if (entry.isSymbolicLink() && options.follow) {
-        const st = await fs.promises.stat(abs).catch(() => undefined);
+        const st = await fs.promises.stat(abs).catch((err) => void rethrowIfOutOfDescriptors(err));
         kind = st?.isDirectory() ? "dir" : st?.isFile() ? "file" : undefined;
       }
       if (kind === "dir") stack.push({ dir: abs, above });
@@ -233,6 +242,7 @@ export async function listFiles(options: {
     signal: options.signal,
   });
   options.signal.throwIfAborted();
+  if (options.filter.ranOutOfDescriptors) throw new OutOfDescriptorsError();
   // The walk's starting folder (e.g. `node_modules` for `node_modules/**`) is not filtered by the
   // adapter, so check each result too — in slices, giving the event loop (and a cancel) a turn.
   const cwd = path.resolve(options.cwd);

@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import { promisify } from "node:util";
 import type { PermissionMode } from "../../protocol/index.js";
 import { openForRead } from "../confined-fs.js";
+import { rethrowIfOutOfDescriptors } from "../out-of-descriptors.js";
 
 /** Files larger than this are skipped (and counted in the result). */
 export const GREP_MAX_FILE_BYTES = 2 * 1024 * 1024;
@@ -52,7 +53,8 @@ export async function readCandidate(open: OpenCandidate, abs: string): Promise<C
   let opened;
   try {
     opened = await open(abs);
-  } catch {
+  } catch (err) {
+    rethrowIfOutOfDescriptors(err);
     opened = undefined;
   }
   if (!opened) return { kind: "unreadable" }; // vanished, not a regular file, or leads outside: skipped silently
@@ -62,7 +64,8 @@ export async function readCandidate(open: OpenCandidate, abs: string): Promise<C
     const buf = await readUpTo(fd, size);
     if (buf.subarray(0, GREP_BINARY_SNIFF_BYTES).includes(0)) return { kind: "binary" };
     return { kind: "text", bytes: buf, text: buf.toString("utf8") };
-  } catch {
+  } catch (err) {
+    rethrowIfOutOfDescriptors(err);
     return { kind: "unreadable" };
   } finally {
     opened.close();

@@ -15,6 +15,7 @@
  */
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
+import { isOutOfDescriptors, rethrowIfOutOfDescriptors } from "../out-of-descriptors.js";
 
 /** Where ripgrep is looked for, in order (`HARNESS_RG` overrides: an absolute path, or `off`). */
 export const RIPGREP_LOCATIONS = ["/usr/bin/rg", "/usr/local/bin/rg", "/bin/rg", "/opt/homebrew/bin/rg"];
@@ -34,6 +35,8 @@ export const RIPGREP_COMMON_FLAGS = [
 ];
 
 let located: Promise<string | undefined> | undefined;
+/** A probe could not even start for want of descriptors: its "not found" is not to be kept. */
+let probeWasStarved = false;
 
 async function probe(file: string): Promise<string | undefined> {
   try {
@@ -46,9 +49,13 @@ async function probe(file: string): Promise<string | undefined> {
   const out = await new Promise<string>((resolve) => {
     const child = spawn(file, ["--version"], { stdio: ["ignore", "pipe", "ignore"], env: {} });
     let text = "";
+    child.on("error", (err) => {
+      if (isOutOfDescriptors(err)) probeWasStarved = true;
+      resolve("");
+    });
+    if (!child.stdout) return; // not started (out of descriptors: the error follows)
     const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
     child.stdout.setEncoding("utf8").on("data", (d: string) => (text = (text + d).slice(0, 4096)));
-    child.on("error", () => resolve(""));
     child.on("close", () => {
       clearTimeout(timer);
       resolve(text);
@@ -70,7 +77,12 @@ export function findRipgrep(): Promise<string | undefined> {
     }
     return undefined;
   })();
-  return located;
+  const found = located;
+  void found.then((rg) => {
+    if (rg === undefined && probeWasStarved && located === found) located = undefined;
+    probeWasStarved = false;
+  });
+  return found;
 }
 
 /** Forgets the cached lookup (tests switch `HARNESS_RG`). */
@@ -145,6 +157,12 @@ export async function runRipgrep(options: {
     child.on("close", (code) => resolve(code));
   });
   closed.catch(() => undefined);
+  if (!child.stdout || !child.stderr || (options.input && !child.stdin)) {
+    // Not started: its pipes could not be made (the error, EMFILE for one, comes next).
+    const failure = await closed.then(() => new Error("ripgrep could not be started"), (err: unknown) => err);
+    rethrowIfOutOfDescriptors(failure);
+    throw failure;
+  }
   let stopped = false;
   const stop = () => {
     if (stopped) return;

@@ -26,7 +26,7 @@ import * as fsp from "node:fs/promises";
 import * as path from "node:path";
 import { isReachable } from "../workspace.js";
 import { O_PATH, SAFE } from "../descriptor-paths.js";
-import { ToolError } from "../types.js";
+import { isOutOfDescriptors, rethrowIfOutOfDescriptors } from "../out-of-descriptors.js";
 import type { OpenedCandidate } from "./files.js";
 
 /** Idle folder descriptors one search keeps for reuse. */
@@ -37,15 +37,6 @@ interface HeldDir {
   real: string;
   /** Checks under way that use `fd`. */
   users: number;
-}
-
-function outOfDescriptors(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return code === "EMFILE" || code === "ENFILE";
-}
-
-function descriptorError(): ToolError {
-  return new ToolError("the search ran out of file descriptors (too many open files): it was stopped rather than answer with files missing; try again, or search a smaller folder");
 }
 
 /** Checks listed paths of one workspace, keeping recently used folders open. Call `close()`. */
@@ -80,9 +71,9 @@ export class ShownPathCheck {
     try {
       // The workspace path itself may be a link (e.g. /tmp → /private/tmp); below it, none is followed.
       const noFollow = path.resolve(dir) === path.resolve(this.workspace) ? 0 : C.O_NOFOLLOW;
-      fd = fs.openSync(dir, C.O_RDONLY | C.O_DIRECTORY | noFollow);
+      fd = this.retryStarved(() => fs.openSync(dir, C.O_RDONLY | C.O_DIRECTORY | noFollow));
     } catch (err) {
-      if (outOfDescriptors(err)) throw descriptorError();
+      rethrowIfOutOfDescriptors(err);
       this.refused.add(dir); // gone, a link, or not a folder
       return undefined;
     }
@@ -108,15 +99,35 @@ export class ShownPathCheck {
     if (dir.users === 0) this.evictIdle();
   }
 
-  /** Closes the least recently used idle folders beyond `MAX_HELD_DIRS`. */
-  private evictIdle(): void {
-    if (this.held.size <= MAX_HELD_DIRS) return;
+  /**
+   * `open()`, retried once after closing every idle folder when the process is out of
+   * descriptors: the folders kept for speed give way before the search fails.
+   */
+  private retryStarved(open: () => number): number {
+    try {
+      return open();
+    } catch (err) {
+      if (!isOutOfDescriptors(err) || !this.closeIdle(0)) throw err;
+      return open();
+    }
+  }
+
+  /** Closes idle folders, least recently used first, until at most `keep` are held; whether any was closed. */
+  private closeIdle(keep: number): boolean {
+    let closed = false;
     for (const [key, dir] of this.held) {
-      if (this.held.size <= MAX_HELD_DIRS) break;
+      if (this.held.size <= keep) break;
       if (dir.users > 0) continue;
       this.held.delete(key);
       fs.closeSync(dir.fd);
+      closed = true;
     }
+    return closed;
+  }
+
+  /** Closes the least recently used idle folders beyond `MAX_HELD_DIRS`. */
+  private evictIdle(): void {
+    if (this.held.size > MAX_HELD_DIRS) this.closeIdle(MAX_HELD_DIRS);
   }
 
   /**
@@ -136,7 +147,7 @@ export class ShownPathCheck {
       try {
         return fs.lstatSync(`/proc/self/fd/${dir.fd}/${name}`).isFile();
       } catch (err) {
-        if (outOfDescriptors(err)) throw descriptorError();
+        rethrowIfOutOfDescriptors(err);
         return false;
       }
     } finally {
@@ -164,18 +175,18 @@ export class ShownPathCheck {
       if (!isReachable(root, path.join(dir.real, name))) return undefined;
       let pin: number;
       try {
-        pin = fs.openSync(`/proc/self/fd/${dir.fd}/${name}`, O_PATH | C.O_NOFOLLOW);
+        pin = this.retryStarved(() => fs.openSync(`/proc/self/fd/${dir.fd}/${name}`, O_PATH | C.O_NOFOLLOW));
       } catch (err) {
-        if (outOfDescriptors(err)) throw descriptorError();
+        rethrowIfOutOfDescriptors(err);
         return undefined;
       }
       try {
         const st = fs.fstatSync(pin);
         if (!st.isFile()) return undefined;
-        const fd = fs.openSync(`/proc/self/fd/${pin}`, C.O_RDONLY | SAFE);
+        const fd = this.retryStarved(() => fs.openSync(`/proc/self/fd/${pin}`, C.O_RDONLY | SAFE));
         return { fd, size: st.size, close: () => fs.closeSync(fd) };
       } catch (err) {
-        if (outOfDescriptors(err)) throw descriptorError();
+        rethrowIfOutOfDescriptors(err);
         return undefined;
       } finally {
         fs.closeSync(pin);
