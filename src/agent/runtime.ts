@@ -54,6 +54,9 @@ export interface RuntimeOptions {
   approvals?: ApprovalPolicy;
   /** How long a client tool call or an approval waits for the client (default `DEFAULT_CLIENT_TOOL_TIMEOUT_MS`). */
   clientToolTimeoutMs?: number;
+  // MCP servers
+  /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`). */
+  moreTools?: () => Tool[];
 }
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
@@ -214,7 +217,8 @@ export class AgentRuntime {
   }
 
   private runTop(session: Session, content: TextBlock[], signal: AbortSignal): Promise<TurnEndReason> {
-    return this.run(session, content, signal, this.options.tools, 0);
+    const { tools, moreTools } = this.options;
+    return this.run(session, content, signal, moreTools ? [...tools, ...moreTools()] : tools, 0);
   }
 
   private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number): Promise<TurnEndReason> {

@@ -4,4 +4,5 @@
  * @module
  */
 export * from "./types.js";
+export * from "./mcp-types.js";
 export * from "./errors.js";

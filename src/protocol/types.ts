@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { McpServerConfig, McpServerStatus } from "./mcp-types.js";
 
 /** The protocol version this server speaks. */
 export const PROTOCOL_VERSION = 1 as const;
@@ -214,6 +215,8 @@ export interface InitializeParams {
   clientToolTimeoutMs?: number;
   /** Default `never`. */
   approvals?: ApprovalPolicy;
+  /** MCP servers whose tools are offered as `mcp__<server>__<tool>` (mcp-types.ts). */
+  mcpServers?: Record<string, McpServerConfig>;
 }
 
 /** Result of `initialize`. */
@@ -228,6 +231,8 @@ export interface InitializeResult {
    * `workspace-write`).
    */
   sandbox: { bash: "bubblewrap" | "none"; reason?: string };
+  /** Present when `initialize.mcpServers` was given: each server's outcome. */
+  mcpServers?: McpServerStatus[];
 }
 
 /** Params of `session/prompt`. */
