@@ -72,7 +72,7 @@ export class McpConnection {
 
   status(): McpServerStatus {
     if (this.alive) return { name: this.name, status: "connected", tools: this.tools.map((t) => t.name) };
-    return { name: this.name, status: "failed", tools: [], error: this.failure ?? "not connected" };
+    return { name: this.name, status: "failed", tools: [], error: this.failed };
   }
 
   /** Connects and lists the tools; resolves when done or failed (see `status`). */
@@ -97,8 +97,9 @@ export class McpConnection {
       // A close while connecting is the start's failure (below); one after `close()` is ours.
       if (this.client !== client || !this.alive || this.closed) return;
       this.alive = false;
-      this.failure = this.exitDescription(transport, "closed the connection");
-      logger.warn(`MCP server ${this.name}: ${this.failure}`);
+      // Described when read (`failed`): the exit status may trail the closed pipe.
+      this.failure = undefined;
+      void this.settled(transport).then(() => logger.warn(`MCP server ${this.name}: ${this.failed}`));
     };
     client.onerror = (error) => logger.debug(() => `MCP server ${this.name}: ${messageOf(error)}`);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.refresh(client));
@@ -115,7 +116,7 @@ export class McpConnection {
     } catch (error) {
       this.alive = false;
       // A server that died at start shows it by its exit, which may trail the failed write (EPIPE).
-      if (transport instanceof ProcessGroupTransport && !deadline.signal.aborted) await Promise.race([transport.exited, delay(1000)]);
+      if (!deadline.signal.aborted) await this.settled(transport);
       this.failure = this.closed
         ? "the bridge shut down while it connected"
         : deadline.signal.aborted
@@ -139,6 +140,16 @@ export class McpConnection {
       env: { ...commandEnv(env), ...config.env },
       onStderr: (line) => logger.debug(() => `MCP server ${this.name} stderr: ${line}`),
     });
+  }
+
+  /** Why the server is not connected. */
+  private get failed(): string {
+    return this.failure ?? (this.transport ? this.exitDescription(this.transport, "closed the connection") : "not connected");
+  }
+
+  /** Resolves once a stdio server's exit is known (at most a second after its pipe closed). */
+  private async settled(transport: Transport): Promise<void> {
+    if (transport instanceof ProcessGroupTransport) await Promise.race([transport.exited, delay(1000)]);
   }
 
   /** What a closed stdio server left to say (exit status, the end of its stderr); `fallback` otherwise. */
@@ -186,11 +197,11 @@ export class McpConnection {
     if (this.closed) return errorOutput(`${label} is closed: the bridge is shutting down`);
     if (this.starting) await this.starting;
     if (!this.alive) {
-      if (!this.isStdio || this.restarted) return errorOutput(`${label} is not available (${this.failure ?? "not connected"}); its tools cannot run`);
+      if (!this.isStdio || this.restarted) return errorOutput(`${label} is not available (${this.failed}); its tools cannot run`);
       this.restarted = true;
       this.context.logger.info(`MCP server ${this.name}: restarting it for a call (once)`);
       await this.start();
-      if (!this.alive) return errorOutput(`${label} stopped (${this.failure ?? "not connected"}) and could not be restarted; its tools cannot run`);
+      if (!this.alive) return errorOutput(`${label} stopped (${this.failed}) and could not be restarted; its tools cannot run`);
     }
     const client = this.client!;
     const transport = this.transport!;
@@ -203,7 +214,7 @@ export class McpConnection {
         return errorOutput(`${label} did not answer this call within ${this.toolTimeoutMs} ms (toolTimeoutMs); it was told to cancel it`);
       }
       if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-        if (transport instanceof ProcessGroupTransport) await Promise.race([transport.exited, delay(1000)]);
+        await this.settled(transport);
         const next = this.isStdio && !this.restarted ? "; the next call starts it again" : "";
         return errorOutput(`${label} ${this.exitDescription(transport, "closed the connection")} during this call${next}`);
       }

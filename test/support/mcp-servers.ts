@@ -46,12 +46,12 @@ export async function gone(pid: number, ms = 10_000): Promise<void> {
   }
 }
 
-/** Resolves with the probe log's lines once one matches `pattern`. */
-export async function logged(log: string, pattern: RegExp, ms = 15_000): Promise<string[]> {
+/** Resolves with the probe log's lines once `times` of them match `pattern`. */
+export async function logged(log: string, pattern: RegExp, times = 1, ms = 15_000): Promise<string[]> {
   const until = Date.now() + ms;
   for (;;) {
     const lines = fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n") : [];
-    if (lines.some((l) => pattern.test(l))) return lines;
+    if (lines.filter((l) => pattern.test(l)).length >= times) return lines;
     if (Date.now() > until) throw new Error(`the probe did not log ${pattern} within ${ms} ms (log: ${lines.join(" | ")})`);
     await new Promise((r) => setTimeout(r, 50));
   }
