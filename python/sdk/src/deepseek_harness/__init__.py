@@ -61,6 +61,7 @@ from .events import (
     event_from_notification,
 )
 from .options import HarnessOptions
+from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
 from .models import (
     PROTOCOL_VERSION,
     ContentBlock,
@@ -125,6 +126,10 @@ __all__ = [
     "SessionEvent",
     "InitializeResponse",
     "SandboxStatus",
+    "McpServerStatus",
+    "McpStdioServer",
+    "McpHttpServer",
+    "McpServerConfig",
     "SessionPromptResponse",
     "Notification",
     # errors
