@@ -112,7 +112,7 @@ export class McpConnection {
       this.setTools(listed);
       this.alive = true;
       this.failure = undefined;
-      logger.info(`MCP server ${this.name}: connected, ${this.tools.length} tools${this.leftOut.length ? ` (left out: ${this.leftOut.join(", ")})` : ""}`);
+      logger.info(`MCP server ${this.name}: connected, ${this.tools.length} tools`);
     } catch (error) {
       this.alive = false;
       // A server that died at start shows it by its exit, which may trail the failed write (EPIPE).
@@ -176,6 +176,7 @@ export class McpConnection {
     const { tools, leftOut } = offerTools(this.name, listed);
     this.tools = tools;
     this.leftOut = leftOut;
+    if (leftOut.length > 0) this.context.logger.warn(`MCP server ${this.name}: tools left out: ${leftOut.join(", ")}`);
     this.context.onToolsChanged();
   }
 
