@@ -54,6 +54,8 @@ export class McpConnection {
   private restarted = false;
   private closed = false;
   private starting: Promise<void> | undefined;
+  private refreshing = false;
+  private refreshAgain = false;
   private readonly startupTimeoutMs: number;
   private readonly toolTimeoutMs: number;
 
@@ -180,8 +182,28 @@ export class McpConnection {
     this.context.onToolsChanged();
   }
 
-  /** tools/list_changed: list again; a failure keeps the tools as they were. */
+  /**
+   * tools/list_changed: list again; a failure keeps the tools as they were. Notifications that
+   * come while a listing runs make one more listing after it, not one each (a server sending
+   * them in a loop costs one request at a time).
+   */
   private async refresh(client: Client): Promise<void> {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = true;
+    try {
+      do {
+        this.refreshAgain = false;
+        await this.refreshOnce(client);
+      } while (this.refreshAgain && this.client === client && !this.closed);
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  private async refreshOnce(client: Client): Promise<void> {
     try {
       const listed = await this.listTools(client, undefined, this.toolTimeoutMs);
       if (this.client !== client || this.closed) return;

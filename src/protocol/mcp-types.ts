@@ -1,7 +1,8 @@
 /**
  * Wire types of the MCP servers addition (PROTOCOL.md "MCP servers"): what `initialize.mcpServers`
- * configures and what the `initialize` result reports. Kept beside types.ts (which re-exports
- * nothing of it; protocol/index.ts exports both) so that file stays one screenful of the core wire.
+ * configures and what the `initialize` result reports. Kept beside types.ts (whose
+ * `InitializeParams` and `InitializeResult` use these; protocol/index.ts exports both files) so
+ * that file stays about the core wire.
  *
  * @module
  */

@@ -31,14 +31,14 @@ afterEach(async () => {
   ws.cleanup();
 });
 
-function start(): RawClient {
-  const c = new RawClient({ args: ["--stdio", "--no-session-log"] });
+function start(args: string[] = []): RawClient {
+  const c = new RawClient({ args: ["--stdio", "--no-session-log", ...args] });
   clients.push(c);
   return c;
 }
 
-async function initialized(model: string, mcpServers: object, extra: object = {}): Promise<{ c: RawClient; result: any }> {
-  const c = start();
+async function initialized(model: string, mcpServers: object, extra: object = {}, args: string[] = []): Promise<{ c: RawClient; result: any }> {
+  const c = start(args);
   c.request("init", "initialize", initParams(ws.dir, model, { mcpServers, ...extra }));
   const res = await c.response("init", 30_000);
   expect(res.error).toBeUndefined();
@@ -192,5 +192,15 @@ describe("tools/list_changed", () => {
     expect(text(first.results.early)).toContain("unknown tool");
     const second = await prompt(c, "s", "p2");
     expect(second.results.late).toMatchObject({ isError: false, content: [{ type: "text", text: "extra here" }] });
+  });
+
+  it("a flood of tools/list_changed makes one listing at a time, not one per notification", async () => {
+    const script = ws.script("s.json", turns([{ toolCalls: [call("f", "mcp__probe__flood", { times: 200 })] }, { text: "one" }], [{ toolCalls: [call("w", "mcp__probe__whoami")] }, { text: "two" }]));
+    const { c } = await initialized(script, { probe: probe(log) }, {}, ["--log-level", "info"]);
+    expect(text((await prompt(c, "s", "p1")).results.f)).toBe("sent 200");
+    expect((await prompt(c, "s", "p2")).results.w.isError).toBe(false);
+    const listings = c.stderr.split("\n").filter((l) => l.includes("MCP server probe: tool list changed")).length;
+    expect(listings).toBeGreaterThan(0);
+    expect(listings).toBeLessThan(20);
   });
 });
