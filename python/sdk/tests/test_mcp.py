@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
@@ -164,3 +165,39 @@ def test_async_cancel_reaches_the_server_and_closing_ends_its_process_group(brid
     assert any(line.startswith("hang cancelled") for line in lines)
     # The harness is closed: the server and the helper it started are gone with the bridge.
     wait_for(lambda: not alive(server) and not alive(helper), "the end of the server's process group")
+
+
+def test_read_only_mode_a_killed_server_and_list_changed(bridge: Path, tmp_path: Path) -> None:
+    """read-only offers only readOnlyHint tools; a server killed mid-call is an error, the next
+    call restarts it; a tool added by tools/list_changed is offered from the next turn."""
+    log = tmp_path / "probe.log"
+    script = {"turns": [
+        {"steps": [{"toolCalls": [call("w1", "mcp__probe__whoami"), call("n", "mcp__probe__note", text="x")]},
+                   {"toolCalls": [call("h", "mcp__probe__hang")]},
+                   {"toolCalls": [call("w2", "mcp__probe__whoami"), call("g", "mcp__probe__grow")]}, {"text": "one"}]},
+        {"steps": [{"toolCalls": [call("x", "mcp__probe__extra")]}, {"text": "two"}]},
+    ]}
+    servers = {"probe": {"command": sys.executable, "args": [str(PROBE)], "env": {"PROBE_LOG": str(log)}}}
+    with DeepSeekHarness(mcp_servers=servers, permission_mode="read-only", **harness_kwargs(bridge, tmp_path, script)) as h:
+        seen: List[int] = []
+
+        def on_notification(n: Any) -> None:
+            data = n.payload.get("event", {}).get("data", {}) if n.method == "session.event" else {}
+            if data.get("callId") == "w1" and not seen:
+                seen.append(int(re.match(r"pid (\d+)", text(data)).group(1)))  # type: ignore[union-attr]
+
+        def kill_when_hanging() -> None:
+            wait_for(lambda: log.is_file() and "hang started" in log.read_text(), "the hanging call")
+            os.kill(seen[0], 9)
+
+        killer = threading.Thread(target=kill_when_hanging, daemon=True)
+        killer.start()
+        first = h.run("go", session_id="s1", on_notification=on_notification)
+        killer.join(15)
+        second = h.run("again", session_id="s1")
+    assert (first.status, second.status) == ("ok", "ok")
+    results = {**tool_results(first), **tool_results(second)}
+    assert results["n"]["isError"] is True and "unknown tool 'mcp__probe__note'" in text(results["n"])
+    assert results["h"]["isError"] is True and "killed by SIGKILL during this call" in text(results["h"])
+    assert results["w2"]["isError"] is False and int(text(results["w2"]).split()[1]) != seen[0]
+    assert text(results["x"]) == "extra here"
