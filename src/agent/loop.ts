@@ -40,6 +40,8 @@ export interface TurnConfig {
   gate?: ToolGate;
   /** Runs client tools; present when the client offered tools. */
   client?: ClientToolRunner;
+  /** Why a tool is not offered, when someone knows (an MCP server that failed, a tool added mid-turn). */
+  explainUnknownTool?: (name: string) => string | undefined;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -273,7 +275,8 @@ async function executeTool(
   const tool = config.tools.get(call.name);
   if (!tool) {
     const offered = [...config.tools.keys()].join(", ") || "none";
-    return error(`unknown tool '${call.name}'; the tools offered are: ${offered}`);
+    const why = config.explainUnknownTool?.(call.name);
+    return error(`unknown tool '${call.name}'${why ? ` (${why})` : ""}; the tools offered are: ${offered}`);
   }
   if (call.rawArguments !== undefined) {
     if (argumentsTooDeep(call.rawArguments)) {

@@ -57,6 +57,8 @@ export interface RuntimeOptions {
   // MCP servers
   /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`). */
   moreTools?: () => Tool[];
+  /** Why a tool the model called is not offered, when the source of `moreTools` knows. */
+  explainUnknownTool?: (name: string) => string | undefined;
 }
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
@@ -240,6 +242,7 @@ export class AgentRuntime {
           subagents: canDelegate ? this.spawnerFor(session, tools, depth + 1) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
+          explainUnknownTool: this.options.explainUnknownTool,
         },
         signal,
       );

@@ -13,7 +13,7 @@ import type { McpServerConfig, McpServerStatus } from "../protocol/mcp-types.js"
 import type { PermissionMode } from "../protocol/types.js";
 import type { Tool } from "../tools/types.js";
 import { McpConnection } from "./connection.js";
-import type { OfferedTool } from "./names.js";
+import { MCP_TOOL_PREFIX, type OfferedTool } from "./names.js";
 
 export { MCP_TOOL_PREFIX, offeredName } from "./names.js";
 
@@ -48,6 +48,21 @@ export class McpServers {
    */
   tools(mode: PermissionMode): Tool[] {
     return mode === "read-only" ? this.offered.filter((t) => t.readOnly) : this.offered;
+  }
+
+  /**
+   * Why `name` is not among the tools a turn was offered, if it names an MCP server's tool: the
+   * server failed to start, the tool is not read-only in `read-only` mode, it appeared after the
+   * turn started, or the server has no such tool. The model reads it in the "unknown tool" error.
+   */
+  explain(mode: PermissionMode, name: string): string | undefined {
+    const connection = this.connections.find((c) => name.startsWith(`${MCP_TOOL_PREFIX}${c.name}__`));
+    if (!connection) return undefined;
+    const status = connection.status();
+    const tool = connection.tools.find((t) => t.name === name);
+    if (!tool) return status.status === "failed" ? `the MCP server ${connection.name} is not available: ${status.error}` : `the MCP server ${connection.name} has no such tool`;
+    if (mode === "read-only" && !tool.readOnly) return `not offered in read-only mode: the MCP server ${connection.name} does not annotate it readOnlyHint`;
+    return `the MCP server ${connection.name} added it during this turn; it is offered from the next turn`;
   }
 
   /** Stops every server (stdio: its process group). */

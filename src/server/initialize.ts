@@ -168,6 +168,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         clientToolTimeoutMs: params.clientToolTimeoutMs,
         // MCP servers
         moreTools: mcpTools,
+        explainUnknownTool: mcp ? mcp.explain.bind(mcp, permissionMode) : undefined,
       });
       return { runtime, modules };
     });

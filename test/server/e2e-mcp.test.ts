@@ -59,7 +59,7 @@ const call = (id: string, name: string, args: JsonObject = {}) => ({ id, name, a
 
 describe("initialize.mcpServers", () => {
   it("connects every server in parallel, reports each one's tools, and a failed server fails neither initialize nor the bridge", async () => {
-    const script = ws.script("s.json", oneTurn({ toolCalls: [call("e", "mcp__everything__echo", { message: "hi" })] }, { text: "done" }));
+    const script = ws.script("s.json", oneTurn({ toolCalls: [call("e", "mcp__everything__echo", { message: "hi" }), call("m", "mcp__missing__anything")] }, { text: "done" }));
     const { c, result } = await initialized(script, {
       everything: everything(),
       fs: filesystem(ws.dir),
@@ -77,6 +77,9 @@ describe("initialize.mcpServers", () => {
     const { response, results } = await prompt(c);
     expect(response.result).toEqual({ status: "ok", reason: { kind: "completed" } });
     expect(results.e).toMatchObject({ name: "mcp__everything__echo", isError: false, content: [{ type: "text", text: "Echo: hi" }] });
+    // The model reads why a failed server's tools are not there.
+    expect(results.m.isError).toBe(true);
+    expect(text(results.m)).toMatch(/^unknown tool 'mcp__missing__anything' \(the MCP server missing is not available: exited with code 127/);
   });
 
   it.each([
@@ -160,7 +163,7 @@ describe("MCP tools, permission modes and approvals", () => {
     expect(results.w.isError).toBe(false);
     expect(text(results.w)).toMatch(/^pid \d+/);
     expect(results.n.isError).toBe(true);
-    expect(text(results.n)).toContain("unknown tool 'mcp__probe__note'");
+    expect(text(results.n)).toContain("unknown tool 'mcp__probe__note' (not offered in read-only mode: the MCP server probe does not annotate it readOnlyHint)");
     expect(text(results.n)).toContain("mcp__probe__whoami");
     expect(fs.existsSync(log) ? fs.readFileSync(log, "utf8") : "").not.toContain("note");
   });
@@ -189,7 +192,7 @@ describe("tools/list_changed", () => {
     const first = await prompt(c, "s", "p1");
     expect(text(first.results.g)).toBe("grown");
     expect(first.results.early.isError).toBe(true);
-    expect(text(first.results.early)).toContain("unknown tool");
+    expect(text(first.results.early)).toContain("unknown tool 'mcp__probe__extra' (the MCP server probe added it during this turn; it is offered from the next turn)");
     const second = await prompt(c, "s", "p2");
     expect(second.results.late).toMatchObject({ isError: false, content: [{ type: "text", text: "extra here" }] });
   });
