@@ -55,8 +55,8 @@ export interface RuntimeOptions {
   /** How long a client tool call or an approval waits for the client (default `DEFAULT_CLIENT_TOOL_TIMEOUT_MS`). */
   clientToolTimeoutMs?: number;
   // MCP servers
-  /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`). */
-  moreTools?: () => Tool[];
+  /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`); never rejects. */
+  moreTools?: () => Promise<Tool[]>;
   /** Why a tool the model called is not offered, when the source of `moreTools` knows. */
   explainUnknownTool?: (name: string) => string | undefined;
 }
@@ -218,9 +218,9 @@ export class AgentRuntime {
     return session;
   }
 
-  private runTop(session: Session, content: TextBlock[], signal: AbortSignal): Promise<TurnEndReason> {
+  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal): Promise<TurnEndReason> {
     const { tools, moreTools } = this.options;
-    return this.run(session, content, signal, moreTools ? [...tools, ...moreTools()] : tools, 0);
+    return this.run(session, content, signal, moreTools ? [...tools, ...(await moreTools())] : tools, 0);
   }
 
   private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number): Promise<TurnEndReason> {

@@ -6,8 +6,9 @@
  * - Start: connect + MCP `initialize` + `tools/list` (every page), all within `startupTimeoutMs`.
  * - A call: `tools/call` with `toolTimeoutMs`; its timeout and the turn's abort signal both make
  *   the SDK send `notifications/cancelled` for the request, and the call ends at once.
- * - `notifications/tools/list_changed`: the tools are listed again; turns that start after the
- *   new list arrived see it (a turn keeps the tools it started with).
+ * - `notifications/tools/list_changed`: the tools are listed again; a turn that starts after the
+ *   notification arrived waits for the new list (within `toolTimeoutMs`) and is offered it; a
+ *   turn keeps the tools it started with.
  * - A stdio server that exited (crashed, killed) is started again by the next call, once per
  *   bridge process; after that its calls are errors. HTTP servers have no process to restart:
  *   each call is tried on the connection as it is.
@@ -54,7 +55,7 @@ export class McpConnection {
   private restarted = false;
   private closed = false;
   private starting: Promise<void> | undefined;
-  private refreshing = false;
+  private refreshing: Promise<void> | undefined;
   private refreshAgain = false;
   private readonly startupTimeoutMs: number;
   private readonly toolTimeoutMs: number;
@@ -104,7 +105,7 @@ export class McpConnection {
       void this.settled(transport).then(() => logger.warn(`MCP server ${this.name}: ${this.failed}`));
     };
     client.onerror = (error) => logger.debug(() => `MCP server ${this.name}: ${messageOf(error)}`);
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.refresh(client));
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client));
     this.client = client;
     this.transport = transport;
     try {
@@ -187,20 +188,26 @@ export class McpConnection {
    * come while a listing runs make one more listing after it, not one each (a server sending
    * them in a loop costs one request at a time).
    */
-  private async refresh(client: Client): Promise<void> {
+  private refresh(client: Client): void {
     if (this.refreshing) {
       this.refreshAgain = true;
       return;
     }
-    this.refreshing = true;
-    try {
-      do {
-        this.refreshAgain = false;
-        await this.refreshOnce(client);
-      } while (this.refreshAgain && this.client === client && !this.closed);
-    } finally {
-      this.refreshing = false;
-    }
+    this.refreshing = (async () => {
+      try {
+        do {
+          this.refreshAgain = false;
+          await this.refreshOnce(client);
+        } while (this.refreshAgain && this.client === client && !this.closed);
+      } finally {
+        this.refreshing = undefined;
+      }
+    })();
+  }
+
+  /** Resolves once no listing runs: a turn that starts after a tools/list_changed sees its outcome. */
+  listed(): Promise<void> {
+    return this.refreshing ?? Promise.resolve();
   }
 
   private async refreshOnce(client: Client): Promise<void> {

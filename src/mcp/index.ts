@@ -42,11 +42,13 @@ export class McpServers {
   }
 
   /**
-   * The tools to offer a turn that starts now: every tool of every server that connected (a
+   * The tools to offer a turn that starts now, once pending listings are done: every tool of every server that connected (a
    * crashed stdio server keeps its tools: the next call restarts it). Under `read-only`, only
    * those the server annotates `readOnlyHint: true`.
    */
-  tools(mode: PermissionMode): Tool[] {
+  async tools(mode: PermissionMode): Promise<Tool[]> {
+    // A tools/list_changed that came before the turn is answered before the turn starts.
+    await Promise.all(this.connections.map((c) => c.listed()));
     return mode === "read-only" ? this.offered.filter((t) => t.readOnly) : this.offered;
   }
 

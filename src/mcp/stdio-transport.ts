@@ -14,6 +14,7 @@
  * the bridge's memory.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -54,7 +55,7 @@ export class ProcessGroupTransport implements Transport {
   /** How the process ended, once it did (for the error the next call reads). */
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private onExit: (() => void) | undefined;
-  /** Resolves when the process has exited (or never started). */
+  /** Resolves when the process has exited and its stderr ended (or it never started). */
   readonly exited = new Promise<void>((resolve) => {
     this.onExit = resolve;
   });
@@ -75,6 +76,8 @@ export class ProcessGroupTransport implements Transport {
     if (this.child) throw new Error("ProcessGroupTransport already started");
     const bash = findBash();
     const { command, args, cwd, env } = this.options;
+    // Checked here: spawn would blame bash (ENOENT) for a missing working folder.
+    if (!fs.statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) return Promise.reject(new Error(`its cwd ${cwd} is not a directory`));
     return new Promise((resolve, reject) => {
       const child = spawn(bash, ["-c", SERVER_WRAPPER, bash, command, ...args], { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", "pipe"] });
       this.child = child;
@@ -86,7 +89,9 @@ export class ProcessGroupTransport implements Transport {
       });
       child.once("exit", (code, signal) => {
         this.exit = { code, signal };
-        this.onExit?.();
+        // `exited` waits for the end of stderr too (its last words come after the exit), unless
+        // a process that left the group holds it open.
+        setTimeout(() => this.onExit?.(), 500).unref();
         // Whatever the server left in its group goes with it.
         if (child.pid !== undefined) killGroup(child.pid, "SIGKILL");
         // Its last frames are still in the pipe: the end of stdout closes the connection; a
@@ -96,6 +101,7 @@ export class ProcessGroupTransport implements Transport {
       child.stdout!.on("data", (chunk: Buffer) => this.read(chunk));
       child.stderr!.setEncoding("utf8");
       child.stderr!.on("data", (text: string) => this.readStderr(text));
+      child.once("close", () => this.onExit?.());
       for (const stream of [child.stdin, child.stdout, child.stderr, child.stdio[3]] as Array<Readable | Writable | null>) stream?.on("error", () => undefined);
       // A server that closes its stdout is done, even if its process lingers.
       child.stdout!.once("close", () => void this.close());
@@ -120,7 +126,8 @@ export class ProcessGroupTransport implements Transport {
     }
     child?.stdin?.destroy();
     child?.stdout?.destroy();
-    child?.stderr?.destroy();
+    // stderr is read a little longer: a server that died says why there, after its stdout closed.
+    if (child?.stderr) setTimeout(() => child.stderr?.destroy(), 1000).unref();
     // Closing our end of the life-line makes the watcher kill what is left of the group.
     (child?.stdio[3] as Readable | undefined)?.destroy();
     this.finish();
