@@ -116,20 +116,29 @@ export class ProcessGroupTransport implements Transport {
     });
   }
 
-  /** Stops the whole group: SIGTERM now, SIGKILL after the grace (and the life-line's watcher regardless). */
+  /**
+   * Stops the whole group as MCP's stdio transport asks: its stdin closes and it gets SIGTERM
+   * now; SIGKILL follows after `KILL_GRACE_MS`, or sooner when the bridge exits (the life-line's
+   * watcher). A group whose leader already exited is killed at once.
+   */
   async close(): Promise<void> {
     const child = this.child;
-    if (child?.pid !== undefined && this.exit === undefined) {
-      const pid = child.pid;
+    const lifeline = child?.stdio[3] as Readable | undefined;
+    const running = child?.pid !== undefined && this.exit === undefined;
+    if (running) {
+      const pid = child!.pid!;
       killGroup(pid, "SIGTERM");
-      setTimeout(() => killGroup(pid, "SIGKILL"), KILL_GRACE_MS).unref();
+      setTimeout(() => {
+        killGroup(pid, "SIGKILL");
+        lifeline?.destroy();
+      }, KILL_GRACE_MS).unref();
     }
     child?.stdin?.destroy();
     child?.stdout?.destroy();
     // stderr is read a little longer: a server that died says why there, after its stdout closed.
     if (child?.stderr) setTimeout(() => child.stderr?.destroy(), 1000).unref();
     // Closing our end of the life-line makes the watcher kill what is left of the group.
-    (child?.stdio[3] as Readable | undefined)?.destroy();
+    if (!running) lifeline?.destroy();
     this.finish();
   }
 
