@@ -29,6 +29,9 @@ check_home() {
   exit "$status"
 }
 trap check_home EXIT
+# vitest colours its output whenever TERM is not "dumb", tty or not (tinyrainbow checks no tty):
+# escape codes in a piped log (CI, `| tee`) are noise.
+[ -t 1 ] || export NO_COLOR=1
 
 echo "== typecheck"
 npm run --silent typecheck
