@@ -7,9 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# A node_modules that is a symbolic link is another tree's install (a git worktree sharing the
+# main checkout's): `npm ci` would empty the folder it points to, under every tree that uses it.
+if [ -L node_modules ]; then
+  [ -d node_modules/ ] || { echo "setup: node_modules links to $(readlink node_modules), which is missing" >&2; exit 1; }
+elif [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci" >&2
-  npm ci --no-audit --no-fund --loglevel=error
+  npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 
 if [ ! -x bin/harness-bridge ] || [ -n "$(find src scripts/build.mjs package.json -newer bin/harness-bridge -type f -print -quit)" ]; then
