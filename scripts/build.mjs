@@ -42,8 +42,17 @@ await esbuild.build({
 });
 step(`bundle ${fs.statSync(bundle).size} bytes`);
 
-fs.writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true }));
-execFileSync(process.execPath, ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
+// Reproducible: the same commit gives the same bytes, wherever the tree is. The blob records
+// `main` as written (so it is relative, made in build/), and its V8 code cache lays out hash
+// tables by the process's hash seed, which V8 draws from its random generator: a fixed
+// --random-seed fixes both. V8 leaves random_seed out of the flag hash that a code cache is
+// checked against, so the cache is still accepted by the binary at run time (a fixed
+// --hash-seed is not: it would be rejected, and start-up would lose what the cache saves).
+fs.writeFileSync(seaConfig, JSON.stringify({ main: path.basename(bundle), output: path.basename(blob), disableExperimentalSEAWarning: true, useCodeCache: true }));
+execFileSync(process.execPath, ["--random-seed=1", "--experimental-sea-config", path.basename(seaConfig)], {
+  cwd: buildDir,
+  stdio: ["ignore", "ignore", "inherit"],
+});
 step("SEA blob");
 
 // Strip the copy of node *before* injection: stripping after postject breaks the binary.
