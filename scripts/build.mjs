@@ -6,9 +6,13 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import * as esbuild from "esbuild";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// esbuild and postject are devDependencies: a fresh clone has neither until `npm ci`.
+const esbuild = await import("esbuild").catch(() => {
+  process.stderr.write("build: esbuild is not installed: run `npm ci` at the repository root first (or `bash scripts/setup.sh`)\n");
+  process.exit(1);
+});
 const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
 const buildDir = path.join(root, "build");
 const bundle = path.join(buildDir, "harness-bridge.cjs");

@@ -2,7 +2,7 @@
 // build output in them, build byte-identical executables. Before the fix the SEA blob held the
 // absolute path of the bundle and a code cache laid out by a random hash seed (three builds,
 // three sha256).
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -14,7 +14,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hb-repro-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 /** The tree as a fresh clone of the working tree would have it: tracked and new files, no build/, bin/, dist/. */
-function cleanCopy(dest: string): void {
+function cleanCopy(dest: string, withNodeModules = true): void {
   const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: root, encoding: "utf8" })
     .split("\0")
     .filter((f) => f !== "" && fs.lstatSync(path.join(root, f), { throwIfNoEntry: false })?.isFile());
@@ -22,7 +22,7 @@ function cleanCopy(dest: string): void {
     fs.mkdirSync(path.dirname(path.join(dest, f)), { recursive: true });
     fs.copyFileSync(path.join(root, f), path.join(dest, f));
   }
-  fs.symlinkSync(path.join(root, "node_modules"), path.join(dest, "node_modules"));
+  if (withNodeModules) fs.symlinkSync(path.join(root, "node_modules"), path.join(dest, "node_modules"));
 }
 
 function buildAndHash(dest: string): { bin: string; sidecar: string } {
@@ -41,4 +41,13 @@ describe("scripts/build.mjs", () => {
     expect(a.sidecar).toBe(`${a.bin}  harness-bridge-${process.platform}-${process.arch}\n`);
     expect(b.sidecar).toBe(a.sidecar);
   }, 240_000);
+
+  it("names the setup step on a fresh clone, before `npm ci`", () => {
+    const dest = path.join(tmp, "fresh");
+    cleanCopy(dest, false);
+    const run = spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: dest, encoding: "utf8" });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe("build: esbuild is not installed: run `npm ci` at the repository root first (or `bash scripts/setup.sh`)\n");
+    expect(fs.existsSync(path.join(dest, "bin", "harness-bridge"))).toBe(false);
+  });
 });
