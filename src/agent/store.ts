@@ -14,7 +14,9 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { jsonLine } from "../json-line.js";
-import type { SessionEvent } from "../protocol/index.js";
+import type { SessionEvent, SessionListEntry, SessionReadResult } from "../protocol/index.js";
+import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
+import { SummaryTracker, writeMeta } from "./session-summary.js";
 
 /** The first line of every session log. */
 export interface SessionHeader {
@@ -27,6 +29,8 @@ export interface SessionHeader {
   model: string;
   /** Set for subagent sessions: the session whose `task` call created this one. */
   parentSessionId?: string;
+  /** Set for forks (`session/fork`): the session and the turn the history was copied from. */
+  forkedFrom?: { sessionId: string; turn: number };
 }
 
 export { defaultSessionRoot } from "./session-root.js";
@@ -55,6 +59,8 @@ export interface SessionLog {
   /** fsync: what was appended survives a power loss. */
   sync(): void;
   close(): void;
+  /** What `session/list` says of this session now. */
+  entry(): SessionListEntry;
 }
 
 /** Mode of the session root and its workspace folders: the owner only. */
@@ -68,14 +74,18 @@ function privateFolder(dir: string): void {
   fs.chmodSync(dir, SESSION_DIR_MODE);
 }
 
-export class SessionStore {
+export class SessionStore implements SessionCatalog {
   readonly directory: string;
   private readonly root: string;
   private foldersReady = false;
 
+  /** The logs this store has open, by session id: their entries are live, and they are busy for `delete`. */
+  readonly openLogs = new Map<string, SessionLog>();
+
   constructor(root: string, readonly workspace: string) {
     this.root = root;
     this.directory = path.join(root, workspaceFolderName(workspace));
+    this.catalog = new FileCatalog(this.directory, workspace, this.openLogs);
   }
 
   /** The root and this workspace's folder, private (checked once per store). */
@@ -86,26 +96,63 @@ export class SessionStore {
     this.foldersReady = true;
   }
 
-  /** The log file of a session id. */
+  /** The log file of a session id (refuses anything that is not one: ids become file names). */
   pathOf(sessionId: string): string {
-    return path.join(this.directory, `${sessionId}.jsonl`);
+    return logPath(this.directory, sessionId);
+  }
+
+  // The sessions API (session-catalog.ts).
+  readonly durable = true;
+  private readonly catalog: FileCatalog;
+
+  list(): { sessions: SessionListEntry[]; problems: string[] } {
+    return this.catalog.list();
+  }
+
+  read(sessionId: string, afterSeq: number | undefined, limit: number): SessionReadResult | undefined {
+    return this.catalog.read(sessionId, afterSeq, limit);
+  }
+
+  fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
+    this.ensureFolders();
+    return this.catalog.fork(sessionId, newSessionId, turn);
+  }
+
+  delete(sessionId: string): boolean {
+    if (this.openLogs.has(sessionId)) throw new Error(`session ${sessionId} is open: unload it before deleting it`);
+    return this.catalog.delete(sessionId);
+  }
+
+  openEntry(sessionId: string): SessionListEntry | undefined {
+    return this.openLogs.get(sessionId)?.entry();
   }
 
   /** Opens a session's log, loading it when it exists and creating it with `header` when not. */
   open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
     const file = this.pathOf(sessionId);
     this.ensureFolders();
-    const existing = fs.existsSync(file) ? openExisting(file) : undefined;
-    if (existing) return existing;
-    const full: SessionHeader = { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header };
+    const existing = fs.existsSync(file) ? openExisting(file, this.forget) : undefined;
+    const log = existing ?? this.create(file, { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header });
+    this.openLogs.set(sessionId, log);
+    return log;
+  }
+
+  /** Writes a new log holding only `header`, and its meta. */
+  private create(file: string, header: SessionHeader): SessionLog {
     const fd = fs.openSync(file, "w", SESSION_FILE_MODE);
     fs.fchmodSync(fd, SESSION_FILE_MODE);
-    writeAll(fd, `${JSON.stringify(full)}\n`);
-    return new FileSessionLog(fd, full, []);
+    writeAll(fd, `${JSON.stringify(header)}\n`);
+    const log = new FileSessionLog(fd, file, header, [], this.forget);
+    log.writeMeta();
+    return log;
   }
+
+  private readonly forget = (log: SessionLog): void => {
+    if (this.openLogs.get(log.header.sessionId) === log) this.openLogs.delete(log.header.sessionId);
+  };
 }
 
-function openExisting(file: string): SessionLog | undefined {
+function openExisting(file: string, onClose: (log: SessionLog) => void): SessionLog | undefined {
   const text = fs.readFileSync(file, "utf8");
   const lines = text.split("\n");
   // Only lines followed by "\n" are whole; the last piece is "" or a torn write.
@@ -133,7 +180,7 @@ function openExisting(file: string): SessionLog | undefined {
   if (goodBytes < Buffer.byteLength(text)) fs.truncateSync(file, goodBytes);
   const fd = fs.openSync(file, "a", SESSION_FILE_MODE);
   fs.fchmodSync(fd, SESSION_FILE_MODE);
-  return new FileSessionLog(fd, header, events);
+  return new FileSessionLog(fd, file, header, events, onClose);
 }
 
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
@@ -147,13 +194,31 @@ class FileSessionLog implements SessionLog {
   private closed = false;
   /** Bytes of whole lines in the file: where a failed append is cut back to. */
   private size: number;
+  private readonly summary: SummaryTracker;
+  /** The log's size when its meta was last written. */
+  private metaSize = -1;
 
   constructor(
     private readonly fd: number,
+    private readonly file: string,
     readonly header: SessionHeader,
     readonly loadedEvents: SessionEvent[],
+    private readonly onClose: (log: SessionLog) => void,
   ) {
     this.size = fs.fstatSync(fd).size;
+    this.summary = new SummaryTracker(header);
+    for (const event of loadedEvents) this.summary.absorb(event);
+  }
+
+  entry(): SessionListEntry {
+    return this.summary.entry();
+  }
+
+  /** Rewrites the meta file when the log grew since it was last written. */
+  writeMeta(): void {
+    if (this.metaSize === this.size) return;
+    writeMeta(this.file, this.size, this.summary.entry());
+    this.metaSize = this.size;
   }
 
   append(event: SessionEvent): void {
@@ -173,15 +238,23 @@ class FileSessionLog implements SessionLog {
       throw error;
     }
     this.size += written;
+    this.summary.absorb(event);
   }
 
   sync(): void {
-    if (!this.closed) fs.fsyncSync(this.fd);
+    if (this.closed) return;
+    fs.fsyncSync(this.fd);
+    this.writeMeta();
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    fs.closeSync(this.fd);
+    this.onClose(this);
+    try {
+      this.writeMeta();
+    } finally {
+      fs.closeSync(this.fd);
+    }
   }
 }
