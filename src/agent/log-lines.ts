@@ -31,13 +31,14 @@ export function lineHead(line: Buffer): { type?: string; seq?: number; time?: nu
  * offset after the last line visited and accepted.
  */
 export function eachLine(fd: number, from: number, visit: (line: Buffer, start: number, end: number) => boolean): number {
-  const chunk = Buffer.allocUnsafe(CHUNK);
+  // Most logs a listing scans are small: a buffer the size of what is left, up to CHUNK.
+  const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK, fs.fstatSync(fd).size - from)));
   let position = from;
   let pending: Buffer[] = [];
   let lineStart = from;
   let accepted = from;
   for (;;) {
-    const read = fs.readSync(fd, chunk, 0, CHUNK, position);
+    const read = fs.readSync(fd, chunk, 0, chunk.length, position);
     if (read === 0) return accepted;
     let offset = 0;
     while (offset < read) {

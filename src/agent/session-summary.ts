@@ -44,6 +44,26 @@ export class SummaryTracker {
     this.updatedAt = header.createdAt;
   }
 
+  /**
+   * The tracker of a loaded log, without visiting every event (a resume of a million events
+   * must not pay for its listing): the first `user/message` from the front, the last
+   * `turn/start` (turns only grow) from the back, the last event's time.
+   */
+  static of(header: SessionHeader, events: readonly SessionEvent[]): SummaryTracker {
+    const tracker = new SummaryTracker(header);
+    const first = events.find((e) => e.type === "user/message");
+    if (first) tracker.absorb(first);
+    for (let i = events.length - 1; i >= 0; i--) {
+      if (events[i]!.type === "turn/start") {
+        tracker.absorb(events[i]!);
+        break;
+      }
+    }
+    const last = events.at(-1);
+    if (last) tracker.absorb(last); // idempotent for the two above
+    return tracker;
+  }
+
   absorb(event: Pick<SessionEvent, "type" | "time" | "data">): void {
     if (event.time > this.updatedAt) this.updatedAt = event.time;
     if (event.type === "user/message" && this.title === undefined) this.title = titleOf((event.data as { content: TextBlock[] }).content ?? []);

@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { jsonLine } from "../json-line.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../protocol/index.js";
+import { eachLine } from "./log-lines.js";
 import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
 import { SummaryTracker, writeMeta } from "./session-summary.js";
 
@@ -153,34 +154,49 @@ export class SessionStore implements SessionCatalog {
 }
 
 function openExisting(file: string, onClose: (log: SessionLog) => void): SessionLog | undefined {
-  const text = fs.readFileSync(file, "utf8");
-  const lines = text.split("\n");
-  // Only lines followed by "\n" are whole; the last piece is "" or a torn write.
-  const tail = lines.pop() ?? "";
-  let goodBytes = Buffer.byteLength(text) - Buffer.byteLength(tail);
-  const parsed: unknown[] = [];
-  lines.forEach((line, index) => {
-    try {
-      parsed.push(JSON.parse(line));
-    } catch {
-      if (index === lines.length - 1) {
-        // A whole but unparsable last line is a torn write too (its bytes reached the disk
-        // out of order); anything earlier is corruption we must not paper over.
-        goodBytes -= Buffer.byteLength(line) + 1;
-        return;
+  // Read by lines from the file, not as one string: no copy of the whole log in memory beside
+  // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
+  const fd = fs.openSync(file, "r");
+  let header: SessionHeader | undefined;
+  const events: SessionEvent[] = [];
+  let size: number;
+  let lines = 0;
+  /** Where an unparsable whole line starts: only the last whole line may be one (a torn write). */
+  let unparsable: { start: number; line: number } | undefined;
+  let whole: number;
+  try {
+    size = fs.fstatSync(fd).size;
+    whole = eachLine(fd, 0, (bytes, start) => {
+      lines += 1;
+      if (unparsable) {
+        // Anything but the last whole line is corruption we must not paper over.
+        throw new SessionLogError(`session log ${file} is corrupt at line ${unparsable.line}; move it away to start the session afresh`);
       }
-      throw new SessionLogError(`session log ${file} is corrupt at line ${index + 1}; move it away to start the session afresh`);
-    }
-  });
-  if (parsed.length === 0) return undefined; // killed while writing the header: start afresh
-  const [header, ...events] = parsed as [SessionHeader, ...SessionEvent[]];
+      let value: unknown;
+      try {
+        value = JSON.parse(bytes.toString("utf8"));
+      } catch {
+        // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
+        unparsable = { start, line: lines };
+        return true;
+      }
+      if (header) events.push(value as SessionEvent);
+      else header = value as SessionHeader;
+      return true;
+    });
+  } finally {
+    fs.closeSync(fd);
+  }
+  // Only lines followed by "\n" are whole; what follows the last one is a torn write.
+  const goodBytes = unparsable ? unparsable.start : whole;
+  if (!header) return undefined; // killed while writing the header: start afresh
   if (header.type !== "session-header") {
     throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   }
-  if (goodBytes < Buffer.byteLength(text)) fs.truncateSync(file, goodBytes);
-  const fd = fs.openSync(file, "a", SESSION_FILE_MODE);
-  fs.fchmodSync(fd, SESSION_FILE_MODE);
-  return new FileSessionLog(fd, file, header, events, onClose);
+  if (goodBytes < size) fs.truncateSync(file, goodBytes);
+  const appendFd = fs.openSync(file, "a", SESSION_FILE_MODE);
+  fs.fchmodSync(appendFd, SESSION_FILE_MODE);
+  return new FileSessionLog(appendFd, file, header, events, onClose);
 }
 
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
@@ -206,8 +222,7 @@ class FileSessionLog implements SessionLog {
     private readonly onClose: (log: SessionLog) => void,
   ) {
     this.size = fs.fstatSync(fd).size;
-    this.summary = new SummaryTracker(header);
-    for (const event of loadedEvents) this.summary.absorb(event);
+    this.summary = SummaryTracker.of(header, loadedEvents);
   }
 
   entry(): SessionListEntry {
