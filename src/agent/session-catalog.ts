@@ -18,7 +18,7 @@ import type { SessionEvent } from "../protocol/types.js";
 import { SESSION_ID_PATTERN } from "../protocol/schemas.js";
 import { copyRange, eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
 import { metaPathOf, readMeta, scanLog, SummaryTracker, writeMeta } from "./session-summary.js";
-import { SESSION_FILE_MODE, SessionLogError, type SessionHeader, type SessionLog } from "./store.js";
+import { refuseSymlinkedFolder, SESSION_FILE_MODE, SessionLogError, type SessionHeader, type SessionLog } from "./store.js";
 
 /** Why a fork was refused. */
 export type ForkRefusal = { kind: "unknown-session" } | { kind: "session-exists" } | { kind: "unknown-turn"; turns: number };
@@ -106,6 +106,7 @@ export class FileCatalog {
   ) {}
 
   list(): { sessions: SessionListEntry[]; problems: string[] } {
+    refuseSymlinkedFolder(this.directory);
     let names: fs.Dirent[];
     try {
       names = fs.readdirSync(this.directory, { withFileTypes: true });
@@ -152,6 +153,7 @@ export class FileCatalog {
 
   read(sessionId: string, afterSeq: number | undefined, limit: number): SessionReadResult | undefined {
     const file = logPath(this.directory, sessionId);
+    refuseSymlinkedFolder(this.directory);
     return withLog(file, (fd): SessionReadResult | undefined => {
       const head = headerOf(fd, file);
       if (!head) return undefined;
@@ -187,6 +189,7 @@ export class FileCatalog {
   fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
     const source = logPath(this.directory, sessionId);
     const target = logPath(this.directory, newSessionId);
+    refuseSymlinkedFolder(this.directory);
     const outcome = withLog(source, (fd): ForkRefusal | "forked" => {
       const head = headerOf(fd, source);
       if (!head) return { kind: "unknown-session" };
@@ -238,6 +241,7 @@ export class FileCatalog {
 
   delete(sessionId: string): boolean {
     const file = logPath(this.directory, sessionId);
+    refuseSymlinkedFolder(this.directory);
     const stat = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!stat?.isFile()) return false;
     fs.unlinkSync(file);

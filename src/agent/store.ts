@@ -69,6 +69,17 @@ export const SESSION_DIR_MODE = 0o700;
 /** Mode of a session log: the owner only. */
 export const SESSION_FILE_MODE = 0o600;
 
+/**
+ * The workspace folder is made by the bridge; a symlink in its place was planted. Following it
+ * would chmod, write and list wherever it points, so it is refused (the root itself may be a
+ * symlink: it is the user's choice).
+ */
+export function refuseSymlinkedFolder(dir: string): void {
+  if (fs.lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    throw new SessionLogError(`session folder ${dir} is a symlink; refusing to follow it (move it away to start afresh)`);
+  }
+}
+
 /** Creates `dir` (and missing parents) and makes it `SESSION_DIR_MODE`, whatever the umask or its mode before. */
 function privateFolder(dir: string): void {
   fs.mkdirSync(dir, { recursive: true, mode: SESSION_DIR_MODE });
@@ -93,6 +104,7 @@ export class SessionStore implements SessionCatalog {
   private ensureFolders(): void {
     if (this.foldersReady) return;
     privateFolder(this.root);
+    refuseSymlinkedFolder(this.directory);
     privateFolder(this.directory);
     this.foldersReady = true;
   }

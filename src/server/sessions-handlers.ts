@@ -31,7 +31,13 @@ function unknownSession(sessionId: string, field = "sessionId"): RpcError {
 }
 
 export function listSessions(agent: Agent, logger: Logger): SessionListResult {
-  const { sessions, problems } = agent.runtime.catalog.list();
+  let listed: ReturnType<Agent["runtime"]["catalog"]["list"]>;
+  try {
+    listed = agent.runtime.catalog.list();
+  } catch (error) {
+    logFailure(agent, error);
+  }
+  const { sessions, problems } = listed;
   for (const problem of problems) logger.warn(`session/list left out a session log it could not read: ${problem}`);
   return { sessions };
 }
@@ -92,6 +98,6 @@ export function deleteSession(agent: Agent, params: SessionDeleteParams): Sessio
     if (error instanceof agent.modules.runtime.SessionBusyError) {
       throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
     }
-    throw error;
+    logFailure(agent, error);
   }
 }

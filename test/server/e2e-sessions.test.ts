@@ -249,6 +249,33 @@ describe("hostile ids and planted files", () => {
   });
 });
 
+describe("a symlinked workspace folder", () => {
+  it("is refused with -32603 session-log by prompts and the sessions API alike; nothing is written where it points", async () => {
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "hb-elsewhere-"));
+    try {
+      fs.chmodSync(elsewhere, 0o755);
+      fs.mkdirSync(root, { recursive: true });
+      fs.symlinkSync(elsewhere, folder());
+      const c = await bridge();
+      const refused = await call(c, "session/prompt", promptParams("s", "hi"));
+      expect(refused.error).toMatchObject({ code: -32603, data: { kind: "session-log" } });
+      expect(refused.error?.message).toContain("symlink");
+      for (const [method, params] of [
+        ["session/list", {}],
+        ["session/read", { sessionId: "s" }],
+        ["session/fork", { sessionId: "s", newSessionId: "t" }],
+        ["session/delete", { sessionId: "s" }],
+      ] as const) {
+        expect((await call(c, method, params)).error, method).toMatchObject({ code: -32603, data: { kind: "session-log" } });
+      }
+      expect(fs.readdirSync(elsewhere)).toEqual([]);
+      expect(fs.statSync(elsewhere).mode & 0o777).toBe(0o755);
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("--no-session-log", () => {
   it("answers from memory for the life of the process; a new process knows none of it", async () => {
     const c = await bridge(["--stdio", "--no-session-log"]);
