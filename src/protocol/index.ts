@@ -4,4 +4,5 @@
  * @module
  */
 export * from "./types.js";
+export * from "./sessions-types.js";
 export * from "./errors.js";

@@ -61,6 +61,7 @@ from .events import (
     event_from_notification,
 )
 from .options import HarnessOptions
+from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
 from .models import (
     PROTOCOL_VERSION,
     ContentBlock,
@@ -127,6 +128,12 @@ __all__ = [
     "SandboxStatus",
     "SessionPromptResponse",
     "Notification",
+    # the sessions API
+    "SessionInfo",
+    "SessionListResponse",
+    "SessionReadResponse",
+    "SessionForkResponse",
+    "SessionDeleteResponse",
     # errors
     "ErrorCode",
     "HarnessError",
