@@ -4,4 +4,5 @@
  * @module
  */
 export * from "./types.js";
+export * from "./output-and-compaction.js";
 export * from "./errors.js";

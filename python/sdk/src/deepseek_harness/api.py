@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Type
 
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
+from ._internal.output import output_spec
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
 from .events import event_from_notification
@@ -198,9 +199,17 @@ class DeepSeekHarness:
         input: PromptInput,
         session_id: Optional[str] = None,
         on_notification: Optional[NotificationCallback] = None,
+        *,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        output_type: Optional[Type[Any]] = None,
     ) -> TurnResult:
-        """Runs one turn (in a new session unless ``session_id`` is given) and returns its result."""
-        return self._run(session_id or new_session_id(), input, on_notification)
+        """Runs one turn (in a new session unless ``session_id`` is given) and returns its result.
+
+        Structured output: with ``output_schema`` (a JSON Schema dict) or ``output_type`` (a
+        pydantic model class, or any type pydantic can validate), the model answers with a value
+        valid against the schema, in :attr:`TurnResult.output` (an ``output_type`` instance when
+        given); with none after 3 tries the turn ends ``output-invalid`` (status ``error``)."""
+        return self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> TurnStream:
         """Runs one turn (in a new session unless ``session_id`` is given) as a
@@ -211,10 +220,13 @@ class DeepSeekHarness:
         """Cancels the session's turn in flight; True when there was one."""
         return self._client.session_cancel(session_id)
 
-    def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
+    def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
+             output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        spec = output_spec(output_schema, output_type)
         self.start()
-        collector = TurnCollector(session_id, on_notification)
-        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
+        collector = TurnCollector(session_id, on_notification, spec)
+        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
+                              output_schema=spec.schema if spec else None)
         return collector.result(response)
 
 
@@ -229,9 +241,10 @@ class Session:
     def id(self) -> str:
         return self.session_id
 
-    def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None) -> TurnResult:
-        """Runs one turn of this session."""
-        return self.harness._run(self.session_id, input, on_notification)
+    def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
+            output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        """Runs one turn of this session (``output_schema`` / ``output_type``: see :meth:`DeepSeekHarness.run`)."""
+        return self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput) -> TurnStream:
         """Runs one turn of this session as a :class:`TurnStream`: typed events as they arrive,
