@@ -38,6 +38,13 @@ async function started(script: string, args = ["--stdio", "--no-session-log"], e
   return c;
 }
 
+/** `d0` refers to `d1` twice, `d1` to `d2` twice, …: a few kilobytes that take 2^n steps to check. */
+function exponentialRefs(n: number): object {
+  const $defs: Record<string, object> = { [`d${n}`]: { type: "string" } };
+  for (let i = 0; i < n; i++) $defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+  return { $ref: "#/$defs/d0", $defs };
+}
+
 const structured = (sessionId: string, outputSchema: unknown, text = "what is it?") => ({ ...promptParams(sessionId, text), outputSchema });
 const typed = (c: RawClient, sessionId: string, type: string) => c.events(sessionId).filter((e) => e.type === type);
 
@@ -102,6 +109,8 @@ describe("session/prompt.outputSchema", () => {
     ["a pattern RE2 cannot run (lookahead)", { type: "string", pattern: "(?=a)a" }, "params.outputSchema"],
     ["a schema over 64 KiB", { type: "object", description: "x".repeat(70_000) }, "at most 65536"],
     ["a schema that is not an object", [{ type: "string" }], "params.outputSchema"],
+    ["references that expand exponentially", exponentialRefs(40), "expand to more than 100000"],
+    ["a reference that is not local", { $ref: "https://example.com/schema.json" }, "only local references"],
   ])("refuses %s with -32602 naming params.outputSchema, and the session stays usable", async (_what, schema, words) => {
     const c = await started(ws.script("s.json", turns([finalAnswer({ answer: "ok" })])));
     c.request("bad", "session/prompt", structured("s", schema));
