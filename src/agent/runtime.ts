@@ -21,6 +21,7 @@ import type { Redactor } from "../redact.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { runTurn } from "./loop.js";
+import type { OutputContract } from "./final-answer.js";
 import { Session } from "./session.js";
 import { MemorySessionStore } from "./memory-store.js";
 import type { SessionCatalog } from "./session-catalog.js";
@@ -163,12 +164,12 @@ export class AgentRuntime {
    * Starts a turn. Synchronous up to the start, so a second prompt for the same session is
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
-  prompt(sessionId: string, content: TextBlock[]): Promise<TurnEndReason> {
+  prompt(sessionId: string, content: TextBlock[], output?: OutputContract): Promise<TurnEndReason> {
     if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId);
     const session = this.session(sessionId);
     const controller = new AbortController();
     const turn = session.nextTurnNumber();
-    const settled = this.runTop(session, content, controller.signal).finally(() => {
+    const settled = this.run(session, content, controller.signal, this.options.tools, 0, output).finally(() => {
       this.flights.delete(sessionId);
       this.release(session);
     });
@@ -250,11 +251,7 @@ export class AgentRuntime {
     return session;
   }
 
-  private runTop(session: Session, content: TextBlock[], signal: AbortSignal): Promise<TurnEndReason> {
-    return this.run(session, content, signal, this.options.tools, 0);
-  }
-
-  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number): Promise<TurnEndReason> {
+  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
     const canDelegate = depth < this.options.subagentDepth;
     const offered = canDelegate ? tools : tools.filter((t) => t.name !== "task");
     try {
@@ -273,6 +270,7 @@ export class AgentRuntime {
           subagents: canDelegate ? this.spawnerFor(session, tools, depth + 1) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
+          output,
         },
         signal,
       );

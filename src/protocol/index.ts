@@ -5,4 +5,5 @@
  */
 export * from "./types.js";
 export * from "./sessions-types.js";
+export * from "./output-and-compaction.js";
 export * from "./errors.js";

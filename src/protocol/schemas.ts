@@ -89,6 +89,7 @@ export const initializeParamsSchema = z.object({
 export const sessionPromptParamsSchema = z.object({
   sessionId,
   contentBlocks: z.array(z.object({ type: z.literal("text"), text: z.string() })).check(z.minLength(1)),
+  outputSchema: z.optional(jsonObject),
 });
 
 export const sessionCancelParamsSchema = z.object({ sessionId });

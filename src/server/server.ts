@@ -238,10 +238,19 @@ export class HarnessServer {
     const { SessionBusyError, MissingTurnEndError } = modules.runtime;
     const { SessionLogError } = modules.store;
     const params = await this.validate("sessionPromptParamsSchema", raw);
+    let output: import("../agent/final-answer.js").OutputContract | undefined;
+    if (params.outputSchema) {
+      try {
+        output = await modules.output.compileOutputSchema(params.outputSchema);
+      } catch (error) {
+        if (!(error instanceof modules.output.OutputSchemaError)) throw error;
+        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.outputSchema: ${error.message}`, { kind: "invalid-params" });
+      }
+    }
     // From here to the registration below nothing awaits, so overlap is decided at once.
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
-      settled = runtime.prompt(params.sessionId, params.contentBlocks);
+      settled = runtime.prompt(params.sessionId, params.contentBlocks, output);
       // This prompt arrived before the shutdown (see `stopping`) but starts after it: it
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
