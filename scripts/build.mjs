@@ -40,23 +40,42 @@ fs.mkdirSync(buildDir, { recursive: true });
 fs.mkdirSync(path.dirname(exe), { recursive: true });
 fs.mkdirSync(path.dirname(download), { recursive: true });
 
-await esbuild.build({
-  entryPoints: [path.join(root, "src", "main.ts")],
-  outfile: bundle,
+// What both bundles share. ESM-only dependencies (fdir, under tinyglobby) call
+// createRequire(import.meta.url) at load time; in a CommonJS bundle import.meta is empty, so give
+// it this file's URL (the executable's path inside the SEA) instead of crashing the first glob/grep.
+const common = {
   bundle: true,
   platform: "node",
   format: "cjs",
   target: "node20",
   minify: true,
   legalComments: "none",
-  // ESM-only dependencies (fdir, under tinyglobby) call createRequire(import.meta.url) at load
-  // time; in a CommonJS bundle import.meta is empty, so give it this file's URL (the executable's
-  // path inside the SEA) instead of crashing the first glob/grep.
-  define: { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta.url": "__bundleUrl" },
   banner: { js: 'var __bundleUrl=require("node:url").pathToFileURL(__filename).href;' },
   logLevel: "warning",
+};
+const defines = { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta.url": "__bundleUrl" };
+
+// The MCP client (src/mcp/index.ts, the MCP SDK) is a chunk of its own, loaded only by an
+// `initialize` that configures MCP servers (src/server/mcp-loader.ts): in the main bundle its
+// import stays external and unused, and `__MCP_CHUNK__` names the chunk to evaluate instead.
+const mcpChunkName = "mcp-client.cjs";
+const mcpChunk = path.join(buildDir, mcpChunkName);
+const mcpExternal = {
+  name: "mcp-chunk-external",
+  setup(build) {
+    build.onResolve({ filter: /\/mcp\/index\.js$/ }, (args) => (args.importer.endsWith(path.join("server", "mcp-loader.ts")) ? { path: args.path, external: true } : undefined));
+  },
+};
+await esbuild.build({
+  ...common,
+  entryPoints: [path.join(root, "src", "main.ts")],
+  outfile: bundle,
+  define: { ...defines, __MCP_CHUNK__: JSON.stringify(mcpChunkName) },
+  plugins: [mcpExternal],
 });
-step(`bundle ${fs.statSync(bundle).size} bytes`);
+await esbuild.build({ ...common, entryPoints: [path.join(root, "src", "mcp", "index.ts")], outfile: mcpChunk, define: defines });
+step(`bundle ${fs.statSync(bundle).size} bytes, MCP chunk ${fs.statSync(mcpChunk).size} bytes`);
+
 
 /** The node to copy, and how to run it (the blob's code cache must come from the target's V8). */
 function targetNode() {
@@ -89,7 +108,7 @@ const target = targetNode();
 // --hash-seed is not: it would be rejected, and start-up would lose what the cache saves).
 const blob = `sea-prep-${arch}.blob`;
 const seaConfig = `sea-config-${arch}.json`;
-fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true }));
+fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: { [mcpChunkName]: mcpChunkName } }));
 try {
   execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--experimental-sea-config", seaConfig], {
     cwd: buildDir,

@@ -44,6 +44,8 @@ export interface TurnConfig {
   client?: ClientToolRunner;
   /** A structured turn's schema (`session/prompt.outputSchema`): offers `final_answer`. */
   output?: OutputContract;
+  /** Why a tool is not offered, when someone knows (an MCP server that failed, a tool added mid-turn). */
+  explainUnknownTool?: (name: string) => string | undefined;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -300,7 +302,8 @@ async function executeTool(
   const tool = config.tools.get(call.name);
   if (!tool) {
     const offered = [...config.tools.keys()].join(", ") || "none";
-    return error(`unknown tool '${call.name}'; the tools offered are: ${offered}`);
+    const why = config.explainUnknownTool?.(call.name);
+    return error(`unknown tool '${call.name}'${why ? ` (${why})` : ""}; the tools offered are: ${offered}`);
   }
   if (call.rawArguments !== undefined) {
     if (argumentsTooDeep(call.rawArguments)) {

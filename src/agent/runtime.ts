@@ -57,6 +57,11 @@ export interface RuntimeOptions {
   approvals?: ApprovalPolicy;
   /** How long a client tool call or an approval waits for the client (default `DEFAULT_CLIENT_TOOL_TIMEOUT_MS`). */
   clientToolTimeoutMs?: number;
+  // MCP servers
+  /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`). */
+  moreTools?: () => Tool[];
+  /** Why a tool the model called is not offered, when the source of `moreTools` knows. */
+  explainUnknownTool?: (name: string) => string | undefined;
 }
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
@@ -169,7 +174,7 @@ export class AgentRuntime {
     const session = this.session(sessionId);
     const controller = new AbortController();
     const turn = session.nextTurnNumber();
-    const settled = this.run(session, content, controller.signal, this.options.tools, 0, output).finally(() => {
+    const settled = this.runTop(session, content, controller.signal, output).finally(() => {
       this.flights.delete(sessionId);
       this.release(session);
     });
@@ -251,6 +256,11 @@ export class AgentRuntime {
     return session;
   }
 
+  private runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract): Promise<TurnEndReason> {
+    const { tools, moreTools } = this.options;
+    return this.run(session, content, signal, moreTools ? [...tools, ...moreTools()] : tools, 0, output);
+  }
+
   private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
     const canDelegate = depth < this.options.subagentDepth;
     const offered = canDelegate ? tools : tools.filter((t) => t.name !== "task");
@@ -271,6 +281,7 @@ export class AgentRuntime {
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
           output,
+          explainUnknownTool: this.options.explainUnknownTool,
         },
         signal,
       );

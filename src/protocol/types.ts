@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { McpServerConfig, McpServerStatus } from "./mcp-types.js";
 
 import type {
   ContextCompactedEventData,
@@ -234,6 +235,8 @@ export interface InitializeParams {
   contextWindow?: number;
   /** Compact before a request's prompt would pass this fraction of `contextWindow` (default 0.8). */
   compactAt?: number;
+  /** MCP servers whose tools are offered as `mcp__<server>__<tool>` (mcp-types.ts). */
+  mcpServers?: Record<string, McpServerConfig>;
 }
 
 /** Result of `initialize`. */
@@ -248,6 +251,8 @@ export interface InitializeResult {
    * `workspace-write`).
    */
   sandbox: { bash: "bubblewrap" | "none"; reason?: string };
+  /** Present when `initialize.mcpServers` was given: each server's outcome. */
+  mcpServers?: McpServerStatus[];
 }
 
 /** Params of `session/prompt`. */

@@ -178,6 +178,7 @@ class DeepSeekHarness:
                     tool_choice=self.options.tool_choice,
                     first_token_timeout_seconds=self.options.first_token_timeout_seconds,
                     model_request_timeout_seconds=self.options.model_request_timeout_seconds,
+                    mcp_servers=self.options.mcp_servers,
                 )
             except BaseException:
                 self._client.close()
