@@ -51,3 +51,36 @@ def logged_events(session_root: Path, session_id: str) -> List[Dict[str, Any]]:
 def assert_log_equals_result(session_root: Path, result: BatchResult) -> None:
     assert result.session_id is not None, result
     assert logged_events(session_root, result.session_id) == result.events, result.task_id
+
+
+class Prepared:
+    """A workspace callable: makes the folder (as a clone into a temporary folder would) and
+    returns its path."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __call__(self) -> str:
+        import os
+
+        os.makedirs(self.path, exist_ok=True)
+        return self.path
+
+
+class Failing:
+    """A workspace callable that raises, as a failed clone would."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __call__(self) -> str:
+        raise RuntimeError(self.message)
+
+
+class ExitProcess:
+    """A workspace callable that ends the worker process (a task that crashes its worker)."""
+
+    def __call__(self) -> str:
+        import os
+
+        os._exit(1)

@@ -221,3 +221,11 @@ def test_batch_command_rejects_a_bad_tasks_file_before_running(tmp_path: Path, c
     assert run.returncode == 2
     assert message in run.stderr.decode()
     assert not out.exists()
+
+
+def test_the_package_and_the_local_batch_never_import_ray() -> None:
+    code = ("import sys, deepseek_harness, deepseek_harness.batch, deepseek_harness.batch.__main__; "
+            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

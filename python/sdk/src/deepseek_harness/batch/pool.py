@@ -76,14 +76,17 @@ class HarnessPool:
         bridge = self._acquire(key, options)
         try:
             await bridge.harness.start()
+            # The turn's times are taken inside the permit, so that they bound the turn in flight.
             if self.limiter is None:
                 started = time.time()
                 turn = await bridge.harness.start_session(session_id).run(task.prompt)
+                finished = time.time()
             else:
                 async with self.limiter:
                     started = time.time()
                     turn = await bridge.harness.start_session(session_id).run(task.prompt)
-            return dataclasses.replace(result_of_turn(task, turn, self.worker, started), attempts=attempts)
+                    finished = time.time()
+            return result_of_turn(task, turn, self.worker, attempts, started, finished)
         except Exception as exc:  # noqa: BLE001
             if isinstance(exc, TransportClosedError) or bridge.harness.initialize_response is None:
                 bridge.broken = True  # the next task of this key starts a new bridge

@@ -107,7 +107,8 @@ def worker_name(prefix: str = "local") -> str:
     return f"{prefix}@{socket.gethostname()}:{os.getpid()}"
 
 
-def result_of_turn(task: BatchTask, turn: TurnResult, worker: str, started_at: float) -> BatchResult:
+def result_of_turn(task: BatchTask, turn: TurnResult, worker: str, attempts: int, started_at: float,
+                   finished_at: float) -> BatchResult:
     return BatchResult(
         task_id=task.id,
         status=turn.status,
@@ -117,8 +118,9 @@ def result_of_turn(task: BatchTask, turn: TurnResult, worker: str, started_at: f
         usage=turn.usage.model_dump(exclude_none=True) if turn.usage is not None else None,
         session_id=turn.session_id,
         worker=worker,
+        attempts=attempts,
         started_at=started_at,
-        finished_at=time.time(),
+        finished_at=finished_at,
     )
 
 
