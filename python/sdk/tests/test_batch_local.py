@@ -229,3 +229,24 @@ def test_the_package_and_the_local_batch_never_import_ray() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_iter_local_with_a_pool_of_the_callers_reuses_its_bridges_across_batches(tmp_path: Path) -> None:
+    import asyncio
+
+    from deepseek_harness.batch import HarnessPool, iter_local
+
+    options = scripted_options(tmp_path, write_script(tmp_path / "s.json", "ok"))
+    (ws,) = workspaces(tmp_path, 1)
+
+    async def two_batches() -> Tuple[List[str], int, int]:
+        async with HarnessPool(options) as pool:
+            answers = []
+            for batch in range(2):
+                async for r in iter_local([BatchTask(f"{batch}-{i}", "x", ws) for i in range(5)], pool=pool):
+                    answers.append(r.final_response)
+                assert pool.open_bridges == 1  # still open for the next batch
+            return answers, pool.bridges_started, pool.open_bridges
+
+    answers, started, _ = call_within(60, asyncio.run, two_batches())
+    assert answers == ["ok"] * 10 and started == 1

@@ -30,23 +30,29 @@ def check_unique_ids(tasks: Iterable[BatchTask]) -> Iterator[BatchTask]:
 
 
 async def iter_local(tasks: Iterable[BatchTask], options: Optional[HarnessOptions] = None, *,
-                     concurrency: int = 8, progress: Progress = None,
-                     max_idle_bridges: int = 8) -> AsyncGenerator[BatchResult, None]:
+                     concurrency: int = 8, progress: Progress = None, max_idle_bridges: int = 8,
+                     pool: Optional[HarnessPool] = None) -> AsyncGenerator[BatchResult, None]:
     """Runs ``tasks`` with at most ``concurrency`` at once and yields each result as it
     completes (one per task). ``tasks`` is read lazily. Leaving the loop early (or cancelling
-    it) cancels the turns in flight and closes the bridges."""
+    it) cancels the turns in flight and closes the bridges — except those of a ``pool`` passed
+    in (its bridges serve the next batch too; ``options`` and ``max_idle_bridges`` are then
+    the pool's), which stays the caller's to close."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, not {concurrency}")
     total = len(tasks) if isinstance(tasks, (list, tuple)) else None
     reporter = progress_reporter(progress, total)
     source = check_unique_ids(tasks)
     results: "asyncio.Queue[Tuple[Optional[BatchResult], Optional[BaseException]]]" = asyncio.Queue()
-    pool = HarnessPool(options, max_idle_bridges=max_idle_bridges)
+    own_pool = pool is None
+    if pool is None:
+        pool = HarnessPool(options, max_idle_bridges=max_idle_bridges)
+
+    run = pool.run
 
     async def runner() -> None:
         try:
             for task in source:  # one shared iterator: each task is taken by exactly one runner
-                results.put_nowait((await pool.run(task), None))
+                results.put_nowait((await run(task), None))
         except Exception as exc:  # noqa: BLE001 - a bad item of ``tasks``: raised to the caller
             results.put_nowait((None, exc))
         finally:
@@ -69,7 +75,8 @@ async def iter_local(tasks: Iterable[BatchTask], options: Optional[HarnessOption
         for r in runners:
             r.cancel()
         await asyncio.gather(*runners, return_exceptions=True)
-        await pool.close()
+        if own_pool:
+            await pool.close()
         if reporter is not None:
             reporter.close()
 
