@@ -46,6 +46,8 @@ def test_run_local_answers_every_task_in_order_with_its_own_failures(tmp_path: P
         BatchTask(id="unclonable", prompt="x", workspace=explode),
         BatchTask(id="model-error", prompt="fails", workspace=repos[0], options=broken),
         BatchTask(id="named", prompt="named session", workspace=repos[1], session_id="my-session"),
+        BatchTask(id="refused", prompt="x", workspace=repos[2],
+                  options=dataclasses.replace(options, permission_mode="everything")),
     ]
     seen: List[Tuple[int, Optional[int], str]] = []
     results = call_within(120, run_local, tasks, options, concurrency=6,
@@ -67,6 +69,8 @@ def test_run_local_answers_every_task_in_order_with_its_own_failures(tmp_path: P
     assert (err.status, err.reason["kind"], err.error) == ("error", "model-error", None), err
     assert "quota exceeded" in err.reason["message"]
     assert by_id["named"].session_id == "my-session"
+    # Options the bridge refuses at initialize: that task's failure; its key's bridge is dropped.
+    assert by_id["refused"].error["type"] == "InvalidParamsError" and "permissionMode" in by_id["refused"].error["message"]
     with_session = [r.session_id for r in results if r.session_id]
     assert len(with_session) == len(set(with_session)) == 33  # a fresh session per task otherwise
     # The progress callback saw each result once, counting up to the total.

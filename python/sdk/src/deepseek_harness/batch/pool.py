@@ -88,9 +88,10 @@ class HarnessPool:
                     finished = time.time()
             return result_of_turn(task, turn, self.worker, attempts, started, finished)
         except Exception as exc:  # noqa: BLE001
-            if isinstance(exc, TransportClosedError) or bridge.harness.initialize_response is None:
+            started_bridge = bridge.harness.initialize_response is not None
+            if isinstance(exc, TransportClosedError) or not started_bridge:
                 bridge.broken = True  # the next task of this key starts a new bridge
-            return result_of_error(task.id, exc, self.worker, session_id, attempts)
+            return result_of_error(task.id, exc, self.worker, session_id if started_bridge else None, attempts)
         finally:
             self._release(key, bridge)
 
