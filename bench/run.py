@@ -30,6 +30,11 @@ Sections (names for --only):
               generated tree of 40 000+ files with a .gitignore, against ripgrep on the same tree;
               the bridge's RSS during the searches against its idle RSS; cancel latency of a
               running grep; the built-in engine (HARNESS_RG=off) for information.
+  sessions    open files and RSS after 10 000 sessions used once.
+  resume      spawn -> first prompt response of a session with 1k … 1M logged events, against
+              a Node process reading the same file (bytes; bytes + JSON.parse of each line).
+  session-list  session/list over 10 000 sessions (first listing and later ones), against
+              readdir + stat of their folder (bench/sessions_bench.py).
 """
 
 from __future__ import annotations
@@ -1024,6 +1029,20 @@ def bench_sessions(counts: Counts, tmp: Path) -> Result:
     return res
 
 
+def bench_resume(counts: Counts, tmp: Path) -> Result:
+    import sessions_bench  # bench/sessions_bench.py (this folder is sys.path[0])
+
+    result: Result = sessions_bench.bench_resume(counts.quick, tmp, Result, BIN)
+    return result
+
+
+def bench_session_list(counts: Counts, tmp: Path) -> Result:
+    import sessions_bench
+
+    result: Result = sessions_bench.bench_session_list(counts.quick, tmp, Result, BIN)
+    return result
+
+
 SECTIONS: Dict[str, Callable[[Counts, Path], Result]] = {
     "cold": bench_cold,
     "throughput": bench_throughput,
@@ -1034,6 +1053,8 @@ SECTIONS: Dict[str, Callable[[Counts, Path], Result]] = {
     "death": bench_death,
     "search": bench_search,
     "sessions": bench_sessions,
+    "resume": bench_resume,
+    "session-list": bench_session_list,
 }
 
 

@@ -21,7 +21,10 @@ import type { Redactor } from "../redact.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { runTurn } from "./loop.js";
+import type { OutputContract } from "./final-answer.js";
 import { Session } from "./session.js";
+import { MemorySessionStore } from "./memory-store.js";
+import type { SessionCatalog } from "./session-catalog.js";
 import type { SessionStore } from "./store.js";
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
@@ -43,7 +46,7 @@ export interface RuntimeOptions {
   tools: Tool[];
   /** How deep subagents may nest: 1 lets top-level sessions start children that cannot start more. */
   subagentDepth: number;
-  /** Absent: sessions are kept in memory only. */
+  /** Absent: sessions are kept in memory only (a `MemorySessionStore`, never evicted). */
   store?: SessionStore;
   sink: RuntimeSink;
   logger: Logger;
@@ -63,8 +66,11 @@ export interface RuntimeOptions {
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
 export class SessionBusyError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`session ${sessionId} already has a prompt in flight; wait for its response or cancel it`);
+  constructor(
+    readonly sessionId: string,
+    why = "already has a prompt in flight; wait for its response or cancel it",
+  ) {
+    super(`session ${sessionId} ${why}`);
     this.name = "SessionBusyError";
   }
 }
@@ -88,21 +94,26 @@ export const IDLE_SESSIONS_KEPT = 64;
 interface Flight {
   controller: AbortController;
   settled: Promise<TurnEndReason>;
+  /** The number of the turn it runs. */
+  turn: number;
 }
 
 export class AgentRuntime {
   private readonly sessions = new Map<string, Session>();
   private readonly flights = new Map<string, Flight>();
   /** Child sessions whose subagent turn is running: as busy as a session with a prompt in flight. */
-  private readonly runningChildren = new Set<string>();
+  private readonly runningChildren = new Map<string, number>();
   /** Loaded sessions with no turn running, least recently used first (see `IDLE_SESSIONS_KEPT`). */
   private readonly idle = new Set<string>();
 
   /** Client tool calls and approvals waiting for the client's request. */
   private readonly waits: ClientWaits;
   private readonly gate: ToolGate | undefined;
+  /** Where sessions are kept: the durable store, or memory. */
+  private readonly store: SessionStore | MemorySessionStore;
 
   constructor(private readonly options: RuntimeOptions) {
+    this.store = options.store ?? new MemorySessionStore(options.workspace);
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     const policy = options.approvals ?? "never";
     this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
@@ -123,6 +134,32 @@ export class AgentRuntime {
     this.waits.close(why);
   }
 
+  /** The sessions API (`session/list`, `read`, `fork`, `delete`) over this runtime's store. */
+  get catalog(): SessionCatalog {
+    return this.store;
+  }
+
+  /**
+   * `session/delete`: unloads the session (closing its log) and removes it from the store.
+   * Throws `SessionBusyError` while a turn of it runs (its own or, for a child, its parent's
+   * `task` call). Synchronous, so no prompt can start in between.
+   */
+  deleteSession(sessionId: string): boolean {
+    if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId, "has a turn running; cancel it or wait for it to end before deleting it");
+    const loaded = this.sessions.get(sessionId);
+    if (loaded) {
+      this.sessions.delete(sessionId);
+      this.idle.delete(sessionId);
+      loaded.close();
+    }
+    return this.store.delete(sessionId);
+  }
+
+  /** The number of the turn a session runs now, if it runs one. */
+  runningTurn(sessionId: string): number | undefined {
+    return this.flights.get(sessionId)?.turn ?? this.runningChildren.get(sessionId);
+  }
+
   /** Whether a session has a turn in flight. */
   isBusy(sessionId: string): boolean {
     return this.flights.has(sessionId) || this.runningChildren.has(sessionId);
@@ -132,15 +169,16 @@ export class AgentRuntime {
    * Starts a turn. Synchronous up to the start, so a second prompt for the same session is
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
-  prompt(sessionId: string, content: TextBlock[]): Promise<TurnEndReason> {
+  prompt(sessionId: string, content: TextBlock[], output?: OutputContract): Promise<TurnEndReason> {
     if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId);
     const session = this.session(sessionId);
     const controller = new AbortController();
-    const settled = this.runTop(session, content, controller.signal).finally(() => {
+    const turn = session.nextTurnNumber();
+    const settled = this.runTop(session, content, controller.signal, output).finally(() => {
       this.flights.delete(sessionId);
       this.release(session);
     });
-    this.flights.set(sessionId, { controller, settled });
+    this.flights.set(sessionId, { controller, settled, turn });
     return settled;
   }
 
@@ -202,7 +240,7 @@ export class AgentRuntime {
     const known = this.sessions.get(sessionId);
     this.idle.delete(sessionId);
     if (known) return known;
-    const log = this.options.store?.open(sessionId, {
+    const log = this.store.open(sessionId, {
       provider: this.options.provider.name,
       model: this.options.model,
       ...(parentSessionId ? { parentSessionId } : {}),
@@ -211,19 +249,19 @@ export class AgentRuntime {
       sessionId,
       log,
       (id, event) => this.options.sink.sessionEvent(id, event),
-      parentSessionId ?? log?.header.parentSessionId,
+      parentSessionId ?? log.header.parentSessionId,
       this.options.redactor,
     );
     this.sessions.set(sessionId, session);
     return session;
   }
 
-  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal): Promise<TurnEndReason> {
+  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract): Promise<TurnEndReason> {
     const { tools, moreTools } = this.options;
-    return this.run(session, content, signal, moreTools ? [...tools, ...(await moreTools())] : tools, 0);
+    return this.run(session, content, signal, moreTools ? [...tools, ...(await moreTools())] : tools, 0, output);
   }
 
-  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number): Promise<TurnEndReason> {
+  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
     const canDelegate = depth < this.options.subagentDepth;
     const offered = canDelegate ? tools : tools.filter((t) => t.name !== "task");
     try {
@@ -242,6 +280,7 @@ export class AgentRuntime {
           subagents: canDelegate ? this.spawnerFor(session, tools, depth + 1) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
+          output,
           explainUnknownTool: this.options.explainUnknownTool,
         },
         signal,
@@ -263,7 +302,7 @@ export class AgentRuntime {
     const { sink } = this.options;
     await sink.subagentStarted({ parentSessionId: parent.id, childSessionId: childId });
     let reason: TurnEndReason;
-    this.runningChildren.add(childId);
+    this.runningChildren.set(childId, child.nextTurnNumber());
     try {
       reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth);
     } catch (error) {

@@ -14,7 +14,10 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { jsonLine } from "../json-line.js";
-import type { SessionEvent } from "../protocol/index.js";
+import type { SessionEvent, SessionListEntry, SessionReadResult } from "../protocol/index.js";
+import { eachLine } from "./log-lines.js";
+import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
+import { SummaryTracker, writeMeta } from "./session-summary.js";
 
 /** The first line of every session log. */
 export interface SessionHeader {
@@ -27,6 +30,8 @@ export interface SessionHeader {
   model: string;
   /** Set for subagent sessions: the session whose `task` call created this one. */
   parentSessionId?: string;
+  /** Set for forks (`session/fork`): the session and the turn the history was copied from. */
+  forkedFrom?: { sessionId: string; turn: number };
 }
 
 export { defaultSessionRoot } from "./session-root.js";
@@ -55,6 +60,8 @@ export interface SessionLog {
   /** fsync: what was appended survives a power loss. */
   sync(): void;
   close(): void;
+  /** What `session/list` says of this session now. */
+  entry(): SessionListEntry;
 }
 
 /** Mode of the session root and its workspace folders: the owner only. */
@@ -62,78 +69,146 @@ export const SESSION_DIR_MODE = 0o700;
 /** Mode of a session log: the owner only. */
 export const SESSION_FILE_MODE = 0o600;
 
+/**
+ * The workspace folder is made by the bridge; a symlink in its place was planted. Following it
+ * would chmod, write and list wherever it points, so it is refused (the root itself may be a
+ * symlink: it is the user's choice).
+ */
+export function refuseSymlinkedFolder(dir: string): void {
+  if (fs.lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    throw new SessionLogError(`session folder ${dir} is a symlink; refusing to follow it (move it away to start afresh)`);
+  }
+}
+
 /** Creates `dir` (and missing parents) and makes it `SESSION_DIR_MODE`, whatever the umask or its mode before. */
 function privateFolder(dir: string): void {
   fs.mkdirSync(dir, { recursive: true, mode: SESSION_DIR_MODE });
   fs.chmodSync(dir, SESSION_DIR_MODE);
 }
 
-export class SessionStore {
+export class SessionStore implements SessionCatalog {
   readonly directory: string;
   private readonly root: string;
   private foldersReady = false;
 
+  /** The logs this store has open, by session id: their entries are live, and they are busy for `delete`. */
+  readonly openLogs = new Map<string, SessionLog>();
+
   constructor(root: string, readonly workspace: string) {
     this.root = root;
     this.directory = path.join(root, workspaceFolderName(workspace));
+    this.catalog = new FileCatalog(this.directory, workspace, this.openLogs);
   }
 
   /** The root and this workspace's folder, private (checked once per store). */
   private ensureFolders(): void {
     if (this.foldersReady) return;
     privateFolder(this.root);
+    refuseSymlinkedFolder(this.directory);
     privateFolder(this.directory);
     this.foldersReady = true;
   }
 
-  /** The log file of a session id. */
+  /** The log file of a session id (refuses anything that is not one: ids become file names). */
   pathOf(sessionId: string): string {
-    return path.join(this.directory, `${sessionId}.jsonl`);
+    return logPath(this.directory, sessionId);
+  }
+
+  // The sessions API (session-catalog.ts).
+  readonly durable = true;
+  private readonly catalog: FileCatalog;
+
+  list(): { sessions: SessionListEntry[]; problems: string[] } {
+    return this.catalog.list();
+  }
+
+  read(sessionId: string, afterSeq: number | undefined, limit: number): SessionReadResult | undefined {
+    return this.catalog.read(sessionId, afterSeq, limit);
+  }
+
+  fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
+    this.ensureFolders();
+    return this.catalog.fork(sessionId, newSessionId, turn);
+  }
+
+  delete(sessionId: string): boolean {
+    if (this.openLogs.has(sessionId)) throw new Error(`session ${sessionId} is open: unload it before deleting it`);
+    return this.catalog.delete(sessionId);
+  }
+
+  openEntry(sessionId: string): SessionListEntry | undefined {
+    return this.openLogs.get(sessionId)?.entry();
   }
 
   /** Opens a session's log, loading it when it exists and creating it with `header` when not. */
   open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
     const file = this.pathOf(sessionId);
     this.ensureFolders();
-    const existing = fs.existsSync(file) ? openExisting(file) : undefined;
-    if (existing) return existing;
-    const full: SessionHeader = { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header };
+    const existing = fs.existsSync(file) ? openExisting(file, this.forget) : undefined;
+    const log = existing ?? this.create(file, { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header });
+    this.openLogs.set(sessionId, log);
+    return log;
+  }
+
+  /** Writes a new log holding only `header`, and its meta. */
+  private create(file: string, header: SessionHeader): SessionLog {
     const fd = fs.openSync(file, "w", SESSION_FILE_MODE);
     fs.fchmodSync(fd, SESSION_FILE_MODE);
-    writeAll(fd, `${JSON.stringify(full)}\n`);
-    return new FileSessionLog(fd, full, []);
+    writeAll(fd, `${JSON.stringify(header)}\n`);
+    const log = new FileSessionLog(fd, file, header, [], this.forget);
+    log.writeMeta();
+    return log;
   }
+
+  private readonly forget = (log: SessionLog): void => {
+    if (this.openLogs.get(log.header.sessionId) === log) this.openLogs.delete(log.header.sessionId);
+  };
 }
 
-function openExisting(file: string): SessionLog | undefined {
-  const text = fs.readFileSync(file, "utf8");
-  const lines = text.split("\n");
-  // Only lines followed by "\n" are whole; the last piece is "" or a torn write.
-  const tail = lines.pop() ?? "";
-  let goodBytes = Buffer.byteLength(text) - Buffer.byteLength(tail);
-  const parsed: unknown[] = [];
-  lines.forEach((line, index) => {
-    try {
-      parsed.push(JSON.parse(line));
-    } catch {
-      if (index === lines.length - 1) {
-        // A whole but unparsable last line is a torn write too (its bytes reached the disk
-        // out of order); anything earlier is corruption we must not paper over.
-        goodBytes -= Buffer.byteLength(line) + 1;
-        return;
+function openExisting(file: string, onClose: (log: SessionLog) => void): SessionLog | undefined {
+  // Read by lines from the file, not as one string: no copy of the whole log in memory beside
+  // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
+  const fd = fs.openSync(file, "r");
+  let header: SessionHeader | undefined;
+  const events: SessionEvent[] = [];
+  let size: number;
+  let lines = 0;
+  /** Where an unparsable whole line starts: only the last whole line may be one (a torn write). */
+  let unparsable: { start: number; line: number } | undefined;
+  let whole: number;
+  try {
+    size = fs.fstatSync(fd).size;
+    whole = eachLine(fd, 0, (bytes, start) => {
+      lines += 1;
+      if (unparsable) {
+        // Anything but the last whole line is corruption we must not paper over.
+        throw new SessionLogError(`session log ${file} is corrupt at line ${unparsable.line}; move it away to start the session afresh`);
       }
-      throw new SessionLogError(`session log ${file} is corrupt at line ${index + 1}; move it away to start the session afresh`);
-    }
-  });
-  if (parsed.length === 0) return undefined; // killed while writing the header: start afresh
-  const [header, ...events] = parsed as [SessionHeader, ...SessionEvent[]];
+      let value: unknown;
+      try {
+        value = JSON.parse(bytes.toString("utf8"));
+      } catch {
+        // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
+        unparsable = { start, line: lines };
+        return true;
+      }
+      if (header) events.push(value as SessionEvent);
+      else header = value as SessionHeader;
+      return true;
+    });
+  } finally {
+    fs.closeSync(fd);
+  }
+  // Only lines followed by "\n" are whole; what follows the last one is a torn write.
+  const goodBytes = unparsable ? unparsable.start : whole;
+  if (!header) return undefined; // killed while writing the header: start afresh
   if (header.type !== "session-header") {
     throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   }
-  if (goodBytes < Buffer.byteLength(text)) fs.truncateSync(file, goodBytes);
-  const fd = fs.openSync(file, "a", SESSION_FILE_MODE);
-  fs.fchmodSync(fd, SESSION_FILE_MODE);
-  return new FileSessionLog(fd, header, events);
+  if (goodBytes < size) fs.truncateSync(file, goodBytes);
+  const appendFd = fs.openSync(file, "a", SESSION_FILE_MODE);
+  fs.fchmodSync(appendFd, SESSION_FILE_MODE);
+  return new FileSessionLog(appendFd, file, header, events, onClose);
 }
 
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
@@ -147,13 +222,30 @@ class FileSessionLog implements SessionLog {
   private closed = false;
   /** Bytes of whole lines in the file: where a failed append is cut back to. */
   private size: number;
+  private readonly summary: SummaryTracker;
+  /** The log's size when its meta was last written. */
+  private metaSize = -1;
 
   constructor(
     private readonly fd: number,
+    private readonly file: string,
     readonly header: SessionHeader,
     readonly loadedEvents: SessionEvent[],
+    private readonly onClose: (log: SessionLog) => void,
   ) {
     this.size = fs.fstatSync(fd).size;
+    this.summary = SummaryTracker.of(header, loadedEvents);
+  }
+
+  entry(): SessionListEntry {
+    return this.summary.entry();
+  }
+
+  /** Rewrites the meta file when the log grew since it was last written. */
+  writeMeta(): void {
+    if (this.metaSize === this.size) return;
+    writeMeta(this.file, this.size, this.summary.entry());
+    this.metaSize = this.size;
   }
 
   append(event: SessionEvent): void {
@@ -173,15 +265,23 @@ class FileSessionLog implements SessionLog {
       throw error;
     }
     this.size += written;
+    this.summary.absorb(event);
   }
 
   sync(): void {
-    if (!this.closed) fs.fsyncSync(this.fd);
+    if (this.closed) return;
+    fs.fsyncSync(this.fd);
+    this.writeMeta();
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    fs.closeSync(this.fd);
+    this.onClose(this);
+    try {
+      this.writeMeta();
+    } finally {
+      fs.closeSync(this.fd);
+    }
   }
 }

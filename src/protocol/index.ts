@@ -4,5 +4,7 @@
  * @module
  */
 export * from "./types.js";
+export * from "./sessions-types.js";
+export * from "./output-and-compaction.js";
 export * from "./mcp-types.js";
 export * from "./errors.js";

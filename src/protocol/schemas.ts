@@ -17,6 +17,7 @@ import { cwdProblem, effortProblem, nameProblem, userProblem } from "./initializ
 import { PERMISSION_MODES, THINKING_MODES, type InitializeParams, type PermissionMode, type SessionCancelParams, type SessionPromptParams, type ThinkingMode } from "./types.js";
 import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
+import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -113,6 +114,7 @@ export const initializeParamsSchema = z.object({
 export const sessionPromptParamsSchema = z.object({
   sessionId,
   contentBlocks: z.array(z.object({ type: z.literal("text"), text: z.string() })).check(z.minLength(1)),
+  outputSchema: z.optional(jsonObject),
 });
 
 export const sessionCancelParamsSchema = z.object({ sessionId });
@@ -132,6 +134,23 @@ export const sessionPermissionParamsSchema = z.object({
   arguments: z.optional(jsonObject),
 });
 
+// The sessions API (sessions-types.ts)
+export const sessionListParamsSchema = z.object({});
+
+export const sessionReadParamsSchema = z.object({
+  sessionId,
+  afterSeq: z.optional(z.int().check(z.nonnegative())),
+  limit: z.optional(positiveInt.check(z.lte(READ_LIMIT_MAX))),
+});
+
+export const sessionForkParamsSchema = z.object({
+  sessionId,
+  newSessionId: sessionId,
+  turn: z.optional(z.int().check(z.nonnegative())),
+});
+
+export const sessionDeleteParamsSchema = z.object({ sessionId });
+
 // Compile-time agreement between the schemas and the documented wire types.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const agree: [
@@ -140,7 +159,11 @@ const agree: [
   Same<z.infer<typeof sessionCancelParamsSchema>, SessionCancelParams>,
   Same<z.infer<typeof sessionToolResultParamsSchema>, SessionToolResultParams>,
   Same<z.infer<typeof sessionPermissionParamsSchema>, SessionPermissionParams>,
-] = [true, true, true, true, true];
+  Same<z.infer<typeof sessionListParamsSchema>, SessionListParams>,
+  Same<z.infer<typeof sessionReadParamsSchema>, SessionReadParams>,
+  Same<z.infer<typeof sessionForkParamsSchema>, SessionForkParams>,
+  Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
+] = [true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

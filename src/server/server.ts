@@ -24,6 +24,7 @@ import type { ServerEndpoint } from "../transport/server-endpoint.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
+import { deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -143,21 +144,22 @@ export class HarnessServer {
         return this.toolResult(params);
       case "session/permission":
         return this.permission(params);
+      // The sessions API
+      case "session/list":
+      case "session/read":
+      case "session/fork":
+      case "session/delete":
+        return this.sessionsApi(method, params);
       default:
         return Promise.reject(
-          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, session/tool_result, session/permission, shutdown)`, {
+          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, session/tool_result, session/permission, session/list, session/read, session/fork, session/delete, shutdown)`, {
             kind: "method-not-found",
           }),
         );
     }
   }
 
-  private async validate<
-    K extends "initializeParamsSchema" | "sessionPromptParamsSchema" | "sessionCancelParamsSchema" | "sessionToolResultParamsSchema" | "sessionPermissionParamsSchema",
-  >(
-    schema: K,
-    params: JsonObject | undefined,
-  ) {
+  private async validate<K extends keyof Schemas & `${string}ParamsSchema`>(schema: K, params: JsonObject | undefined) {
     const schemas = await this.loadSchemas();
     const parsed = schemas[schema].safeParse(params ?? {});
     if (!parsed.success) {
@@ -242,10 +244,19 @@ export class HarnessServer {
     const { SessionBusyError, MissingTurnEndError } = modules.runtime;
     const { SessionLogError } = modules.store;
     const params = await this.validate("sessionPromptParamsSchema", raw);
+    let output: import("../agent/final-answer.js").OutputContract | undefined;
+    if (params.outputSchema) {
+      try {
+        output = await modules.output.compileOutputSchema(params.outputSchema);
+      } catch (error) {
+        if (!(error instanceof modules.output.OutputSchemaError)) throw error;
+        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.outputSchema: ${error.message}`, { kind: "invalid-params" });
+      }
+    }
     // From here to the registration below nothing awaits, so overlap is decided at once.
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
-      settled = runtime.prompt(params.sessionId, params.contentBlocks);
+      settled = runtime.prompt(params.sessionId, params.contentBlocks, output);
       // This prompt arrived before the shutdown (see `stopping`) but starts after it: it
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
@@ -301,6 +312,18 @@ export class HarnessServer {
       });
     }
     return {};
+  }
+
+  /** `session/list`, `session/read`, `session/fork`, `session/delete` (sessions-handlers.ts). */
+  private async sessionsApi(method: "session/list" | "session/read" | "session/fork" | "session/delete", raw: JsonObject | undefined): Promise<unknown> {
+    const agent = await this.requireRuntime(method);
+    if (method === "session/list") {
+      await this.validate("sessionListParamsSchema", raw);
+      return listSessions(agent, this.options.logger);
+    }
+    if (method === "session/read") return readSession(agent, await this.validate("sessionReadParamsSchema", raw));
+    if (method === "session/fork") return forkSession(agent, await this.validate("sessionForkParamsSchema", raw));
+    return deleteSession(agent, await this.validate("sessionDeleteParamsSchema", raw));
   }
 
   /** Why turns are being aborted, once stopping. */

@@ -496,7 +496,7 @@ describe("request errors", () => {
 
   it("an unknown method → -32601", async () => {
     const c = await initialized();
-    c.request(1, "session/fork", { sessionId: "x" });
+    c.request(1, "session/frobnicate", { sessionId: "x" });
     expect((await c.response(1)).error).toMatchObject({ code: -32601 });
   });
 

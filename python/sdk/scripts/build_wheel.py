@@ -8,9 +8,10 @@ The SDK sources are copied to a temporary directory, the binary is copied into
 ``deepseek_harness/_bin/``, and ``pip wheel`` builds it there: the source tree is left
 untouched. The version is the root ``package.json``'s (the same that ``harness-bridge
 --version`` prints); ``setup.py`` writes it into ``deepseek_harness/_version.py``. The tag is
-``py3-none-<platform>``; the platform defaults to this machine's (e.g. ``linux_x86_64``).
-Pass ``--plat-name manylinux_2_28_x86_64`` for a release wheel when the binary's glibc
-needs allow it (Node 20's do: glibc >= 2.28).
+``py3-none-<platform>``; on Linux the platform is read from the binary (``manylinux.py``):
+``manylinux_2_28_x86_64`` or ``manylinux_2_28_aarch64`` when its libraries and symbol
+versions fit that policy (Node 20's do), else the build stops and says why. ``--plat-name``
+overrides it (e.g. ``linux_x86_64`` for a wheel that stays on this machine).
 
 Prints the path of the wheel on the last line of stdout.
 """
@@ -27,6 +28,9 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import manylinux  # noqa: E402  (beside this script)
+
 SDK = Path(__file__).resolve().parents[1]
 REPO = SDK.parents[1]
 EXE = "harness-bridge.exe" if os.name == "nt" else "harness-bridge"
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin", type=Path, default=REPO / "bin" / EXE, help="the binary to bundle (default: bin/harness-bridge)")
     parser.add_argument("--out", type=Path, default=SDK / "dist", help="output directory (default: python/sdk/dist)")
-    parser.add_argument("--plat-name", default=None, help="platform tag (default: this machine's, e.g. linux_x86_64)")
+    parser.add_argument("--plat-name", default=None, help="platform tag (default on Linux: the binary's manylinux tag)")
     parser.add_argument("--no-build-isolation", action="store_true", help="build with the current environment's setuptools")
     args = parser.parse_args(argv)
 
@@ -46,7 +50,14 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     version = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["version"]
-    plat = args.plat_name or sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    plat = args.plat_name
+    if plat is None and sys.platform.startswith("linux"):
+        try:
+            plat = manylinux.platform_tag(binary)
+        except ValueError as exc:
+            print(f"build_wheel: {exc}; pass --plat-name to tag it otherwise", file=sys.stderr)
+            return 1
+    plat = plat or sysconfig.get_platform().replace("-", "_").replace(".", "_")
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
 

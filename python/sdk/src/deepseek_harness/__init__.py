@@ -61,6 +61,7 @@ from .events import (
     event_from_notification,
 )
 from .options import HarnessOptions
+from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
 from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
 from .models import (
     PROTOCOL_VERSION,
@@ -132,6 +133,12 @@ __all__ = [
     "McpServerConfig",
     "SessionPromptResponse",
     "Notification",
+    # the sessions API
+    "SessionInfo",
+    "SessionListResponse",
+    "SessionReadResponse",
+    "SessionForkResponse",
+    "SessionDeleteResponse",
     # errors
     "ErrorCode",
     "HarnessError",

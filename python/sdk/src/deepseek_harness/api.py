@@ -7,16 +7,21 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Iterator, List, Mapping, Optional, Type
 
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
+from ._internal import sessions as _sessions
+from ._internal.output import output_spec
+from ._internal.process import child_env
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
-from .events import event_from_notification
+from .events import TurnEvent, event_from_notification
 from .models import InitializeResponse
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult, final_response_of, usage_of
+from .sessions import READ_LIMIT_DEFAULT, SessionInfo
 
 __all__ = [
     "DeepSeekHarness",
@@ -199,9 +204,17 @@ class DeepSeekHarness:
         input: PromptInput,
         session_id: Optional[str] = None,
         on_notification: Optional[NotificationCallback] = None,
+        *,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        output_type: Optional[Type[Any]] = None,
     ) -> TurnResult:
-        """Runs one turn (in a new session unless ``session_id`` is given) and returns its result."""
-        return self._run(session_id or new_session_id(), input, on_notification)
+        """Runs one turn (in a new session unless ``session_id`` is given) and returns its result.
+
+        Structured output: with ``output_schema`` (a JSON Schema dict) or ``output_type`` (a
+        pydantic model class, or any type pydantic can validate), the model answers with a value
+        valid against the schema, in :attr:`TurnResult.output` (an ``output_type`` instance when
+        given); with none after 3 tries the turn ends ``output-invalid`` (status ``error``)."""
+        return self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> TurnStream:
         """Runs one turn (in a new session unless ``session_id`` is given) as a
@@ -212,10 +225,35 @@ class DeepSeekHarness:
         """Cancels the session's turn in flight; True when there was one."""
         return self._client.session_cancel(session_id)
 
-    def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
+    # ------------------------------------------------------------------ the sessions API
+
+    def list_sessions(self) -> List[SessionInfo]:
+        """This workspace's sessions (subagent sessions and forks included), newest first."""
         self.start()
-        collector = TurnCollector(session_id, on_notification)
-        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
+        return _sessions.list_sessions(self._client)
+
+    def session(self, session_id: str) -> "Session":
+        """A handle on an existing session, to resume it; raises
+        :class:`~deepseek_harness.InvalidParamsError` (``kind == "unknown-session"``) when this
+        workspace has none by that id (:meth:`start_session` creates one instead)."""
+        self.start()
+        _sessions.read_page(self._client, session_id, limit=1)
+        return Session(self, session_id)
+
+    def log_path_of(self, session_id: str) -> Optional[Path]:
+        """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``);
+        the file exists once the session has been prompted."""
+        c = self._client
+        return _sessions.session_log_path(session_id, self.cwd if self.cwd is not None else os.getcwd(),
+                                          c.session_root, child_env(c.env), c.cwd, c.extra_args)
+
+    def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
+             output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        spec = output_spec(output_schema, output_type)
+        self.start()
+        collector = TurnCollector(session_id, on_notification, spec)
+        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
+                              output_schema=spec.schema if spec else None)
         return collector.result(response)
 
 
@@ -230,9 +268,10 @@ class Session:
     def id(self) -> str:
         return self.session_id
 
-    def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None) -> TurnResult:
-        """Runs one turn of this session."""
-        return self.harness._run(self.session_id, input, on_notification)
+    def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
+            output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        """Runs one turn of this session (``output_schema`` / ``output_type``: see :meth:`DeepSeekHarness.run`)."""
+        return self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput) -> TurnStream:
         """Runs one turn of this session as a :class:`TurnStream`: typed events as they arrive,
@@ -242,6 +281,34 @@ class Session:
     def cancel(self) -> bool:
         """Cancels this session's turn in flight; True when there was one."""
         return self.harness.cancel(self.session_id)
+
+    @property
+    def log_path(self) -> Optional[Path]:
+        """This session's durable log (None with ``--no-session-log``); it exists once the session was prompted."""
+        return self.harness.log_path_of(self.session_id)
+
+    def history(self, page_size: int = READ_LIMIT_DEFAULT, after_seq: Optional[int] = None) -> Iterator[TurnEvent]:
+        """The session's logged events (after ``after_seq``), typed as a turn stream yields them
+        (no ``assistant/chunk``: those are never logged), read ``page_size`` at a time (at most
+        1000) as the iteration goes."""
+        self.harness.start()
+        return _sessions.history(self.harness.client, self.session_id, page_size, after_seq)
+
+    def fork(self, turn: Optional[int] = None, new_id: Optional[str] = None) -> "Session":
+        """A new session whose history is this one's up to the end of ``turn`` (default: all of
+        it), under ``new_id`` (default: a fresh id). The two then go their own ways. Raises
+        :class:`~deepseek_harness.InvalidParamsError` for an existing ``new_id``
+        (``session-exists``), an unknown session or turn, and
+        :class:`~deepseek_harness.SessionBusyError` for the turn that is running."""
+        self.harness.start()
+        forked = _sessions.fork_session(self.harness.client, self.session_id, new_id or new_session_id(), turn)
+        return Session(self.harness, forked)
+
+    def delete(self) -> bool:
+        """Deletes the session's log; False when there was none. Raises
+        :class:`~deepseek_harness.SessionBusyError` while a turn runs."""
+        self.harness.start()
+        return _sessions.delete_session(self.harness.client, self.session_id)
 
     def __repr__(self) -> str:
         return f"Session({self.session_id!r})"

@@ -32,18 +32,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Dict, Optional
+from pathlib import Path
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Type
 
+from ._internal.output import output_spec
 from ._internal.turn import StreamBuffer, TurnCollector
 from .api import DeepSeekHarness, new_session_id
 from ._internal.decode import NotificationCallback
 from ._internal.inbox import AsyncInbox
 from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
+from ._internal import sessions as _sessions
 from .client import HarnessClient
-from .events import event_from_notification
+from .events import TurnEvent, event_from_notification
 from .models import InitializeResponse
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult
+from .sessions import READ_LIMIT_DEFAULT, SessionInfo
 
 __all__ = ["AsyncDeepSeekHarness", "AsyncSession", "AsyncTurnStream"]
 
@@ -115,10 +119,14 @@ class AsyncDeepSeekHarness:
         input: PromptInput,
         session_id: Optional[str] = None,
         on_notification: Optional[NotificationCallback] = None,
+        *,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        output_type: Optional[Type[Any]] = None,
     ) -> TurnResult:
         """Runs one turn (in a new session unless ``session_id`` is given) and returns its
-        result. ``on_notification`` is called on the event loop, in stream order."""
-        return await self._run(session_id or new_session_id(), input, on_notification)
+        result. ``on_notification`` is called on the event loop, in stream order.
+        ``output_schema`` / ``output_type``: structured output, as for :meth:`DeepSeekHarness.run`."""
+        return await self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> "AsyncTurnStream":
         """Runs one turn as an :class:`AsyncTurnStream` (typed events, then the TurnResult)."""
@@ -130,10 +138,32 @@ class AsyncDeepSeekHarness:
         await self.start()
         return await acancel(self.client, session_id)
 
-    async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
+    # ------------------------------------------------------------------ the sessions API
+
+    async def list_sessions(self) -> List[SessionInfo]:
+        """This workspace's sessions (subagent sessions and forks included), newest first."""
+        await self.start()
+        return await _sessions.alist_sessions(self.client)
+
+    async def session(self, session_id: str) -> "AsyncSession":
+        """A handle on an existing session, to resume it; raises
+        :class:`~deepseek_harness.InvalidParamsError` (``kind == "unknown-session"``) when there
+        is none by that id (:meth:`start_session` creates one instead)."""
+        await self.start()
+        await _sessions.aread_page(self.client, session_id, limit=1)
+        return AsyncSession(self, session_id)
+
+    def log_path_of(self, session_id: str) -> Optional[Path]:
+        """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``)."""
+        return self._harness.log_path_of(session_id)
+
+    async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
+                   output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        spec = output_spec(output_schema, output_type)
         await self._prepare(session_id)
-        collector = TurnCollector(session_id, on_notification)
-        response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
+        collector = TurnCollector(session_id, on_notification, spec)
+        response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
+                                     output_schema=spec.schema if spec else None)
         return collector.result(response)
 
     async def _prepare(self, session_id: str) -> None:
@@ -193,10 +223,12 @@ class AsyncSession:
     def id(self) -> str:
         return self.session_id
 
-    async def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None) -> TurnResult:
+    async def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
+                  output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
         """Runs one turn of this session. Cancelling the awaiting task cancels the turn, waits
-        until it has settled, then raises ``CancelledError``; the session stays usable."""
-        return await self.harness._run(self.session_id, input, on_notification)
+        until it has settled, then raises ``CancelledError``; the session stays usable.
+        ``output_schema`` / ``output_type``: structured output, as for :meth:`DeepSeekHarness.run`."""
+        return await self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput) -> "AsyncTurnStream":
         """Runs one turn of this session as an :class:`AsyncTurnStream`."""
@@ -205,6 +237,30 @@ class AsyncSession:
     async def cancel(self) -> bool:
         """Cancels this session's turn in flight; True when there was one."""
         return await self.harness.cancel(self.session_id)
+
+    @property
+    def log_path(self) -> Optional[Path]:
+        """This session's durable log (None with ``--no-session-log``)."""
+        return self.harness.log_path_of(self.session_id)
+
+    async def history(self, page_size: int = READ_LIMIT_DEFAULT, after_seq: Optional[int] = None) -> AsyncIterator[TurnEvent]:
+        """The session's logged events, typed, fetched a page at a time (``async for``); see
+        :meth:`Session.history <deepseek_harness.Session.history>`."""
+        await self.harness.start()
+        async for event in _sessions.ahistory(self.harness.client, self.session_id, page_size, after_seq):
+            yield event
+
+    async def fork(self, turn: Optional[int] = None, new_id: Optional[str] = None) -> "AsyncSession":
+        """A new session whose history is this one's up to ``turn`` (default: all); see
+        :meth:`Session.fork <deepseek_harness.Session.fork>`."""
+        await self.harness.start()
+        forked = await _sessions.afork_session(self.harness.client, self.session_id, new_id or new_session_id(), turn)
+        return AsyncSession(self.harness, forked)
+
+    async def delete(self) -> bool:
+        """Deletes the session's log; False when there was none; SessionBusyError while a turn runs."""
+        await self.harness.start()
+        return await _sessions.adelete_session(self.harness.client, self.session_id)
 
     def __repr__(self) -> str:
         return f"AsyncSession({self.session_id!r})"

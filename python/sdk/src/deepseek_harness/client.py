@@ -21,11 +21,13 @@ from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
+from ._internal.sessions import delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
 from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options
+from .sessions import SessionInfo, SessionReadResponse
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
 __all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
@@ -183,6 +185,26 @@ class HarnessClient(Connection):
         ``aborted`` when this returns), False otherwise."""
         result = self._request("session/cancel", {"sessionId": session_id}, timeout=timeout)
         return validate(SessionCancelResponse, result, "session/cancel").cancelled
+
+    # The sessions API (docs/PROTOCOL.md, "Sessions API"); the high-level fronts page and type on top.
+
+    def session_list(self, *, timeout: Optional[float] = None) -> List[SessionInfo]:
+        """``session/list``: this workspace's sessions, newest first."""
+        return list_sessions(self, timeout)
+
+    def session_read(self, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None, *,
+                     timeout: Optional[float] = None) -> SessionReadResponse:
+        """``session/read``: one page of the session's logged events after ``after_seq``."""
+        return read_page(self, session_id, after_seq, limit, timeout)
+
+    def session_fork(self, session_id: str, new_session_id: str, turn: Optional[int] = None, *,
+                     timeout: Optional[float] = None) -> str:
+        """``session/fork``: copies the history up to ``turn`` (default: all) into ``new_session_id``."""
+        return fork_session(self, session_id, new_session_id, turn, timeout)
+
+    def session_delete(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+        """``session/delete``: False when there was no such session."""
+        return delete_session(self, session_id, timeout)
 
     def shutdown(self, *, timeout: Optional[float] = None) -> None:
         """Sends ``shutdown`` only (the process then exits); :meth:`close` does this and more."""

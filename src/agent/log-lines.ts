@@ -1,0 +1,133 @@
+/**
+ * Reading a session log by lines, from an open file descriptor, without loading it whole:
+ * what `session/list`, `session/read` and `session/fork` need of logs they do not hold open.
+ *
+ * Only lines ended by "\n" are whole; a last piece without one is a torn write (or one in
+ * progress in another process) and is never visited.
+ *
+ * Every event line starts `{"type":"…","seq":N,"time":T`, because `Session.emit` builds each
+ * event with its keys in that order and the log holds it exactly as it was announced. So a
+ * line's type, seq and time can be read from its first bytes (`lineHead`) without parsing the
+ * rest; whatever does not match that shape is parsed whole, so a line written otherwise is
+ * still read correctly, only slower.
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+
+const CHUNK = 1024 * 1024;
+const HEAD_BYTES = 256;
+const HEAD = /^\{"type":"([^"\\]{1,64})","seq":(\d{1,16}),"time":(\d{1,16})[,}]/;
+
+/** Type, seq and time of an event line, from its first bytes; all undefined when the line does not start in the usual shape. */
+export function lineHead(line: Buffer): { type?: string; seq?: number; time?: number } {
+  const match = HEAD.exec(line.toString("latin1", 0, Math.min(line.length, HEAD_BYTES)));
+  return match ? { type: match[1], seq: Number(match[2]), time: Number(match[3]) } : {};
+}
+
+/**
+ * Visits each whole line from byte `from` (a line start) on, with its start and end offsets
+ * (end: after its "\n"), until `visit` returns false or the whole lines run out. Returns the
+ * offset after the last line visited and accepted.
+ */
+export function eachLine(fd: number, from: number, visit: (line: Buffer, start: number, end: number) => boolean): number {
+  // Most logs a listing scans are small: a buffer the size of what is left, up to CHUNK.
+  const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK, fs.fstatSync(fd).size - from)));
+  let position = from;
+  let pending: Buffer[] = [];
+  let lineStart = from;
+  let accepted = from;
+  for (;;) {
+    const read = fs.readSync(fd, chunk, 0, chunk.length, position);
+    if (read === 0) return accepted;
+    let offset = 0;
+    while (offset < read) {
+      const newline = chunk.indexOf(10, offset);
+      if (newline === -1 || newline >= read) {
+        pending.push(Buffer.from(chunk.subarray(offset, read)));
+        break;
+      }
+      const piece = chunk.subarray(offset, newline);
+      const line = pending.length ? Buffer.concat([...pending, piece]) : piece;
+      pending = [];
+      const end = position + newline + 1;
+      if (!visit(line, lineStart, end)) return accepted;
+      accepted = end;
+      lineStart = end;
+      offset = newline + 1;
+    }
+    position += read;
+  }
+}
+
+/** The first line start at or after `pos`, or `limit` when no line starts in [`pos`, `limit`). */
+function nextLineStart(fd: number, pos: number, limit: number): number {
+  if (pos === 0) return 0;
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  // A line starts at `pos` when the byte before it is "\n".
+  for (let at = pos - 1; at < limit; ) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, limit - at), at);
+    if (read === 0) return limit;
+    const newline = chunk.indexOf(10);
+    if (newline !== -1 && newline < read) return Math.min(at + newline + 1, limit);
+    at += read;
+  }
+  return limit;
+}
+
+/** The seq of the whole line starting at `start`, or undefined when none does (torn, not an event). */
+function seqAt(fd: number, start: number): number | undefined {
+  const head = Buffer.allocUnsafe(HEAD_BYTES);
+  const read = fs.readSync(fd, head, 0, HEAD_BYTES, start);
+  const seq = lineHead(head.subarray(0, read)).seq;
+  if (seq !== undefined) return seq;
+  let found: number | undefined;
+  eachLine(fd, start, (line) => {
+    try {
+      const value = (JSON.parse(line.toString("utf8")) as { seq?: unknown }).seq;
+      if (typeof value === "number") found = value;
+    } catch {
+      // not an event line
+    }
+    return false;
+  });
+  return found;
+}
+
+/**
+ * A line start in [`from`, `size`) at or before the first line whose seq exceeds `afterSeq`,
+ * found by bisection over byte offsets (seq increases along the log), so a page deep in a
+ * log of a million events costs a few dozen small reads, not a scan from the top. The caller
+ * scans on from there; the bisection stops once the range is small.
+ */
+export function seekAfterSeq(fd: number, from: number, size: number, afterSeq: number): number {
+  let low = from; // every line before `low` has seq ≤ afterSeq
+  let high = size; // a line start (or the end) whose line has seq > afterSeq, or the end
+  let top = size; // the search range's end: no line start in [top, high)
+  while (top - low > 64 * 1024) {
+    const mid = low + Math.floor((top - low) / 2);
+    const start = nextLineStart(fd, mid, high);
+    if (start >= high) {
+      top = mid;
+      continue;
+    }
+    const seq = seqAt(fd, start);
+    if (seq === undefined) break; // an odd line: scan from `low`
+    if (seq > afterSeq) {
+      high = start;
+      top = start;
+    } else low = start;
+  }
+  return low;
+}
+
+/** Copies bytes [`from`, `to`) of `source` to the end of `target`. */
+export function copyRange(source: number, target: number, from: number, to: number): void {
+  const chunk = Buffer.allocUnsafe(CHUNK);
+  for (let at = from; at < to; ) {
+    const read = fs.readSync(source, chunk, 0, Math.min(CHUNK, to - at), at);
+    if (read === 0) throw new Error("the log was cut while it was being copied");
+    for (let off = 0; off < read; ) off += fs.writeSync(target, chunk, off, read - off);
+    at += read;
+  }
+}

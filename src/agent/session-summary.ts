@@ -1,0 +1,157 @@
+/**
+ * What `session/list` says about a session (title, times, turns, parent), kept up to date as
+ * events are appended, and its small metadata file beside the log.
+ *
+ * Why a metadata file: listing 10 000 sessions must not read 10 000 logs. `<id>.meta.json`
+ * is written when the log is created and rewritten when the log is synced (turn end,
+ * shutdown) or closed. It is a cache, never the truth: it records the log's size, and a
+ * listing trusts it only while the log still has exactly that size. A bridge killed
+ * mid-turn, another process appending, a torn meta write: the sizes differ (or the meta does
+ * not parse), and the entry is rebuilt from the log itself (`scanLog`) and the meta
+ * rewritten. So the meta needs no fsync and no lock, and can never make a listing wrong.
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+import { TITLE_MAX_CHARS, type SessionListEntry } from "../protocol/sessions-types.js";
+import type { SessionEvent, TextBlock } from "../protocol/types.js";
+import { eachLine, lineHead } from "./log-lines.js";
+import type { SessionHeader } from "./store.js";
+
+/** Whitespace is collapsed in at most this much of the first message (the title needs only its start). */
+const TITLE_SOURCE_CHARS = 4096;
+
+/** A title from a user message: its text blocks joined, whitespace collapsed, cut to `TITLE_MAX_CHARS` code points ("…" last when cut). */
+export function titleOf(content: readonly TextBlock[]): string {
+  let text = "";
+  for (const block of content) {
+    if (block.type !== "text") continue;
+    text += `${text ? " " : ""}${block.text.slice(0, TITLE_SOURCE_CHARS)}`;
+    if (text.length >= TITLE_SOURCE_CHARS) break;
+  }
+  const chars = Array.from(text.slice(0, TITLE_SOURCE_CHARS).replace(/\s+/g, " ").trim());
+  if (chars.length <= TITLE_MAX_CHARS) return chars.join("");
+  return `${chars.slice(0, TITLE_MAX_CHARS - 1).join("").trimEnd()}…`;
+}
+
+/** A session's list entry, followed event by event. */
+export class SummaryTracker {
+  private title: string | undefined;
+  private updatedAt: number;
+  private turns = 0;
+
+  constructor(private readonly header: SessionHeader) {
+    this.updatedAt = header.createdAt;
+  }
+
+  /**
+   * The tracker of a loaded log, without visiting every event (a resume of a million events
+   * must not pay for its listing): the first `user/message` from the front, the last
+   * `turn/start` (turns only grow) from the back, the last event's time.
+   */
+  static of(header: SessionHeader, events: readonly SessionEvent[]): SummaryTracker {
+    const tracker = new SummaryTracker(header);
+    const first = events.find((e) => e.type === "user/message");
+    if (first) tracker.absorb(first);
+    for (let i = events.length - 1; i >= 0; i--) {
+      if (events[i]!.type === "turn/start") {
+        tracker.absorb(events[i]!);
+        break;
+      }
+    }
+    const last = events.at(-1);
+    if (last) tracker.absorb(last); // idempotent for the two above
+    return tracker;
+  }
+
+  absorb(event: Pick<SessionEvent, "type" | "time" | "data">): void {
+    if (event.time > this.updatedAt) this.updatedAt = event.time;
+    if (event.type === "user/message" && this.title === undefined) this.title = titleOf((event.data as { content: TextBlock[] }).content ?? []);
+    else if (event.type === "turn/start") this.turns = Math.max(this.turns, (event.data as { turn: number }).turn);
+  }
+
+  entry(): SessionListEntry {
+    return entryOf(this.header, { title: this.title ?? "", updatedAt: this.updatedAt, turns: this.turns });
+  }
+}
+
+/** The list entry of a header and what its events said. */
+export function entryOf(header: SessionHeader, seen: { title: string; updatedAt: number; turns: number }): SessionListEntry {
+  const parent = header.parentSessionId !== undefined ? { parentSessionId: header.parentSessionId, origin: "task" as const } : header.forkedFrom ? { parentSessionId: header.forkedFrom.sessionId, origin: "fork" as const } : {};
+  return { sessionId: header.sessionId, title: seen.title, createdAt: header.createdAt, updatedAt: seen.updatedAt, turns: seen.turns, ...parent };
+}
+
+/** The meta file of a log file (`x.jsonl` → `x.meta.json`). */
+export function metaPathOf(logFile: string): string {
+  return `${logFile.slice(0, -".jsonl".length)}.meta.json`;
+}
+
+interface MetaFile {
+  version: 1;
+  /** The log's size when this was written: the meta holds only while the log has this size. */
+  logSize: number;
+  entry: SessionListEntry;
+}
+
+/** Rewrites the meta of `logFile` (write to a temporary, rename over). Best effort: a failure only costs the next listing a scan. */
+export function writeMeta(logFile: string, logSize: number, entry: SessionListEntry): void {
+  const target = metaPathOf(logFile);
+  const temporary = `${target}.tmp`;
+  const meta: MetaFile = { version: 1, logSize, entry };
+  try {
+    fs.writeFileSync(temporary, `${JSON.stringify(meta)}\n`, { mode: 0o600 });
+    fs.renameSync(temporary, target);
+  } catch {
+    try {
+      fs.rmSync(temporary, { force: true });
+    } catch {
+      // nothing more to do: the listing scans the log
+    }
+  }
+}
+
+/** The entry the meta of `logFile` holds, if the log still has the size it recorded. */
+export function readMeta(logFile: string, sessionId: string, logSize: number): SessionListEntry | undefined {
+  let meta: MetaFile;
+  try {
+    meta = JSON.parse(fs.readFileSync(metaPathOf(logFile), "utf8")) as MetaFile;
+  } catch {
+    return undefined;
+  }
+  const entry = meta?.entry;
+  if (meta?.version !== 1 || meta.logSize !== logSize || typeof entry !== "object" || entry === null || entry.sessionId !== sessionId) return undefined;
+  if (typeof entry.title !== "string" || typeof entry.createdAt !== "number" || typeof entry.updatedAt !== "number" || typeof entry.turns !== "number") return undefined;
+  return entry;
+}
+
+/**
+ * Reads a session's entry from its log (open `fd`), parsing only the lines that matter: the
+ * header, the first `user/message` and each `turn/start`; of every other line only its head
+ * (type and time). Returns `undefined` for a log without a whole header line.
+ */
+export function scanLog(fd: number): { header: SessionHeader; entry: SessionListEntry } | undefined {
+  let header: SessionHeader | undefined;
+  let tracker: SummaryTracker | undefined;
+  let titled = false;
+  eachLine(fd, 0, (line) => {
+    if (!header) {
+      header = JSON.parse(line.toString("utf8")) as SessionHeader;
+      if (header?.type !== "session-header") throw new Error("the log does not start with a session header");
+      tracker = new SummaryTracker(header);
+      return true;
+    }
+    const head = lineHead(line);
+    if ((head.type === "user/message" && !titled) || head.type === "turn/start" || head.type === undefined) {
+      let event: SessionEvent;
+      try {
+        event = JSON.parse(line.toString("utf8")) as SessionEvent;
+      } catch {
+        return true; // a torn line: it holds nothing to list
+      }
+      if (event.type === "user/message") titled = true;
+      tracker!.absorb(event);
+    } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
+    return true;
+  });
+  return header && tracker ? { header, entry: tracker.entry() } : undefined;
+}

@@ -1,0 +1,103 @@
+/**
+ * The sessions API's request handlers — `session/list`, `session/read`, `session/fork`,
+ * `session/delete` (shared/PROTOCOL.md, "Long sessions"; docs/PROTOCOL.md, "Sessions API") —
+ * mapping the store's answers to results and specific errors. They run on validated params
+ * and a built runtime (server.ts does both).
+ *
+ * @module
+ */
+import { ErrorCode, RpcError } from "../protocol/errors.js";
+import {
+  READ_LIMIT_DEFAULT,
+  type SessionDeleteParams,
+  type SessionDeleteResult,
+  type SessionForkParams,
+  type SessionForkResult,
+  type SessionListResult,
+  type SessionReadParams,
+  type SessionReadResult,
+} from "../protocol/sessions-types.js";
+import type { Logger } from "../log.js";
+import type { Agent } from "./initialize.js";
+
+/** The session-log failures (a corrupt log) of the store, answered as `-32603` `session-log` like a prompt's. */
+function logFailure(agent: Agent, error: unknown): never {
+  if (error instanceof agent.modules.store.SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
+  throw error;
+}
+
+function unknownSession(sessionId: string, field = "sessionId"): RpcError {
+  return new RpcError(ErrorCode.InvalidParams, `invalid params: params.${field}: no session '${sessionId}' in this workspace`, { kind: "unknown-session", sessionId });
+}
+
+export function listSessions(agent: Agent, logger: Logger): SessionListResult {
+  let listed: ReturnType<Agent["runtime"]["catalog"]["list"]>;
+  try {
+    listed = agent.runtime.catalog.list();
+  } catch (error) {
+    logFailure(agent, error);
+  }
+  const { sessions, problems } = listed;
+  for (const problem of problems) logger.warn(`session/list left out a session log it could not read: ${problem}`);
+  return { sessions };
+}
+
+export function readSession(agent: Agent, params: SessionReadParams): SessionReadResult {
+  let page: SessionReadResult | undefined;
+  try {
+    page = agent.runtime.catalog.read(params.sessionId, params.afterSeq, params.limit ?? READ_LIMIT_DEFAULT);
+  } catch (error) {
+    logFailure(agent, error);
+  }
+  if (!page) throw unknownSession(params.sessionId);
+  return page;
+}
+
+export function forkSession(agent: Agent, params: SessionForkParams): SessionForkResult {
+  const { runtime } = agent;
+  const { sessionId, newSessionId, turn } = params;
+  // A running turn is not copied half-way: only turns that ended before it may be forked.
+  const running = runtime.runningTurn(sessionId);
+  if (running !== undefined) {
+    if (turn === undefined || turn >= running) {
+      throw new RpcError(
+        ErrorCode.SessionBusy,
+        `session ${sessionId} has turn ${running} running; fork it at an earlier turn (turn < ${running}) or once the turn has ended`,
+        { kind: "session-busy", sessionId },
+      );
+    }
+  }
+  let refusal;
+  try {
+    refusal = runtime.catalog.fork(sessionId, newSessionId, turn);
+  } catch (error) {
+    logFailure(agent, error);
+  }
+  if (!refusal) return { sessionId: newSessionId };
+  switch (refusal.kind) {
+    case "unknown-session":
+      throw unknownSession(sessionId);
+    case "session-exists":
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.newSessionId: session '${newSessionId}' already exists; fork into a new id`, {
+        kind: "session-exists",
+        sessionId: newSessionId,
+      });
+    case "unknown-turn":
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.turn: session '${sessionId}' has ${refusal.turns} turn(s); turn ${turn} does not exist`, {
+        kind: "unknown-turn",
+        sessionId,
+        turns: refusal.turns,
+      });
+  }
+}
+
+export function deleteSession(agent: Agent, params: SessionDeleteParams): SessionDeleteResult {
+  try {
+    return { deleted: agent.runtime.deleteSession(params.sessionId) };
+  } catch (error) {
+    if (error instanceof agent.modules.runtime.SessionBusyError) {
+      throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
+    }
+    logFailure(agent, error);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The store side of the sessions API on real files: paging a log far larger than the
+ * bisection's window (lines of every size, one of several MiB, seq gaps, a torn tail) gives
+ * exactly the events after each `afterSeq`; titles; fork cuts.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SessionStore } from "../../src/agent/store.js";
+import { titleOf } from "../../src/agent/session-summary.js";
+import type { SessionEvent } from "../../src/protocol/index.js";
+
+let root: string;
+beforeEach(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-catalog-"));
+});
+afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+function toolResult(seq: number, size: number): SessionEvent {
+  return { type: "tool/result", seq, time: 1_000 + seq, data: { callId: `c${seq}`, name: "bash", content: [{ type: "text", text: "x".repeat(size) }], isError: false, durationMs: 1 } };
+}
+
+describe("session/read on the file store", () => {
+  it("pages exactly the events after any afterSeq, across lines of every size and a torn tail", () => {
+    const store = new SessionStore(root, "/work/space");
+    const log = store.open("big", { provider: "scripted", model: "demo" });
+    const events: SessionEvent[] = [];
+    let seq = 0;
+    for (let i = 0; i < 600; i++) {
+      seq += 1 + (i % 3); // gaps, as live-only events leave
+      const size = i === 300 ? 3 * 1024 * 1024 : (i * 7919) % 2000;
+      const event = toolResult(seq, size);
+      events.push(event);
+      log.append(event);
+    }
+    log.close();
+    fs.appendFileSync(store.pathOf("big"), '{"type":"tool/result","seq":99999,"ti');
+    for (const afterSeq of [undefined, 0, 1, 2, 3, 500, 601, 602, 603, seq - 1, seq, seq + 5]) {
+      const expected = events.filter((e) => afterSeq === undefined || e.seq > afterSeq);
+      const page = store.read("big", afterSeq, 7)!;
+      expect(page.events.map((e) => e.seq)).toEqual(expected.slice(0, 7).map((e) => e.seq));
+      expect(page.nextSeq).toBe(expected.length > 7 ? expected[6]!.seq : undefined);
+    }
+    // Paging through all of it gives every event once; the 3 MiB line ends a page by bytes only when it is not first.
+    const seen: number[] = [];
+    let after: number | undefined;
+    for (;;) {
+      const page = store.read("big", after, 1000)!;
+      seen.push(...page.events.map((e) => e.seq));
+      if (page.nextSeq === undefined) break;
+      after = page.nextSeq;
+    }
+    expect(seen).toEqual(events.map((e) => e.seq));
+    expect(store.read("nope", undefined, 10)).toBeUndefined();
+  });
+});
+
+describe("titles", () => {
+  it("collapse whitespace and cut at 80 code points with an ellipsis", () => {
+    expect(titleOf([{ type: "text", text: "  a \n\t b  " }])).toBe("a b");
+    expect(titleOf([{ type: "text", text: "one" }, { type: "text", text: "two" }])).toBe("one two");
+    expect(titleOf([])).toBe("");
+    const emoji = "😀".repeat(100);
+    const cut = titleOf([{ type: "text", text: emoji }]);
+    expect(Array.from(cut)).toHaveLength(80);
+    expect(cut.endsWith("😀…")).toBe(true);
+    expect(titleOf([{ type: "text", text: "y".repeat(10_000_000) }])).toHaveLength(80);
+  });
+});
+
+describe("fork on the file store", () => {
+  it("cuts before the next turn's user message and keeps the source untouched", () => {
+    const store = new SessionStore(root, "/work/space");
+    const log = store.open("src", { provider: "scripted", model: "demo" });
+    let seq = 0;
+    const ev = (type: string, data: object) => log.append({ type, seq: ++seq, time: seq, data } as SessionEvent);
+    for (const turn of [1, 2, 3]) {
+      ev("user/message", { id: `m${turn}`, content: [{ type: "text", text: `q${turn}` }] });
+      ev("turn/start", { turn });
+      ev("turn/end", { turn, reason: { kind: "completed" } });
+    }
+    log.close();
+    const sourceBytes = fs.readFileSync(store.pathOf("src"));
+    expect(store.fork("src", "at2", 2)).toBeUndefined();
+    expect(store.read("at2", undefined, 100)!.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(store.fork("src", "at9", 9)).toEqual({ kind: "unknown-turn", turns: 3 });
+    expect(store.fork("src", "at2", 1)).toEqual({ kind: "session-exists" });
+    expect(store.fork("ghost", "x", 1)).toEqual({ kind: "unknown-session" });
+    expect(fs.readFileSync(store.pathOf("src"))).toEqual(sourceBytes);
+    const entry = store.list().sessions.find((s) => s.sessionId === "at2")!;
+    expect(entry).toMatchObject({ title: "q1", turns: 2, parentSessionId: "src", origin: "fork" });
+    const reopened = store.open("at2", { provider: "scripted", model: "demo" });
+    expect(reopened.header.forkedFrom).toEqual({ sessionId: "src", turn: 2 });
+    expect(reopened.loadedEvents).toHaveLength(6);
+    reopened.close();
+  });
+});
