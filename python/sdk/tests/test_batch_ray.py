@@ -186,3 +186,63 @@ def test_batch_command_on_ray_interrupted_then_resumed(cluster: str, tmp_path: P
         assert {r["worker"].split("@")[0] for r in read_results(out)} <= {"ray:w0.0", "ray:w1.0"}
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_runners_sharing_a_named_limiter_share_its_cap(cluster: str, tmp_path: Path) -> None:
+    options = scripted_options(tmp_path, write_script(tmp_path / "s.json", "shared", delay_ms=8, chunk=2))
+    repos = workspaces(tmp_path, 2)
+    results: Dict[str, List[BatchResult]] = {}
+
+    def batch(name: str, repo: Path) -> None:
+        tasks = [BatchTask(f"{name}-{i}", "x", repo) for i in range(40)]
+        results[name] = run_batch(tasks, options, workers=2, max_turns_in_flight=3, worker_concurrency=4,
+                                  limiter_name="shared-cap-test")
+
+    threads = [threading.Thread(target=batch, args=(name, repo)) for name, repo in zip("ab", repos)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)  # a hang guard
+    assert sorted(results) == ["a", "b"]
+    both = results["a"] + results["b"]
+    assert [(r.task_id, r.error, r.reason) for r in both if not r.ok] == [] and len(both) == 80
+    # 2 runners x 2 workers x 4 tasks could run 16 turns at once; the one shared cap allowed 3.
+    assert max_overlap(both) <= 3
+    a, b = results["a"], results["b"]
+    assert min(r.started_at for r in a) < max(r.finished_at for r in b), "the batches ran at the same time"
+    assert min(r.started_at for r in b) < max(r.finished_at for r in a), "the batches ran at the same time"
+    # Detached: it outlived the runner that made it, and serves until killed.
+    shared = ray.get_actor("shared-cap-test", namespace="deepseek_harness")
+    stats = ray.get(shared.stats.remote())
+    ray.kill(shared)
+    assert stats["granted"] == 80 and stats["max_in_flight"] == 3 and stats["in_flight"] == 0, stats
+
+
+def test_the_limiter_takes_back_the_permits_of_a_worker_that_died_unannounced(cluster: str, tmp_path: Path) -> None:
+    # A runner would release a dead worker's permits itself; here nobody does (as when the
+    # runner's own process died too, with a shared limiter living on): the limiter's check does.
+    from deepseek_harness.ray.worker import RemoteHarnessWorker, RemoteTurnLimiter
+
+    script = tmp_path / "hang.json"
+    script.write_text(json.dumps({"turns": [{"steps": [{"text": "thinking", "hang": True}]}]}))
+    options = scripted_options(tmp_path, script)
+    (repo,) = workspaces(tmp_path, 1)
+    limiter = RemoteTurnLimiter.options(num_cpus=0, max_concurrency=100).remote(1, 0.5)
+    worker = RemoteHarnessWorker.options(num_cpus=0, max_concurrency=2).remote(
+        "w", "test/w", options, limiter, 1)
+    hanging = worker.run.remote(BatchTask("hangs", "x", repo), 1)
+    call_within(60, lambda: wait_for_stats(limiter, lambda s: s["in_flight"] == 1))
+    ray.kill(worker, no_restart=True)
+    # The one permit comes back, and the next turn can start.
+    assert call_within(60, ray.get, limiter.acquire.remote("driver", "driver#1")) is True
+    assert ray.get(limiter.stats.remote())["in_flight"] == 1
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(hanging, timeout=60)
+    ray.kill(limiter)
+
+
+def wait_for_stats(limiter: Any, pred: Any) -> None:
+    import time
+
+    while not pred(ray.get(limiter.stats.remote())):
+        time.sleep(0.05)

@@ -40,7 +40,8 @@ class WorkerDiedError(RuntimeError):
 class _Slot:
     """One worker position: the actor now in it, replaced when it dies."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, runner_tag: str, index: int) -> None:
+        self.runner_tag = runner_tag
         self.index = index
         self.generation = -1
         self.actor: Any = None
@@ -50,8 +51,13 @@ class _Slot:
         self.reserved = False
 
     @property
-    def holder(self) -> str:
+    def label(self) -> str:
         return f"w{self.index}.{self.generation}"
+
+    @property
+    def holder(self) -> str:
+        """The limiter's name for this actor: unique even when runners share a limiter."""
+        return f"{self.runner_tag}/{self.label}"
 
 
 class RayBatchRunner:
@@ -68,16 +74,20 @@ class RayBatchRunner:
         worker_options: ``.options()`` of the worker actors (``num_cpus``, ``resources``,
             ``runtime_env``, ...); default ``num_cpus=0`` spread over the nodes: a worker mostly
             waits on the model, and its bridges' CPU is not Ray's to count.
-        limiter_name: share the cap with every other runner using this name (a named actor
-            in namespace ``deepseek_harness``, living as long as the job that made it);
-            default: a cap of this runner's own.
+        limiter_name: share the cap with every other runner using this name, in any job (a
+            detached named actor in namespace ``deepseek_harness``, with the cap of the runner
+            that made it; it lives until the cluster stops or ``ray.kill``); default: a cap of
+            this runner's own, ended with it.
         max_idle_bridges: bridges without a running task each worker keeps open.
+        limiter_check_seconds: how often the limiter checks that the workers holding permits
+            are alive (a worker that died with its runner gives its permits back this way).
     """
 
     def __init__(self, options: Optional[HarnessOptions] = None, *, workers: int = 4,
                  max_turns_in_flight: int = 8, worker_concurrency: Optional[int] = None,
                  max_attempts: int = 3, worker_options: Optional[Dict[str, Any]] = None,
-                 limiter_name: Optional[str] = None, max_idle_bridges: int = 8) -> None:
+                 limiter_name: Optional[str] = None, max_idle_bridges: int = 8,
+                 limiter_check_seconds: float = 5.0) -> None:
         if workers < 1 or max_turns_in_flight < 1 or max_attempts < 1:
             raise ValueError("workers, max_turns_in_flight and max_attempts must be at least 1")
         self.options = options
@@ -87,8 +97,10 @@ class RayBatchRunner:
         self.worker_options = dict(worker_options) if worker_options is not None else {
             "num_cpus": 0, "scheduling_strategy": "SPREAD"}
         self.limiter_name = limiter_name
+        self.limiter_check_seconds = limiter_check_seconds
         self.max_idle_bridges = max_idle_bridges
-        self._slots = [_Slot(i) for i in range(workers)]
+        tag = uuid.uuid4().hex[:12]
+        self._slots = [_Slot(tag, i) for i in range(workers)]
         self.limiter: Any = None
         self.workers_started = 0
         self._closed = False
@@ -102,10 +114,12 @@ class RayBatchRunner:
         if not ray.is_initialized():
             ray.init()
         if self.limiter is None:
-            name = self.limiter_name or f"turns-{uuid.uuid4().hex}"
+            name = self.limiter_name or f"turns-{self._slots[0].runner_tag}"
+            # A shared one is detached: it must outlive the runner that happened to make it.
             self.limiter = RemoteTurnLimiter.options(
                 name=name, namespace=LIMITER_NAMESPACE, get_if_exists=True, num_cpus=0,
-                max_concurrency=100_000).remote(self.max_turns_in_flight)
+                max_concurrency=100_000, lifetime="detached" if self.limiter_name else None,
+            ).remote(self.max_turns_in_flight, self.limiter_check_seconds)
         for slot in self._slots:
             if slot.actor is None:
                 self._spawn(slot)
@@ -117,7 +131,7 @@ class RayBatchRunner:
         slot.isolated = slot.reserved = False
         slot.actor = RemoteHarnessWorker.options(
             max_concurrency=self.worker_concurrency, **self.worker_options
-        ).remote(slot.holder, self.options, self.limiter, self.max_idle_bridges)
+        ).remote(slot.label, slot.holder, self.options, self.limiter, self.max_idle_bridges)
         self.workers_started += 1
 
     @property

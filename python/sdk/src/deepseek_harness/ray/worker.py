@@ -20,6 +20,7 @@ import asyncio
 from typing import Any, Dict, Optional, Set
 
 import ray
+from ray.exceptions import RayActorError
 
 from ..batch.pool import HarnessPool
 from ..batch.tasks import BatchResult, BatchTask, worker_name
@@ -35,7 +36,7 @@ class TurnLimiter:
     """A counting semaphore as an async actor. Wrapped by ``ray.remote`` in the runner (with
     ``max_concurrency`` high enough for every waiting worker)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, check_seconds: float = 5.0) -> None:
         if limit < 1:
             raise ValueError(f"the cap on turns in flight must be at least 1, not {limit}")
         self.limit = limit
@@ -49,6 +50,30 @@ class TurnLimiter:
         # here (sent before the death) must not be granted, or those permits would leak.
         self._gone: Set[str] = set()
         self._changed = asyncio.Condition()
+        # Holder → its actor, to find holders that died holding permits when nobody said so
+        # (their runner died too: a shared, detached limiter outlives both).
+        self._actors: Dict[str, Any] = {}
+        self._check_seconds = check_seconds
+        self._watchdog: Optional["asyncio.Task[None]"] = None
+
+    async def register(self, holder: str, actor: Any) -> None:
+        self._actors[holder] = actor
+        if self._watchdog is None:
+            self._watchdog = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self._check_seconds)
+            for holder in [h for h, permits in self._held.items() if permits]:
+                actor = self._actors.get(holder)
+                if actor is None:
+                    continue
+                try:
+                    await asyncio.wait_for(asyncio.wrap_future(actor.ping.remote().future()), 30)
+                except RayActorError:
+                    await self.release_all(holder)
+                except Exception:  # noqa: BLE001 - slow or unreachable is not proven dead
+                    pass
 
     async def acquire(self, holder: str, permit: str) -> bool:
         """Waits for a free permit; False when it was withdrawn while waiting."""
@@ -78,15 +103,11 @@ class TurnLimiter:
         """Gives back every permit of ``holder`` (a worker that died); how many it held."""
         async with self._changed:
             self._gone.add(holder)
+            self._actors.pop(holder, None)
             held = self._held.pop(holder, set())
             self.in_flight -= len(held)
             self._changed.notify_all()
             return len(held)
-
-    async def set_limit(self, limit: int) -> None:
-        async with self._changed:
-            self.limit = max(1, limit)
-            self._changed.notify_all()
 
     async def stats(self) -> Dict[str, int]:
         return {"limit": self.limit, "in_flight": self.in_flight, "max_in_flight": self.max_in_flight,
@@ -101,8 +122,12 @@ class ClusterPermit:
         self.holder = holder
         self._permits: "asyncio.Queue[str]" = asyncio.Queue()
         self._counter = 0
+        self._registered = False
 
     async def __aenter__(self) -> None:
+        if not self._registered:
+            self._registered = True
+            await self.limiter.register.remote(self.holder, ray.get_runtime_context().current_actor)
         self._counter += 1
         permit = f"{self.holder}#{self._counter}"
         try:
@@ -126,9 +151,10 @@ class HarnessWorker:
     """Runs batch tasks on its own :class:`HarnessPool`; wrapped by ``ray.remote`` in the
     runner (as an async actor: ``max_concurrency`` is the most tasks it runs at once)."""
 
-    def __init__(self, holder: str, options: Optional[HarnessOptions], limiter: Any, max_idle_bridges: int) -> None:
-        self.holder = holder
-        self.name = worker_name(f"ray:{holder}")
+    def __init__(self, label: str, holder: str, options: Optional[HarnessOptions], limiter: Any,
+                 max_idle_bridges: int) -> None:
+        self.holder = holder  # unique across every runner sharing the limiter
+        self.name = worker_name(f"ray:{label}")
         self._options = options
         self._limiter = limiter
         self._max_idle = max_idle_bridges
@@ -145,6 +171,11 @@ class HarnessWorker:
     async def run(self, task: BatchTask, attempts: int) -> BatchResult:
         return await self._get_pool().run(task, attempts)
 
+    @ray.method(concurrency_group="control")
+    async def ping(self) -> bool:
+        """Answers even while every task slot is busy (its own concurrency group)."""
+        return True
+
     async def info(self) -> Dict[str, Any]:
         pool = self._pool
         return {"name": self.name, "open_bridges": pool.open_bridges if pool else 0,
@@ -156,4 +187,5 @@ class HarnessWorker:
 
 
 RemoteTurnLimiter = ray.remote(TurnLimiter)
-RemoteHarnessWorker = ray.remote(HarnessWorker)
+# "control": ping answers while every task slot is busy.
+RemoteHarnessWorker = ray.remote(concurrency_groups={"control": 2})(HarnessWorker)  # type: ignore[call-overload]  # Ray's stubs lack it
