@@ -55,6 +55,12 @@ def test_wheel_is_a_platform_wheel_with_the_binary(wheel):
         assert info.external_attr >> 16 & 0o111, "the binary must be executable in the wheel"
         assert "deepseek_harness/py.typed" in names
         version_py = z.read("deepseek_harness/_version.py").decode()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = z.read(metadata).decode().splitlines()
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
+        assert any(n.endswith(".dist-info/entry_points.txt") for n in names)
+    assert "License-Expression: MIT" in meta
+    assert "Project-URL: Source, https://github.com/harness-bridge/harness-bridge" in meta
     version = json.loads((REPO_ROOT / "package.json").read_text())["version"]
     assert f'"{version}"' in version_py
     assert f"-{version}-" in wheel.name
