@@ -28,7 +28,12 @@ if [ "${SETUP_PYTHON:-1}" = "1" ]; then
   fi
   if ! .venv/bin/python -c 'import deepseek_harness, pytest' 2>/dev/null; then
     echo "setup: pip install python/sdk[test]" >&2
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test]'
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test]' >&2
+  fi
+  # The examples test (python/sdk/tests/test_examples.py) type-checks every documented block.
+  if ! .venv/bin/python -c 'import mypy' 2>/dev/null; then
+    echo "setup: pip install mypy" >&2
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check 'mypy>=1.10' >&2
   fi
 fi
 
