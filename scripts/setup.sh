@@ -31,7 +31,12 @@ if [ "${SETUP_PYTHON:-1}" = "1" ]; then
   # tests run on a real local Ray cluster (issue 22). A venv made before they joined gets them here.
   if ! .venv/bin/python -c 'import deepseek_harness, pytest, mcp, ray' 2>/dev/null; then
     echo "setup: pip install python/sdk[test,ray]" >&2
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test,ray]'
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test,ray]' >&2
+  fi
+  # The examples test (python/sdk/tests/test_examples.py) type-checks every documented block.
+  if ! .venv/bin/python -c 'import mypy' 2>/dev/null; then
+    echo "setup: pip install mypy" >&2
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check 'mypy>=1.10' >&2
   fi
 fi
 
