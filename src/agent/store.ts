@@ -54,8 +54,10 @@ export class SessionLogError extends Error {
 /** One session's open log. */
 export interface SessionLog {
   readonly header: SessionHeader;
-  /** The durable events found when the log was opened (empty for a new session). */
+  /** The durable events found when the log was opened (empty for a new session), until `releaseLoaded`. */
   readonly loadedEvents: SessionEvent[];
+  /** The session has absorbed `loadedEvents`: the log stops holding them (their wrappers are most of a resumed session's memory). */
+  releaseLoaded(): void;
   append(event: SessionEvent): void;
   /** fsync: what was appended survives a power loss. */
   sync(): void;
@@ -230,7 +232,7 @@ class FileSessionLog implements SessionLog {
     private readonly fd: number,
     private readonly file: string,
     readonly header: SessionHeader,
-    readonly loadedEvents: SessionEvent[],
+    public loadedEvents: SessionEvent[],
     private readonly onClose: (log: SessionLog) => void,
   ) {
     this.size = fs.fstatSync(fd).size;
@@ -239,6 +241,10 @@ class FileSessionLog implements SessionLog {
 
   entry(): SessionListEntry {
     return this.summary.entry();
+  }
+
+  releaseLoaded(): void {
+    this.loadedEvents = [];
   }
 
   /** Rewrites the meta file when the log grew since it was last written. */
