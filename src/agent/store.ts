@@ -170,6 +170,9 @@ export class SessionStore implements SessionCatalog {
 function openExisting(file: string, onClose: (log: SessionLog) => void): SessionLog | undefined {
   // Read by lines from the file, not as one string: no copy of the whole log in memory beside
   // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
+  // Compaction (issue 20, item 1) hook: a resume that starts from the last `context/compacted`
+  // can begin this read at that line's offset (found from the end of the file, as
+  // log-lines.ts finds seqs), leaving the history before it unread; bench `resume` measures it.
   const fd = fs.openSync(file, "r");
   let header: SessionHeader | undefined;
   const events: SessionEvent[] = [];

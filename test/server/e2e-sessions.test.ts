@@ -107,6 +107,20 @@ describe("session/list and session/read", () => {
     expect(await readAll(again, "alpha", 4)).toEqual(streamed);
   });
 
+  it("lists subagent sessions with their parent and origin task", async () => {
+    const script = {
+      turns: [{ steps: [{ toolCalls: [{ id: "t1", name: "task", arguments: { prompt: "look around" } }] }, { text: "parent done" }] }],
+      subagent: { turns: [{ steps: [{ text: "child says hi" }] }] },
+    };
+    const c = await bridge(undefined, script as never);
+    await prompt(c, "parent", "delegate");
+    const list = (await ok(c, "session/list", {})).sessions;
+    const child = list.find((s: any) => s.sessionId !== "parent");
+    expect(child).toMatchObject({ title: "look around", turns: 1, parentSessionId: "parent", origin: "task" });
+    expect(child.sessionId).toMatch(/^parent\.task-[0-9a-f]{8}$/);
+    expect(userTexts(await readAll(c, child.sessionId, 10))).toEqual(["look around"]);
+  });
+
   it("a log whose meta is stale or missing (the bridge was killed mid-turn) is listed from the log itself", async () => {
     const c = await bridge();
     await prompt(c, "s1", "first");
