@@ -237,6 +237,10 @@ describe("hostile ids and planted files", () => {
     fs.mkdirSync(path.join(folder(), "dir.jsonl"));
     const { execFileSync } = await import("node:child_process");
     execFileSync("mkfifo", [path.join(folder(), "fifo.jsonl")]);
+    // A symlink under the temporary name the next meta write uses.
+    const victim = path.join(root, "victim.txt");
+    fs.writeFileSync(victim, "untouched");
+    fs.symlinkSync(victim, path.join(folder(), "real.meta.json.tmp"));
 
     for (const id of ["../real", "/etc/passwd", "a\u0000b", "..", ".", "a/b", "x".repeat(129), "", "real.jsonl/.."]) {
       for (const [method, params] of [
@@ -257,9 +261,20 @@ describe("hostile ids and planted files", () => {
       // A fork never writes through a name that is taken, whatever it is.
       expect((await call(c, "session/fork", { sessionId: "real", newSessionId: id })).error?.data?.kind, id).toBe("session-exists");
     }
+    await prompt(c, "real", "two"); // rewrites the meta at turn end
+    expect((await ok(c, "session/list", {})).sessions).toMatchObject([{ sessionId: "real", turns: 2 }]);
+    expect(fs.readFileSync(victim, "utf8")).toBe("untouched");
     expect(fs.existsSync(outside)).toBe(true);
     expect(fs.existsSync(path.join(root, "created-through-link.jsonl"))).toBe(false);
     expect(fs.lstatSync(path.join(folder(), "link.jsonl")).isSymbolicLink()).toBe(true);
+
+    // A FIFO in place of a meta file: the next process lists the log from the log, without blocking.
+    c.end();
+    await c.exit();
+    fs.rmSync(path.join(folder(), "real.meta.json"));
+    execFileSync("mkfifo", [path.join(folder(), "real.meta.json")]);
+    const d = await bridge();
+    expect((await ok(d, "session/list", {})).sessions).toMatchObject([{ sessionId: "real", turns: 2 }]);
   });
 });
 
