@@ -146,7 +146,11 @@ export class SessionStore implements SessionCatalog {
   open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
     const file = this.pathOf(sessionId);
     this.ensureFolders();
-    const existing = fs.existsSync(file) ? openExisting(file, this.forget) : undefined;
+    const stat = fs.lstatSync(file, { throwIfNoEntry: false });
+    // Only a regular file is a log: never through a symlink (it could point anywhere, or
+    // nowhere yet, and be created there), never a FIFO (opening it would block the bridge).
+    if (stat && !stat.isFile()) throw new SessionLogError(`session log ${file} is not a regular file (a symlink, folder or FIFO); move it away to start the session afresh`);
+    const existing = stat ? openExisting(file, this.forget) : undefined;
     const log = existing ?? this.create(file, { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header });
     this.openLogs.set(sessionId, log);
     return log;
@@ -154,7 +158,8 @@ export class SessionStore implements SessionCatalog {
 
   /** Writes a new log holding only `header`, and its meta. */
   private create(file: string, header: SessionHeader): SessionLog {
-    const fd = fs.openSync(file, "w", SESSION_FILE_MODE);
+    const { O_WRONLY, O_CREAT, O_TRUNC, O_NOFOLLOW } = fs.constants;
+    const fd = fs.openSync(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, SESSION_FILE_MODE);
     fs.fchmodSync(fd, SESSION_FILE_MODE);
     writeAll(fd, `${JSON.stringify(header)}\n`);
     const log = new FileSessionLog(fd, file, header, [], this.forget);
@@ -173,7 +178,7 @@ function openExisting(file: string, onClose: (log: SessionLog) => void): Session
   // Compaction (issue 20, item 1) hook: a resume that starts from the last `context/compacted`
   // can begin this read at that line's offset (found from the end of the file, as
   // log-lines.ts finds seqs), leaving the history before it unread; bench `resume` measures it.
-  const fd = fs.openSync(file, "r");
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   let header: SessionHeader | undefined;
   const events: SessionEvent[] = [];
   let size: number;
@@ -211,7 +216,7 @@ function openExisting(file: string, onClose: (log: SessionLog) => void): Session
     throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   }
   if (goodBytes < size) fs.truncateSync(file, goodBytes);
-  const appendFd = fs.openSync(file, "a", SESSION_FILE_MODE);
+  const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   fs.fchmodSync(appendFd, SESSION_FILE_MODE);
   return new FileSessionLog(appendFd, file, header, events, onClose);
 }

@@ -232,6 +232,7 @@ describe("hostile ids and planted files", () => {
     await prompt(c, "real", "one");
     const outside = path.join(root, "outside.jsonl");
     fs.copyFileSync(path.join(folder(), "real.jsonl"), outside);
+    const outsideBytes = fs.readFileSync(outside);
     fs.symlinkSync(outside, path.join(folder(), "link.jsonl"));
     fs.symlinkSync(path.join(root, "created-through-link.jsonl"), path.join(folder(), "dangling.jsonl"));
     fs.mkdirSync(path.join(folder(), "dir.jsonl"));
@@ -264,7 +265,13 @@ describe("hostile ids and planted files", () => {
     await prompt(c, "real", "two"); // rewrites the meta at turn end
     expect((await ok(c, "session/list", {})).sessions).toMatchObject([{ sessionId: "real", turns: 2 }]);
     expect(fs.readFileSync(victim, "utf8")).toBe("untouched");
-    expect(fs.existsSync(outside)).toBe(true);
+    // Prompts under those names are refused too, at once and without writing through them.
+    for (const id of ["link", "dangling", "dir", "fifo"]) {
+      const refused = await call(c, "session/prompt", promptParams(id, "hi"));
+      expect(refused.error, id).toMatchObject({ code: -32603, data: { kind: "session-log" } });
+      expect(refused.error?.message, id).toContain("not a regular file");
+    }
+    expect(fs.readFileSync(outside)).toEqual(outsideBytes);
     expect(fs.existsSync(path.join(root, "created-through-link.jsonl"))).toBe(false);
     expect(fs.lstatSync(path.join(folder(), "link.jsonl")).isSymbolicLink()).toBe(true);
 
