@@ -38,9 +38,15 @@ export class MemorySessionStore implements SessionCatalog {
     }
     this.opened.add(sessionId);
     const { header: full, events, summary } = kept;
+    let loaded = events.slice();
     return {
       header: full,
-      loadedEvents: events.slice(),
+      get loadedEvents() {
+        return loaded;
+      },
+      releaseLoaded: () => {
+        loaded = [];
+      },
       append: (event) => {
         events.push(event);
         summary.absorb(event);

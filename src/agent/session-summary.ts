@@ -86,6 +86,9 @@ export function metaPathOf(logFile: string): string {
   return `${logFile.slice(0, -".jsonl".length)}.meta.json`;
 }
 
+/** A meta file is a few hundred bytes; anything much larger is not one. */
+const MAX_META_BYTES = 64 * 1024;
+
 interface MetaFile {
   version: 1;
   /** The log's size when this was written: the meta holds only while the log has this size. */
@@ -99,7 +102,14 @@ export function writeMeta(logFile: string, logSize: number, entry: SessionListEn
   const temporary = `${target}.tmp`;
   const meta: MetaFile = { version: 1, logSize, entry };
   try {
-    fs.writeFileSync(temporary, `${JSON.stringify(meta)}\n`, { mode: 0o600 });
+    // Never through what was planted under the temporary's name (a symlink would be written through).
+    fs.rmSync(temporary, { force: true });
+    const fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+    try {
+      fs.writeSync(fd, `${JSON.stringify(meta)}\n`);
+    } finally {
+      fs.closeSync(fd);
+    }
     fs.renameSync(temporary, target);
   } catch {
     try {
@@ -114,7 +124,15 @@ export function writeMeta(logFile: string, logSize: number, entry: SessionListEn
 export function readMeta(logFile: string, sessionId: string, logSize: number): SessionListEntry | undefined {
   let meta: MetaFile;
   try {
-    meta = JSON.parse(fs.readFileSync(metaPathOf(logFile), "utf8")) as MetaFile;
+    // A regular file only, not through a symlink, never blocking on a FIFO planted in its place.
+    const fd = fs.openSync(metaPathOf(logFile), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    try {
+      const stat = fs.fstatSync(fd);
+      if (!stat.isFile() || stat.size > MAX_META_BYTES) return undefined;
+      meta = JSON.parse(fs.readFileSync(fd, "utf8")) as MetaFile;
+    } finally {
+      fs.closeSync(fd);
+    }
   } catch {
     return undefined;
   }

@@ -39,6 +39,7 @@ export class Session {
     this.seq = 0;
     this.turns = 0;
     for (const event of log?.loadedEvents ?? []) this.absorb(event);
+    log?.releaseLoaded();
   }
 
   /** The number the next turn takes (1-based). */

@@ -54,8 +54,10 @@ export class SessionLogError extends Error {
 /** One session's open log. */
 export interface SessionLog {
   readonly header: SessionHeader;
-  /** The durable events found when the log was opened (empty for a new session). */
+  /** The durable events found when the log was opened (empty for a new session), until `releaseLoaded`. */
   readonly loadedEvents: SessionEvent[];
+  /** The session has absorbed `loadedEvents`: the log stops holding them (their wrappers are most of a resumed session's memory). */
+  releaseLoaded(): void;
   append(event: SessionEvent): void;
   /** fsync: what was appended survives a power loss. */
   sync(): void;
@@ -144,7 +146,11 @@ export class SessionStore implements SessionCatalog {
   open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
     const file = this.pathOf(sessionId);
     this.ensureFolders();
-    const existing = fs.existsSync(file) ? openExisting(file, this.forget) : undefined;
+    const stat = fs.lstatSync(file, { throwIfNoEntry: false });
+    // Only a regular file is a log: never through a symlink (it could point anywhere, or
+    // nowhere yet, and be created there), never a FIFO (opening it would block the bridge).
+    if (stat && !stat.isFile()) throw new SessionLogError(`session log ${file} is not a regular file (a symlink, folder or FIFO); move it away to start the session afresh`);
+    const existing = stat ? openExisting(file, this.forget) : undefined;
     const log = existing ?? this.create(file, { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header });
     this.openLogs.set(sessionId, log);
     return log;
@@ -152,7 +158,8 @@ export class SessionStore implements SessionCatalog {
 
   /** Writes a new log holding only `header`, and its meta. */
   private create(file: string, header: SessionHeader): SessionLog {
-    const fd = fs.openSync(file, "w", SESSION_FILE_MODE);
+    const { O_WRONLY, O_CREAT, O_TRUNC, O_NOFOLLOW } = fs.constants;
+    const fd = fs.openSync(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, SESSION_FILE_MODE);
     fs.fchmodSync(fd, SESSION_FILE_MODE);
     writeAll(fd, `${JSON.stringify(header)}\n`);
     const log = new FileSessionLog(fd, file, header, [], this.forget);
@@ -168,7 +175,10 @@ export class SessionStore implements SessionCatalog {
 function openExisting(file: string, onClose: (log: SessionLog) => void): SessionLog | undefined {
   // Read by lines from the file, not as one string: no copy of the whole log in memory beside
   // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
-  const fd = fs.openSync(file, "r");
+  // Compaction (issue 20, item 1) hook: a resume that starts from the last `context/compacted`
+  // can begin this read at that line's offset (found from the end of the file, as
+  // log-lines.ts finds seqs), leaving the history before it unread; bench `resume` measures it.
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   let header: SessionHeader | undefined;
   const events: SessionEvent[] = [];
   let size: number;
@@ -206,7 +216,7 @@ function openExisting(file: string, onClose: (log: SessionLog) => void): Session
     throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   }
   if (goodBytes < size) fs.truncateSync(file, goodBytes);
-  const appendFd = fs.openSync(file, "a", SESSION_FILE_MODE);
+  const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   fs.fchmodSync(appendFd, SESSION_FILE_MODE);
   return new FileSessionLog(appendFd, file, header, events, onClose);
 }
@@ -230,7 +240,7 @@ class FileSessionLog implements SessionLog {
     private readonly fd: number,
     private readonly file: string,
     readonly header: SessionHeader,
-    readonly loadedEvents: SessionEvent[],
+    public loadedEvents: SessionEvent[],
     private readonly onClose: (log: SessionLog) => void,
   ) {
     this.size = fs.fstatSync(fd).size;
@@ -239,6 +249,10 @@ class FileSessionLog implements SessionLog {
 
   entry(): SessionListEntry {
     return this.summary.entry();
+  }
+
+  releaseLoaded(): void {
+    this.loadedEvents = [];
   }
 
   /** Rewrites the meta file when the log grew since it was last written. */

@@ -107,6 +107,20 @@ describe("session/list and session/read", () => {
     expect(await readAll(again, "alpha", 4)).toEqual(streamed);
   });
 
+  it("lists subagent sessions with their parent and origin task", async () => {
+    const script = {
+      turns: [{ steps: [{ toolCalls: [{ id: "t1", name: "task", arguments: { prompt: "look around" } }] }, { text: "parent done" }] }],
+      subagent: { turns: [{ steps: [{ text: "child says hi" }] }] },
+    };
+    const c = await bridge(undefined, script as never);
+    await prompt(c, "parent", "delegate");
+    const list = (await ok(c, "session/list", {})).sessions;
+    const child = list.find((s: any) => s.sessionId !== "parent");
+    expect(child).toMatchObject({ title: "look around", turns: 1, parentSessionId: "parent", origin: "task" });
+    expect(child.sessionId).toMatch(/^parent\.task-[0-9a-f]{8}$/);
+    expect(userTexts(await readAll(c, child.sessionId, 10))).toEqual(["look around"]);
+  });
+
   it("a log whose meta is stale or missing (the bridge was killed mid-turn) is listed from the log itself", async () => {
     const c = await bridge();
     await prompt(c, "s1", "first");
@@ -218,11 +232,16 @@ describe("hostile ids and planted files", () => {
     await prompt(c, "real", "one");
     const outside = path.join(root, "outside.jsonl");
     fs.copyFileSync(path.join(folder(), "real.jsonl"), outside);
+    const outsideBytes = fs.readFileSync(outside);
     fs.symlinkSync(outside, path.join(folder(), "link.jsonl"));
     fs.symlinkSync(path.join(root, "created-through-link.jsonl"), path.join(folder(), "dangling.jsonl"));
     fs.mkdirSync(path.join(folder(), "dir.jsonl"));
     const { execFileSync } = await import("node:child_process");
     execFileSync("mkfifo", [path.join(folder(), "fifo.jsonl")]);
+    // A symlink under the temporary name the next meta write uses.
+    const victim = path.join(root, "victim.txt");
+    fs.writeFileSync(victim, "untouched");
+    fs.symlinkSync(victim, path.join(folder(), "real.meta.json.tmp"));
 
     for (const id of ["../real", "/etc/passwd", "a\u0000b", "..", ".", "a/b", "x".repeat(129), "", "real.jsonl/.."]) {
       for (const [method, params] of [
@@ -243,9 +262,26 @@ describe("hostile ids and planted files", () => {
       // A fork never writes through a name that is taken, whatever it is.
       expect((await call(c, "session/fork", { sessionId: "real", newSessionId: id })).error?.data?.kind, id).toBe("session-exists");
     }
-    expect(fs.existsSync(outside)).toBe(true);
+    await prompt(c, "real", "two"); // rewrites the meta at turn end
+    expect((await ok(c, "session/list", {})).sessions).toMatchObject([{ sessionId: "real", turns: 2 }]);
+    expect(fs.readFileSync(victim, "utf8")).toBe("untouched");
+    // Prompts under those names are refused too, at once and without writing through them.
+    for (const id of ["link", "dangling", "dir", "fifo"]) {
+      const refused = await call(c, "session/prompt", promptParams(id, "hi"));
+      expect(refused.error, id).toMatchObject({ code: -32603, data: { kind: "session-log" } });
+      expect(refused.error?.message, id).toContain("not a regular file");
+    }
+    expect(fs.readFileSync(outside)).toEqual(outsideBytes);
     expect(fs.existsSync(path.join(root, "created-through-link.jsonl"))).toBe(false);
     expect(fs.lstatSync(path.join(folder(), "link.jsonl")).isSymbolicLink()).toBe(true);
+
+    // A FIFO in place of a meta file: the next process lists the log from the log, without blocking.
+    c.end();
+    await c.exit();
+    fs.rmSync(path.join(folder(), "real.meta.json"));
+    execFileSync("mkfifo", [path.join(folder(), "real.meta.json")]);
+    const d = await bridge();
+    expect((await ok(d, "session/list", {})).sessions).toMatchObject([{ sessionId: "real", turns: 2 }]);
   });
 });
 
