@@ -24,6 +24,8 @@ import type { ServerEndpoint } from "../transport/server-endpoint.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
+import { answerPermission, answerToolResult } from "./client-answers.js";
+import { canMove, type ServerPhase } from "./lifecycle.js";
 import { deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
@@ -38,18 +40,6 @@ export interface ServerOptions extends ProcessSettings {
 }
 
 type Schemas = typeof import("../protocol/schemas.js");
-
-/** Where the server is in its life (see the diagram above). */
-export type ServerPhase = "starting" | "initializing" | "ready" | "shutting-down" | "exiting";
-
-/** The moves `moveTo` allows; anything else is a bug, thrown as such. */
-const MOVES: Record<ServerPhase, readonly ServerPhase[]> = {
-  starting: ["initializing", "shutting-down", "exiting"],
-  initializing: ["ready", "starting", "shutting-down", "exiting"],
-  ready: ["shutting-down", "exiting"],
-  "shutting-down": ["exiting"],
-  exiting: [],
-};
 
 /** Exit codes after a signal: 128 + the signal's number, except SIGTERM's clean 0 (PROTOCOL.md). */
 const SIGNAL_EXIT_CODES = { SIGTERM: 0, SIGINT: 130, SIGHUP: 129 } as const;
@@ -87,7 +77,7 @@ export class HarnessServer {
   constructor(private readonly options: ServerOptions) {}
 
   private moveTo(next: ServerPhase): void {
-    if (!MOVES[this.phase].includes(next)) throw new Error(`server lifecycle: no move from ${this.phase} to ${next}`);
+    if (!canMove(this.phase, next)) throw new Error(`server lifecycle: no move from ${this.phase} to ${next}`);
     this.options.logger.debug(() => `lifecycle: ${this.phase} -> ${next}`);
     this.phase = next;
   }
@@ -287,31 +277,13 @@ export class HarnessServer {
   /** `session/tool_result`: the answer of a client tool call the session waits for. */
   private async toolResult(raw: JsonObject | undefined): Promise<Record<string, never>> {
     const { runtime } = await this.requireRuntime("session/tool_result");
-    const params = await this.validate("sessionToolResultParamsSchema", raw);
-    const { sessionId, callId, content, isError } = params;
-    if (!runtime.answerToolResult(sessionId, callId, { content, isError })) {
-      throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.callId: session ${sessionId} has no client tool call '${callId}' waiting for a result (unknown, already answered, timed out or aborted)`, {
-        kind: "unknown-call",
-        sessionId,
-        callId,
-      });
-    }
-    return {};
+    return answerToolResult(runtime, await this.validate("sessionToolResultParamsSchema", raw));
   }
 
   /** `session/permission`: the decision on a tool call the session waits to run. */
   private async permission(raw: JsonObject | undefined): Promise<Record<string, never>> {
     const { runtime } = await this.requireRuntime("session/permission");
-    const params = await this.validate("sessionPermissionParamsSchema", raw);
-    const { sessionId, requestId, decision, message } = params;
-    if (!runtime.answerPermission(sessionId, requestId, { decision, message, arguments: params.arguments })) {
-      throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.requestId: session ${sessionId} has no permission request '${requestId}' waiting for a decision (unknown, already answered, timed out or aborted)`, {
-        kind: "unknown-request",
-        sessionId,
-        requestId,
-      });
-    }
-    return {};
+    return answerPermission(runtime, await this.validate("sessionPermissionParamsSchema", raw));
   }
 
   /** `session/list`, `session/read`, `session/fork`, `session/delete` (sessions-handlers.ts). */
