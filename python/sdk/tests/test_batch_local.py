@@ -254,3 +254,46 @@ def test_iter_local_with_a_pool_of_the_callers_reuses_its_bridges_across_batches
 
     answers, started, _ = call_within(60, asyncio.run, two_batches())
     assert answers == ["ok"] * 10 and started == 1
+
+
+def bridge_children() -> List[int]:
+    """Pids of this process's harness-bridge children (from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"--stdio" in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+def test_a_bridge_that_dies_fails_its_turns_and_the_next_task_gets_a_new_one(tmp_path: Path) -> None:
+    import asyncio
+
+    from deepseek_harness.batch import HarnessPool
+
+    options = scripted_options(tmp_path, write_script(tmp_path / "slow.json", "a slow answer", delay_ms=40, chunk=1))
+    (ws,) = workspaces(tmp_path, 1)
+
+    async def scenario() -> Tuple[BatchResult, BatchResult, int]:
+        async with HarnessPool(options) as pool:
+            first = asyncio.ensure_future(pool.run(BatchTask("killed", "x", ws)))
+            while not bridge_children():
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)  # the turn is streaming
+            (pid,) = bridge_children()
+            os.kill(pid, signal.SIGKILL)
+            killed = await first
+            after = await pool.run(BatchTask("after", "x", ws))
+            return killed, after, pool.bridges_started
+
+    killed, after, started = call_within(60, asyncio.run, scenario())
+    assert killed.status == "error" and killed.error["type"] == "TransportClosedError", killed
+    assert after.ok and after.final_response == "a slow answer", after
+    assert started == 2
