@@ -7,8 +7,9 @@ run, side by side (runs interleaved, medians), so a noisy or shared machine move
     bash bench/run.sh --only cold,size
 
 bench/run.sh builds what is missing (scripts/setup.sh) and runs this file with bench/.venv,
-a bench-only venv holding the SDK and the `mcp` client (the MCP peer of the round trip); the
-test venv never gets `mcp`. Without `mcp` importable, the MCP rows are skipped, not failed.
+a bench-only venv holding the SDK and the `mcp` client (the MCP peer of the round trip), kept
+apart from the test venv (which has `mcp` too, for the MCP tests' servers) so the figures do not
+move with the test tools. Without `mcp` importable, the MCP rows are skipped, not failed.
 
 Sections (names for --only):
   cold        spawn -> `initialize` response: bin/harness-bridge and the plain bundle under

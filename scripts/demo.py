@@ -8,7 +8,10 @@
    ``AsyncSession.stream``; the script is written to the scratch workspace (the built-in demo
    script has no subagent).
 
-Both run in a scratch workspace holding a copy of the repository's README; no network, no key.
+Both run in a scratch workspace holding a copy of the repository's README (so the demo's
+read_file finds one wherever the demo is started); no network, no key. The scripted model streams
+as fast as the pipe goes; ``HARNESS_SCRIPTED_DELAY_MS`` (default here: 30 ms before each chunk)
+paces it so that a person sees the text arrive. ``--fast`` (or 0) turns the pacing off.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ sys.path.insert(0, str(ROOT / "python" / "sdk" / "src"))
 # The SDK never runs a checkout's bin/harness-bridge on its own (an untrusted repository could
 # plant one): the demo names the binary it just built.
 os.environ.setdefault("HARNESS_BRIDGE_BIN", str(ROOT / "bin" / "harness-bridge"))
+# Each line as it is printed, also into a pipe: the point is to see the turn arrive.
+sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+
+# ~60 chunks in all: about 2 s of streaming, the whole demo well under 5 s.
+PACE_MS = "0" if "--fast" in sys.argv[1:] else os.environ.get("HARNESS_SCRIPTED_DELAY_MS", "30")
+PACED = {"HARNESS_SCRIPTED_DELAY_MS": PACE_MS}
 
 from deepseek_harness import (  # noqa: E402
     AssistantMessageEvent,
@@ -121,7 +130,8 @@ def show_result(result: TurnResult) -> None:
 
 
 def blocking_demo(workspace: Path) -> None:
-    with DeepSeekHarness(provider="scripted", model="demo", cwd=workspace, session_root=workspace / ".sessions") as harness:
+    with DeepSeekHarness(provider="scripted", model="demo", cwd=workspace, session_root=workspace / ".sessions",
+                         env=PACED) as harness:
         info = harness.initialize_response
         assert info is not None
         print(f"harness-bridge {info.server_info.version} (protocol {info.protocol_version}), offline demo model\n")
@@ -137,7 +147,7 @@ async def async_demo(workspace: Path) -> None:
     script.write_text(json.dumps(SUBAGENT_SCRIPT))
     print("\n2. A subagent at work: AsyncSession.stream\n")
     async with AsyncDeepSeekHarness(provider="scripted", model=str(script), cwd=workspace,
-                                    session_root=workspace / ".sessions") as harness:
+                                    session_root=workspace / ".sessions", env=PACED) as harness:
         session = harness.start_session()
         printer = Printer(session.id)
         async with session.stream("How many Markdown files are there?") as stream:

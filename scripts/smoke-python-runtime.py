@@ -2,7 +2,7 @@
 """Keyless end-to-end smoke of the Python runtime, used by CI.
 
 Starts a local DeepSeek-format HTTP server (scripts/fake_deepseek.py, standard library only),
-points bin/harness-bridge at it, and through the SDK runs every scenario of
+points bin/harness-bridge (or $HARNESS_TEST_BINARY) at it, and through the SDK runs every scenario of
 snapshots/deepseek/ (a text turn, a tool turn, a subagent turn, an error turn, a cancelled
 turn); then one raw-protocol pass without the SDK. Each stream and response is normalized by
 snapshots/README.md's rules and compared with the files. Exits non-zero on any difference.
@@ -32,7 +32,8 @@ from snapshot_rules import diff, normalize_stream, read_snapshot, write_snapshot
 
 from deepseek_harness import DeepSeekHarness  # noqa: E402
 
-BINARY = ROOT / "bin" / "harness-bridge"
+# HARNESS_TEST_BINARY runs the smoke through another build (scripts/test-arm64.sh: the arm64 one under qemu).
+BINARY = Path(os.environ.get("HARNESS_TEST_BINARY") or ROOT / "bin" / "harness-bridge")
 SCENARIOS = ROOT / "snapshots" / "deepseek"
 SESSION_ID = "snap"
 

@@ -58,6 +58,8 @@ interface OptionSpec {
   parse?: (value: string) => unknown;
   /** Shown in the help text, and used when the option is absent. */
   default?: unknown;
+  /** What the help text says of the default, when the bare value would mislead. */
+  shownDefault?: string;
 }
 
 /** Every option: what `parseArgs` accepts and what `--help` shows, in that order. */
@@ -75,9 +77,14 @@ const OPTIONS = {
   "permission-mode": {
     type: "string",
     value: "<mode>",
-    help: `the widest permission mode initialize may ask for (${PERMISSION_MODES.join("|")})`,
+    // A ceiling, not a default: the README and PROTOCOL.md's "workspace-write by default" is
+    // what a session gets when initialize names no mode (initialize.ts narrowPermission).
+    help:
+      `the ceiling: the widest permission mode initialize may ask for (${PERMISSION_MODES.join("|")}); ` +
+      "a session whose initialize names none runs workspace-write, or the ceiling when that is narrower",
     parse: oneOf(PERMISSION_MODES),
     default: "full",
+    shownDefault: "full, i.e. no ceiling",
   },
   "max-line-bytes": { type: "string", value: "<n>", help: "longest accepted request line in bytes", parse: positiveInt, default: DEFAULT_MAX_LINE_BYTES },
   "subagent-depth": { type: "string", value: "<n>", help: "how deep subagents may nest (0 disables the task tool's subagents)", parse: nonNegativeInt, default: 1 },
@@ -130,14 +137,23 @@ interface CliOptions {
 export function helpText(): string {
   const rows = Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => {
     const flag = `${spec.short ? `-${spec.short}, ` : ""}--${name}${spec.value ? ` ${spec.value}` : ""}`;
-    return [flag, spec.default === undefined ? spec.help : `${spec.help} (default: ${String(spec.default)})`];
+    const shown = spec.shownDefault ?? (spec.default === undefined ? undefined : String(spec.default));
+    return [flag, shown === undefined ? spec.help : `${spec.help} (default: ${shown})`];
   });
   const width = Math.max(...rows.map(([flag]) => flag.length)) + 2;
   const indent = " ".repeat(2 + width);
   return [
     "Usage: harness-bridge --stdio [options]",
     "",
-    ...wrap("A DeepSeek coding-agent runtime serving directional JSON-RPC 2.0 over stdio (see docs/PROTOCOL.md).", HELP_WIDTH),
+    // Nothing here points at a file: a user of the bare binary has no checkout to look in.
+    ...wrap("A DeepSeek coding-agent runtime serving directional JSON-RPC 2.0 over stdio, one JSON object per line.", HELP_WIDTH),
+    "",
+    ...wrap(
+      'Send initialize {"cwd": ".", "provider": "scripted", "model": "demo"} (offline; "deepseek" needs DEEPSEEK_API_KEY), ' +
+        'then session/prompt {"sessionId": "s1", "contentBlocks": [{"type": "text", "text": "hi"}]}, then shutdown. ' +
+        "Each request is {\"jsonrpc\": \"2.0\", \"id\": …, \"method\": …, \"params\": …}.",
+      HELP_WIDTH,
+    ),
     "",
     "Options:",
     ...rows.flatMap(([flag, help]) => wrap(help, HELP_WIDTH - indent.length).map((line, i) => (i === 0 ? `  ${flag.padEnd(width)}${line}` : `${indent}${line}`))),

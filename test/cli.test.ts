@@ -61,4 +61,17 @@ describe("helpText", () => {
     expect(help).toContain("(default: 50)");
     expect(Math.max(...help.split("\n").map((l) => l.length))).toBeLessThanOrEqual(80);
   });
+
+  it("explains --permission-mode as a ceiling, and a session's own default", () => {
+    const help = helpText().replace(/\s+/g, " ");
+    expect(help).toContain("--permission-mode <mode> the ceiling: the widest permission mode initialize may ask for");
+    expect(help).toContain("names none runs workspace-write");
+    expect(help).toContain("(default: full, i.e. no ceiling)");
+  });
+
+  it("points to nothing a user of the bare binary lacks: no docs file, the first requests themselves", () => {
+    const help = helpText();
+    expect(help).not.toMatch(/docs\/|\.md\b|https?:/);
+    expect(help.replace(/\s+/g, " ")).toContain('initialize {"cwd": ".", "provider": "scripted", "model": "demo"}');
+  });
 });

@@ -80,6 +80,10 @@ if BUNDLED.is_file():
             return True
 
     cmdclass["bdist_wheel"] = PlatformWheel
-    setup(version=VERSION, cmdclass=cmdclass, distclass=BinaryDistribution)
+    # The `harness-bridge` command only where the binary is bundled: in a pure install it would
+    # be a `harness-bridge` on PATH that cannot run the bridge, and the SDK's PATH lookup could
+    # pick it up.
+    entry_points = {"console_scripts": ["harness-bridge = deepseek_harness._console:main"]}
+    setup(version=VERSION, cmdclass=cmdclass, distclass=BinaryDistribution, entry_points=entry_points)
 else:
     setup(version=VERSION, cmdclass=cmdclass)

@@ -21,6 +21,8 @@ import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type
 import type { ToolGate } from "./client-requests.js";
 import type { PermissionMode } from "../protocol/index.js";
 import type { Session } from "./session.js";
+import { FinalAnswer, type OutputContract } from "./final-answer.js";
+import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { TextParts } from "./text-parts.js";
 
 /** What a turn runs with. */
@@ -40,6 +42,10 @@ export interface TurnConfig {
   gate?: ToolGate;
   /** Runs client tools; present when the client offered tools. */
   client?: ClientToolRunner;
+  /** A structured turn's schema (`session/prompt.outputSchema`): offers `final_answer`. */
+  output?: OutputContract;
+  /** Why a tool is not offered, when someone knows (an MCP server that failed, a tool added mid-turn). */
+  explainUnknownTool?: (name: string) => string | undefined;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -52,7 +58,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   }
   await session.emit("user/message", { id: `msg_${randomUUID()}`, content });
   const turn = session.nextTurnNumber();
-  await session.emit("turn/start", { turn });
+  await session.emit("turn/start", config.output ? { turn, outputSchema: config.output.schema } : { turn });
+  const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
   let reason: TurnEndReason | undefined;
   for (let step = 1; reason === undefined; step++) {
@@ -65,11 +72,12 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       break;
     }
     await session.emit("step/start", { turn, step });
-    const outcome = await runStep(session, config, signal, turn, step);
+    const outcome = await runStep(session, config, signal, turn, step, final);
     usage = addUsage(usage, outcome.usage);
     reason = outcome.end;
   }
-  await session.emit("turn/end", usage ? { turn, reason, usage } : { turn, reason });
+  const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
+  await session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
   session.sync();
   return reason;
 }
@@ -162,7 +170,14 @@ function argumentsTooDeep(raw: string): boolean {
   }
 }
 
-async function runStep(session: Session, config: TurnConfig, signal: AbortSignal, turn: number, step: number): Promise<StepOutcome> {
+async function runStep(
+  session: Session,
+  config: TurnConfig,
+  signal: AbortSignal,
+  turn: number,
+  step: number,
+  final: FinalAnswer | undefined,
+): Promise<StepOutcome> {
   const assembler = new MessageAssembler();
   let failure: TurnEndReason | undefined;
   /** The stream failed (threw) rather than finishing. */
@@ -173,7 +188,10 @@ async function runStep(session: Session, config: TurnConfig, signal: AbortSignal
         model: config.model,
         system: config.system,
         messages: session.messages,
-        tools: [...config.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
+        tools: [
+          ...[...config.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
+          ...(config.output ? [config.output.tool] : []),
+        ],
         maxTokens: config.maxTokens,
         sessionId: session.id,
         parentSessionId: session.parentSessionId,
@@ -223,9 +241,18 @@ async function runStep(session: Session, config: TurnConfig, signal: AbortSignal
     for (const call of calls) await recordResult(session, call, { content: [{ type: "text", text: why }], isError: true }, 0);
     return { end: failure, usage: assembler.usage };
   }
-  if (calls.length === 0) return { end: { kind: "completed" }, usage: assembler.usage };
-  await runToolCalls(session, config, signal, calls);
-  return { end: signal.aborted ? { kind: "aborted" } : undefined, usage: assembler.usage };
+  if (calls.length === 0) {
+    if (!final) return { end: { kind: "completed" }, usage: assembler.usage };
+    // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
+    const reminder = final.remind();
+    if (final.exhausted) return { end: final.endReason(), usage: assembler.usage };
+    await session.emit("output/reminder", { turn, attempt: final.attempts, text: reminder });
+    return { usage: assembler.usage };
+  }
+  await runToolCalls(session, config, signal, calls, final);
+  if (signal.aborted) return { end: { kind: "aborted" }, usage: assembler.usage };
+  if (final?.accepted) return { end: { kind: "completed" }, usage: assembler.usage };
+  return { end: final?.exhausted ? final.endReason() : undefined, usage: assembler.usage };
 }
 
 function modelFailure(error: unknown): TurnEndReason {
@@ -244,14 +271,14 @@ function modelFailure(error: unknown): TurnEndReason {
  * Runs a step's tool calls: consecutive read-only calls together, every other call alone and
  * in order; results are recorded in the model's order either way.
  */
-async function runToolCalls(session: Session, config: TurnConfig, signal: AbortSignal, calls: ToolCallBlock[]): Promise<void> {
+async function runToolCalls(session: Session, config: TurnConfig, signal: AbortSignal, calls: ToolCallBlock[], final?: FinalAnswer): Promise<void> {
   let i = 0;
   while (i < calls.length) {
     const batch = [calls[i]];
     if (config.tools.get(calls[i].name)?.readOnly) {
       while (i + batch.length < calls.length && config.tools.get(calls[i + batch.length].name)?.readOnly) batch.push(calls[i + batch.length]);
     }
-    const outcomes = batch.map((call) => executeTool(session, config, signal, call));
+    const outcomes = batch.map((call) => executeTool(session, config, signal, call, final));
     for (let k = 0; k < batch.length; k++) {
       const { output, durationMs } = await outcomes[k];
       await recordResult(session, batch[k], output, durationMs);
@@ -265,15 +292,18 @@ async function executeTool(
   config: TurnConfig,
   signal: AbortSignal,
   call: ToolCallBlock,
+  final?: FinalAnswer,
 ): Promise<{ output: ToolOutput; durationMs: number }> {
   let started = performance.now();
   const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
   const error = (text: string) => done({ content: [{ type: "text", text }], isError: true });
   if (signal.aborted) return error("the turn was aborted before this tool call ran");
+  if (final && call.name === FINAL_ANSWER_TOOL) return done(final.answer(call));
   const tool = config.tools.get(call.name);
   if (!tool) {
     const offered = [...config.tools.keys()].join(", ") || "none";
-    return error(`unknown tool '${call.name}'; the tools offered are: ${offered}`);
+    const why = config.explainUnknownTool?.(call.name);
+    return error(`unknown tool '${call.name}'${why ? ` (${why})` : ""}; the tools offered are: ${offered}`);
   }
   if (call.rawArguments !== undefined) {
     if (argumentsTooDeep(call.rawArguments)) {

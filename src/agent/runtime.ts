@@ -21,6 +21,7 @@ import type { Redactor } from "../redact.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { runTurn } from "./loop.js";
+import type { OutputContract } from "./final-answer.js";
 import { Session } from "./session.js";
 import { MemorySessionStore } from "./memory-store.js";
 import type { SessionCatalog } from "./session-catalog.js";
@@ -56,6 +57,11 @@ export interface RuntimeOptions {
   approvals?: ApprovalPolicy;
   /** How long a client tool call or an approval waits for the client (default `DEFAULT_CLIENT_TOOL_TIMEOUT_MS`). */
   clientToolTimeoutMs?: number;
+  // MCP servers
+  /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`); never rejects. */
+  moreTools?: () => Promise<Tool[]>;
+  /** Why a tool the model called is not offered, when the source of `moreTools` knows. */
+  explainUnknownTool?: (name: string) => string | undefined;
 }
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
@@ -163,12 +169,12 @@ export class AgentRuntime {
    * Starts a turn. Synchronous up to the start, so a second prompt for the same session is
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
-  prompt(sessionId: string, content: TextBlock[]): Promise<TurnEndReason> {
+  prompt(sessionId: string, content: TextBlock[], output?: OutputContract): Promise<TurnEndReason> {
     if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId);
     const session = this.session(sessionId);
     const controller = new AbortController();
     const turn = session.nextTurnNumber();
-    const settled = this.runTop(session, content, controller.signal).finally(() => {
+    const settled = this.runTop(session, content, controller.signal, output).finally(() => {
       this.flights.delete(sessionId);
       this.release(session);
     });
@@ -250,11 +256,12 @@ export class AgentRuntime {
     return session;
   }
 
-  private runTop(session: Session, content: TextBlock[], signal: AbortSignal): Promise<TurnEndReason> {
-    return this.run(session, content, signal, this.options.tools, 0);
+  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract): Promise<TurnEndReason> {
+    const { tools, moreTools } = this.options;
+    return this.run(session, content, signal, moreTools ? [...tools, ...(await moreTools())] : tools, 0, output);
   }
 
-  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number): Promise<TurnEndReason> {
+  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
     const canDelegate = depth < this.options.subagentDepth;
     const offered = canDelegate ? tools : tools.filter((t) => t.name !== "task");
     try {
@@ -273,6 +280,8 @@ export class AgentRuntime {
           subagents: canDelegate ? this.spawnerFor(session, tools, depth + 1) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
+          output,
+          explainUnknownTool: this.options.explainUnknownTool,
         },
         signal,
       );

@@ -96,6 +96,9 @@ export class Session {
         this.messages.push({ role: "assistant", content: event.data.content });
         for (const block of event.data.content) if (block.type === "tool-call") this.unanswered.set(block.id, block.name);
         break;
+      case "output/reminder":
+        this.messages.push({ role: "user", content: [{ type: "text", text: event.data.text }], synthetic: true });
+        break;
       case "tool/result":
         this.unanswered.delete(event.data.callId);
         this.messages.push({ role: "tool", callId: event.data.callId, name: event.data.name, content: event.data.content, isError: event.data.isError });

@@ -80,6 +80,8 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (params.toolChoice !== undefined || params.firstTokenTimeoutMs !== undefined || params.modelRequestTimeoutMs !== undefined) return undefined;
   // Client tools and approvals are for the schema to check.
   if (params.clientTools !== undefined || params.clientToolTimeoutMs !== undefined || params.approvals !== undefined) return undefined;
+  // So are MCP servers.
+  if (params.mcpServers !== undefined) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).
   const result: InitializeParams = { cwd, provider, model };
   if (maxTokens !== undefined) result.maxTokens = maxTokens;

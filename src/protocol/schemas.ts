@@ -15,6 +15,7 @@ import type { JsonValue } from "./types.js";
 import en from "zod/v4/locales/en.js";
 import { cwdProblem, effortProblem, nameProblem, userProblem } from "./initialize-fast-path.js";
 import { PERMISSION_MODES, THINKING_MODES, type InitializeParams, type PermissionMode, type SessionCancelParams, type SessionPromptParams, type ThinkingMode } from "./types.js";
+import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 
@@ -53,6 +54,24 @@ const checked = (problem: (s: string) => string | undefined) =>
     }),
   );
 
+/** A setTimeout-sized positive delay (a longer one would fire at once). */
+const timeoutMs = positiveInt.check(z.lte(2 ** 31 - 1));
+const stringMap = z.record(z.string(), z.string());
+const mcpTimeouts = { startupTimeoutMs: z.optional(timeoutMs), toolTimeoutMs: z.optional(timeoutMs) };
+// Strict objects: a stdio config with a `url` (or the reverse) is a mistake worth naming.
+const mcpStdioServer = z.strictObject({
+  command: checked(cwdProblem),
+  args: z.optional(z.array(z.string().check(z.refine((a) => !a.includes("\0"), "must not contain a NUL byte")))),
+  env: z.optional(stringMap.check(z.refine((env) => Object.entries(env).every(([k, v]) => /^[^=\0]+$/.test(k) && !v.includes("\0")), "names must be non-empty without '=' or NUL, values without NUL"))),
+  cwd: z.optional(checked(cwdProblem)),
+  ...mcpTimeouts,
+});
+const mcpHttpServer = z.strictObject({
+  url: z.string().check(z.refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), "must be an http: or https: URL")),
+  headers: z.optional(stringMap),
+  ...mcpTimeouts,
+});
+
 export const initializeParamsSchema = z.object({
   cwd: checked(cwdProblem),
   provider: checked(nameProblem),
@@ -84,11 +103,18 @@ export const initializeParamsSchema = z.object({
   // setTimeout's ceiling: a longer delay would fire at once.
   clientToolTimeoutMs: z.optional(positiveInt.check(z.lte(2 ** 31 - 1))),
   approvals: z.optional(z.enum(APPROVAL_POLICIES as [ApprovalPolicy, ...ApprovalPolicy[]])),
+  // MCP servers
+  mcpServers: z.optional(
+    z.record(z.string().check(z.regex(MCP_SERVER_NAME, "must match [A-Za-z0-9-]{1,32}")), z.union([mcpStdioServer, mcpHttpServer])).check(
+      z.refine((servers) => Object.keys(servers).length <= MAX_MCP_SERVERS, `at most ${MAX_MCP_SERVERS} servers`),
+    ),
+  ),
 });
 
 export const sessionPromptParamsSchema = z.object({
   sessionId,
   contentBlocks: z.array(z.object({ type: z.literal("text"), text: z.string() })).check(z.minLength(1)),
+  outputSchema: z.optional(jsonObject),
 });
 
 export const sessionCancelParamsSchema = z.object({ sessionId });

@@ -6,6 +6,16 @@
  *
  * @module
  */
+import type { McpServerConfig, McpServerStatus } from "./mcp-types.js";
+
+import type {
+  ContextCompactedEventData,
+  OutputInvalidReason,
+  OutputReminderEventData,
+  SessionCompactParams,
+  SessionCompactResult,
+  TurnOutput,
+} from "./output-and-compaction.js";
 
 /** The protocol version this server speaks. */
 export const PROTOCOL_VERSION = 1 as const;
@@ -72,7 +82,8 @@ export type TurnEndReason =
   | { kind: "max-tokens" }
   | { kind: "max-steps"; limit: number }
   | { kind: "model-error"; message: string; httpStatus?: number; code?: string }
-  | { kind: "internal-error"; message: string };
+  | { kind: "internal-error"; message: string }
+  | OutputInvalidReason;
 
 /** The settled outcome of a turn. */
 export type TurnStatus = "ok" | "error" | "aborted";
@@ -114,7 +125,8 @@ export type FinishReason = "stop" | "tool-calls" | "length" | "aborted" | "error
 /** The data of each session event type. */
 export interface SessionEventDataMap {
   "user/message": { id: string; content: TextBlock[] };
-  "turn/start": { turn: number };
+  /** `outputSchema`: the schema of a structured turn (`session/prompt.outputSchema`). */
+  "turn/start": { turn: number; outputSchema?: JsonObject };
   "step/start": { turn: number; step: number };
   "assistant/chunk": { turn: number; step: number; chunk: AssistantChunk };
   "assistant/message": {
@@ -126,11 +138,15 @@ export interface SessionEventDataMap {
     usage?: Usage;
   };
   "tool/result": { callId: string; name: string; content: TextBlock[]; isError: boolean; durationMs: number };
-  "turn/end": { turn: number; reason: TurnEndReason; usage?: Usage };
+  /** `output`: a structured turn's valid answer, with reason `completed`. */
+  "turn/end": { turn: number; reason: TurnEndReason; usage?: Usage; output?: TurnOutput };
   // Client tools and approvals (see "Client tools and approvals" below).
   "tool/request": ToolRequestEventData;
   "permission/request": PermissionRequestEventData;
   "permission/decision": PermissionDecisionEventData;
+  // Structured output and compaction (output-and-compaction.ts).
+  "output/reminder": OutputReminderEventData;
+  "context/compacted": ContextCompactedEventData;
 }
 
 /** The session event type names. */
@@ -214,6 +230,13 @@ export interface InitializeParams {
   clientToolTimeoutMs?: number;
   /** Default `never`. */
   approvals?: ApprovalPolicy;
+  // Compaction
+  /** The model's context window in tokens; default: the provider's table (DeepSeek's models), else 128 000. */
+  contextWindow?: number;
+  /** Compact before a request's prompt would pass this fraction of `contextWindow` (default 0.8). */
+  compactAt?: number;
+  /** MCP servers whose tools are offered as `mcp__<server>__<tool>` (mcp-types.ts). */
+  mcpServers?: Record<string, McpServerConfig>;
 }
 
 /** Result of `initialize`. */
@@ -228,6 +251,8 @@ export interface InitializeResult {
    * `workspace-write`).
    */
   sandbox: { bash: "bubblewrap" | "none"; reason?: string };
+  /** Present when `initialize.mcpServers` was given: each server's outcome. */
+  mcpServers?: McpServerStatus[];
 }
 
 /** Params of `session/prompt`. */
@@ -236,6 +261,8 @@ export interface SessionPromptParams {
   sessionId: string;
   /** At least one block. */
   contentBlocks: TextBlock[];
+  /** A JSON Schema: the turn's answer is a value valid against it, carried as `turn/end.output`. */
+  outputSchema?: JsonObject;
 }
 
 /** Result of `session/prompt`: exactly these two fields, written after the turn settled. */
@@ -325,6 +352,7 @@ export interface RequestMap {
   shutdown: { params: Record<string, never> | undefined; result: ShutdownResult };
   "session/tool_result": { params: SessionToolResultParams; result: Record<string, never> };
   "session/permission": { params: SessionPermissionParams; result: Record<string, never> };
+  "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
 }
 
 /** The request method names. */

@@ -1,7 +1,8 @@
 /**
  * The built-in script behind `provider: "scripted", model: "demo"`: one turn that thinks,
  * reads a file of the workspace with a real tool, and answers — every kind of event a real
- * turn has, with no network and no key.
+ * turn has, with no network and no key. The answer holds in any folder: it says what the tool
+ * result shows, and a workspace without README.md gets an error result (the demo runs anywhere).
  */
 import type { Script } from "./script-format.js";
 
@@ -17,7 +18,7 @@ export const DEMO_SCRIPT: Script = {
         },
         {
           text:
-            "I have read the first lines of README.md (a missing file would have come back as an error result, and the turn would go on). " +
+            "The tool result above is what read_file found: the first lines of README.md, or an error when this workspace has none (a failed tool is a result like any other, and the turn goes on). " +
             "This turn ran on the offline `scripted` provider: a deterministic model built into harness-bridge that streams chunk by chunk like a real one. " +
             "Initialize with provider \"deepseek\" and set DEEPSEEK_API_KEY to talk to a real model.",
           chunkSize: 24,

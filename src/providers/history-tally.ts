@@ -1,6 +1,8 @@
 /**
  * What a request's history tells the scripted provider: how many user messages it holds, how
  * many assistant messages came since the last one, and its characters (for the default usage).
+ * Synthetic user-role messages (reminders, compaction summaries) are not user messages: they
+ * start no turn, and the step count goes on across them.
  *
  * Invariant: `historyTally(messages)` equals a fresh count of `messages`, whatever was asked
  * before. A count is kept per history array and brought up to date with the messages appended
@@ -40,7 +42,7 @@ export function historyTally(messages: readonly ModelMessage[]): HistoryTally {
   }
   for (; count.counted < messages.length; count.counted++) {
     const m = messages[count.counted];
-    if (m.role === "user") {
+    if (m.role === "user" && !m.synthetic) {
       count.users++;
       count.sinceUser = 0;
     } else if (m.role === "assistant") count.sinceUser++;

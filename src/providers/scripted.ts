@@ -27,6 +27,23 @@ export type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
 
 const DEFAULT_CHUNK_SIZE = 16;
 
+/**
+ * `HARNESS_SCRIPTED_DELAY_MS`: the wait before each chunk of a step that names no `delayMs`
+ * (default 0). For showing a scripted turn to a person (scripts/demo.sh paces the built-in demo
+ * with it); a script's own `delayMs` wins. Read once per `initialize`, like the HTTP tuning.
+ */
+export const SCRIPTED_DELAY_VAR = "HARNESS_SCRIPTED_DELAY_MS";
+
+function defaultDelay(env: NodeJS.ProcessEnv): number {
+  const raw = env[SCRIPTED_DELAY_VAR];
+  if (raw === undefined || raw === "") return 0;
+  const ms = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(ms) || ms < 0 || ms > 60_000) {
+    throw new ProviderUnavailableError(`${SCRIPTED_DELAY_VAR} must be a number of milliseconds from 0 to 60000, not ${JSON.stringify(raw)}`);
+  }
+  return ms;
+}
+
 function fail(where: string, what: string): never {
   throw new ProviderUnavailableError(`scripted model ${where}: ${what}`);
 }
@@ -115,9 +132,16 @@ export function stepFor(script: Script, request: ModelRequest): { step: ScriptSt
   return { step, turnIndex, stepIndex: sinceUser };
 }
 
-async function* streamStep(step: ScriptStep, request: ModelRequest, signal: AbortSignal, turnIndex: number, stepIndex: number): AsyncGenerator<ModelStreamPart> {
+async function* streamStep(
+  step: ScriptStep,
+  request: ModelRequest,
+  signal: AbortSignal,
+  turnIndex: number,
+  stepIndex: number,
+  defaultDelayMs: number,
+): AsyncGenerator<ModelStreamPart> {
   const size = step.chunkSize ?? DEFAULT_CHUNK_SIZE;
-  const delay = step.delayMs ?? 0;
+  const delay = step.delayMs ?? defaultDelayMs;
   const pace = async () => {
     if (delay > 0) await sleep(delay, undefined, { signal });
     else if (signal.aborted) throw signal.reason;
@@ -164,15 +188,19 @@ async function* streamStep(step: ScriptStep, request: ModelRequest, signal: Abor
 export class ScriptedProvider implements ModelProvider {
   readonly name = "scripted";
 
-  constructor(private readonly script: Script) {}
+  /** `defaultDelayMs`: the wait before each chunk of a step without its own `delayMs`. */
+  constructor(
+    private readonly script: Script,
+    private readonly defaultDelayMs = 0,
+  ) {}
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
     const { step, turnIndex, stepIndex } = stepFor(this.script, request);
-    yield* streamStep(step, request, signal, turnIndex, stepIndex);
+    yield* streamStep(step, request, signal, turnIndex, stepIndex, this.defaultDelayMs);
   }
 }
 
 export const scriptedProvider: ProviderFactory = {
   name: "scripted",
-  create: (config) => new ScriptedProvider(loadScript(config.model, config.cwd)),
+  create: (config) => new ScriptedProvider(loadScript(config.model, config.cwd), defaultDelay(config.env)),
 };

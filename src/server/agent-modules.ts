@@ -20,14 +20,16 @@ export interface AgentModules {
   runtime: typeof import("../agent/runtime.js");
   store: typeof import("../agent/store.js");
   tools: typeof import("../tools/registry.js");
+  /** Structured output; Ajv itself loads on the first prompt with an `outputSchema`. */
+  output: typeof import("../agent/final-answer.js");
 }
 
 let loading: Promise<AgentModules> | undefined;
 
 /** Loads (once) and returns the agent modules. */
 export function loadAgentModules(): Promise<AgentModules> {
-  loading ??= Promise.all([import("../agent/runtime.js"), import("../agent/store.js"), import("../tools/registry.js")]).then(
-    ([runtime, store, tools]) => ({ runtime, store, tools }),
+  loading ??= Promise.all([import("../agent/runtime.js"), import("../agent/store.js"), import("../tools/registry.js"), import("../agent/final-answer.js")]).then(
+    ([runtime, store, tools, output]) => ({ runtime, store, tools, output }),
   );
   return loading;
 }

@@ -21,6 +21,7 @@ import { defaultSessionRoot } from "../agent/session-root.js";
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { hideFromSandbox, sandboxStatusAtStart, type SandboxStatus } from "../tools/sandbox.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
+import { loadMcp } from "./mcp-loader.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 
 /** The runtime of a successful `initialize`, with the modules it was built from. */
@@ -58,6 +59,16 @@ export interface InitializeSettings extends ProcessSettings {
   validate(raw: JsonObject | undefined): Promise<InitializeParams>;
   /** Starts loading what prompts will need besides the agent modules (the schemas). */
   preload(): Promise<unknown>;
+  /**
+   * Handed the MCP servers before they connect, so a shutdown that arrives while `initialize`
+   * waits for them can stop them (server.ts); the server closes them when the process ends.
+   */
+  onMcpServers?(servers: McpServersHandle): void;
+}
+
+/** What the server needs of the MCP servers (mcp/index.ts): stopping them. */
+export interface McpServersHandle {
+  close(): Promise<void>;
 }
 
 /** A successful `initialize`: the response now, the agent once its modules have loaded. */
@@ -113,6 +124,19 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     }
     throw error;
   }
+  // MCP servers: all connected (or failed) before the response, as PROTOCOL.md fixes; the MCP
+  // client is loaded only here (mcp-loader.ts). `{}` asks for the addition and gets `[]`.
+  let mcpServers: InitializeResult["mcpServers"];
+  let mcp: import("../mcp/index.js").McpServers | undefined;
+  if (params.mcpServers && Object.keys(params.mcpServers).length > 0) {
+    const { McpServers } = await loadMcp();
+    mcp = new McpServers(params.mcpServers, { workspace, env, logger, version: settings.version });
+    settings.onMcpServers?.(mcp);
+    mcpServers = await mcp.start();
+  } else if (params.mcpServers) {
+    mcpServers = [];
+  }
+  const mcpTools = mcp ? mcp.tools.bind(mcp, permissionMode) : undefined;
   // setImmediate: the loading starts after the transport has written the response (it does so
   // in a promise reaction, which runs before any macrotask), so the agent modules are never on
   // the spawn → initialize path, and are ready by the time a first prompt arrives.
@@ -142,12 +166,15 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         // Client tools and approvals
         approvals: params.approvals,
         clientToolTimeoutMs: params.clientToolTimeoutMs,
+        // MCP servers
+        moreTools: mcpTools,
+        explainUnknownTool: mcp ? mcp.explain.bind(mcp, permissionMode) : undefined,
       });
       return { runtime, modules };
     });
   logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
   return {
-    result: { serverInfo: { name: "harness-bridge", version: settings.version }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()], sandbox },
+    result: { serverInfo: { name: "harness-bridge", version: settings.version }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()], sandbox, ...(mcpServers ? { mcpServers } : {}) },
     agent,
   };
 }

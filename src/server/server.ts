@@ -23,7 +23,7 @@ import {
 import type { ServerEndpoint } from "../transport/server-endpoint.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
-import { initialize, type Agent, type ProcessSettings } from "./initialize.js";
+import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
 import { deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
@@ -81,6 +81,8 @@ export class HarnessServer {
   private readonly prompts = new Map<string, Promise<unknown>>();
   private readonly pending = new Set<Promise<unknown>>();
   private schemas: Promise<Schemas> | undefined;
+  /** The MCP servers of `initialize`, from before they connect: every way out stops them. */
+  private mcp: McpServersHandle | undefined;
 
   constructor(private readonly options: ServerOptions) {}
 
@@ -200,6 +202,10 @@ export class HarnessServer {
         sink: this.sink,
         validate: (params) => this.validate("initializeParamsSchema", params),
         preload: () => this.loadSchemas(),
+        onMcpServers: (servers) => {
+          this.mcp = servers;
+          if (this.stopping) void servers.close();
+        },
       });
       this.agent = agent.then((built) => {
         this.runtime = built.runtime;
@@ -238,10 +244,19 @@ export class HarnessServer {
     const { SessionBusyError, MissingTurnEndError } = modules.runtime;
     const { SessionLogError } = modules.store;
     const params = await this.validate("sessionPromptParamsSchema", raw);
+    let output: import("../agent/final-answer.js").OutputContract | undefined;
+    if (params.outputSchema) {
+      try {
+        output = await modules.output.compileOutputSchema(params.outputSchema);
+      } catch (error) {
+        if (!(error instanceof modules.output.OutputSchemaError)) throw error;
+        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.outputSchema: ${error.message}`, { kind: "invalid-params" });
+      }
+    }
     // From here to the registration below nothing awaits, so overlap is decided at once.
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
-      settled = runtime.prompt(params.sessionId, params.contentBlocks);
+      settled = runtime.prompt(params.sessionId, params.contentBlocks, output);
       // This prompt arrived before the shutdown (see `stopping`) but starts after it: it
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
@@ -329,9 +344,17 @@ export class HarnessServer {
     // A turn held by backpressure (the client stopped reading) must still see its abort.
     this.options.endpoint.releaseProducers();
     this.runtime?.abortAll(why);
+    if (this.initializing) {
+      // An `initialize` still connecting MCP servers would hold this for up to their start-up
+      // timeout, and then start a runtime no one can use: stop the servers now (their status
+      // says so), and let its response go out before this one.
+      await this.mcp?.close();
+      await this.initializing.catch(() => undefined);
+    }
     await Promise.allSettled([...this.prompts.values()]);
     await this.runtime?.settled();
     this.runtime?.closeAll();
+    await this.mcp?.close();
   }
 
   /** stdin ended: no more requests; let what is in flight finish, then exit 0. */
@@ -344,6 +367,7 @@ export class HarnessServer {
       if (this.phase === "exiting") return;
       await this.runtime?.settled();
       this.runtime?.closeAll();
+      await this.mcp?.close();
       await this.finish(0);
     })();
   }

@@ -2,6 +2,7 @@
  * The built-in tools, and which of them a session is offered.
  */
 import type { ClientToolSpec, PermissionMode } from "../protocol/index.js";
+import { FINAL_ANSWER_TOOL } from "../protocol/output-and-compaction.js";
 import { RESERVED_TOOL_PREFIX, clientTool } from "./client-tool.js";
 import { bashTool } from "./bash.js";
 import { editFileTool } from "./edit-file.js";
@@ -34,6 +35,7 @@ export function clientToolsProblem(specs: readonly ClientToolSpec[]): string | u
   const seen = new Set<string>();
   for (const [i, { name }] of specs.entries()) {
     if (BUILTIN_TOOLS.some((tool) => tool.name === name)) return `params.clientTools.${i}.name: '${name}' is a built-in tool's name`;
+    if (name === FINAL_ANSWER_TOOL) return `params.clientTools.${i}.name: '${name}' is reserved for structured output's final-answer tool`;
     if (name.startsWith(RESERVED_TOOL_PREFIX)) return `params.clientTools.${i}.name: '${name}' starts with '${RESERVED_TOOL_PREFIX}', which MCP tools' names take`;
     if (seen.has(name)) return `params.clientTools.${i}.name: '${name}' is given twice`;
     seen.add(name);

@@ -5,7 +5,7 @@
  * same history gets.
  */
 import { describe, expect, it } from "vitest";
-import { ScriptedProvider, type Script } from "../../src/providers/scripted.js";
+import { SCRIPTED_DELAY_VAR, ScriptedProvider, scriptedProvider, type Script } from "../../src/providers/scripted.js";
 import type { ModelMessage, ModelRequest, ModelStreamPart } from "../../src/providers/types.js";
 
 const script: Script = {
@@ -72,5 +72,40 @@ describe("the scripted provider's view of a history", () => {
     const longer = await answer(provider, history);
     expect(longer.calls).toBe(1);
     expect(longer.inputTokens).toBe(Math.ceil((1 + "first answer".length + 1 + 1) / 4));
+  });
+});
+
+describe("HARNESS_SCRIPTED_DELAY_MS", () => {
+  const request: ModelRequest = { model: "test", system: "", messages: [user("go")], tools: [], sessionId: "s" };
+  const paced: Script = { turns: [{ steps: [{ text: "paced" }] }] };
+
+  /** Starts the stream, aborts at once, and says whether the first chunk still came. */
+  async function firstChunkBeforeAbort(provider: { stream: ScriptedProvider["stream"] }): Promise<boolean> {
+    const controller = new AbortController();
+    const stream = provider.stream(request, controller.signal)[Symbol.asyncIterator]();
+    const first = stream.next();
+    controller.abort(new Error("cancelled"));
+    return first.then(
+      () => true,
+      () => false,
+    );
+  }
+
+  it("waits before each chunk of a step that names no delayMs, and the wait ends on abort", async () => {
+    const provider = await scriptedProvider.create({ model: "demo", cwd: "/tmp", env: { [SCRIPTED_DELAY_VAR]: "60000" } });
+    expect(await firstChunkBeforeAbort(provider)).toBe(false);
+    // Without it the first chunk is already on its way when the abort comes.
+    expect(await firstChunkBeforeAbort(new ScriptedProvider(paced))).toBe(true);
+  });
+
+  it("a step's own delayMs wins", async () => {
+    const provider = new ScriptedProvider({ turns: [{ steps: [{ text: "now", delayMs: 0 }] }] }, 60_000);
+    expect(await firstChunkBeforeAbort(provider)).toBe(true);
+  });
+
+  it.each(["soon", "-1", " ", "60001", "Infinity"])("%j is refused, naming the variable", async (value) => {
+    await expect(Promise.resolve().then(() => scriptedProvider.create({ model: "demo", cwd: "/tmp", env: { [SCRIPTED_DELAY_VAR]: value } }))).rejects.toThrow(
+      new RegExp(`${SCRIPTED_DELAY_VAR} must be a number of milliseconds`),
+    );
   });
 });

@@ -8,7 +8,11 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const BINARY = path.join(ROOT, "bin", "harness-bridge");
+/**
+ * The executable under test: bin/harness-bridge, or HARNESS_TEST_BINARY (scripts/test-arm64.sh
+ * points it at scripts/arm64-under-qemu to run the same tests through the arm64 build).
+ */
+export const BINARY = process.env.HARNESS_TEST_BINARY || path.join(ROOT, "bin", "harness-bridge");
 
 /** Any parsed stdout frame. */
 export interface Frame {

@@ -8,9 +8,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as readline from "node:readline";
+import { BINARY } from "./raw-client.js";
 
 export const ROOT = path.resolve(__dirname, "..", "..");
-export const BINARY = path.join(ROOT, "bin", "harness-bridge");
+export { BINARY } from "./raw-client.js";
 export const SNAPSHOTS = path.join(ROOT, "snapshots");
 
 export interface Scenario {

@@ -3,14 +3,16 @@
 
     python python/sdk/scripts/build_wheel.py [--bin bin/harness-bridge] [--out python/sdk/dist]
                                              [--plat-name linux_x86_64] [--no-build-isolation]
+    python python/sdk/scripts/build_wheel.py --sdist [--out python/sdk/dist]
 
 The SDK sources are copied to a temporary directory, the binary is copied into
 ``deepseek_harness/_bin/``, and ``pip wheel`` builds it there: the source tree is left
 untouched. The version is the root ``package.json``'s (the same that ``harness-bridge
 --version`` prints); ``setup.py`` writes it into ``deepseek_harness/_version.py``. The tag is
-``py3-none-<platform>``; the platform defaults to this machine's (e.g. ``linux_x86_64``).
-Pass ``--plat-name manylinux_2_28_x86_64`` for a release wheel when the binary's glibc
-needs allow it (Node 20's do: glibc >= 2.28).
+``py3-none-<platform>``; on Linux the platform is read from the binary (``manylinux.py``):
+``manylinux_2_28_x86_64`` or ``manylinux_2_28_aarch64`` when its libraries and symbol
+versions fit that policy (Node 20's do), else the build stops and says why. ``--plat-name``
+overrides it (e.g. ``linux_x86_64`` for a wheel that stays on this machine).
 
 Prints the path of the wheel on the last line of stdout.
 """
@@ -27,26 +29,60 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import manylinux  # noqa: E402  (beside this script)
+
 SDK = Path(__file__).resolve().parents[1]
 REPO = SDK.parents[1]
 EXE = "harness-bridge.exe" if os.name == "nt" else "harness-bridge"
+
+
+SKIP = ("build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "_bin", "_version.py")
+
+
+def build_sdist(out: Path, version: str) -> Path:
+    """The sdist, built from a copy of the SDK by setuptools' own hook (installed for the build
+    only, like pip's build isolation). MANIFEST.in puts the tests, their conftest and fakes in."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="deepseek-harness-sdist-") as tmp:
+        src = Path(tmp) / "sdk"
+        shutil.copytree(SDK, src, ignore=shutil.ignore_patterns(*SKIP))
+        tools = Path(tmp) / "build-tools"
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(tools), "setuptools>=77"],
+                       check=True, stdout=sys.stderr)
+        hook = "import sys; sys.path.insert(0, sys.argv[1]); from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[2]))"
+        env = dict(os.environ, DEEPSEEK_HARNESS_BUILD_VERSION=version)
+        done = subprocess.run([sys.executable, "-c", hook, str(tools), str(out)], cwd=src, env=env, check=True,
+                              stdout=subprocess.PIPE, text=True)
+    return out / done.stdout.strip().splitlines()[-1]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin", type=Path, default=REPO / "bin" / EXE, help="the binary to bundle (default: bin/harness-bridge)")
     parser.add_argument("--out", type=Path, default=SDK / "dist", help="output directory (default: python/sdk/dist)")
-    parser.add_argument("--plat-name", default=None, help="platform tag (default: this machine's, e.g. linux_x86_64)")
+    parser.add_argument("--plat-name", default=None, help="platform tag (default on Linux: the binary's manylinux tag)")
     parser.add_argument("--no-build-isolation", action="store_true", help="build with the current environment's setuptools")
+    parser.add_argument("--sdist", action="store_true", help="build the source distribution instead (no binary; tests included)")
     args = parser.parse_args(argv)
+    version = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["version"]
+    if args.sdist:
+        print(build_sdist(args.out.resolve(), version))
+        return 0
 
     binary: Path = args.bin.resolve()
     if not (binary.is_file() and os.access(binary, os.X_OK)):
         print(f"build_wheel: {binary} is missing or not executable; run `npm run build` at the repository root first",
               file=sys.stderr)
         return 1
-    version = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["version"]
-    plat = args.plat_name or sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    plat = args.plat_name
+    if plat is None and sys.platform.startswith("linux"):
+        try:
+            plat = manylinux.platform_tag(binary)
+        except ValueError as exc:
+            print(f"build_wheel: {exc}; pass --plat-name to tag it otherwise", file=sys.stderr)
+            return 1
+    plat = plat or sysconfig.get_platform().replace("-", "_").replace(".", "_")
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
 
@@ -55,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(
             SDK,
             src,
-            ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "_bin", "_version.py", "tests"),
+            ignore=shutil.ignore_patterns(*SKIP, "tests"),
         )
         bundled = src / "src" / "deepseek_harness" / "_bin" / EXE
         bundled.parent.mkdir(parents=True)

@@ -31,6 +31,19 @@ SUBAGENT_SCRIPT = {
 }
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_state_home(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every bridge a test starts without ``session_root`` keeps its logs in a temporary state
+    folder, never the user's ``~/.local/state/harness-bridge`` (the SDK adds its ``env`` to this
+    process's environment, and scripts a test runs inherit it too). ``HARNESS_SESSION_ROOT``
+    would win over it, and a user's own root is not the tests' either. scripts/test.sh checks
+    that a whole run wrote nothing under the (temporary) HOME it gives the suites."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        patch.delenv("HARNESS_SESSION_ROOT", raising=False)
+        yield
+
+
 def real_bridge_or_skip() -> Path:
     """The real binary; skipped when absent, except in CI, where it must exist."""
     if REAL_BRIDGE.is_file() and os.access(REAL_BRIDGE, os.X_OK):

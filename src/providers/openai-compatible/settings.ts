@@ -265,8 +265,10 @@ export function missingKeyMessage(route: RouteDefinition): string {
       `(or set ${route.baseUrlVar} to a local OpenAI-compatible server that needs no key)`
     );
   }
+  // The base URL variable only moves the endpoint; naming it as an alternative read as if a
+  // URL alone would do.
   return (
-    `the ${route.name} provider needs ${route.apiKeyVar}; set it in the bridge's environment ` +
-    `(or ${route.baseUrlVar} for another endpoint)`
+    `the ${route.name} provider needs ${route.apiKeyVar}; set it in the bridge's environment or pass it ` +
+    `with --secrets-fd (also when ${route.baseUrlVar} names another endpoint)`
   );
 }

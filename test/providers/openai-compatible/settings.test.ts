@@ -21,6 +21,18 @@ describe("configuration", () => {
     }
   });
 
+  it("the missing-key error does not offer DEEPSEEK_BASE_URL as a way round the key", async () => {
+    const message = await Promise.resolve()
+      .then(() => deepseekProvider.create({ model: "m", cwd: "/tmp", env: {} }))
+      .then(
+        () => "",
+        (error: Error) => error.message,
+      );
+    expect(message).toMatch(/needs DEEPSEEK_API_KEY; set it in the bridge's environment or pass it with --secrets-fd/);
+    expect(message).not.toMatch(/or DEEPSEEK_BASE_URL/);
+    expect(message).toContain("also when DEEPSEEK_BASE_URL names another endpoint");
+  });
+
   it("openai without a key is unavailable unless OPENAI_BASE_URL is set", async () => {
     const attempt = openaiProvider.create({ model: "m", cwd: "/tmp", env: { DEEPSEEK_API_KEY: "sk" } });
     await expect(attempt).rejects.toBeInstanceOf(ProviderUnavailableError);

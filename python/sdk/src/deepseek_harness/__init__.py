@@ -62,6 +62,7 @@ from .events import (
 )
 from .options import HarnessOptions
 from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
+from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
 from .models import (
     PROTOCOL_VERSION,
     ContentBlock,
@@ -126,6 +127,10 @@ __all__ = [
     "SessionEvent",
     "InitializeResponse",
     "SandboxStatus",
+    "McpServerStatus",
+    "McpStdioServer",
+    "McpHttpServer",
+    "McpServerConfig",
     "SessionPromptResponse",
     "Notification",
     # the sessions API

@@ -21,12 +21,15 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import List, Mapping, Optional, Tuple, Union
+from typing import List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from ._meta import PACKAGE_JSON_NAME
 from .errors import BridgeNotFoundError
 
-__all__ = ["BINARY_NAME", "DEV_CHECKOUT_ENV_VAR", "ENV_VAR", "bundled_binary_path", "dev_checkout_root", "find_bridge_binary"]
+__all__ = [
+    "BINARY_NAME", "DEV_CHECKOUT_ENV_VAR", "ENV_VAR", "BridgeLocation", "bundled_binary_path", "dev_checkout_root",
+    "find_bridge_binary", "locate_bridge_binary",
+]
 
 BINARY_NAME = "harness-bridge" + (".exe" if sys.platform == "win32" else "")
 ENV_VAR = "HARNESS_BRIDGE_BIN"
@@ -45,6 +48,20 @@ HOW_TO_GET_IT = (
 def bundled_binary_path() -> Path:
     """Where the platform wheel puts the binary."""
     return Path(__file__).resolve().parent / "_bin" / BINARY_NAME
+
+
+def bundled_binary_problem() -> Optional[str]:
+    """None when the bundled binary is there and executable, else why not."""
+    bundled = bundled_binary_path()
+    why = _usable(bundled)
+    if why == "is not executable":
+        # A wheel installer may have dropped the executable bit; restore it if we can.
+        try:
+            bundled.chmod(bundled.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+            why = _usable(bundled)
+        except OSError:
+            pass
+    return why
 
 
 def _usable(path: Path) -> Optional[str]:
@@ -113,6 +130,15 @@ def _search_path(path_var: Optional[str], cwds: List[Path], tried: List[Tuple[st
     return None
 
 
+class BridgeLocation(NamedTuple):
+    """The executable :func:`locate_bridge_binary` chose, the step that chose it, and what the
+    steps before it found (place, why not)."""
+
+    path: Path
+    source: str
+    tried: List[Tuple[str, str]]
+
+
 def find_bridge_binary(
     bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
     env: Optional[Mapping[str, str]] = None,
@@ -120,7 +146,18 @@ def find_bridge_binary(
     *,
     dev_checkout: Optional[bool] = None,
 ) -> Path:
-    """Returns the path of the harness-bridge executable to run.
+    """Returns the path of the harness-bridge executable to run (see :func:`locate_bridge_binary`)."""
+    return locate_bridge_binary(bridge_bin, env, cwd, dev_checkout=dev_checkout).path
+
+
+def locate_bridge_binary(
+    bridge_bin: Optional[Union[str, "os.PathLike[str]"]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
+    *,
+    dev_checkout: Optional[bool] = None,
+) -> BridgeLocation:
+    """The harness-bridge executable to run, and which step of the lookup found it.
 
     ``env`` is the environment to consult for ``HARNESS_BRIDGE_BIN``, ``PATH`` and
     ``HARNESS_BRIDGE_DEV_CHECKOUT`` (default: ``os.environ``). An explicit ``bridge_bin`` or
@@ -134,10 +171,10 @@ def find_bridge_binary(
     """
     environ = os.environ if env is None else env
     if bridge_bin is not None:
-        return _explicit(bridge_bin, "bridge_bin")
+        return BridgeLocation(_explicit(bridge_bin, "bridge_bin"), "bridge_bin", [])
     from_env = environ.get(ENV_VAR)
     if from_env:
-        return _explicit(from_env, f"${ENV_VAR}")
+        return BridgeLocation(_explicit(from_env, f"${ENV_VAR}"), f"${ENV_VAR}", [("bridge_bin", "not given")])
 
     tried: List[Tuple[str, str]] = [
         ("bridge_bin", "not given"),
@@ -145,16 +182,9 @@ def find_bridge_binary(
     ]
 
     bundled = bundled_binary_path()
-    why = _usable(bundled)
-    if why == "is not executable":
-        # A wheel installer may have dropped the executable bit; restore it if we can.
-        try:
-            bundled.chmod(bundled.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-            why = _usable(bundled)
-        except OSError:
-            pass
+    why = bundled_binary_problem()
     if why is None:
-        return bundled
+        return BridgeLocation(bundled, "bundled in the package", tried)
     tried.append(("bundled in the package", f"{bundled}: {why}"))
 
     cwds = [Path(os.getcwd()).resolve()]
@@ -162,7 +192,7 @@ def find_bridge_binary(
         cwds.append(Path(cwd).resolve())
     on_path = _search_path(environ.get("PATH"), cwds, tried)
     if on_path is not None:
-        return on_path.resolve()
+        return BridgeLocation(on_path.resolve(), f"PATH ({on_path.parent})", tried)
 
     if dev_checkout is None:
         dev_checkout = environ.get(DEV_CHECKOUT_ENV_VAR, "") not in ("", "0")
@@ -176,7 +206,7 @@ def find_bridge_binary(
             candidate = root / "bin" / BINARY_NAME
             why = _usable(candidate)
             if why is None:
-                return candidate.resolve()
+                return BridgeLocation(candidate.resolve(), f"development checkout ({root}, opted in)", tried)
             tried.append(("development checkout", f"{candidate}: {why}"))
 
     lines = "\n".join(f"  - {place}: {detail}" for place, detail in tried)

@@ -8,11 +8,12 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Mapping, Optional, Type
 
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
 from ._internal import sessions as _sessions
+from ._internal.output import output_spec
 from ._internal.process import child_env
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
@@ -177,6 +178,7 @@ class DeepSeekHarness:
                     tool_choice=self.options.tool_choice,
                     first_token_timeout_seconds=self.options.first_token_timeout_seconds,
                     model_request_timeout_seconds=self.options.model_request_timeout_seconds,
+                    mcp_servers=self.options.mcp_servers,
                 )
             except BaseException:
                 self._client.close()
@@ -202,9 +204,17 @@ class DeepSeekHarness:
         input: PromptInput,
         session_id: Optional[str] = None,
         on_notification: Optional[NotificationCallback] = None,
+        *,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        output_type: Optional[Type[Any]] = None,
     ) -> TurnResult:
-        """Runs one turn (in a new session unless ``session_id`` is given) and returns its result."""
-        return self._run(session_id or new_session_id(), input, on_notification)
+        """Runs one turn (in a new session unless ``session_id`` is given) and returns its result.
+
+        Structured output: with ``output_schema`` (a JSON Schema dict) or ``output_type`` (a
+        pydantic model class, or any type pydantic can validate), the model answers with a value
+        valid against the schema, in :attr:`TurnResult.output` (an ``output_type`` instance when
+        given); with none after 3 tries the turn ends ``output-invalid`` (status ``error``)."""
+        return self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> TurnStream:
         """Runs one turn (in a new session unless ``session_id`` is given) as a
@@ -237,10 +247,13 @@ class DeepSeekHarness:
         return _sessions.session_log_path(session_id, self.cwd if self.cwd is not None else os.getcwd(),
                                           c.session_root, child_env(c.env), c.cwd, c.extra_args)
 
-    def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
+    def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
+             output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        spec = output_spec(output_schema, output_type)
         self.start()
-        collector = TurnCollector(session_id, on_notification)
-        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
+        collector = TurnCollector(session_id, on_notification, spec)
+        response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
+                              output_schema=spec.schema if spec else None)
         return collector.result(response)
 
 
@@ -255,9 +268,10 @@ class Session:
     def id(self) -> str:
         return self.session_id
 
-    def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None) -> TurnResult:
-        """Runs one turn of this session."""
-        return self.harness._run(self.session_id, input, on_notification)
+    def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
+            output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        """Runs one turn of this session (``output_schema`` / ``output_type``: see :meth:`DeepSeekHarness.run`)."""
+        return self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput) -> TurnStream:
         """Runs one turn of this session as a :class:`TurnStream`: typed events as they arrive,

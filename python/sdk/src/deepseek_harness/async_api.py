@@ -33,8 +33,9 @@ from __future__ import annotations
 import asyncio
 import functools
 from pathlib import Path
-from typing import Any, AsyncIterator, Dict, List, Optional
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Type
 
+from ._internal.output import output_spec
 from ._internal.turn import StreamBuffer, TurnCollector
 from .api import DeepSeekHarness, new_session_id
 from ._internal.decode import NotificationCallback
@@ -118,10 +119,14 @@ class AsyncDeepSeekHarness:
         input: PromptInput,
         session_id: Optional[str] = None,
         on_notification: Optional[NotificationCallback] = None,
+        *,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        output_type: Optional[Type[Any]] = None,
     ) -> TurnResult:
         """Runs one turn (in a new session unless ``session_id`` is given) and returns its
-        result. ``on_notification`` is called on the event loop, in stream order."""
-        return await self._run(session_id or new_session_id(), input, on_notification)
+        result. ``on_notification`` is called on the event loop, in stream order.
+        ``output_schema`` / ``output_type``: structured output, as for :meth:`DeepSeekHarness.run`."""
+        return await self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> "AsyncTurnStream":
         """Runs one turn as an :class:`AsyncTurnStream` (typed events, then the TurnResult)."""
@@ -152,10 +157,13 @@ class AsyncDeepSeekHarness:
         """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``)."""
         return self._harness.log_path_of(session_id)
 
-    async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback]) -> TurnResult:
+    async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
+                   output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+        spec = output_spec(output_schema, output_type)
         await self._prepare(session_id)
-        collector = TurnCollector(session_id, on_notification)
-        response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk)
+        collector = TurnCollector(session_id, on_notification, spec)
+        response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
+                                     output_schema=spec.schema if spec else None)
         return collector.result(response)
 
     async def _prepare(self, session_id: str) -> None:
@@ -215,10 +223,12 @@ class AsyncSession:
     def id(self) -> str:
         return self.session_id
 
-    async def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None) -> TurnResult:
+    async def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
+                  output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
         """Runs one turn of this session. Cancelling the awaiting task cancels the turn, waits
-        until it has settled, then raises ``CancelledError``; the session stays usable."""
-        return await self.harness._run(self.session_id, input, on_notification)
+        until it has settled, then raises ``CancelledError``; the session stays usable.
+        ``output_schema`` / ``output_type``: structured output, as for :meth:`DeepSeekHarness.run`."""
+        return await self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
 
     def stream(self, input: PromptInput) -> "AsyncTurnStream":
         """Runs one turn of this session as an :class:`AsyncTurnStream`."""

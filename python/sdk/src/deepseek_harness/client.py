@@ -25,6 +25,7 @@ from ._internal.sessions import delete_session, fork_session, list_sessions, rea
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
+from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options
 from .sessions import SessionInfo, SessionReadResponse
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
@@ -124,12 +125,13 @@ class HarnessClient(Connection):
         tool_choice: Optional[Union[str, Mapping[str, str]]] = None,
         first_token_timeout_seconds: Optional[float] = None,
         model_request_timeout_seconds: Optional[float] = None,
+        mcp_servers: Optional[Mapping[str, McpServerConfig]] = None,
         timeout: Optional[float] = None,
     ) -> InitializeResponse:
         """Sends ``initialize``; checks the protocol version (raises :class:`ProtocolError`
         on a mismatch) and warns when the bridge's version differs from the SDK's. The model
-        settings (``thinking`` … ``model_request_timeout_seconds``) mean what the fields of
-        :class:`HarnessOptions` of the same names mean."""
+        settings (``thinking`` … ``model_request_timeout_seconds``) and ``mcp_servers`` mean what
+        the fields of :class:`HarnessOptions` of the same names mean."""
         params: Dict[str, Any] = {
             "cwd": os.path.abspath(os.fspath(cwd)),
             "provider": provider,

@@ -211,6 +211,8 @@ class TurnEndEvent(BaseSessionEvent):
     turn: int
     reason: TurnEndReason
     usage: Optional[Usage] = None
+    #: A structured turn's valid answer (JSON, as it came); None otherwise.
+    output: Any = None
 
 
 class SubagentStartedEvent(TurnEvent):

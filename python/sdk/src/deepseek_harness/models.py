@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from .mcp_servers import McpServerStatus
+
 __all__ = [
     "PROTOCOL_VERSION",
     "LIVE_ONLY_EVENT_TYPES",
@@ -210,6 +212,8 @@ class InitializeResponse(WireModel):
     providers: List[str] = Field(default_factory=list)
     #: What confines bash; ``None`` only from a bridge older than the field.
     sandbox: Optional[SandboxStatus] = None
+    #: Each MCP server's outcome; ``None`` when ``mcp_servers`` was not given.
+    mcp_servers: Optional[List[McpServerStatus]] = None
 
 
 class SessionPromptResponse(WireModel):

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from .mcp_servers import McpServerConfig, mcp_servers_wire
+
 __all__ = ["HarnessOptions", "INITIALIZE_FIELDS", "initialize_settings", "resolve_options"]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -42,6 +44,10 @@ class HarnessOptions:
             wider than ``max_permission_mode`` is narrowed to it (the bridge warns on stderr).
         tools: the built-in tools offered (an allow-list of names); default: all.
         instructions: text appended to the built-in system prompt.
+        mcp_servers: MCP servers whose tools the model is offered (``mcp__<server>__<tool>``),
+            by name, in the wire's shape (:class:`~deepseek_harness.McpStdioServer`,
+            :class:`~deepseek_harness.McpHttpServer`); each one's outcome is in
+            ``initialize_response.mcp_servers``. Default: none.
 
     The model's settings (also sent with ``initialize``; ``None``: the server's default):
 
@@ -105,6 +111,7 @@ class HarnessOptions:
     permission_mode: Optional[str] = None
     tools: Optional[Sequence[str]] = None
     instructions: Optional[str] = None
+    mcp_servers: Optional[Mapping[str, McpServerConfig]] = None
 
     thinking: Optional[str] = None
     reasoning_effort: Optional[str] = None
@@ -132,6 +139,8 @@ class HarnessOptions:
             object.__setattr__(self, "tools", tuple(self.tools))
         if self.env is not None:
             object.__setattr__(self, "env", dict(self.env))
+        if self.mcp_servers is not None:
+            object.__setattr__(self, "mcp_servers", mcp_servers_wire(self.mcp_servers))
         if isinstance(self.tool_choice, Mapping):
             object.__setattr__(self, "tool_choice", dict(self.tool_choice))
 
@@ -164,6 +173,7 @@ INITIALIZE_FIELDS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("tool_choice", "toolChoice", _tool_choice_wire),
     ("first_token_timeout_seconds", "firstTokenTimeoutMs", _milliseconds),
     ("model_request_timeout_seconds", "modelRequestTimeoutMs", _milliseconds),
+    ("mcp_servers", "mcpServers", mcp_servers_wire),
 )
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from .events import TurnEvent
 from .models import Notification, SessionEvent, TurnEndReason, TurnStatus, Usage
 
-__all__ = ["TurnResult", "StreamItem", "final_response_of", "usage_of"]
+__all__ = ["TurnResult", "StreamItem", "final_response_of", "usage_of", "output_of"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,10 @@ class TurnResult:
             decoded when first read.
         usage: the turn's token usage (from ``turn/end``, else summed over the assistant
             messages); None when the bridge reported none.
+        output: a structured turn's answer (``run(..., output_schema=...)`` or
+            ``output_type=...``): the value of ``turn/end.output``, parsed into an instance of
+            ``output_type`` when one was given; None when the turn had no schema or ended
+            without a valid value (``reason.kind == "output-invalid"``).
     """
 
     session_id: str
@@ -36,6 +40,7 @@ class TurnResult:
     events: List[SessionEvent] = field(default_factory=list)
     notifications: List[Notification] = field(default_factory=list)
     usage: Optional[Usage] = None
+    output: Any = None
 
     @property
     def ok(self) -> bool:
@@ -51,6 +56,14 @@ def final_response_of(events: Sequence[SessionEvent]) -> str:
                 b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
             )
     return ""
+
+
+def output_of(events: Sequence[SessionEvent]) -> Any:
+    """The ``output`` of the last ``turn/end`` among ``events`` (None when it has none)."""
+    for ev in reversed(events):
+        if ev.type == "turn/end":
+            return ev.data.get("output")
+    return None
 
 
 def usage_of(events: Sequence[SessionEvent]) -> Optional[Usage]:

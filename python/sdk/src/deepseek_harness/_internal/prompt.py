@@ -67,8 +67,12 @@ class PromptCall:
         blocks: PromptInput,
         timeout: Optional[float] = None,
         inbox: Optional[AnyInbox] = None,
+        output_schema: Optional[Dict[str, Any]] = None,
     ) -> None:
         wire_blocks = content_blocks(blocks)
+        params: Dict[str, Any] = {"sessionId": session_id, "contentBlocks": wire_blocks}
+        if output_schema is not None:
+            params["outputSchema"] = output_schema
         if timeout is None:
             timeout = client.request_timeout_seconds
         self.client = client
@@ -77,8 +81,7 @@ class PromptCall:
         self.response: Optional[SessionPromptResponse] = None
         #: True once the consumer is done with the inbox: answered, aborted or abandoned.
         self.settled = False
-        self.pending = client._send("session/prompt", {"sessionId": session_id, "contentBlocks": wire_blocks}, session_id,
-                                    inbox=inbox)
+        self.pending = client._send("session/prompt", params, session_id, inbox=inbox)
         self.deadline = INF if timeout is None else time.monotonic() + timeout
 
     # -- shared ------------------------------------------------------------------------
@@ -193,12 +196,13 @@ class PromptCall:
 
 
 def run_prompt(conn: Connection, session_id: str, blocks: PromptInput, on_notification: Optional[NotificationCallback],
-               timeout: Optional[float] = None, keep_chunk: Optional[NotificationCallback] = None) -> SessionPromptResponse:
+               timeout: Optional[float] = None, keep_chunk: Optional[NotificationCallback] = None,
+               output_schema: Optional[Dict[str, Any]] = None) -> SessionPromptResponse:
     """Runs one turn, blocking, handing every notification to ``on_notification`` on this
     thread (``assistant/chunk`` ones to ``keep_chunk`` undecoded, if given: see
     :func:`~.decode.deliver`). If the callback raises, the turn is cancelled and has settled
     before the exception propagates."""
-    call = PromptCall(conn, session_id, blocks, timeout)
+    call = PromptCall(conn, session_id, blocks, timeout, output_schema=output_schema)
     batch = call.next_batch()
     while batch is not None:
         if on_notification is not None:
@@ -215,11 +219,12 @@ def run_prompt(conn: Connection, session_id: str, blocks: PromptInput, on_notifi
 
 async def arun_prompt(conn: Connection, session_id: str, blocks: PromptInput,
                       on_notification: Optional[NotificationCallback], timeout: Optional[float] = None,
-                      keep_chunk: Optional[NotificationCallback] = None) -> SessionPromptResponse:
+                      keep_chunk: Optional[NotificationCallback] = None,
+                      output_schema: Optional[Dict[str, Any]] = None) -> SessionPromptResponse:
     """:func:`run_prompt` for the asyncio front: awaits instead of blocking, and calls
     ``on_notification`` on the event loop. Cancelling the awaiting task cancels the turn,
     waits until it has settled, then lets ``CancelledError`` propagate."""
-    call = PromptCall(conn, session_id, blocks, timeout, AsyncInbox(asyncio.get_running_loop()))
+    call = PromptCall(conn, session_id, blocks, timeout, AsyncInbox(asyncio.get_running_loop()), output_schema)
     batch = await call.anext_batch()
     while batch is not None:
         if on_notification is not None:

@@ -8,7 +8,8 @@ import collections
 from typing import Any, Deque, Dict, List, Optional
 
 from ..models import LIVE_ONLY_EVENT_TYPES, Notification, SessionEvent, SessionPromptResponse
-from ..results import TurnResult, final_response_of, usage_of
+from ..results import TurnResult, final_response_of, output_of, usage_of
+from .output import OutputSpec
 from .decode import NotificationCallback, decode_batch
 from .prompt import PromptCall
 
@@ -20,10 +21,12 @@ class TurnCollector:
     (shared by ``run`` and the streams, sync and async). ``add`` runs once per notification:
     it only appends and looks at two dict keys."""
 
-    __slots__ = ("session_id", "notifications", "durable", "callback")
+    __slots__ = ("session_id", "notifications", "durable", "callback", "output")
 
-    def __init__(self, session_id: str, callback: Optional[NotificationCallback] = None) -> None:
+    def __init__(self, session_id: str, callback: Optional[NotificationCallback] = None,
+                 output: Optional[OutputSpec] = None) -> None:
         self.session_id = session_id
+        self.output = output
         self.notifications: List[Notification] = []
         self.durable: List[Dict[str, Any]] = []
         self.callback = callback
@@ -46,6 +49,7 @@ class TurnCollector:
 
     def result(self, response: SessionPromptResponse) -> "TurnResult":
         events = [SessionEvent.model_validate(ev) for ev in self.durable]
+        value = output_of(events)
         return TurnResult(
             session_id=self.session_id,
             status=response.status,
@@ -54,6 +58,7 @@ class TurnCollector:
             events=events,
             notifications=self.notifications,
             usage=usage_of(events),
+            output=self.output.parse(value) if self.output is not None and value is not None else value,
         )
 
 

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The linux-arm64 build, tested for real on this x64 machine under qemu-user (Debian's
+# qemu-user-static, with the arm64 libc/libstdc++ of libc6-arm64-cross and
+# libstdc++6-arm64-cross): builds dist/harness-bridge-linux-arm64, then runs --version, the
+# snapshot tests and the Python runtime smoke through it (scripts/arm64-under-qemu), and builds
+# its manylinux_2_28_aarch64 wheel. bin/harness-bridge is left as it is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for tool in qemu-aarch64-static aarch64-linux-gnu-strip; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "test-arm64: $tool is missing (apt-get install qemu-user-static binutils-aarch64-linux-gnu)" >&2; exit 1; }
+done
+[ -f /usr/aarch64-linux-gnu/lib/libstdc++.so.6 ] || { echo "test-arm64: the arm64 libraries are missing (apt-get install libc6-arm64-cross libstdc++6-arm64-cross)" >&2; exit 1; }
+
+echo "== arm64: build"
+node scripts/build.mjs --arch arm64 2> >(grep -v "Can't find string offset" >&2)
+(cd dist && sha256sum -c harness-bridge-linux-arm64.sha256)
+wrapper="$PWD/scripts/arm64-under-qemu"
+version=$("$wrapper" --version)
+expected=$(node -p 'require("./package.json").version')
+[ "$version" = "$expected" ] || { echo "test-arm64: --version printed '$version', expected '$expected'" >&2; exit 1; }
+echo "arm64 --version: $version"
+
+echo "== arm64: snapshot tests through the arm64 binary"
+HARNESS_TEST_BINARY="$wrapper" npx vitest run test/snapshots.test.ts
+echo "== arm64: Python runtime smoke through the arm64 binary"
+HARNESS_TEST_BINARY="$wrapper" .venv/bin/python scripts/smoke-python-runtime.py
+
+echo "== arm64: wheel"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+wheel=$(.venv/bin/python python/sdk/scripts/build_wheel.py --bin dist/harness-bridge-linux-arm64 --out "$out" | tail -n 1)
+case "$wheel" in
+  *-py3-none-manylinux_2_28_aarch64.whl) echo "arm64 wheel: $(basename "$wheel")" ;;
+  *) echo "test-arm64: unexpected wheel $wheel" >&2; exit 1 ;;
+esac

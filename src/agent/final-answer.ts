@@ -1,0 +1,225 @@
+/**
+ * Structured output (PROTOCOL.md "Structured output"): `session/prompt.outputSchema` becomes the
+ * parameters of a `final_answer` tool, offered for that turn only; the model answers by calling
+ * it, and the value is validated with Ajv (JSON Schema 2020-12, Pydantic's dialect).
+ *
+ * - The schema is compiled when the prompt arrives: one Ajv refuses, or one larger than
+ *   `MAX_OUTPUT_SCHEMA_BYTES`, is the request's -32602.
+ * - An object schema (`type: "object"`) is the tool's parameters as it is; any other schema is
+ *   wrapped as `{value: schema}` (chat completions tools take object parameters only) and the
+ *   answer is the `value` argument. Validation always runs against the client's own schema.
+ * - Ajv and re2js load on the first structured prompt only (cold start does not move). Ajv
+ *   compiles validators with `new Function`, which the single executable allows. `pattern`
+ *   and `patternProperties` run on re2js (linear time): a hostile pattern cannot hang the
+ *   bridge; ECMAScript-only syntax (lookaround, backreferences) is refused with the schema.
+ * - `format` is an annotation here (not checked): no format table ships in the binary.
+ *
+ * @module
+ */
+import type { JsonObject, JsonValue, ToolCallBlock } from "../protocol/index.js";
+import { FINAL_ANSWER_TOOL, MAX_OUTPUT_ATTEMPTS, type OutputInvalidReason } from "../protocol/index.js";
+import type { ToolSpec } from "../providers/types.js";
+import type { ToolOutput } from "../tools/types.js";
+
+/** Largest `outputSchema` accepted, as JSON. */
+export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024;
+/** Most subschemas one check may visit, references expanded (see `refExpansion`). */
+export const MAX_SCHEMA_EXPANSION = 100_000;
+/** Validation errors quoted back to the model. */
+const ERRORS_SHOWN = 5;
+
+/** Thrown when `outputSchema` cannot be used; the message says why (the server adds the field name). */
+export class OutputSchemaError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "OutputSchemaError";
+  }
+}
+
+type Check = { ok: true; value: JsonValue } | { ok: false; problem: string };
+
+/** A compiled `outputSchema`: the tool the model is offered, and the check of its answer. */
+export interface OutputContract {
+  readonly schema: JsonObject;
+  readonly tool: ToolSpec;
+  /** Checks the arguments of a `final_answer` call. */
+  check(args: JsonObject): Check;
+}
+
+type AjvModule = typeof import("ajv/dist/2020.js");
+type Re2Module = { RE2JS: { compile(regex: string): { matcher(input: string): { find(): boolean } } } };
+let engines: Promise<{ ajv: import("ajv/dist/2020.js").default }> | undefined;
+
+/** One Ajv for the process (its compiled schemas are cached by content; a schema that failed is not kept). */
+function loadAjv(): Promise<{ ajv: import("ajv/dist/2020.js").default }> {
+  engines ??= Promise.all([import("ajv/dist/2020.js"), import("re2js")]).then(([ajvModule, re2Module]) => {
+    const Ajv = ((ajvModule as unknown as { default: AjvModule["default"] }).default ?? ajvModule) as AjvModule["default"];
+    const { RE2JS } = re2Module as unknown as Re2Module;
+    const regExp = Object.assign((pattern: string) => {
+      const re = RE2JS.compile(pattern);
+      // Ajv keys compiled patterns by `toString()`: each must name its own source, or every
+      // pattern would share the first one compiled (the meta-schema's).
+      return { test: (s: string) => re.matcher(s).find(), toString: () => `re2js:${pattern}` };
+    }, { code: "re2js" });
+    const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp } });
+    return { ajv };
+  });
+  return engines;
+}
+
+/** Compiles `schema` (throws OutputSchemaError naming what is wrong with it). */
+export async function compileOutputSchema(schema: JsonObject): Promise<OutputContract> {
+  const bytes = Buffer.byteLength(JSON.stringify(schema));
+  if (bytes > MAX_OUTPUT_SCHEMA_BYTES) throw new OutputSchemaError(`the schema is ${bytes} bytes of JSON; at most ${MAX_OUTPUT_SCHEMA_BYTES} are accepted`);
+  const expansion = refExpansion(schema);
+  if (expansion > MAX_SCHEMA_EXPANSION) {
+    throw new OutputSchemaError(`its references expand to more than ${MAX_SCHEMA_EXPANSION} subschemas (checking a value could take exponential time)`);
+  }
+  const { ajv } = await loadAjv();
+  let validate: import("ajv/dist/2020.js").ValidateFunction;
+  try {
+    validate = ajv.compile(schema);
+  } catch (error) {
+    throw new OutputSchemaError(`not a usable JSON Schema (2020-12): ${(error as Error).message}`);
+  } finally {
+    ajv.removeSchema(schema);
+  }
+  const wrapped = schema.type !== "object";
+  const check = (args: JsonObject): Check => {
+    if (wrapped && !Object.hasOwn(args, "value")) return { ok: false, problem: "the answer goes in the 'value' argument, which is missing" };
+    const value = wrapped ? (args.value as JsonValue) : args;
+    try {
+      if (validate(value)) return { ok: true, value };
+    } catch (error) {
+      // A schema that refers to itself without consuming the value (`{"$ref": "#"}`) recurses until the stack runs out.
+      return { ok: false, problem: `the schema cannot be checked: ${(error as Error).message}` };
+    }
+    const errors = validate.errors ?? [];
+    const shown = errors.slice(0, ERRORS_SHOWN).map((e) => `${wrapped ? "value" : "answer"}${e.instancePath || ""} ${e.message ?? "is invalid"}`);
+    if (errors.length > ERRORS_SHOWN) shown.push(`and ${errors.length - ERRORS_SHOWN} more`);
+    return { ok: false, problem: shown.join("; ") };
+  };
+  return { schema, tool: finalAnswerTool(schema, wrapped), check };
+}
+
+/**
+ * How many subschemas checking one value may visit, `$ref`s expanded: a schema of a few
+ * kilobytes whose definitions each refer to the next one twice (`anyOf: [{$ref: b}, {$ref: b}]`)
+ * takes 2^n steps to check, all on the bridge's one thread. A reference back into the schema
+ * being expanded (recursion) counts once: it only goes on as deep as the value does. Only local
+ * references are taken (`#`, `#/json/pointer`, `#anchor`): nothing is fetched, and the count
+ * must see every target.
+ */
+function refExpansion(root: JsonObject): number {
+  const anchors = new Map<string, JsonValue>();
+  const collect = (node: JsonValue): void => {
+    if (Array.isArray(node)) node.forEach(collect);
+    else if (node !== null && typeof node === "object") {
+      for (const key of ["$anchor", "$dynamicAnchor"]) if (typeof node[key] === "string") anchors.set(node[key] as string, node);
+      Object.values(node).forEach(collect);
+    }
+  };
+  collect(root);
+  const resolve = (ref: string): JsonValue => {
+    if (ref === "#") return root;
+    if (!ref.startsWith("#/")) {
+      const anchored = ref.startsWith("#") ? anchors.get(ref.slice(1)) : undefined;
+      if (anchored === undefined) throw new OutputSchemaError(`'$ref: ${ref}': only local references (#, #/pointer, #anchor) are supported`);
+      return anchored;
+    }
+    let node: JsonValue | undefined = root;
+    for (const raw of ref.slice(2).split("/")) {
+      const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+      node = node !== null && typeof node === "object" ? (node as Record<string, JsonValue>)[key] : undefined;
+    }
+    if (node === undefined) throw new OutputSchemaError(`can't resolve reference ${ref}`);
+    return node;
+  };
+  const memo = new Map<JsonValue, number>();
+  const expanding = new Set<JsonValue>();
+  const size = (node: JsonValue): number => {
+    if (node === null || typeof node !== "object") return 1;
+    const known = memo.get(node);
+    if (known !== undefined) return known;
+    if (expanding.has(node)) return 1;
+    expanding.add(node);
+    let total = 1;
+    const parts = Array.isArray(node) ? node : Object.entries(node).filter(([k]) => k !== "$defs" && k !== "definitions" && k !== "enum" && k !== "const").map(([, v]) => v);
+    for (const part of parts) total = Math.min(total + size(part), MAX_SCHEMA_EXPANSION + 1);
+    if (!Array.isArray(node)) {
+      for (const key of ["$ref", "$dynamicRef"]) {
+        const ref = node[key];
+        if (typeof ref === "string") total = Math.min(total + size(resolve(ref)), MAX_SCHEMA_EXPANSION + 1);
+      }
+    }
+    expanding.delete(node);
+    memo.set(node, total);
+    return total;
+  };
+  return size(root);
+}
+
+function finalAnswerTool(schema: JsonObject, wrapped: boolean): ToolSpec {
+  const description =
+    "Give your final answer by calling this tool once you are done; its arguments are the answer, checked against the required JSON Schema. " +
+    "Do not answer in plain text: only this call ends the task.";
+  if (!wrapped) return { name: FINAL_ANSWER_TOOL, description, parameters: schema };
+  // `$defs` stay at the root, where the schema's own `#/$defs/...` references point.
+  const { $defs, definitions, ...value } = schema;
+  const parameters: JsonObject = { type: "object", properties: { value }, required: ["value"], additionalProperties: false };
+  if ($defs !== undefined) parameters.$defs = $defs;
+  if (definitions !== undefined) parameters.definitions = definitions;
+  return { name: FINAL_ANSWER_TOOL, description: `${description} The answer goes in 'value'.`, parameters };
+}
+
+/** One structured turn's answers: what was accepted, and how many tries are left. */
+export class FinalAnswer {
+  /** Set once a valid answer came. */
+  accepted: { value: JsonValue } | undefined;
+  private failures = 0;
+  private lastProblem = "";
+
+  constructor(readonly contract: OutputContract) {}
+
+  /** Answers a `final_answer` call: accepted, or an error result saying what to fix. */
+  answer(call: ToolCallBlock): ToolOutput {
+    if (this.accepted) return text("ignored: a valid final answer was already given in this turn", true);
+    const result: Check =
+      call.rawArguments !== undefined
+        ? { ok: false, problem: `the arguments are not a valid JSON object: ${call.rawArguments.slice(0, 500)}` }
+        : this.contract.check(call.arguments);
+    if (result.ok) {
+      this.accepted = { value: result.value };
+      return text("accepted: this is the final answer", false);
+    }
+    return text(this.failed(`the final answer does not match the required schema: ${result.problem}`), true);
+  }
+
+  /** The model answered in plain text: the reminder that goes back to it (counts as an attempt). */
+  remind(): string {
+    return this.failed(`you must give the final answer by calling the ${FINAL_ANSWER_TOOL} tool (its parameters are the required JSON Schema), not in plain text`);
+  }
+
+  /** 1-based number of the attempt that failed last. */
+  get attempts(): number {
+    return this.failures;
+  }
+
+  /** No tries are left: the turn ends with `endReason()`. */
+  get exhausted(): boolean {
+    return !this.accepted && this.failures >= MAX_OUTPUT_ATTEMPTS;
+  }
+
+  endReason(): OutputInvalidReason {
+    return { kind: "output-invalid", message: `no valid answer after ${this.failures} attempts; the last: ${this.lastProblem}` };
+  }
+
+  private failed(problem: string): string {
+    this.failures += 1;
+    this.lastProblem = problem;
+    const left = MAX_OUTPUT_ATTEMPTS - this.failures;
+    return left > 0 ? `${problem}. Call ${FINAL_ANSWER_TOOL} again (${left} attempt${left === 1 ? "" : "s"} left).` : `${problem}. No attempts are left.`;
+  }
+}
+
+const text = (t: string, isError: boolean): ToolOutput => ({ content: [{ type: "text", text: t }], isError });

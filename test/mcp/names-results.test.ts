@@ -1,0 +1,97 @@
+/**
+ * What a server's tool list and results become, whatever the server sends: names that fit
+ * `[A-Za-z0-9_-]{1,64}` and stay apart, the caps on tool count, description and schema size,
+ * and results as text (other content described, isError honoured, size capped).
+ */
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { MAX_DESCRIPTION_CHARS, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, offerTools, offeredName } from "../../src/mcp/names.js";
+import { MAX_RESULT_CHARS, toToolOutput } from "../../src/mcp/results.js";
+
+const RULE = /^[A-Za-z0-9_-]{1,64}$/;
+const schema = { type: "object", properties: {} };
+
+describe("offered names", () => {
+  it("keeps a name that fits, and rewrites one that does not into a valid, deterministic name", () => {
+    expect(offeredName("git", "log")).toBe("mcp__git__log");
+    const odd = offeredName("git", "log.show/all");
+    expect(odd).toMatch(/^mcp__git__log_show_all-[0-9a-f]{8}$/);
+    expect(offeredName("git", "log.show/all")).toBe(odd);
+    const long = offeredName("s".repeat(32), "t".repeat(100));
+    expect(long).toMatch(RULE);
+    expect(long.startsWith(`mcp__${"s".repeat(32)}__`)).toBe(true);
+  });
+
+  it("every name of every valid server fits the rule, and different tool names never meet", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9-]{1,32}$/), fc.string({ maxLength: 200 }), fc.string({ maxLength: 200 }), (server, a, b) => {
+        expect(offeredName(server, a)).toMatch(RULE);
+        if (a !== b) expect(offeredName(server, a)).not.toBe(offeredName(server, b));
+      }),
+    );
+  });
+
+  it("leaves out a name listed twice, a schema that is not an object or too big, and tools past the cap; cuts long descriptions", () => {
+    const listed = [
+      { name: "a", description: "x".repeat(MAX_DESCRIPTION_CHARS + 10), inputSchema: schema, annotations: { readOnlyHint: true } },
+      { name: "a", inputSchema: schema },
+      { name: "arr", inputSchema: [] },
+      { name: "big", inputSchema: { type: "object", description: "y".repeat(MAX_SCHEMA_BYTES) } },
+      { name: "untyped", inputSchema: { properties: {} }, annotations: { readOnlyHint: "yes" } },
+    ];
+    const { tools, leftOut } = offerTools("s", listed);
+    expect(tools.map((t) => t.name)).toEqual(["mcp__s__a", "mcp__s__untyped"]);
+    expect(tools[0].readOnly).toBe(true);
+    expect(tools[0].description.length).toBeLessThan(MAX_DESCRIPTION_CHARS + 20);
+    expect(tools[0].description.endsWith("[…cut]")).toBe(true);
+    // Only `readOnlyHint: true` makes a tool read-only; the model APIs get `type: "object"`.
+    expect(tools[1]).toMatchObject({ readOnly: false, parameters: { type: "object", properties: {} }, description: expect.stringContaining("untyped") });
+    expect(leftOut).toEqual([expect.stringContaining("listed twice"), expect.stringContaining("'arr'"), expect.stringContaining("'big'")]);
+    const many = offerTools("s", Array.from({ length: MAX_TOOLS_PER_SERVER + 5 }, (_, i) => ({ name: `t${i}`, inputSchema: schema })));
+    expect(many.tools).toHaveLength(MAX_TOOLS_PER_SERVER);
+    expect(many.leftOut).toEqual([`5 tools past the first ${MAX_TOOLS_PER_SERVER}`]);
+  });
+});
+
+describe("results", () => {
+  it("keeps text, describes every other content type, honours isError", () => {
+    const out = toToolOutput({
+      isError: true,
+      content: [
+        { type: "text", text: "first" },
+        { type: "image", mimeType: "image/png", data: "AAAA" },
+        { type: "audio", mimeType: "audio/wav", data: "AAAAAA==" },
+        { type: "resource_link", uri: "file:///a", name: "a" },
+        { type: "resource", resource: { uri: "file:///b", mimeType: "text/plain", text: "inside" } },
+        { type: "resource", resource: { uri: "file:///c", blob: "AAAA" } },
+        { type: "hologram" },
+        42,
+      ],
+    });
+    expect(out.isError).toBe(true);
+    expect(out.content).toEqual([
+      {
+        type: "text",
+        text: [
+          "first",
+          "[image: image/png, 3 bytes, not shown]",
+          "[audio: audio/wav, 4 bytes, not shown]",
+          '[resource link: file:///a "a"]',
+          "[resource file:///b (text/plain)]\ninside",
+          "[resource file:///c: binary, 3 bytes, not shown]",
+          '[content of type "hologram", not shown]',
+          "[malformed content item]",
+        ].join("\n"),
+      },
+    ]);
+  });
+
+  it("shows structured content without content, says when there is nothing, and caps the size", () => {
+    expect(toToolOutput({ content: [], structuredContent: { n: 1 } }).content[0].text).toBe('{"n":1}');
+    expect(toToolOutput({ content: "not a list" })).toEqual({ content: [{ type: "text", text: "(no output)" }], isError: false });
+    expect(toToolOutput({ isError: true }).content[0].text).toBe("(the tool failed without a message)");
+    const huge = toToolOutput({ content: [{ type: "text", text: "z".repeat(MAX_RESULT_CHARS * 2) }] }).content[0].text;
+    expect(huge.length).toBeLessThan(MAX_RESULT_CHARS + 100);
+    expect(huge).toContain(`${MAX_RESULT_CHARS} characters of the result cut`);
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * The MCP transports against hostile or broken servers: an endless line, lines that are not
+ * JSON-RPC, helpers left in the server's process group, response bodies past the cap.
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { cappedFetch } from "../../src/mcp/http-transport.js";
+import { MAX_LINE_BYTES, ProcessGroupTransport } from "../../src/mcp/stdio-transport.js";
+import { gone } from "../support/mcp-servers.js";
+
+const transports: ProcessGroupTransport[] = [];
+afterEach(async () => {
+  await Promise.all(transports.splice(0).map((t) => t.close()));
+});
+
+function server(script: string): { t: ProcessGroupTransport; messages: any[]; errors: Error[]; closed: Promise<void> } {
+  const t = new ProcessGroupTransport({ command: process.execPath, args: ["-e", script], cwd: process.cwd(), env: process.env });
+  transports.push(t);
+  const messages: any[] = [];
+  const errors: Error[] = [];
+  const closed = new Promise<void>((resolve) => {
+    t.onclose = resolve;
+  });
+  t.onmessage = (m) => messages.push(m);
+  t.onerror = (e) => errors.push(e);
+  return { t, messages, errors, closed };
+}
+
+describe("the stdio transport", () => {
+  it("ends the connection (and the server) on a line longer than the limit, without buffering it whole", async () => {
+    const { t, errors, closed } = server(`const chunk = "x".repeat(1 << 20); (function w() { while (process.stdout.write(chunk)); process.stdout.once("drain", w); })();`);
+    await t.start();
+    await closed;
+    expect(errors.map((e) => e.message)).toContain(`the MCP server wrote a line longer than ${MAX_LINE_BYTES} bytes`);
+    await gone(t.pid!);
+  });
+
+  it("reports a line that is not JSON-RPC and goes on reading; a frame split across writes arrives whole", async () => {
+    const { t, messages, errors } = server(
+      `process.stdout.write("booting...\\n{\\"jsonrpc\\":\\"2.0\\",\\"method\\":\\"a\\"}\\n{\\"jsonrpc\\":"); setTimeout(() => process.stdout.write("\\"2.0\\",\\"method\\":\\"b\\"}\\r\\n"), 50); setInterval(() => {}, 1000);`,
+    );
+    await t.start();
+    for (let i = 0; i < 200 && messages.length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(messages).toEqual([{ jsonrpc: "2.0", method: "a" }, { jsonrpc: "2.0", method: "b" }]);
+    expect(errors[0].message).toContain("not a JSON-RPC message");
+  });
+
+  it("close() ends the whole process group, a helper the server started included; its exit is known", async () => {
+    const { t, messages, closed } = server(
+      `const c = require("node:child_process").spawn("sleep", ["1000"], { stdio: "ignore" }); console.log(JSON.stringify({ jsonrpc: "2.0", method: "pid", params: { pid: c.pid } })); setInterval(() => {}, 1000);`,
+    );
+    await t.start();
+    for (let i = 0; i < 200 && messages.length < 1; i++) await new Promise((r) => setTimeout(r, 25));
+    const helper = messages[0].params.pid as number;
+    await t.close();
+    await closed;
+    await gone(t.pid!);
+    await gone(helper);
+    await t.exited;
+    expect(["SIGTERM", "SIGKILL"]).toContain(t.exit?.signal);
+    await expect(t.send({ jsonrpc: "2.0", method: "late" })).rejects.toThrow("closed");
+  });
+});
+
+describe("the HTTP transport's fetch", () => {
+  it("errors a response body past the cap, and passes one within it", async () => {
+    const srv = http.createServer((req, res) => {
+      const n = req.url === "/big" ? 3 : 1;
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      for (let i = 0; i < n; i++) res.write(Buffer.alloc(400 * 1024, 1));
+      res.end();
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    try {
+      const capped = cappedFetch(1024 * 1024);
+      expect((await (await capped(`${base}/small`)).arrayBuffer()).byteLength).toBe(400 * 1024);
+      await expect((await capped(`${base}/big`)).arrayBuffer()).rejects.toThrow(/passed 1048576 bytes/);
+    } finally {
+      srv.close();
+    }
+  });
+});
