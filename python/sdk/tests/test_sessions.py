@@ -150,3 +150,22 @@ def test_the_asyncio_twins(real):
             assert [s.session_id for s in await h.list_sessions()] == ["amain"]
 
     run_async(scenario())
+
+
+@pytest.mark.parametrize("name", ["ワーク 😀 space", "x" * 60 + "é", "plain-name_1.0"])
+def test_log_path_matches_the_bridge_for_odd_workspace_names(real, tmp_path, name):
+    from deepseek_harness import DeepSeekHarness
+
+    workspace = tmp_path / name
+    workspace.mkdir()
+    state = tmp_path / "state"
+    # No session_root: the bridge's default, $XDG_STATE_HOME/harness-bridge.
+    h = DeepSeekHarness(provider="scripted", model=real.script(SCRIPT), cwd=workspace, bridge_bin=real.bridge,
+                        env={"XDG_STATE_HOME": str(state), "HARNESS_SESSION_ROOT": ""},  # empty: unset
+                        shutdown_timeout_seconds=5.0)
+    real.opened.append(h)
+    s = h.start_session("odd")
+    s.run("hello")
+    path = s.log_path
+    assert path is not None and path.is_file(), (path, list(state.rglob("*.jsonl")))
+    assert list(state.rglob("*.jsonl")) == [path]

@@ -164,7 +164,7 @@ def session_log_path(session_id: str, workspace: str, session_root: Optional[Uni
     if root is None and session_root is not None:
         root = os.fspath(session_root)
     if root is None:
-        root = env.get("HARNESS_SESSION_ROOT")
+        root = env.get("HARNESS_SESSION_ROOT") or None  # empty is unset, as for the bridge
     if root is None:
         state = env.get("XDG_STATE_HOME", "")
         if not os.path.isabs(state):
