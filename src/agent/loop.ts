@@ -22,6 +22,8 @@ import type { ToolGate } from "./client-requests.js";
 import type { PermissionMode } from "../protocol/index.js";
 import type { Session } from "./session.js";
 import { FinalAnswer, type OutputContract } from "./final-answer.js";
+import { compactIfNeeded, compactNow, type CompactionContext } from "./compaction.js";
+import type { ToolSpec } from "../providers/types.js";
 import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { TextParts } from "./text-parts.js";
 
@@ -46,6 +48,21 @@ export interface TurnConfig {
   output?: OutputContract;
   /** Why a tool is not offered, when someone knows (an MCP server that failed, a tool added mid-turn). */
   explainUnknownTool?: (name: string) => string | undefined;
+  /** The model's context window and the share of it that triggers compaction; absent: no compaction. */
+  context?: { window: number; compactAt: number };
+}
+
+/** The tools a request of this turn offers the model. */
+function offeredTools(config: TurnConfig): ToolSpec[] {
+  const tools: ToolSpec[] = [...config.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
+  return config.output ? [...tools, config.output.tool] : tools;
+}
+
+/** What compaction needs, for this turn's requests. */
+export function compactionContext(session: Session, config: TurnConfig, turn: number, signal: AbortSignal): CompactionContext | undefined {
+  if (!config.context) return undefined;
+  const { provider, model, system, maxTokens } = config;
+  return { session, provider, model, system, maxTokens, tools: offeredTools(config), ...config.context, turn, signal };
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -62,6 +79,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
   let reason: TurnEndReason | undefined;
+  let compactionFailed = false;
+  let retriedAfterRefusal = false;
   for (let step = 1; reason === undefined; step++) {
     if (signal.aborted) {
       reason = { kind: "aborted" };
@@ -71,9 +90,27 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       reason = { kind: "max-steps", limit: config.maxSteps };
       break;
     }
+    const compaction = compactionContext(session, config, turn, signal);
+    // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
+    if (compaction && !compactionFailed) {
+      const done = await compactIfNeeded(compaction);
+      usage = addUsage(usage, done.usage);
+      // A summary that cannot be made now will not be made at the next step either: try no more this turn.
+      if (!done.compacted && done.attempted) compactionFailed = true;
+    }
     await session.emit("step/start", { turn, step });
-    const outcome = await runStep(session, config, signal, turn, step, final);
+    let outcome = await runStep(session, config, signal, turn, step, final);
     usage = addUsage(usage, outcome.usage);
+    if (outcome.refusedAsTooLong && compaction && !retriedAfterRefusal && !signal.aborted) {
+      // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
+      retriedAfterRefusal = true;
+      const done = await compactNow(compaction, "refused");
+      usage = addUsage(usage, done.usage);
+      if (done.compacted && !signal.aborted) {
+        outcome = await runStep(session, config, signal, turn, step, final);
+        usage = addUsage(usage, outcome.usage);
+      }
+    }
     reason = outcome.end;
   }
   const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
@@ -86,6 +123,8 @@ interface StepOutcome {
   /** Set when the turn ends with this step. */
   end?: TurnEndReason;
   usage?: Usage;
+  /** The model refused the request as too long for its context window, before it streamed anything. */
+  refusedAsTooLong?: boolean;
 }
 
 /** Builds an assistant message out of streamed parts, keeping blocks in order of first appearance. */
@@ -179,6 +218,7 @@ async function runStep(
   final: FinalAnswer | undefined,
 ): Promise<StepOutcome> {
   const assembler = new MessageAssembler();
+  const charsAtRequest = session.historyChars;
   let failure: TurnEndReason | undefined;
   /** The stream failed (threw) rather than finishing. */
   let cutShort = false;
@@ -188,13 +228,12 @@ async function runStep(
         model: config.model,
         system: config.system,
         messages: session.messages,
-        tools: [
-          ...[...config.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
-          ...(config.output ? [config.output.tool] : []),
-        ],
+        tools: offeredTools(config),
         maxTokens: config.maxTokens,
         sessionId: session.id,
         parentSessionId: session.parentSessionId,
+        turn,
+        step,
       },
       signal,
     );
@@ -212,6 +251,8 @@ async function runStep(
     failure = signal.aborted ? { kind: "aborted" } : modelFailure(error);
   }
 
+  // The next request's prompt is estimated from this one's (compaction.ts).
+  if (assembler.usage) session.lastPrompt = { inputTokens: assembler.usage.inputTokens, historyChars: charsAtRequest };
   const calls = assembler.toolCalls(turn, step);
   const finish = assembler.finishReason;
   if (!failure && finish === "length") failure = { kind: "max-tokens" };
@@ -239,7 +280,8 @@ async function runStep(
   if (failure) {
     const why = failure.kind === "aborted" ? "the turn was aborted before this tool call ran" : `not run: the step ended with ${failure.kind}`;
     for (const call of calls) await recordResult(session, call, { content: [{ type: "text", text: why }], isError: true }, 0);
-    return { end: failure, usage: assembler.usage };
+    const refusedAsTooLong = failure.kind === "model-error" && failure.code === "context-window" && assembler.isEmpty();
+    return { end: failure, usage: assembler.usage, refusedAsTooLong };
   }
   if (calls.length === 0) {
     if (!final) return { end: { kind: "completed" }, usage: assembler.usage };

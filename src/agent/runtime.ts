@@ -22,6 +22,7 @@ import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionA
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { runTurn } from "./loop.js";
 import type { OutputContract } from "./final-answer.js";
+import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
 import { MemorySessionStore } from "./memory-store.js";
 import type { SessionCatalog } from "./session-catalog.js";
@@ -62,6 +63,11 @@ export interface RuntimeOptions {
   moreTools?: () => Promise<Tool[]>;
   /** Why a tool the model called is not offered, when the source of `moreTools` knows. */
   explainUnknownTool?: (name: string) => string | undefined;
+  // Compaction
+  /** The model's context window; default: `contextWindowOf(provider, model)`. */
+  contextWindow?: number;
+  /** Default `DEFAULT_COMPACT_AT`. */
+  compactAt?: number;
 }
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
@@ -182,6 +188,52 @@ export class AgentRuntime {
     return settled;
   }
 
+  /** The window and threshold of every session's compaction. */
+  private get context(): { window: number; compactAt: number } {
+    const { contextWindow, compactAt, provider, model } = this.options;
+    return { window: contextWindow ?? contextWindowOf(provider.name, model), compactAt: compactAt ?? DEFAULT_COMPACT_AT };
+  }
+
+  /**
+   * `session/compact`: summarizes the session's older history now. Busy like a prompt while it
+   * runs (a prompt meanwhile is `SessionBusyError`, cancel aborts it). `false`: nothing to
+   * compact, an unknown session (nothing is created), or the summary could not be made.
+   */
+  compact(sessionId: string): Promise<boolean> {
+    if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId);
+    if (!this.sessions.has(sessionId) && !this.options.store?.exists(sessionId)) return Promise.resolve(false);
+    const session = this.session(sessionId);
+    const controller = new AbortController();
+    const { provider, model, system, maxTokens } = this.options;
+    const tools = this.options.tools.filter((t) => this.options.subagentDepth > 0 || t.name !== "task");
+    const done = compactNow(
+      {
+        session,
+        provider,
+        model,
+        system,
+        maxTokens,
+        tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+        ...this.context,
+        turn: session.nextTurnNumber() - 1,
+        signal: controller.signal,
+      },
+      "request",
+    )
+      .then((outcome) => {
+        if (!outcome.compacted) this.options.logger.info(`session/compact ${sessionId}: not compacted (${outcome.why})`);
+        session.sync();
+        return outcome.compacted;
+      })
+      .finally(() => {
+        this.flights.delete(sessionId);
+        this.release(session);
+      });
+    // Busy as a turn numbered after the last one: a fork of any ended turn may go ahead.
+    this.flights.set(sessionId, { controller, settled: done.then((): TurnEndReason => ({ kind: "completed" })), turn: session.nextTurnNumber() });
+    return done;
+  }
+
   /** Aborts a session's turn; resolves once it has settled. `false` when none was in flight. */
   async cancel(sessionId: string): Promise<boolean> {
     const flight = this.flights.get(sessionId);
@@ -282,6 +334,7 @@ export class AgentRuntime {
           client: clientToolRunner(session, this.waits),
           output,
           explainUnknownTool: this.options.explainUnknownTool,
+          context: this.context,
         },
         signal,
       );

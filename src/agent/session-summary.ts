@@ -47,14 +47,14 @@ export class SummaryTracker {
   /**
    * The tracker of a loaded log, without visiting every event (a resume of a million events
    * must not pay for its listing): the first `user/message` from the front, the last
-   * `turn/start` (turns only grow) from the back, the last event's time.
+   * `turn/start` or `context/compacted` (turns only grow) from the back, the last event's time.
    */
   static of(header: SessionHeader, events: readonly SessionEvent[]): SummaryTracker {
     const tracker = new SummaryTracker(header);
     const first = events.find((e) => e.type === "user/message");
     if (first) tracker.absorb(first);
     for (let i = events.length - 1; i >= 0; i--) {
-      if (events[i]!.type === "turn/start") {
+      if (events[i]!.type === "turn/start" || events[i]!.type === "context/compacted") {
         tracker.absorb(events[i]!);
         break;
       }
@@ -67,7 +67,8 @@ export class SummaryTracker {
   absorb(event: Pick<SessionEvent, "type" | "time" | "data">): void {
     if (event.time > this.updatedAt) this.updatedAt = event.time;
     if (event.type === "user/message" && this.title === undefined) this.title = titleOf((event.data as { content: TextBlock[] }).content ?? []);
-    else if (event.type === "turn/start") this.turns = Math.max(this.turns, (event.data as { turn: number }).turn);
+    // A resume after a compaction may hold no `turn/start`: the compaction names the last turn.
+    else if (event.type === "turn/start" || event.type === "context/compacted") this.turns = Math.max(this.turns, (event.data as { turn: number }).turn);
   }
 
   entry(): SessionListEntry {

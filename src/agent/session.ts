@@ -22,8 +22,18 @@ export type EventAnnouncer = (sessionId: string, event: SessionEvent) => Promise
 export class Session {
   private seq: number;
   private turns: number;
-  /** The conversation as the model sees it, rebuilt from durable events. */
+  /** The conversation as the model sees it, rebuilt from durable events (from the last `context/compacted` on). */
   readonly messages: ModelMessage[] = [];
+  /** The `seq` of the event each message of `messages` came from (a summary: its `context/compacted`). */
+  private readonly messageSeqs: number[] = [];
+  /** Characters of `messages` (see `messageChars`), kept up to date as they change. */
+  historyChars = 0;
+  /**
+   * The prompt size of the last model request that reported usage, and the history's
+   * characters then: the next request is estimated from it (agent/compaction.ts). After a
+   * compaction: its `tokensAfter`. Unset in a new or resumed session until a request reports usage.
+   */
+  lastPrompt: { inputTokens: number; historyChars: number } | undefined;
   /** Content of the last recorded assistant message. */
   lastAssistantContent: AssistantContentBlock[] | undefined;
   /** Tool calls of the last assistant message that have no result yet (callId → tool name). */
@@ -75,36 +85,86 @@ export class Session {
     this.log?.close();
   }
 
+  /** Replaces a message in place (a tool output cut by compaction), keeping `historyChars` right. Memory only: the log keeps the whole output. */
+  replaceMessage(index: number, message: ModelMessage): void {
+    this.historyChars += messageChars(message) - messageChars(this.messages[index]);
+    this.messages[index] = message;
+  }
+
+  /** The `seq` of the event message `index` came from. */
+  seqOfMessage(index: number): number {
+    return this.messageSeqs[index];
+  }
+
+  private push(message: ModelMessage, seq: number): void {
+    this.messages.push(message);
+    this.messageSeqs.push(seq);
+    this.historyChars += messageChars(message);
+  }
+
   private absorb(event: SessionEvent): void {
     if (event.seq > this.seq) this.seq = event.seq;
+    const { seq } = event;
     switch (event.type) {
       case "user/message":
         // A log cut off mid-turn (the process was killed) can hold tool calls without results;
         // models refuse such a history, so each is answered before the next user message.
         for (const [callId, name] of this.unanswered) {
           const text = "not run: the turn was interrupted before this tool call ran";
-          this.messages.push({ role: "tool", callId, name, content: [{ type: "text", text }], isError: true });
+          this.push({ role: "tool", callId, name, content: [{ type: "text", text }], isError: true }, seq);
         }
         this.unanswered.clear();
-        this.messages.push({ role: "user", content: event.data.content });
+        this.push({ role: "user", content: event.data.content }, seq);
         break;
       case "turn/start":
         this.turns = Math.max(this.turns, event.data.turn);
         break;
       case "assistant/message":
         this.lastAssistantContent = event.data.content;
-        this.messages.push({ role: "assistant", content: event.data.content });
+        this.push({ role: "assistant", content: event.data.content }, seq);
         for (const block of event.data.content) if (block.type === "tool-call") this.unanswered.set(block.id, block.name);
         break;
       case "output/reminder":
-        this.messages.push({ role: "user", content: [{ type: "text", text: event.data.text }], synthetic: true });
+        this.push({ role: "user", content: [{ type: "text", text: event.data.text }], synthetic: "reminder" }, seq);
         break;
       case "tool/result":
         this.unanswered.delete(event.data.callId);
-        this.messages.push({ role: "tool", callId: event.data.callId, name: event.data.name, content: event.data.content, isError: event.data.isError });
+        this.push({ role: "tool", callId: event.data.callId, name: event.data.name, content: event.data.content, isError: event.data.isError }, seq);
+        break;
+      case "context/compacted": {
+        // The history before `keptFromSeq` becomes the summary; what came from it on stays.
+        const { keptFromSeq, turn } = event.data;
+        let keep = this.messageSeqs.findIndex((s) => s >= keptFromSeq);
+        if (keep < 0) keep = this.messages.length;
+        const kept = this.messages.splice(keep);
+        const keptSeqs = this.messageSeqs.splice(keep);
+        this.messages.length = 0;
+        this.messageSeqs.length = 0;
+        this.historyChars = 0;
+        this.push({ role: "user", content: [{ type: "text", text: summaryText(event.data.summary) }], synthetic: "summary" }, seq);
+        kept.forEach((m, i) => this.push(m, keptSeqs[i]));
+        this.turns = Math.max(this.turns, turn);
+        // The next request is estimated from the compacted prompt's estimate.
+        this.lastPrompt = { inputTokens: event.data.tokensAfter, historyChars: this.historyChars };
+        break;
+      }
         break;
       default:
         break;
     }
   }
+}
+
+/** The text of the user-role message a compaction summary becomes. */
+export function summaryText(summary: string): string {
+  return `[Earlier conversation, compacted to fit the context window. Summary:]\n\n${summary}`;
+}
+
+/** Characters of a message: its text blocks, plus the JSON of each tool call's arguments. */
+export function messageChars(message: ModelMessage): number {
+  let chars = 0;
+  for (const block of message.content) {
+    chars += block.type === "tool-call" ? (block.rawArguments ?? block.argumentsText ?? JSON.stringify(block.arguments)).length : block.text.length;
+  }
+  return chars;
 }

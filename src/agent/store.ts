@@ -18,6 +18,7 @@ import type { SessionEvent, SessionListEntry, SessionReadResult } from "../proto
 import { eachLine } from "./log-lines.js";
 import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
 import { SummaryTracker, writeMeta } from "./session-summary.js";
+import { firstUserMessage, replayOffset } from "./store-resume.js";
 
 /** The first line of every session log. */
 export interface SessionHeader {
@@ -142,6 +143,11 @@ export class SessionStore implements SessionCatalog {
     return this.openLogs.get(sessionId)?.entry();
   }
 
+  /** Whether a session has a log in this workspace (nothing is created). */
+  exists(sessionId: string): boolean {
+    return fs.existsSync(this.pathOf(sessionId));
+  }
+
   /** Opens a session's log, loading it when it exists and creating it with `header` when not. */
   open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
     const file = this.pathOf(sessionId);
@@ -175,9 +181,8 @@ export class SessionStore implements SessionCatalog {
 function openExisting(file: string, onClose: (log: SessionLog) => void): SessionLog | undefined {
   // Read by lines from the file, not as one string: no copy of the whole log in memory beside
   // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
-  // Compaction (issue 20, item 1) hook: a resume that starts from the last `context/compacted`
-  // can begin this read at that line's offset (found from the end of the file, as
-  // log-lines.ts finds seqs), leaving the history before it unread; bench `resume` measures it.
+  // After a compaction only the header and the lines from the last `context/compacted`'s kept
+  // history on are read (store-resume.ts): the bytes between are never loaded.
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   let header: SessionHeader | undefined;
   const events: SessionEvent[] = [];
@@ -186,26 +191,46 @@ function openExisting(file: string, onClose: (log: SessionLog) => void): Session
   /** Where an unparsable whole line starts: only the last whole line may be one (a torn write). */
   let unparsable: { start: number; line: number } | undefined;
   let whole: number;
+  /** The first user message, when the replay skipped it (the session's title comes from it). */
+  let titleSource: SessionEvent | undefined;
+  /** The replay skipped the history before the last compaction (line numbers are then unknown). */
+  let skipped = false;
+  const visit = (bytes: Buffer, start: number): boolean => {
+    lines += 1;
+    if (unparsable) {
+      // Anything but the last whole line is corruption we must not paper over.
+      const where = skipped ? `byte ${unparsable.start}` : `line ${unparsable.line}`;
+      throw new SessionLogError(`session log ${file} is corrupt at ${where}; move it away to start the session afresh`);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(bytes.toString("utf8"));
+    } catch {
+      // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
+      unparsable = { start, line: lines };
+      return true;
+    }
+    if (header) events.push(value as SessionEvent);
+    else header = value as SessionHeader;
+    return true;
+  };
   try {
     size = fs.fstatSync(fd).size;
-    whole = eachLine(fd, 0, (bytes, start) => {
-      lines += 1;
-      if (unparsable) {
-        // Anything but the last whole line is corruption we must not paper over.
-        throw new SessionLogError(`session log ${file} is corrupt at line ${unparsable.line}; move it away to start the session afresh`);
-      }
-      let value: unknown;
-      try {
-        value = JSON.parse(bytes.toString("utf8"));
-      } catch {
-        // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
-        unparsable = { start, line: lines };
-        return true;
-      }
-      if (header) events.push(value as SessionEvent);
-      else header = value as SessionHeader;
-      return true;
+    // The header line first, then the replay from where the last compaction lets it start.
+    let headerEnd = 0;
+    whole = eachLine(fd, 0, (bytes, start, end) => {
+      headerEnd = end;
+      visit(bytes, start);
+      return false;
     });
+    if (header && !unparsable) {
+      const from = replayOffset(fd, size, headerEnd);
+      if (from > headerEnd) {
+        titleSource = firstUserMessage(fd, headerEnd, from);
+        skipped = true;
+      }
+      whole = eachLine(fd, from, visit);
+    }
   } finally {
     fs.closeSync(fd);
   }
@@ -218,7 +243,7 @@ function openExisting(file: string, onClose: (log: SessionLog) => void): Session
   if (goodBytes < size) fs.truncateSync(file, goodBytes);
   const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   fs.fchmodSync(appendFd, SESSION_FILE_MODE);
-  return new FileSessionLog(appendFd, file, header, events, onClose);
+  return new FileSessionLog(appendFd, file, header, events, onClose, titleSource);
 }
 
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
@@ -242,9 +267,10 @@ class FileSessionLog implements SessionLog {
     readonly header: SessionHeader,
     public loadedEvents: SessionEvent[],
     private readonly onClose: (log: SessionLog) => void,
+    titleSource?: SessionEvent,
   ) {
     this.size = fs.fstatSync(fd).size;
-    this.summary = SummaryTracker.of(header, loadedEvents);
+    this.summary = SummaryTracker.of(header, titleSource ? [titleSource, ...loadedEvents] : loadedEvents);
   }
 
   entry(): SessionListEntry {

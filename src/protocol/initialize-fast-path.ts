@@ -82,6 +82,8 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (params.clientTools !== undefined || params.clientToolTimeoutMs !== undefined || params.approvals !== undefined) return undefined;
   // So are MCP servers.
   if (params.mcpServers !== undefined) return undefined;
+  // Compaction settings too.
+  if (params.contextWindow !== undefined || params.compactAt !== undefined) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).
   const result: InitializeParams = { cwd, provider, model };
   if (maxTokens !== undefined) result.maxTokens = maxTokens;

@@ -45,6 +45,12 @@ export interface ContextCompactedEventData {
   /** The estimated prompt size before and after, in tokens. */
   tokensBefore: number;
   tokensAfter: number;
+  /** The history from the event with this `seq` on was kept as it is (after the summary); what came before it is the summary. */
+  keptFromSeq: number;
+  /** The session's last turn when it was compacted (its turn numbering goes on from it on resume). */
+  turn: number;
+  /** `auto`: before a request that would pass `compactAt`; `refused`: after the model refused a request as too long; `request`: `session/compact`. */
+  trigger: "auto" | "refused" | "request";
 }
 
 /** Params of `session/compact`. */

@@ -18,6 +18,7 @@ import { PERMISSION_MODES, THINKING_MODES, type InitializeParams, type Permissio
 import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
+import type { SessionCompactParams } from "./output-and-compaction.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -109,6 +110,9 @@ export const initializeParamsSchema = z.object({
       z.refine((servers) => Object.keys(servers).length <= MAX_MCP_SERVERS, `at most ${MAX_MCP_SERVERS} servers`),
     ),
   ),
+  // Compaction
+  contextWindow: z.optional(positiveInt.check(z.gte(1024), z.lte(2 ** 31 - 1))),
+  compactAt: z.optional(z.number().check(z.gt(0), z.lte(1))),
 });
 
 export const sessionPromptParamsSchema = z.object({
@@ -118,6 +122,8 @@ export const sessionPromptParamsSchema = z.object({
 });
 
 export const sessionCancelParamsSchema = z.object({ sessionId });
+
+export const sessionCompactParamsSchema = z.object({ sessionId });
 
 export const sessionToolResultParamsSchema = z.object({
   sessionId,
@@ -163,7 +169,8 @@ const agree: [
   Same<z.infer<typeof sessionReadParamsSchema>, SessionReadParams>,
   Same<z.infer<typeof sessionForkParamsSchema>, SessionForkParams>,
   Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
-] = [true, true, true, true, true, true, true, true, true];
+  Same<z.infer<typeof sessionCompactParamsSchema>, SessionCompactParams>,
+] = [true, true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

@@ -30,8 +30,13 @@ export interface ScriptTurn {
   steps: ScriptStep[];
 }
 
-/** A whole script: turns for top-level sessions, and optionally others for subagent sessions. */
+/**
+ * A whole script: turns for top-level sessions, optionally others for subagent sessions, and
+ * the answers to compaction's summarizing requests (the n-th compaction of a session takes
+ * `compaction.steps[n % length]`; without them a compaction fails as a model error).
+ */
 export interface Script {
   turns: ScriptTurn[];
   subagent?: { turns: ScriptTurn[] };
+  compaction?: { steps: ScriptStep[] };
 }

@@ -82,9 +82,13 @@ function checkTurns(turns: unknown, where: string): ScriptTurn[] {
 /** Validates a parsed script (`{turns, subagent?}`, or `{steps}` for one turn). */
 export function parseScript(value: unknown, where: string): Script {
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail(where, "the script must be a JSON object");
-  const raw = value as { turns?: unknown; steps?: unknown; subagent?: unknown };
+  const raw = value as { turns?: unknown; steps?: unknown; subagent?: unknown; compaction?: unknown };
   const turns = checkTurns(raw.turns ?? (raw.steps !== undefined ? [{ steps: raw.steps }] : undefined), where);
   const script: Script = { turns };
+  if (raw.compaction !== undefined) {
+    const steps = (raw.compaction as { steps?: unknown })?.steps;
+    script.compaction = { steps: checkTurns([{ steps }], `${where} (compaction)`)[0].steps };
+  }
   if (raw.subagent !== undefined) {
     const sub = raw.subagent as { turns?: unknown; steps?: unknown };
     script.subagent = { turns: checkTurns(sub?.turns ?? (sub?.steps !== undefined ? [{ steps: sub.steps }] : undefined), `${where} (subagent)`) };
@@ -119,17 +123,27 @@ function chunksOf(text: string, size: number): string[] {
   return out;
 }
 
-/** Picks the step that answers this request. */
+/**
+ * Picks the step that answers this request: by the request's `turn` and `step` when the agent
+ * loop gives them (a compacted history no longer holds every user message), else by its history.
+ */
 export function stepFor(script: Script, request: ModelRequest): { step: ScriptStep; turnIndex: number; stepIndex: number } {
-  const turns = request.parentSessionId !== undefined && script.subagent ? script.subagent.turns : script.turns;
-  const { users, sinceUser } = historyTally(request.messages);
-  const turnIndex = Math.max(0, users - 1);
-  const turn = turns[turnIndex % turns.length];
-  const step = turn.steps[sinceUser];
-  if (!step) {
-    throw new ModelError(`the script has no step ${sinceUser + 1} for turn ${turnIndex + 1} (its turn has ${turn.steps.length})`, undefined, "script-exhausted");
+  if (request.purpose === "compaction") {
+    const steps = script.compaction?.steps;
+    if (!steps) throw new ModelError("the script has no 'compaction' steps to answer a summarizing request", undefined, "script-exhausted");
+    const done = request.messages.filter((m) => m.role === "user" && m.synthetic === "summary").length;
+    return { step: steps[done % steps.length], turnIndex: -1, stepIndex: done };
   }
-  return { step, turnIndex, stepIndex: sinceUser };
+  const turns = request.parentSessionId !== undefined && script.subagent ? script.subagent.turns : script.turns;
+  const tally = request.turn === undefined || request.step === undefined ? historyTally(request.messages) : undefined;
+  const turnIndex = request.turn !== undefined ? request.turn - 1 : Math.max(0, tally!.users - 1);
+  const stepIndex = request.step !== undefined ? request.step - 1 : tally!.sinceUser;
+  const turn = turns[turnIndex % turns.length];
+  const step = turn.steps[stepIndex];
+  if (!step) {
+    throw new ModelError(`the script has no step ${stepIndex + 1} for turn ${turnIndex + 1} (its turn has ${turn.steps.length})`, undefined, "script-exhausted");
+  }
+  return { step, turnIndex, stepIndex };
 }
 
 async function* streamStep(

@@ -11,7 +11,7 @@ import type { Logger } from "../log.js";
 /** A message of the conversation as the agent keeps it, independent of any provider's format. */
 export type ModelMessage =
   /** `synthetic`: written by the bridge within a turn (a structured turn's reminder, a compaction summary), not a user message: it starts no turn. */
-  | { role: "user"; content: TextBlock[]; synthetic?: true }
+  | { role: "user"; content: TextBlock[]; synthetic?: "reminder" | "summary" }
   | { role: "assistant"; content: AssistantContentBlock[] }
   | { role: "tool"; callId: string; name: string; content: TextBlock[]; isError: boolean };
 
@@ -33,6 +33,15 @@ export interface ModelRequest {
   /** Who is asking; the scripted provider picks its subagent script when `parentSessionId` is set. */
   sessionId: string;
   parentSessionId?: string;
+  /** The turn (1-based, across restarts) and step of this request; the scripted provider picks its step by them. */
+  turn?: number;
+  step?: number;
+  /**
+   * `compaction`: the dedicated request that summarizes older history (agent/compaction.ts);
+   * HTTP providers send it with `tool_choice: "none"`, the scripted provider answers it from
+   * the script's `compaction` steps.
+   */
+  purpose?: "compaction";
 }
 
 /** A part of a streamed model response. */

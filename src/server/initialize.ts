@@ -169,6 +169,9 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         // MCP servers
         moreTools: mcpTools,
         explainUnknownTool: mcp ? mcp.explain.bind(mcp, permissionMode) : undefined,
+        // Compaction
+        contextWindow: params.contextWindow,
+        compactAt: params.compactAt,
       });
       return { runtime, modules };
     });

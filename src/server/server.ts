@@ -140,9 +140,12 @@ export class HarnessServer {
       case "session/fork":
       case "session/delete":
         return this.sessionsApi(method, params);
+      // Compaction
+      case "session/compact":
+        return this.compact(params);
       default:
         return Promise.reject(
-          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, session/tool_result, session/permission, session/list, session/read, session/fork, session/delete, shutdown)`, {
+          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, session/tool_result, session/permission, session/list, session/read, session/fork, session/delete, session/compact, shutdown)`, {
             kind: "method-not-found",
           }),
         );
@@ -296,6 +299,23 @@ export class HarnessServer {
     if (method === "session/read") return readSession(agent, await this.validate("sessionReadParamsSchema", raw));
     if (method === "session/fork") return forkSession(agent, await this.validate("sessionForkParamsSchema", raw));
     return deleteSession(agent, await this.validate("sessionDeleteParamsSchema", raw));
+  }
+
+  /** `session/compact`: summarizes a session's older history now (agent/compaction.ts); a busy session is -32001. */
+  private async compact(raw: JsonObject | undefined): Promise<import("../protocol/output-and-compaction.js").SessionCompactResult> {
+    const { runtime, modules } = await this.requireRuntime("session/compact");
+    const params = await this.validate("sessionCompactParamsSchema", raw);
+    let done: Promise<boolean>;
+    try {
+      done = runtime.compact(params.sessionId);
+    } catch (error) {
+      if (error instanceof modules.runtime.SessionBusyError) {
+        throw new RpcError(ErrorCode.SessionBusy, `session ${params.sessionId} is busy (a prompt or a compaction is in flight); compact it once it is idle`, { kind: "session-busy", sessionId: params.sessionId });
+      }
+      if (error instanceof modules.store.SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
+      throw error;
+    }
+    return { compacted: await done };
   }
 
   /** Why turns are being aborted, once stopping. */

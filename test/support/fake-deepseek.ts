@@ -7,7 +7,7 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { DONE, KEEP_ALIVE, SSE_HEADERS, chunk, frame, usageChunk } from "./fake-openai-server.js";
-import { deepseekRefusal } from "./server-rules.js";
+import { deepseekContextRefusal, deepseekRefusal } from "./server-rules.js";
 
 type Entry =
   | { status: number; body?: unknown }
@@ -53,6 +53,10 @@ const textOf = (m: WireMessage) =>
 
 export class FakeDeepSeek {
   table: ServerTable = {};
+  /** When set, a request longer than this many tokens (server-rules.ts `requestTokens`) gets DeepSeek's context-length 400. */
+  contextWindow: number | undefined;
+  /** The context-length refusals sent (expected ones: not `problems`). */
+  contextRefusals = 0;
   readonly problems: string[] = [];
   /** The parsed body of every request, in order. */
   readonly requests: Array<{ messages: WireMessage[]; [field: string]: unknown }> = [];
@@ -95,6 +99,11 @@ export class FakeDeepSeek {
     if (refusal) {
       this.problems.push(`refused as DeepSeek would (HTTP ${refusal.status}): ${JSON.stringify(refusal.body)}`);
       return void json(refusal.status, refusal.body);
+    }
+    const tooLong = this.contextWindow === undefined ? undefined : deepseekContextRefusal(body, this.contextWindow);
+    if (tooLong) {
+      this.contextRefusals++;
+      return void json(tooLong.status, tooLong.body);
     }
     const entry = this.entryFor(body.messages ?? []);
     if (!entry) {

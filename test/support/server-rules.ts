@@ -88,3 +88,27 @@ export function llamaCppNullContentRefusal(body: Body): Refusal | undefined {
   if (!messagesOf(body).some((m) => m.role === "assistant" && m.content === null)) return undefined;
   return { status: 500, body: { error: { message: "can only concatenate str (not \"NoneType\") to str", type: "internal_server_error" } } };
 }
+
+/** A request's size as the fakes count it: a quarter of the characters of its messages (content, reasoning, tool calls), and `max_tokens`. */
+export function requestTokens(body: Body & { max_tokens?: unknown }): { messages: number; completion: number } {
+  let chars = 0;
+  for (const m of messagesOf(body)) {
+    chars += typeof m.content === "string" ? m.content.length : JSON.stringify(m.content ?? "").length;
+    if (typeof m.reasoning_content === "string") chars += m.reasoning_content.length;
+    if (m.tool_calls !== undefined) chars += JSON.stringify(m.tool_calls).length;
+  }
+  return { messages: Math.ceil(chars / 4), completion: typeof body.max_tokens === "number" ? body.max_tokens : 0 };
+}
+
+/**
+ * DeepSeek's refusal of a request longer than the model's context window: HTTP 400 with this
+ * message (as users report it, e.g. github.com/evalstate/fast-agent/issues/621,
+ * FoundationAgents/OpenManus/issues/79). The fakes count tokens as `requestTokens` does.
+ */
+export function deepseekContextRefusal(body: Body & { max_tokens?: unknown }, window: number): Refusal | undefined {
+  const { messages, completion } = requestTokens(body);
+  if (messages + completion <= window) return undefined;
+  return invalidRequest(
+    `This model's maximum context length is ${window} tokens. However, you requested ${messages + completion} tokens (${messages} in the messages, ${completion} in the completion). Please reduce the length of the messages or completion.`,
+  );
+}

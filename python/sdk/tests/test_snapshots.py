@@ -37,7 +37,10 @@ def test_scripted_scenario_matches_snapshot(directory: Path, tmp_path: Path) -> 
         model = str(tmp_path / "script.json")
         Path(model).write_text(json.dumps(scenario["script"]), encoding="utf-8")
 
-    with DeepSeekHarness(provider="scripted", model=model, cwd=str(workspace), session_root=str(session_root), bridge_bin=str(bridge), request_timeout_seconds=60) as harness:
+    # The scenario's further initialize params, by their option names.
+    names = {"contextWindow": "context_window", "compactAt": "compact_at"}
+    extra = {names[k]: v for k, v in scenario.get("initialize", {}).items()}
+    with DeepSeekHarness(provider="scripted", model=model, cwd=str(workspace), session_root=str(session_root), bridge_bin=str(bridge), request_timeout_seconds=60, **extra) as harness:
         cancelled = threading.Event()
 
         def watch(n: Any) -> None:

@@ -141,7 +141,9 @@ export function buildRequestBody(request: ModelRequest, settings: BodySettings):
       function: { name: t.name, description: t.description, parameters: t.parameters },
     }));
     const firstStep = request.messages.at(-1)?.role === "user";
-    if (toolChoice === "auto" || toolChoice === "none" || (toolChoice === "required" && firstStep)) body.tool_choice = toolChoice;
+    // A compaction request asks for a summary in text, never a tool call.
+    if (request.purpose === "compaction") body.tool_choice = "none";
+    else if (toolChoice === "auto" || toolChoice === "none" || (toolChoice === "required" && firstStep)) body.tool_choice = toolChoice;
     else if (typeof toolChoice === "object" && firstStep) {
       if (!request.tools.some((t) => t.name === toolChoice.name)) {
         const offered = request.tools.map((t) => t.name).join(", ");

@@ -179,6 +179,8 @@ class DeepSeekHarness:
                     first_token_timeout_seconds=self.options.first_token_timeout_seconds,
                     model_request_timeout_seconds=self.options.model_request_timeout_seconds,
                     mcp_servers=self.options.mcp_servers,
+                    context_window=self.options.context_window,
+                    compact_at=self.options.compact_at,
                 )
             except BaseException:
                 self._client.close()
@@ -309,6 +311,13 @@ class Session:
         :class:`~deepseek_harness.SessionBusyError` while a turn runs."""
         self.harness.start()
         return _sessions.delete_session(self.harness.client, self.session_id)
+
+    def compact(self) -> bool:
+        """Summarizes this session's older history now (``session/compact``); True when it was
+        compacted, False when there was nothing to compact. Raises
+        :class:`~deepseek_harness.SessionBusyError` while a turn runs."""
+        self.harness.start()
+        return _sessions.compact_session(self.harness.client, self.session_id)
 
     def __repr__(self) -> str:
         return f"Session({self.session_id!r})"

@@ -262,6 +262,11 @@ class AsyncSession:
         await self.harness.start()
         return await _sessions.adelete_session(self.harness.client, self.session_id)
 
+    async def compact(self) -> bool:
+        """:meth:`Session.compact <deepseek_harness.Session.compact>`, awaiting."""
+        await self.harness.start()
+        return await _sessions.acompact_session(self.harness.client, self.session_id)
+
     def __repr__(self) -> str:
         return f"AsyncSession({self.session_id!r})"
 

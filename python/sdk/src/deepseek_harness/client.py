@@ -21,7 +21,7 @@ from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
-from ._internal.sessions import delete_session, fork_session, list_sessions, read_page
+from ._internal.sessions import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
@@ -126,6 +126,8 @@ class HarnessClient(Connection):
         first_token_timeout_seconds: Optional[float] = None,
         model_request_timeout_seconds: Optional[float] = None,
         mcp_servers: Optional[Mapping[str, McpServerConfig]] = None,
+        context_window: Optional[int] = None,
+        compact_at: Optional[float] = None,
         timeout: Optional[float] = None,
     ) -> InitializeResponse:
         """Sends ``initialize``; checks the protocol version (raises :class:`ProtocolError`
@@ -205,6 +207,11 @@ class HarnessClient(Connection):
     def session_delete(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """``session/delete``: False when there was no such session."""
         return delete_session(self, session_id, timeout)
+
+    def session_compact(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+        """``session/compact``: summarizes the session's older history now; True when a
+        ``context/compacted`` was recorded. Raises SessionBusyError while a turn runs."""
+        return compact_session(self, session_id, timeout)
 
     def shutdown(self, *, timeout: Optional[float] = None) -> None:
         """Sends ``shutdown`` only (the process then exits); :meth:`close` does this and more."""

@@ -36,6 +36,7 @@ __all__ = [
     "InitializeResponse",
     "SessionPromptResponse",
     "SessionCancelResponse",
+    "SessionCompactResponse",
     "SessionEventParams",
     "SubagentStartedParams",
     "SubagentFinishedParams",
@@ -239,6 +240,12 @@ class SessionCancelResponse(WireModel):
     """Result of ``session/cancel``."""
 
     cancelled: bool
+
+
+class SessionCompactResponse(WireModel):
+    """Result of ``session/compact``: False when there was nothing to compact."""
+
+    compacted: bool
 
 
 # ---------------------------------------------------------------------------

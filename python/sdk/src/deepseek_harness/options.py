@@ -68,6 +68,10 @@ class HarnessOptions:
             (keep-alive comments do not count); default 600 (DeepSeek's own queue limit); 0: none.
         model_request_timeout_seconds: the longest one model request may take, retries
             included; default 3600; 0: none. With ``max_steps`` these bound every turn.
+        context_window: the model's context window in tokens (default: the bridge's table;
+            1M for DeepSeek's models).
+        compact_at: compact a session before a request would pass this fraction of the
+            window (default 0.8); see docs/long-sessions.md.
 
     The bridge process (its command line and environment):
 
@@ -119,6 +123,8 @@ class HarnessOptions:
     tool_choice: Optional[Union[str, Mapping[str, str]]] = None
     first_token_timeout_seconds: Optional[float] = None
     model_request_timeout_seconds: Optional[float] = None
+    context_window: Optional[int] = None
+    compact_at: Optional[float] = None
 
     bridge_bin: Optional[PathLike] = None
     session_root: Optional[PathLike] = None
@@ -174,6 +180,8 @@ INITIALIZE_FIELDS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("first_token_timeout_seconds", "firstTokenTimeoutMs", _milliseconds),
     ("model_request_timeout_seconds", "modelRequestTimeoutMs", _milliseconds),
     ("mcp_servers", "mcpServers", mcp_servers_wire),
+    ("context_window", "contextWindow", lambda v: v),
+    ("compact_at", "compactAt", lambda v: v),
 )
 
 

@@ -19,11 +19,12 @@ from ..sessions import (
     SessionReadResponse,
     history_event,
 )
+from ..models import SessionCompactResponse
 from .connection import Connection, validate
 
 __all__ = [
     "list_sessions", "alist_sessions", "read_page", "aread_page", "fork_session", "afork_session",
-    "delete_session", "adelete_session", "history", "ahistory", "session_log_path",
+    "delete_session", "adelete_session", "compact_session", "acompact_session", "history", "ahistory", "session_log_path",
 ]
 
 
@@ -87,6 +88,16 @@ def delete_session(conn: Connection, session_id: str, timeout: Optional[float] =
 async def adelete_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
     result = await conn._arequest("session/delete", {"sessionId": session_id}, timeout=timeout)
     return bool(validate(SessionDeleteResponse, result, "session/delete").deleted)
+
+
+def compact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
+    result = conn._request("session/compact", {"sessionId": session_id}, timeout=timeout)
+    return validate(SessionCompactResponse, result, "session/compact").compacted
+
+
+async def acompact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
+    result = await conn._arequest("session/compact", {"sessionId": session_id}, timeout=timeout)
+    return validate(SessionCompactResponse, result, "session/compact").compacted
 
 
 def _check_after(after: Optional[int], page: SessionReadResponse) -> Optional[int]:

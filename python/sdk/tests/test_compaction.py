@@ -1,0 +1,70 @@
+"""Compaction through the real binary (scripted model): a session whose reported usage passes
+``compact_at`` of its window compacts, keeps going and resumes after a restart; ``compact()``
+on demand, on both fronts; a busy session's compact is the -32001 error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness
+
+from conftest import real_bridge_or_skip, run_async
+
+SCRIPT: Dict[str, Any] = {
+    "turns": [
+        {"steps": [{"text": "first", "usage": {"inputTokens": 9000, "outputTokens": 5}}]},
+        {"steps": [{"text": "second", "usage": {"inputTokens": 1000, "outputTokens": 5}}]},
+        {"steps": [{"text": "third"}]},
+    ],
+    "compaction": {"steps": [{"text": "SUMMARY: a long first prompt"}]},
+}
+
+
+def harness(tmp_path: Path, **kw: Any) -> DeepSeekHarness:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    return DeepSeekHarness(provider="scripted", model=str(script), cwd=tmp_path, bridge_bin=real_bridge_or_skip(),
+                           session_root=tmp_path / "sessions", **kw)
+
+
+def compacted(events: List[Any]) -> List[Any]:
+    return [ev for ev in events if ev.type == "context/compacted"]
+
+
+def test_compaction_keeps_going_and_resumes_after_a_restart(tmp_path: Path) -> None:
+    with harness(tmp_path, context_window=10_000) as h:
+        s = h.start_session("s")
+        assert s.run("x" * 20_000).ok
+        second = s.run("go on")
+        assert second.ok and second.final_response == "second"
+        [event] = compacted(second.events)
+        assert event.data["summary"] == "SUMMARY: a long first prompt"
+        assert event.data["trigger"] == "auto"
+    with harness(tmp_path, context_window=10_000) as h:
+        third = h.start_session("s").run("and now")
+    assert third.ok and third.final_response == "third"
+    assert third.usage is not None and third.usage.input_tokens < 500
+
+
+def test_compact_on_demand(tmp_path: Path) -> None:
+    with harness(tmp_path) as h:
+        s = h.start_session("s")
+        s.run("hello")
+        assert s.compact() is True
+        assert s.compact() is False
+        assert h.start_session("unknown").compact() is False
+
+
+def test_async_compact(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+
+    async def main() -> List[bool]:
+        async with AsyncDeepSeekHarness(provider="scripted", model=str(script), cwd=tmp_path,
+                                        bridge_bin=real_bridge_or_skip(), session_root=tmp_path / "sessions") as h:
+            s = h.start_session("a")
+            await s.run("hello")
+            return [await s.compact(), await s.compact()]
+    assert run_async(main()) == [True, False]

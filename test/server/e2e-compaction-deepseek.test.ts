@@ -1,0 +1,68 @@
+/**
+ * A request DeepSeek refuses as longer than the model's context window (its 400, from the fake
+ * server): the bridge compacts once (a summarizing request), retries the step once, and the
+ * turn completes; a second refusal ends the turn as the model error it is.
+ */
+import { describe, expect, it } from "vitest";
+import { useDeepSeekBridge } from "../support/deepseek-bridge.js";
+import { promptParams } from "../support/raw-client.js";
+import { requestTokens } from "../support/server-rules.js";
+import { SUMMARIZE_INSTRUCTION } from "../../src/agent/compaction.js";
+
+const bridge = useDeepSeekBridge("hb-compact-ds-", { HARNESS_MAX_RETRIES: "0" });
+const { server } = bridge;
+const say = (text: string, prompt = 5) => ({
+  events: [{ delta: { role: "assistant", content: text } }, { delta: {}, finish_reason: "stop" }, { usage: { prompt_tokens: prompt, completion_tokens: 2, total_tokens: prompt + 2 } }],
+});
+
+describe("a context-window refusal", () => {
+  it("compacts the older history and retries the request once; the turn completes", async () => {
+    const first = `First. ${"a".repeat(6_000)}`;
+    const second = `Second. ${"b".repeat(6_000)}`;
+    server.table = {
+      [first]: [say("noted")],
+      [`${first}\n${SUMMARIZE_INSTRUCTION}`]: [say("SUMMARY: the user sent a long text of a's")],
+      [second]: [say("answered after the compaction")],
+    };
+    server.contextWindow = undefined;
+    server.contextRefusals = 0;
+    const c = await bridge.start({}, undefined, { contextWindow: 1_000_000 });
+    c.request("p1", "session/prompt", promptParams("s", first));
+    expect((await c.response("p1")).result.status).toBe("ok");
+    // The next request (both long prompts) no longer fits; one with the summary instead of the first does.
+    server.contextWindow = requestTokens(server.requests[0] as any).messages + 1_000;
+    c.request("p2", "session/prompt", promptParams("s", second));
+    expect((await c.response("p2")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(server.contextRefusals).toBe(1);
+    expect(server.problems).toEqual([]);
+    const [compacted] = c.events("s").filter((e) => e.type === "context/compacted");
+    expect(compacted.data).toMatchObject({ summary: "SUMMARY: the user sent a long text of a's", trigger: "refused", turn: 2 });
+    // refused request, summarizing request (tool_choice none), the retry
+    const [refused, summarizing, retry] = server.requests.slice(1);
+    expect(refused.messages.some((m) => m.content === first)).toBe(true);
+    expect(summarizing.tool_choice).toBe("none");
+    expect(retry.messages.some((m) => m.content === first)).toBe(false);
+    expect(String(retry.messages[1].content)).toContain("SUMMARY: the user sent a long text of a's");
+    // One step: the retry has no step/start of its own.
+    expect(c.events("s").filter((e) => e.type === "step/start" && e.data.turn === 2)).toHaveLength(1);
+    expect(c.events("s").filter((e) => e.type === "assistant/message").at(-1).data.content).toEqual([{ type: "text", text: "answered after the compaction" }]);
+  });
+
+  it("a request still refused after the compaction ends the turn with DeepSeek's message", async () => {
+    const first = `Uno. ${"a".repeat(2_000)}`;
+    server.table = { [first]: [say("noted")], [`${first}\n${SUMMARIZE_INSTRUCTION}`]: [say("SUMMARY")] };
+    server.contextWindow = undefined;
+    server.contextRefusals = 0;
+    const c = await bridge.start({}, undefined, { contextWindow: 1_000_000 });
+    c.request("p1", "session/prompt", promptParams("s", first));
+    await c.response("p1");
+    server.contextWindow = requestTokens(server.requests[0] as any).messages + 100;
+    c.request("p2", "session/prompt", promptParams("s", `Dos. ${"b".repeat(4_000)}`));
+    const { result } = await c.response("p2");
+    expect(result.status).toBe("error");
+    expect(result.reason).toMatchObject({ kind: "model-error", httpStatus: 400, code: "context-window" });
+    expect(result.reason.message).toContain("This model's maximum context length is");
+    expect(server.contextRefusals).toBe(2);
+    expect(c.events("s").filter((e) => e.type === "context/compacted")).toHaveLength(1);
+  });
+});

@@ -1,0 +1,145 @@
+/**
+ * Compaction end to end, over the raw wire against the built binary: a scripted session whose
+ * reported usage grows past `compactAt × contextWindow` compacts (`context/compacted`), keeps
+ * going, and resumes after a restart from the compacted history (replayed from the log's last
+ * compaction on); `session/compact` on demand (idle, unknown, busy → -32001).
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RawClient, initParams, promptParams } from "../support/raw-client.js";
+import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { replayOffset } from "../../src/agent/store-resume.js";
+
+let ws: TempWorkspace;
+let root: string;
+const clients: RawClient[] = [];
+
+beforeEach(() => {
+  ws = tempWorkspace("hb-compact-");
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-compact-log-"));
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.dispose()));
+  fs.rmSync(root, { recursive: true, force: true });
+  ws.cleanup();
+});
+
+async function started(script: string, extra: object = {}): Promise<RawClient> {
+  const c = new RawClient({ args: ["--stdio", "--session-root", root] });
+  clients.push(c);
+  c.request("init", "initialize", initParams(ws.dir, script, { contextWindow: 10_000, ...extra }));
+  expect((await c.response("init")).error).toBeUndefined();
+  return c;
+}
+
+const typed = (c: RawClient, sessionId: string, type: string) => c.events(sessionId).filter((e) => e.type === type);
+const logOf = () => fs.readdirSync(root).flatMap((d) => fs.readdirSync(path.join(root, d)).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(root, d, f)))[0];
+const usage = (inputTokens: number) => ({ inputTokens, outputTokens: 10 });
+
+const SCRIPT = {
+  turns: [
+    { steps: [{ toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "notes.txt" } }], usage: usage(1_000) }, { text: "read it", usage: usage(9_000) }] },
+    { steps: [{ text: "second turn, after the compaction", usage: usage(2_000) }] },
+    // No usage: the scripted model reports a quarter of the history's characters.
+    { steps: [{ text: "third turn, after the restart" }] },
+  ],
+  compaction: { steps: [{ text: "SUMMARY: the user sent a long prompt of x and asked to read notes.txt" }] },
+};
+
+describe("automatic compaction", () => {
+  it("a session whose usage passes compactAt compacts before the next request, keeps going, and resumes from the compacted history", async () => {
+    ws.file("notes.txt", "the notes\n");
+    const script = ws.script("s.json", SCRIPT);
+    const a = await started(script);
+    a.request("p1", "session/prompt", promptParams("s", "x".repeat(20_000)));
+    expect((await a.response("p1")).result.status).toBe("ok");
+    expect(typed(a, "s", "context/compacted")).toHaveLength(0);
+
+    a.request("p2", "session/prompt", promptParams("s", "go on"));
+    expect((await a.response("p2")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const [compacted] = typed(a, "s", "context/compacted");
+    expect(compacted.data).toMatchObject({ summary: SCRIPT.compaction.steps[0].text, trigger: "auto", turn: 2 });
+    expect(compacted.data.tokensBefore).toBeGreaterThan(8_000);
+    expect(compacted.data.tokensAfter).toBeLessThan(compacted.data.tokensBefore);
+    // Kept from the first assistant message on: the long user message is what was summarized.
+    const firstAssistant = a.events("s").find((e) => e.type === "assistant/message");
+    expect(compacted.data.keptFromSeq).toBe(firstAssistant.seq);
+    // Between turn/start and the step it came before.
+    const types = a.events("s").filter((e) => e.seq > typed(a, "s", "turn/start")[1].seq).map((e) => e.type);
+    expect(types.slice(0, 3)).toEqual(["context/compacted", "step/start", "assistant/chunk"]);
+    expect(typed(a, "s", "assistant/message").at(-1).data.content).toEqual([{ type: "text", text: "second turn, after the compaction" }]);
+    a.request("bye", "shutdown");
+    await a.response("bye");
+
+    // The log is replayed from the kept history on: the long first prompt is not read.
+    const bytes = fs.readFileSync(logOf());
+    const headerEnd = bytes.indexOf(10) + 1;
+    const fd = fs.openSync(logOf(), "r");
+    const from = replayOffset(fd, bytes.length, headerEnd);
+    fs.closeSync(fd);
+    expect(from - headerEnd).toBeGreaterThan(20_000);
+    expect(bytes.subarray(from).toString()).not.toContain("x".repeat(100));
+
+    const b = await started(script);
+    b.request("p3", "session/prompt", promptParams("s", "and now"));
+    expect((await b.response("p3")).result.status).toBe("ok");
+    expect(typed(b, "s", "turn/start")[0].data.turn).toBe(3);
+    const message = typed(b, "s", "assistant/message")[0].data;
+    expect(message.content).toEqual([{ type: "text", text: "third turn, after the restart" }]);
+    // A quarter of the history's characters: the summary and the kept messages, not the 20 000 x's.
+    expect(message.usage.inputTokens).toBeLessThan(500);
+    expect(typed(b, "s", "context/compacted")).toHaveLength(0);
+    // The listing still knows the session's first prompt (its title) and every turn, though the
+    // resume never loaded the events before the kept history.
+    b.request("l", "session/list", {});
+    const [entry] = (await b.response("l")).result.sessions;
+    expect(entry).toMatchObject({ sessionId: "s", turns: 3 });
+    expect(entry.title).toMatch(/^x{10}/);
+  });
+});
+
+describe("session/compact", () => {
+  const script = { turns: [{ steps: [{ text: "done" }] }, { steps: [{ text: "slow", delayMs: 50, repeat: 400 }] }], compaction: { steps: [{ text: "SUMMARY: said done" }] } };
+
+  it("compacts an idle session on demand, then has nothing left to compact; an unknown session is false and not created", async () => {
+    const c = await started(ws.script("s.json", script));
+    c.request("p", "session/prompt", promptParams("s", "hello"));
+    await c.response("p");
+    c.request("c1", "session/compact", { sessionId: "s" });
+    expect((await c.response("c1")).result).toEqual({ compacted: true });
+    expect(typed(c, "s", "context/compacted")[0].data).toMatchObject({ summary: "SUMMARY: said done", trigger: "request", turn: 1 });
+    c.request("c2", "session/compact", { sessionId: "s" });
+    expect((await c.response("c2")).result).toEqual({ compacted: false });
+    c.request("c3", "session/compact", { sessionId: "nobody" });
+    expect((await c.response("c3")).result).toEqual({ compacted: false });
+    expect(fs.readdirSync(path.dirname(logOf())).sort()).toEqual(["s.jsonl", "s.meta.json"]);
+    c.request("bad", "session/compact", { sessionId: "../x" });
+    expect((await c.response("bad")).error?.code).toBe(-32602);
+  });
+
+  it("a busy session is -32001, and stays usable", async () => {
+    const c = await started(ws.script("s.json", script));
+    c.request("p1", "session/prompt", promptParams("s", "hello"));
+    await c.response("p1");
+    c.request("p2", "session/prompt", promptParams("s", "slowly"));
+    await c.waitFrame((f) => f.params?.event?.type === "assistant/chunk", "a chunk");
+    c.request("c", "session/compact", { sessionId: "s" });
+    expect((await c.response("c")).error).toMatchObject({ code: -32001, data: { kind: "session-busy" } });
+    c.request("x", "session/cancel", { sessionId: "s" });
+    expect((await c.response("x")).result).toEqual({ cancelled: true });
+    c.request("c2", "session/compact", { sessionId: "s" });
+    expect((await c.response("c2")).result).toEqual({ compacted: true });
+  });
+
+  it("refuses contextWindow and compactAt out of range at initialize", async () => {
+    const c = new RawClient();
+    clients.push(c);
+    c.request(1, "initialize", initParams(ws.dir, "demo", { compactAt: 1.5 }));
+    c.request(2, "initialize", initParams(ws.dir, "demo", { contextWindow: 0 }));
+    expect((await c.response(1)).error?.message).toContain("params.compactAt");
+    expect((await c.response(2)).error?.message).toContain("params.contextWindow");
+  });
+});
