@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List
 
-from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness
+from deepseek_harness import AsyncDeepSeekHarness, ContextCompactedEvent, DeepSeekHarness, TextDeltaEvent
 
 from conftest import real_bridge_or_skip, run_async
 
@@ -44,8 +44,24 @@ def test_compaction_keeps_going_and_resumes_after_a_restart(tmp_path: Path) -> N
         assert event.data["trigger"] == "auto"
     with harness(tmp_path, context_window=10_000) as h:
         third = h.start_session("s").run("and now")
+        # The typed event stream and the typed history carry the compaction.
+        history = list(h.session("s").history())
     assert third.ok and third.final_response == "third"
     assert third.usage is not None and third.usage.input_tokens < 500
+    [typed] = [ev for ev in history if isinstance(ev, ContextCompactedEvent)]
+    assert (typed.summary, typed.trigger, typed.turn) == ("SUMMARY: a long first prompt", "auto", 2)
+    assert typed.tokens_after < typed.tokens_before and typed.kept_from_seq == event.data["keptFromSeq"]
+
+
+def test_compaction_is_a_typed_stream_event(tmp_path: Path) -> None:
+    with harness(tmp_path, context_window=10_000) as h:
+        s = h.start_session("s")
+        s.run("x" * 20_000)
+        events = list(s.stream("go on"))
+    [typed] = [ev for ev in events if isinstance(ev, ContextCompactedEvent)]
+    assert typed.summary == "SUMMARY: a long first prompt" and typed.session_id == "s"
+    # Recorded before the step it made room for.
+    assert events.index(typed) < next(i for i, ev in enumerate(events) if isinstance(ev, TextDeltaEvent))
 
 
 def test_compact_on_demand(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "AssistantMessageEvent",
     "ToolResultEvent",
     "TurnEndEvent",
+    "ContextCompactedEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",
@@ -215,6 +216,20 @@ class TurnEndEvent(BaseSessionEvent):
     output: Any = None
 
 
+class ContextCompactedEvent(BaseSessionEvent):
+    """``context/compacted``: the history before ``kept_from_seq`` was replaced by ``summary``
+    (docs/long-sessions.md). The token counts are estimates; ``trigger`` is ``"auto"``,
+    ``"refused"`` (the model refused the request as too long) or ``"request"`` (``compact()``)."""
+
+    type: Literal["context/compacted"] = "context/compacted"
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    kept_from_seq: int
+    turn: int
+    trigger: str
+
+
 class SubagentStartedEvent(TurnEvent):
     """``subagent.started``: a ``task`` tool call created the child session ``child_session_id``
     (its events follow, with that ``session_id``)."""
@@ -278,6 +293,7 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "assistant/message": AssistantMessageEvent,
     "tool/result": ToolResultEvent,
     "turn/end": TurnEndEvent,
+    "context/compacted": ContextCompactedEvent,
 }
 _CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {
     "text-delta": TextDeltaEvent,
