@@ -22,6 +22,10 @@ SCRIPT: Dict[str, Any] = {
 }
 
 
+#: A first prompt longer than the summary that replaces it (a shorter one is not worth compacting).
+LONG_HELLO = "hello; my notes: " + "the build is green. " * 20
+
+
 def harness(tmp_path: Path, **kw: Any) -> DeepSeekHarness:
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
@@ -67,7 +71,7 @@ def test_compaction_is_a_typed_stream_event(tmp_path: Path) -> None:
 def test_compact_on_demand(tmp_path: Path) -> None:
     with harness(tmp_path) as h:
         s = h.start_session("s")
-        s.run("hello")
+        s.run(LONG_HELLO)
         assert s.compact() is True
         assert s.compact() is False
         assert h.start_session("unknown").compact() is False
@@ -81,6 +85,6 @@ def test_async_compact(tmp_path: Path) -> None:
         async with AsyncDeepSeekHarness(provider="scripted", model=str(script), cwd=tmp_path,
                                         bridge_bin=real_bridge_or_skip(), session_root=tmp_path / "sessions") as h:
             s = h.start_session("a")
-            await s.run("hello")
+            await s.run(LONG_HELLO)
             return [await s.compact(), await s.compact()]
     assert run_async(main()) == [True, False]
