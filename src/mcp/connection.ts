@@ -243,8 +243,11 @@ export class McpConnection {
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         return errorOutput(`${label} did not answer this call within ${this.toolTimeoutMs} ms (toolTimeoutMs); it was told to cancel it`);
       }
-      if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-        await this.settled(transport);
+      // A server that dies as the call is written fails the write (EPIPE) before its pipe's close
+      // is seen: any error that is not the server's own answer is checked against its exit.
+      const lostConnection = error instanceof McpError ? error.code === ErrorCode.ConnectionClosed : transport instanceof ProcessGroupTransport;
+      if (lostConnection) await this.settled(transport);
+      if (lostConnection && (error instanceof McpError || (transport as ProcessGroupTransport).exit)) {
         const next = this.isStdio && !this.restarted ? "; the next call starts it again" : "";
         return errorOutput(`${label} ${this.exitDescription(transport, "closed the connection")} during this call${next}`);
       }

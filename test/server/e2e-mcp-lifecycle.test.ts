@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/protocol/index.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
-import { everything, gone, logged, probe } from "../support/mcp-servers.js";
+import { EVERYTHING, everything, gone, logged, probe } from "../support/mcp-servers.js";
 import { oneTurn, tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 
 let ws: TempWorkspace;
@@ -52,6 +52,20 @@ const text = (result: any): string => result.content.map((b: any) => b.text).joi
 async function resultOf(c: RawClient, callId: string, sessionId = "s"): Promise<any> {
   const frame = await c.waitFrame((f) => f.params?.sessionId === sessionId && f.params?.event?.type === "tool/result" && f.params.event.data.callId === callId, `tool/result ${callId}`, 30_000);
   return frame.params.event.data;
+}
+
+/** Whether `pid` descends from `ancestor` (other test files run bridges with the same servers at once). */
+function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let at = pid, hops = 0; at > 1 && hops < 16; hops++) {
+    try {
+      // The parent is the 4th field of /proc/<pid>/stat, after the command in parentheses.
+      at = Number(fs.readFileSync(`/proc/${at}/stat`, "utf8").replace(/^.*\) /s, "").split(" ")[1]);
+    } catch {
+      return false;
+    }
+    if (at === ancestor) return true;
+  }
+  return false;
 }
 
 /** Pids whose command line holds `marker`. */
@@ -134,6 +148,37 @@ describe("a stdio server that dies", () => {
     expect(after.isError).toBe(true);
     expect(text(after)).toContain("the MCP server probe is not available (was killed by SIGKILL");
     expect((await c.response("p", 30_000)).result.status).toBe("ok");
+  });
+});
+
+describe("a third-party server that dies", () => {
+  it("server-everything killed during its long-running operation: the call is an error the model reads, the next call restarts it", async () => {
+    const script = ws.script(
+      "s.json",
+      oneTurn(
+        { toolCalls: [call("long", "mcp__everything__trigger-long-running-operation", { duration: 600, steps: 600 })] },
+        { toolCalls: [call("echo", "mcp__everything__echo", { message: "back" })] },
+        { text: "done" },
+      ),
+    );
+    const c = await initialized(script, { everything: everything() });
+    const ours = () => pidsWith(EVERYTHING).filter((pid) => descendsFrom(pid, c.child.pid!));
+    const [first] = ours();
+    expect(first).toBeGreaterThan(0);
+    c.request("p", "session/prompt", promptParams("s"));
+    // The call is in flight once the model's message with it is recorded.
+    await c.waitFrame((f) => f.params?.event?.type === "assistant/message", "the long call");
+    process.kill(first, "SIGKILL");
+    const killed = await resultOf(c, "long");
+    expect(killed.isError).toBe(true);
+    // The server's last words (its stderr) are part of the message.
+    expect(text(killed)).toMatch(/^the MCP server everything was killed by SIGKILL.* during this call; the next call starts it again/s);
+    const echoed = await resultOf(c, "echo");
+    expect(echoed).toMatchObject({ isError: false, content: [{ type: "text", text: "Echo: back" }] });
+    expect((await c.response("p", 30_000)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const now = ours();
+    expect(now).not.toContain(first);
+    expect(now.length).toBeGreaterThan(0);
   });
 });
 
