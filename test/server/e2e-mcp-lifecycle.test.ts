@@ -183,7 +183,9 @@ describe("a third-party server that dies", () => {
 });
 
 describe("stdio servers die with the bridge, helpers included", () => {
-  it.each(["shutdown", "end of input", "SIGTERM", "SIGKILL"] as const)("after %s no process of the server's group is left", async (how) => {
+  // The exit code of each way out (shared/PROTOCOL.md "Exit codes"); SIGKILL's is the signal's.
+  const EXIT = { shutdown: 0, "end of input": 0, SIGTERM: 0, SIGINT: 130, SIGHUP: 129 } as const;
+  it.each(["shutdown", "end of input", "SIGTERM", "SIGINT", "SIGHUP", "SIGKILL"] as const)("after %s no process of the server's group is left", async (how) => {
     const script = ws.script("s.json", turns([{ toolCalls: [call("w", "mcp__probe__whoami"), call("k", "mcp__probe__helper")] }, { text: "done" }]));
     const c = await initialized(script, { probe: probe(log), everything: everything() });
     c.request("p", "session/prompt", promptParams("s"));
@@ -195,7 +197,7 @@ describe("stdio servers die with the bridge, helpers included", () => {
     else if (how === "end of input") c.end();
     else c.kill(how);
     const exit = await c.exit(20_000);
-    if (how !== "SIGKILL") expect(exit).toEqual({ code: 0, signal: null });
+    if (how !== "SIGKILL") expect(exit).toEqual({ code: EXIT[how], signal: null });
     await gone(server);
     await gone(helper);
   });
