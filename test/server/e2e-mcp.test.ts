@@ -183,6 +183,25 @@ describe("MCP tools, permission modes and approvals", () => {
   });
 });
 
+describe("MCP tools under approvals 'always'", () => {
+  it("asks before a read-only tool too, and a deny is the error result the model reads; the server never sees the call", async () => {
+    const script = ws.script("s.json", oneTurn({ toolCalls: [call("w", "mcp__probe__whoami")] }, { toolCalls: [call("n", "mcp__probe__note", { text: "never" })] }, { text: "done" }));
+    const { c } = await initialized(script, { probe: probe(log) }, { approvals: "always" });
+    c.request("p", "session/prompt", promptParams("s"));
+    const first = await c.waitFrame((f) => f.params?.event?.type === "permission/request", "permission/request");
+    expect(first.params.event.data).toMatchObject({ callId: "w", name: "mcp__probe__whoami" });
+    c.request("a1", "session/permission", { sessionId: "s", requestId: first.params.event.data.requestId, decision: "allow" });
+    const second = await c.waitFrame((f) => f.params?.event?.type === "permission/request" && f.params.event.data.callId === "n", "permission/request n");
+    c.request("a2", "session/permission", { sessionId: "s", requestId: second.params.event.data.requestId, decision: "deny", message: "not now" });
+    expect((await c.response("p", 30_000)).result.status).toBe("ok");
+    const results = Object.fromEntries(c.events("s").filter((e) => e.type === "tool/result").map((e) => [e.data.callId, e.data]));
+    expect(results.w.isError).toBe(false);
+    expect(results.n.isError).toBe(true);
+    expect(text(results.n)).toContain("not now");
+    expect(fs.existsSync(log) ? fs.readFileSync(log, "utf8") : "").not.toMatch(/^note never$/m);
+  });
+});
+
 describe("tools/list_changed", () => {
   it("refreshes the tool set: a turn keeps the tools it started with, the next turn sees the new ones", async () => {
     const script = ws.script(
