@@ -30,6 +30,17 @@ log = logging.getLogger("deepseek_harness")
 
 READ_SIZE = 1 << 16
 
+#: Events the client must answer (client tools, approvals). With an interceptor set, a fast-path
+#: line holding one of these marks is decoded by the reader; inside a JSON string the quotes
+#: would be escaped, so a mark can only match the event's own type (or an argument object of
+#: the same shape, which the decoded check then rejects).
+ANSWER_MARKS = (b'"type":"tool/request"', b'"type":"permission/request"')
+ANSWER_TYPES = frozenset({"tool/request", "permission/request"})
+
+#: Called on the reader thread with an event to answer and the prompt it is routed to (or None).
+#: It must not block: it hands the work to a pool or an event loop.
+Interceptor = Callable[[Notification, Optional[Pending]], None]
+
 
 class Subscriber:
     """The receiving end of a subscription: filled by the reader thread, read by any thread."""
@@ -124,6 +135,10 @@ class Router:
         self.subscribers: tuple = ()
         #: Set once: every later request fails with it.
         self.closed_error: Optional[TransportClosedError] = None
+        #: Who answers ``tool/request`` and ``permission/request`` (set by a harness with client
+        #: tools or approvals); ``on_settled`` hears of every prompt answered (its session ids).
+        self.interceptor: Optional[Interceptor] = None
+        self.on_settled: Optional[Callable[[Set[str]], None]] = None
 
     # -- waiters ---------------------------------------------------------------------------
 
@@ -229,10 +244,13 @@ class Router:
         routes = self.routes
         batches: Dict[Pending, List[Any]] = {}
         subs = self.subscribers
+        intercept = self.interceptor
+        owner: Optional[Pending]
         for line in lines:
             if not line:
                 continue
-            if not subs and line.startswith(FAST_PREFIX):
+            if not subs and line.startswith(FAST_PREFIX) and (
+                    intercept is None or not (ANSWER_MARKS[0] in line or ANSWER_MARKS[1] in line)):
                 # The fast path: routed by the session id of the prefix, decoded by the consumer.
                 end = line.find(b'"', FAST_LEN)
                 if end > 0 and b"\\" not in line[FAST_LEN:end]:
@@ -262,6 +280,7 @@ class Router:
                     log.warning("dropping a notification whose sessionId is not a string: %r", line[:200])
                     continue
                 n = Notification(msg["method"], params)
+                owner = None
                 if sid is not None:
                     targets = routes.get(sid)
                     if targets:
@@ -279,6 +298,8 @@ class Router:
                     owner = self._route_subagent(n, params)
                     if owner is not None:
                         batches.setdefault(owner, []).append(n)
+                if intercept is not None and sid is not None and n.method == "session.event":
+                    self._intercept(intercept, n, owner)
                 if subs:
                     if n.method == "subagent.started":
                         _learn_child(subs, params)
@@ -291,6 +312,15 @@ class Router:
             drop(line, msg)
         for owner, batch in batches.items():
             owner.inbox.put(batch)
+
+    @staticmethod
+    def _intercept(intercept: Interceptor, n: Notification, owner: Optional[Pending]) -> None:
+        event = n.payload.get("event")
+        if type(event) is dict and event.get("type") in ANSWER_TYPES:
+            try:
+                intercept(n, owner)
+            except Exception:  # a failing answerer must not kill the reader; the bridge times the wait out
+                log.exception("could not hand a %s to its answerer", event.get("type"))
 
     def _respond(self, msg: Dict[str, Any], batches: Dict[Pending, List[Any]]) -> None:
         request_id = msg.get("id")
@@ -306,6 +336,12 @@ class Router:
             else:
                 log.debug("dropping a response for no pending request: id=%r", request_id)
             return
+        settled = self.on_settled
+        if settled is not None and pending.method == "session/prompt":
+            try:
+                settled(set(pending.session_ids))
+            except Exception:
+                log.exception("the prompt-settled hook failed")
         # Everything read before this response goes out first.
         if batches:
             for owner, batch in batches.items():
