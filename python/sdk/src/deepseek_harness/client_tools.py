@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import types
 import typing
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Union, overload
 
@@ -82,8 +83,15 @@ def _docstring_parts(doc: Optional[str]) -> Tuple[str, Dict[str, str]]:
 def _arguments_model(fn: Callable[..., Any], name: str, arg_docs: Dict[str, str]) -> Type[BaseModel]:
     """A pydantic model of ``fn``'s parameters (extra arguments are refused: the model sees the
     error instead of the function silently ignoring a misspelt name)."""
+    # The parameters' hints only: the return annotation is not described to the model, and may
+    # name a class defined where the function is (unresolvable under `from __future__ import
+    # annotations`).
+    annotations = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        localns = dict(inspect.getclosurevars(fn).nonlocals) if inspect.isfunction(fn) else None
+        hints = typing.get_type_hints(types.SimpleNamespace(__annotations__=annotations),
+                                      globalns=getattr(fn, "__globals__", None), localns=localns,
+                                      include_extras=True)
     except Exception as exc:  # an annotation that cannot be resolved: say which tool
         raise TypeError(f"@tool {name!r}: cannot resolve the type hints of {fn!r}: {exc}") from exc
     fields: Dict[str, Any] = {}
