@@ -5,44 +5,20 @@ the TypeScript suite only: the files have one writer."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import threading
 from pathlib import Path
 from typing import Any, Dict
 
-import pydantic
 import pytest
 
-from deepseek_harness import Allow, ClientTool, DeepSeekHarness, Deny, PermissionRequestEvent, PermissionResult, tool
+from deepseek_harness import DeepSeekHarness
 
 from conftest import REPO_ROOT, real_bridge_or_skip
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
-from snapshot_rules import diff, normalize_stream, read_snapshot  # noqa: E402
-
-def answering_tool(spec: Dict[str, Any], answer: Dict[str, Any]) -> ClientTool:
-    """A client tool offered exactly as ``spec`` (the wire's entry) that answers ``answer``'s text."""
-    assert not answer.get("isError"), "an error answer would need a tool that raises: not supported here yet"
-    text = "".join(block["text"] for block in answer["content"])
-
-    @tool(name=spec["name"], description=spec["description"], read_only=spec.get("readOnly", False))
-    def answer_it() -> str:
-        return text
-
-    # The scenario's schema as it is, and arguments taken whatever they are (the function needs none).
-    anything = pydantic.create_model(f"{spec['name']}_any", __config__=pydantic.ConfigDict(extra="allow"))
-    return dataclasses.replace(answer_it, parameters=spec["parameters"], arguments_model=anything)
-
-
-def answering_callback(permission: Dict[str, Any]) -> Any:
-    def can_use_tool(request: PermissionRequestEvent) -> PermissionResult:
-        if permission["decision"] == "allow":
-            return Allow(arguments=permission.get("arguments"))
-        return Deny(permission.get("message", ""))
-    return can_use_tool
-
+from snapshot_rules import diff, normalize_stream, read_snapshot, sdk_answers  # noqa: E402
 
 SCENARIOS = sorted(p for p in (REPO_ROOT / "snapshots" / "scripted").iterdir() if p.is_dir())
 
@@ -63,15 +39,7 @@ def test_scripted_scenario_matches_snapshot(directory: Path, tmp_path: Path) -> 
 
     # The scenario's further initialize params, by their option names; its client tools and
     # approvals as the SDK's tools= and can_use_tool= answering what toolResults / permission say.
-    names = {"contextWindow": "context_window", "compactAt": "compact_at", "approvals": "approvals"}
-    initialize = dict(scenario.get("initialize", {}))
-    extra: Dict[str, Any] = {}
-    specs = initialize.pop("clientTools", None)
-    if specs is not None:
-        extra["tools"] = [answering_tool(spec, scenario["toolResults"][spec["name"]]) for spec in specs]
-    extra.update({names[k]: v for k, v in initialize.items()})
-    if "permission" in scenario:
-        extra["can_use_tool"] = answering_callback(scenario["permission"])
+    extra = sdk_answers(scenario)
     with DeepSeekHarness(provider="scripted", model=model, cwd=str(workspace), session_root=str(session_root), bridge_bin=str(bridge), request_timeout_seconds=60, **extra) as harness:
         cancelled = threading.Event()
 
