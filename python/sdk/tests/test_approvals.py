@@ -6,12 +6,14 @@ waits for a decision."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 from typing import Any, Dict, List
 
 from deepseek_harness import (
     Allow,
+    DeepSeekHarness,
     Deny,
     PermissionDecisionEvent,
     PermissionRequestEvent,
@@ -21,7 +23,7 @@ from deepseek_harness import (
 )
 from deepseek_harness._internal.client_tools import POOL_THREAD_PREFIX
 
-from conftest import call_within, run_async
+from conftest import call_within, real_bridge_or_skip, run_async
 from test_client_tools import GUARD, async_harness, call, calls, harness, results, text_of
 
 
@@ -161,3 +163,26 @@ def test_cancel_while_waiting_for_a_decision_aborts_and_the_session_goes_on(tmp_
     assert box["r"].status == "aborted" and second.final_response == "second turn"
     assert not (tmp_path / "a.txt").exists()
     assert not [ev for ev in box["r"].events if ev.type == "permission/decision"]
+
+
+def test_a_subagents_calls_are_asked_about_with_the_childs_session(tmp_path: Path) -> None:
+    asked: List[PermissionRequestEvent] = []
+
+    def record(request: PermissionRequestEvent) -> PermissionResult:
+        asked.append(request)
+        return Allow() if request.name == "task" else Deny("children may not write")
+
+    script = {"turns": [{"steps": [calls(call("t1", "task", prompt="write it", description="child")),
+                                   {"text": "parent done"}]}],
+              "subagent": {"turns": [{"steps": [calls(write("w1", "child.txt")), {"text": "child gave up"}]}]}}
+    path = tmp_path / "subagent-script.json"
+    path.write_text(json.dumps(script))
+    with DeepSeekHarness(provider="scripted", model=str(path), cwd=tmp_path, bridge_bin=real_bridge_or_skip(),
+                         session_root=tmp_path / "sessions", approvals="writes", can_use_tool=record) as h:
+        r = call_within(GUARD, h.run, "delegate", session_id="parent")
+    assert r.ok and not (tmp_path / "child.txt").exists()
+    assert [(a.name, a.session_id == "parent") for a in asked] == [("task", True), ("write_file", False)]
+    child_results = [n.payload["event"]["data"] for n in r.notifications
+                     if n.method == "session.event" and n.payload["sessionId"] == asked[1].session_id
+                     and n.payload["event"]["type"] == "tool/result"]
+    assert child_results[0]["isError"] and text_of(child_results[0]) == "children may not write"

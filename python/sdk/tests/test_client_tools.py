@@ -18,7 +18,9 @@ from deepseek_harness import (
     AsyncDeepSeekHarness,
     ClientTool,
     DeepSeekHarness,
+    HarnessClient,
     HarnessOptions,
+    InvalidParamsError,
     ToolRequestEvent,
     ToolResultEvent,
     TransportClosedError,
@@ -485,3 +487,34 @@ def test_a_harness_closed_while_a_sync_tool_runs_does_not_hang(tmp_path: Path) -
     release.set()
     dispatcher: Optional[Any] = h._dispatcher
     assert dispatcher is not None and dispatcher._pool is None
+
+
+def test_the_low_level_client_offers_client_tools_and_the_caller_answers(tmp_path: Path) -> None:
+    model = script_file(tmp_path, [calls(call("c1", "lookup", word="harness"), call("w1", "write_file", path="a.txt", content="x")),
+                                   {"text": "done"}])
+    answered: List[str] = []
+    with HarnessClient(real_bridge_or_skip(), session_root=tmp_path / "sessions") as client:
+        client.initialize(tmp_path, "scripted", model, client_tools=[lookup], approvals="writes")
+
+        def answer(n: Any) -> None:  # on this thread; the answers are requests of their own
+            event = n.payload.get("event", {})
+            if event.get("type") == "tool/request":
+                client.session_tool_result("s1", event["data"]["callId"], "by hand")
+                answered.append("tool")
+            elif event.get("type") == "permission/request":
+                data = event["data"]
+                if data["name"] == "lookup":  # not read-only, so asked about too
+                    client.session_permission("s1", data["requestId"], "allow")
+                else:
+                    client.session_permission("s1", data["requestId"], "deny", message="not today")
+                answered.append("permission")
+
+        events: List[Any] = []
+        response = client.session_prompt("s1", "go", on_notification=lambda n: (events.append(n), answer(n)))
+        with pytest.raises(InvalidParamsError) as caught:
+            client.session_tool_result("s1", "c1", "again")
+    assert response.status == "ok" and sorted(answered) == ["permission", "permission", "tool"]
+    assert caught.value.kind == "unknown-call"
+    got = {n.payload["event"]["data"]["callId"]: n.payload["event"]["data"] for n in events
+           if n.payload.get("event", {}).get("type") == "tool/result"}
+    assert text_of(got["c1"]) == "by hand" and text_of(got["w1"]) == "not today" and got["w1"]["isError"]
