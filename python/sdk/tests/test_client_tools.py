@@ -518,3 +518,33 @@ def test_the_low_level_client_offers_client_tools_and_the_caller_answers(tmp_pat
     got = {n.payload["event"]["data"]["callId"]: n.payload["event"]["data"] for n in events
            if n.payload.get("event", {}).get("type") == "tool/result"}
     assert text_of(got["c1"]) == "by hand" and text_of(got["w1"]) == "not today" and got["w1"]["isError"]
+
+
+def test_the_reader_hands_over_exactly_the_events_to_answer() -> None:
+    from deepseek_harness._internal.inbox import Pending
+    from deepseek_harness._internal.router import Router
+
+    def frame(event_type: str, data: Dict[str, Any], layout: str = "bridge") -> bytes:
+        event = {"type": event_type, "seq": 1, "time": 0, "data": data}
+        if layout != "bridge":  # the same event with its keys in another order
+            event = {"seq": 1, "time": 0, "data": data, "type": event_type}
+        return json.dumps({"jsonrpc": "2.0", "method": "session.event", "params": {"sessionId": "s1", "event": event}},
+                          separators=(",", ":")).encode()
+
+    router = Router()
+    handed: List[Any] = []
+    router.interceptor = lambda n, owner: handed.append((n.payload["event"]["type"], owner))
+    prompt = Pending(1, "session/prompt", "s1")
+    router.add(prompt, "s1")
+    lines = [
+        frame("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": '"type":"tool/request"'}}),
+        frame("tool/request", {"callId": "c1", "name": "lookup", "arguments": {}}),
+        frame("tool/result", {"callId": "c0", "name": "x", "content": [], "isError": False, "durationMs": 1}),
+        frame("permission/request", {"requestId": "p1", "callId": "c2", "name": "bash", "arguments": {}}),
+        frame("tool/request", {"callId": "c3", "name": "lookup", "arguments": {}}, layout="other"),
+    ]
+    router.dispatch(lines)
+    assert handed == [("tool/request", prompt), ("permission/request", prompt), ("tool/request", prompt)]
+    # Every line still reaches the prompt, in order (the answered ones decoded, the rest raw).
+    [batch] = list(prompt.inbox.items)
+    assert len(batch) == 5 and [type(item) is bytes for item in batch] == [True, False, True, False, False]

@@ -46,6 +46,10 @@ log = logging.getLogger("deepseek_harness")
 #: The worker threads' name prefix (sync tools and callbacks run there, never on the reader).
 POOL_THREAD_PREFIX = "deepseek-harness-tool"
 
+#: The most sync functions running at once (threads are started as jobs come, up to this). Sized
+#: for tools that wait on I/O across many sessions of one harness, not for CPU work.
+POOL_WORKERS = 32
+
 # How long a worker waits for the bridge to acknowledge an answer: it answers at once, so this
 # only bounds a bridge that stopped reading.
 ANSWER_TIMEOUT_SECONDS = 30.0
@@ -131,7 +135,7 @@ class ToolDispatcher:
                 log.debug("the harness is closed; dropping a client tool or approval job")
                 return
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(thread_name_prefix=POOL_THREAD_PREFIX)
+                self._pool = ThreadPoolExecutor(POOL_WORKERS, thread_name_prefix=POOL_THREAD_PREFIX)
             self._pool.submit(self._run_in_thread, fn, finish)
 
     def _run_in_thread(self, fn: Callable[[], Any], finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:

@@ -30,12 +30,23 @@ log = logging.getLogger("deepseek_harness")
 
 READ_SIZE = 1 << 16
 
-#: Events the client must answer (client tools, approvals). With an interceptor set, a fast-path
-#: line holding one of these marks is decoded by the reader; inside a JSON string the quotes
-#: would be escaped, so a mark can only match the event's own type (or an argument object of
-#: the same shape, which the decoded check then rejects).
-ANSWER_MARKS = (b'"type":"tool/request"', b'"type":"permission/request"')
+#: Events the client must answer (client tools, approvals). With an interceptor set, the reader
+#: decodes a fast-path line that may be one (:func:`may_ask`) and hands it over.
 ANSWER_TYPES = frozenset({"tool/request", "permission/request"})
+# What follows the session id of a fast-path line: the bridge writes the event's type first.
+_EVENT_TYPE = b'","event":{"type":"'
+_ASKING = (b'tool/request"', b'permission/request"')
+
+
+def may_ask(line: bytes, end: int) -> bool:
+    """Whether a fast-path line (its session id ending at ``end``) may be an event to answer.
+    O(1): it looks at the type where the bridge writes it. A line laid out otherwise counts as
+    a maybe, so it is decoded and checked: a missed request would hang its turn, a needless
+    decode only costs time."""
+    if not line.startswith(_EVENT_TYPE, end):
+        return True
+    start = end + len(_EVENT_TYPE)
+    return line.startswith(_ASKING[0], start) or line.startswith(_ASKING[1], start)
 
 #: Called on the reader thread with an event to answer and the prompt it is routed to (or None).
 #: It must not block: it hands the work to a pool or an event loop.
@@ -249,11 +260,10 @@ class Router:
         for line in lines:
             if not line:
                 continue
-            if not subs and line.startswith(FAST_PREFIX) and (
-                    intercept is None or not (ANSWER_MARKS[0] in line or ANSWER_MARKS[1] in line)):
+            if not subs and line.startswith(FAST_PREFIX):
                 # The fast path: routed by the session id of the prefix, decoded by the consumer.
                 end = line.find(b'"', FAST_LEN)
-                if end > 0 and b"\\" not in line[FAST_LEN:end]:
+                if end > 0 and b"\\" not in line[FAST_LEN:end] and (intercept is None or not may_ask(line, end)):
                     targets = routes.get(line[FAST_LEN:end].decode("utf-8", "replace"))
                     if targets:
                         try:
