@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
@@ -24,7 +24,8 @@ from ._internal.prompt import PromptInput, run_prompt
 from ._internal.sessions import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
-from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
+from .models import (PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPermissionParams,
+                     SessionPromptResponse, SessionToolResultParams, TextBlock)
 from .client_tools import ClientTool
 from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options
@@ -196,23 +197,18 @@ class HarnessClient(Connection):
         """``session/tool_result``: answers the client tool call ``call_id`` (a ``tool/request``)
         with one text block. Raises :class:`InvalidParamsError` (``kind == "unknown-call"``) for a
         call nobody waits for (answered, cancelled, timed out)."""
-        params: Dict[str, Any] = {"sessionId": session_id, "callId": call_id,
-                                  "content": [{"type": "text", "text": text}]}
-        if is_error:
-            params["isError"] = True
-        self._request("session/tool_result", params, timeout=timeout)
+        params = SessionToolResultParams(session_id=session_id, call_id=call_id, content=[TextBlock(text=text)],
+                                         is_error=True if is_error else None)
+        self._request("session/tool_result", params.to_wire(), timeout=timeout)
 
-    def session_permission(self, session_id: str, request_id: str, decision: str, *, message: Optional[str] = None,
+    def session_permission(self, session_id: str, request_id: str, decision: Literal["allow", "deny"], *, message: Optional[str] = None,
                            arguments: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None) -> None:
         """``session/permission``: answers a ``permission/request`` with ``"allow"`` (with
         ``arguments`` instead of the model's when given) or ``"deny"`` (``message`` is the error
         result the model reads)."""
-        params: Dict[str, Any] = {"sessionId": session_id, "requestId": request_id, "decision": decision}
-        if message is not None:
-            params["message"] = message
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        self._request("session/permission", params, timeout=timeout)
+        params = SessionPermissionParams(session_id=session_id, request_id=request_id, decision=decision,
+                                         message=message, arguments=dict(arguments) if arguments is not None else None)
+        self._request("session/permission", params.to_wire(), timeout=timeout)
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled

@@ -30,6 +30,8 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .models import ClientToolSpec
+
 __all__ = [
     "ClientTool",
     "tool",
@@ -134,8 +136,8 @@ class ClientTool:
 
     def to_wire(self) -> Dict[str, Any]:
         """The entry of ``initialize.clientTools``."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters,
-                "readOnly": self.read_only}
+        return ClientToolSpec(name=self.name, description=self.description, parameters=self.parameters,
+                              read_only=self.read_only).to_wire()
 
     def validate(self, arguments: Any) -> Dict[str, Any]:
         """The keyword arguments of a call, validated (``ValidationError`` if they do not fit)."""

@@ -28,14 +28,14 @@ import inspect
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Literal, Optional, Sequence, Set, Tuple
 
 from pydantic import ValidationError
 
 from ..client_tools import Allow, ClientTool, Deny, tool_output_text, validation_error_text
 from ..errors import HarnessError
 from ..events import PermissionRequestEvent, event_from_notification
-from ..models import Notification
+from ..models import Notification, SessionPermissionParams, SessionToolResultParams, TextBlock
 from .connection import Connection
 from .inbox import AsyncInbox, Pending
 
@@ -231,22 +231,18 @@ def _call_tool(tool: Optional[ClientTool], name: Any, arguments: Any) -> Any:
 
 
 def _tool_answer(sid: str, call_id: str, name: Any, value: Any, exc: Optional[BaseException]) -> Answer:
-    params: Dict[str, Any] = {"sessionId": sid, "callId": call_id}
     if exc is None:
         try:
-            text = tool_output_text(value)
+            return "session/tool_result", _tool_result(sid, call_id, tool_output_text(value), False)
         except Exception as err:  # noqa: BLE001 - a value pydantic cannot encode
             exc = TypeError(f"{name} returned a {type(value).__name__}, which cannot be sent as JSON: {err}")
-        else:
-            params["content"] = [{"type": "text", "text": text}]
-    if exc is not None:
-        if isinstance(exc, (_BadArguments, _NoSuchTool)):
-            text = str(exc)
-        else:
-            text = f"{type(exc).__name__}: {exc}"
-        params["content"] = [{"type": "text", "text": text}]
-        params["isError"] = True
-    return "session/tool_result", params
+    text = str(exc) if isinstance(exc, (_BadArguments, _NoSuchTool)) else f"{type(exc).__name__}: {exc}"
+    return "session/tool_result", _tool_result(sid, call_id, text, True)
+
+
+def _tool_result(sid: str, call_id: str, text: str, is_error: bool) -> Dict[str, Any]:
+    return SessionToolResultParams(session_id=sid, call_id=call_id, content=[TextBlock(text=text)],
+                                   is_error=True if is_error else None).to_wire()
 
 
 def _ask(callback: Callable[[PermissionRequestEvent], Any], n: Notification) -> Any:
@@ -257,24 +253,23 @@ def _ask(callback: Callable[[PermissionRequestEvent], Any], n: Notification) -> 
 
 
 def _permission_answer(sid: str, request_id: str, value: Any, exc: Optional[BaseException]) -> Answer:
-    params: Dict[str, Any] = {"sessionId": sid, "requestId": request_id}
+    decision: Literal["allow", "deny"] = "deny"
+    message: Optional[str] = None
+    arguments: Optional[Dict[str, Any]] = None
     if exc is not None:
-        params.update(decision="deny", message=f"the approval callback failed ({type(exc).__name__}: {exc}); not run")
+        message = f"the approval callback failed ({type(exc).__name__}: {exc}); not run"
     elif isinstance(value, Allow):
-        params["decision"] = "allow"
-        if value.arguments is not None:
-            if isinstance(value.arguments, dict):
-                params["arguments"] = value.arguments
-            else:
-                params.update(decision="deny", message="the approval callback allowed with arguments that are not a dict; not run")
+        if value.arguments is None or isinstance(value.arguments, dict):
+            decision, arguments = "allow", value.arguments
+        else:
+            message = "the approval callback allowed with arguments that are not a dict; not run"
     elif isinstance(value, Deny):
-        params["decision"] = "deny"
-        if value.message:
-            params["message"] = value.message
+        message = value.message or None  # none: the bridge says "the client denied this <tool> call"
     else:
-        params.update(decision="deny",
-                      message=f"the approval callback returned {type(value).__name__}, not Allow or Deny; not run")
-    return "session/permission", params
+        message = f"the approval callback returned {type(value).__name__}, not Allow or Deny; not run"
+    params = SessionPermissionParams(session_id=sid, request_id=request_id, decision=decision, message=message,
+                                     arguments=arguments)
+    return "session/permission", params.to_wire()
 
 
 async def _awaited(value: Any) -> Any:
