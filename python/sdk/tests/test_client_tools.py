@@ -113,6 +113,7 @@ def test_the_decorator_builds_the_schema_from_hints_and_docstring() -> None:
 @pytest.mark.parametrize("name, message", [
     ("bash", "built-in tool's name"),
     ("mcp__x", "kept for MCP"),
+    ("final_answer", "structured output"),
     ("two words", "must match"),
     ("x" * 65, "must match"),
 ])

@@ -57,6 +57,8 @@ def check_tool_name(name: Any) -> str:
         raise ValueError(f"client tool name {name!r} must match [A-Za-z0-9_-]{{1,64}}")
     if name in BUILTIN_TOOL_NAMES:
         raise ValueError(f"client tool name {name!r} is a built-in tool's name ({', '.join(sorted(BUILTIN_TOOL_NAMES))})")
+    if name == "final_answer":
+        raise ValueError("client tool name 'final_answer' is kept for structured output's answer tool")
     if name.startswith("mcp__"):
         raise ValueError(f"client tool name {name!r} starts with 'mcp__', which is kept for MCP servers' tools")
     return name
