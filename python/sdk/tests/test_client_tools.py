@@ -549,3 +549,26 @@ def test_the_reader_hands_over_exactly_the_events_to_answer() -> None:
     # Every line still reaches the prompt, in order (the answered ones decoded, the rest raw).
     [batch] = list(prompt.inbox.items)
     assert len(batch) == 5 and [type(item) is bytes for item in batch] == [True, False, True, False, False]
+
+
+def test_a_sync_tool_on_the_async_harness_leaves_the_loop_free(tmp_path: Path) -> None:
+    async def main() -> str:
+        loop_free = threading.Event()
+
+        @tool
+        def needs_the_loop(word: str) -> str:
+            """Returns once the event loop has run a callback: it would wait forever on the loop's own thread."""
+            assert loop_free.wait(GUARD), "the loop never ran: the tool blocked it"
+            return threading.current_thread().name
+
+        async with async_harness(tmp_path, [calls(call("c1", "needs_the_loop", word="x")), {"text": "done"}],
+                                 tools=[needs_the_loop]) as h:
+            session = h.start_session()
+            async with session.stream("go") as events:
+                async for item in events:
+                    if isinstance(item, ToolRequestEvent):
+                        loop_free.set()  # runs on the loop, while the tool waits on its worker
+            assert events.result is not None
+            return text_of(results(events.result.events)["c1"])
+
+    assert run_async(main(), GUARD * 2).startswith(POOL_THREAD_PREFIX)
