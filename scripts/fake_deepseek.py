@@ -95,6 +95,34 @@ def _thinking_mode_refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return None
 
 
+def request_tokens(body: Dict[str, Any]) -> Dict[str, int]:
+    """A request's size as the fakes count it (test/support/server-rules.ts ``requestTokens``):
+    a quarter of the characters of its messages (content, reasoning, tool calls), and ``max_tokens``."""
+    chars = 0
+    for m in body.get("messages", []):
+        content = m.get("content")
+        chars += len(content) if isinstance(content, str) else len(json.dumps(content if content is not None else "", separators=(",", ":")))
+        if isinstance(m.get("reasoning_content"), str):
+            chars += len(m["reasoning_content"])
+        if m.get("tool_calls") is not None:
+            chars += len(json.dumps(m["tool_calls"], separators=(",", ":")))
+    max_tokens = body.get("max_tokens")
+    return {"messages": -(-chars // 4), "completion": max_tokens if isinstance(max_tokens, int) else 0}
+
+
+def _context_refusal(body: Dict[str, Any], window: int) -> Optional[Dict[str, Any]]:
+    """DeepSeek's HTTP 400 for a request longer than the model's context window, in its words
+    (test/support/server-rules.ts ``deepseekContextRefusal``)."""
+    size = request_tokens(body)
+    total = size["messages"] + size["completion"]
+    if total <= window:
+        return None
+    return _invalid_request(
+        f"This model's maximum context length is {window} tokens. However, you requested {total} tokens "
+        f"({size['messages']} in the messages, {size['completion']} in the completion). "
+        "Please reduce the length of the messages or completion.")
+
+
 class FakeDeepSeek:
     """Serves on 127.0.0.1 (a free port); ``base_url`` is what DEEPSEEK_BASE_URL should be."""
 
@@ -102,6 +130,9 @@ class FakeDeepSeek:
         self.table: Dict[str, List[Dict[str, Any]]] = {}
         self.requests: List[Dict[str, Any]] = []
         self.problems: List[str] = []
+        #: When set, a request longer than this many tokens is refused as DeepSeek refuses it.
+        self.context_window: Optional[int] = None
+        self.context_refusals = 0
         self._stop = threading.Event()
         fake = self
 
@@ -153,6 +184,11 @@ class FakeDeepSeek:
         if refusal is not None:
             self.problems.append(f"refused as DeepSeek would (HTTP 400): {json.dumps(refusal)}")
             return self._json(handler, 400, refusal)
+        too_long = None if self.context_window is None else _context_refusal(body, self.context_window)
+        if too_long is not None:
+            # Not a problem: the bridge is expected to compact and retry.
+            self.context_refusals += 1
+            return self._json(handler, 400, too_long)
         entry = self._entry_for(body)
         if entry is None:
             self.problems.append(f"no scripted answer for request: {json.dumps(body)[:300]}")

@@ -19,7 +19,7 @@ fi
 
 if [ ! -x bin/harness-bridge ] || [ -n "$(find src scripts/build.mjs package.json -newer bin/harness-bridge -type f -print -quit)" ]; then
   echo "setup: building bin/harness-bridge" >&2
-  npm run --silent build 2> >(grep -v "Can't find string offset" >&2)
+  npm run --silent build >&2
 fi
 
 if [ "${SETUP_PYTHON:-1}" = "1" ]; then

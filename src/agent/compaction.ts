@@ -97,7 +97,9 @@ export interface CompactionOutcome {
 export function estimatePrompt(ctx: CompactionContext): number {
   const { session } = ctx;
   if (session.lastPrompt) {
-    return session.lastPrompt.inputTokens + Math.ceil(Math.max(0, session.historyChars - session.lastPrompt.historyChars) / CHARS_PER_TOKEN);
+    // The history may have shrunk since (old tool outputs cut to stubs): that counts too.
+    const change = Math.ceil((session.historyChars - session.lastPrompt.historyChars) / CHARS_PER_TOKEN);
+    return Math.max(0, session.lastPrompt.inputTokens + change);
   }
   return Math.ceil((overheadChars(ctx) + session.historyChars) / CHARS_PER_TOKEN);
 }
@@ -194,6 +196,8 @@ async function summarize(ctx: CompactionContext, trigger: ContextCompactedEventD
   // The estimate less what left the history (as estimatePrompt counts a change of it).
   const removed = before.chars - (summaryText(summary).length + keptChars);
   const tokensAfter = Math.max(0, before.tokens - Math.ceil(removed / CHARS_PER_TOKEN));
+  // A summary no shorter than what it replaces would make the prompt no smaller: not recorded.
+  if (tokensAfter >= before.tokens) return { compacted: false, attempted, usage, why: "the summary is no shorter than the history it would replace" };
   await session.emit("context/compacted", { summary, tokensBefore: before.tokens, tokensAfter, keptFromSeq: session.seqOfMessage(start), turn: ctx.turn, trigger });
   return { compacted: true, attempted, usage };
 }

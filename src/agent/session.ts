@@ -13,6 +13,7 @@ import {
   type SessionEventType,
 } from "../protocol/index.js";
 import type { ModelMessage } from "../providers/types.js";
+import { historyEdited } from "../providers/history-tally.js";
 import { noRedaction, type Redactor } from "../redact.js";
 import type { SessionLog } from "./store.js";
 
@@ -89,6 +90,7 @@ export class Session {
   replaceMessage(index: number, message: ModelMessage): void {
     this.historyChars += messageChars(message) - messageChars(this.messages[index]);
     this.messages[index] = message;
+    historyEdited(this.messages);
   }
 
   /** The `seq` of the event message `index` came from. */

@@ -3,6 +3,7 @@
  * reads a file of the workspace with a real tool, and answers — every kind of event a real
  * turn has, with no network and no key. The answer holds in any folder: it says what the tool
  * result shows, and a workspace without README.md gets an error result (the demo runs anywhere).
+ * Its compaction step lets `session/compact` be tried on the demo too.
  */
 import type { Script } from "./script-format.js";
 
@@ -26,4 +27,12 @@ export const DEMO_SCRIPT: Script = {
       ],
     },
   ],
+  // Answers `session/compact` (and an automatic compaction) in the demo: a summary of the turn above.
+  compaction: {
+    steps: [
+      {
+        text: "Summary: the user asked about this workspace; the agent read the first lines of README.md with read_file (or got an error where there is none) and explained that the turn ran on the offline scripted provider.",
+      },
+    ],
+  },
 };

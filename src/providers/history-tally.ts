@@ -6,9 +6,11 @@
  *
  * Invariant: `historyTally(messages)` equals a fresh count of `messages`, whatever was asked
  * before. A count is kept per history array and brought up to date with the messages appended
- * since the last call, because a session's history only grows (`Session.absorb` appends); an
- * array that lost or replaced its last counted message is counted anew. Why the history is not
- * walked on every request: bench/README.md ("Why the code does this").
+ * since the last call, because a session's history grows by appends (`Session.absorb`); an
+ * array that lost or replaced its last counted message is counted anew, and so is one whose
+ * owner announced an edit elsewhere with `historyEdited` (compaction cutting an old tool output
+ * in place: `Session.replaceMessage`). Why the history is not walked on every request:
+ * bench/README.md ("Why the code does this").
  */
 import type { ModelMessage } from "./types.js";
 
@@ -32,6 +34,11 @@ interface Count {
 }
 
 const counts = new WeakMap<readonly ModelMessage[], Count>();
+
+/** `messages` was changed in place before its end: its next tally counts it anew. */
+export function historyEdited(messages: readonly ModelMessage[]): void {
+  counts.delete(messages);
+}
 
 /** The tally of `messages`, reading only what was appended since the last call for this array. */
 export function historyTally(messages: readonly ModelMessage[]): HistoryTally {

@@ -26,7 +26,7 @@ import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
 import { answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
-import { deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
+import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -139,10 +139,8 @@ export class HarnessServer {
       case "session/read":
       case "session/fork":
       case "session/delete":
-        return this.sessionsApi(method, params);
-      // Compaction
       case "session/compact":
-        return this.compact(params);
+        return this.sessionsApi(method, params);
       default:
         return Promise.reject(
           new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, session/tool_result, session/permission, session/list, session/read, session/fork, session/delete, session/compact, shutdown)`, {
@@ -290,7 +288,7 @@ export class HarnessServer {
   }
 
   /** `session/list`, `session/read`, `session/fork`, `session/delete` (sessions-handlers.ts). */
-  private async sessionsApi(method: "session/list" | "session/read" | "session/fork" | "session/delete", raw: JsonObject | undefined): Promise<unknown> {
+  private async sessionsApi(method: "session/list" | "session/read" | "session/fork" | "session/delete" | "session/compact", raw: JsonObject | undefined): Promise<unknown> {
     const agent = await this.requireRuntime(method);
     if (method === "session/list") {
       await this.validate("sessionListParamsSchema", raw);
@@ -298,24 +296,8 @@ export class HarnessServer {
     }
     if (method === "session/read") return readSession(agent, await this.validate("sessionReadParamsSchema", raw));
     if (method === "session/fork") return forkSession(agent, await this.validate("sessionForkParamsSchema", raw));
+    if (method === "session/compact") return compactSession(agent, await this.validate("sessionCompactParamsSchema", raw));
     return deleteSession(agent, await this.validate("sessionDeleteParamsSchema", raw));
-  }
-
-  /** `session/compact`: summarizes a session's older history now (agent/compaction.ts); a busy session is -32001. */
-  private async compact(raw: JsonObject | undefined): Promise<import("../protocol/output-and-compaction.js").SessionCompactResult> {
-    const { runtime, modules } = await this.requireRuntime("session/compact");
-    const params = await this.validate("sessionCompactParamsSchema", raw);
-    let done: Promise<boolean>;
-    try {
-      done = runtime.compact(params.sessionId);
-    } catch (error) {
-      if (error instanceof modules.runtime.SessionBusyError) {
-        throw new RpcError(ErrorCode.SessionBusy, `session ${params.sessionId} is busy (a prompt or a compaction is in flight); compact it once it is idle`, { kind: "session-busy", sessionId: params.sessionId });
-      }
-      if (error instanceof modules.store.SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
-      throw error;
-    }
-    return { compacted: await done };
   }
 
   /** Why turns are being aborted, once stopping. */

@@ -1,6 +1,7 @@
 /**
  * The sessions API's request handlers — `session/list`, `session/read`, `session/fork`,
- * `session/delete` (shared/PROTOCOL.md, "Long sessions"; docs/PROTOCOL.md, "Sessions API") —
+ * `session/delete`, `session/compact` (shared/PROTOCOL.md, "Long sessions"; docs/PROTOCOL.md,
+ * "Sessions API"; docs/long-sessions.md, "Compaction") —
  * mapping the store's answers to results and specific errors. They run on validated params
  * and a built runtime (server.ts does both).
  *
@@ -17,6 +18,7 @@ import {
   type SessionReadParams,
   type SessionReadResult,
 } from "../protocol/sessions-types.js";
+import type { SessionCompactParams, SessionCompactResult } from "../protocol/output-and-compaction.js";
 import type { Logger } from "../log.js";
 import type { Agent } from "./initialize.js";
 
@@ -100,4 +102,21 @@ export function deleteSession(agent: Agent, params: SessionDeleteParams): Sessio
     }
     logFailure(agent, error);
   }
+}
+
+/** `session/compact`: summarizes a session's older history now (agent/compaction.ts); a busy session is -32001. */
+export async function compactSession(agent: Agent, params: SessionCompactParams): Promise<SessionCompactResult> {
+  let done: Promise<boolean>;
+  try {
+    done = agent.runtime.compact(params.sessionId);
+  } catch (error) {
+    if (error instanceof agent.modules.runtime.SessionBusyError) {
+      throw new RpcError(ErrorCode.SessionBusy, `session ${params.sessionId} is busy (a prompt or a compaction is in flight); compact it once it is idle`, {
+        kind: "session-busy",
+        sessionId: params.sessionId,
+      });
+    }
+    logFailure(agent, error);
+  }
+  return { compacted: await done };
 }

@@ -101,12 +101,41 @@ describe("automatic compaction", () => {
   });
 });
 
+/** A first prompt longer than the summary that replaces it (a shorter one is not worth compacting). */
+const LONG_HELLO = `hello; my notes: ${"the build is green. ".repeat(20)}`;
+
+describe("cutting old tool outputs", () => {
+  it("is all a step needs when the stubs bring the estimate under the limit: no summary, a smaller prompt, whole outputs in the log", async () => {
+    const files = [1, 2, 3, 4, 5, 6, 7, 8];
+    for (const n of files) ws.file(`f${n}.txt`, `${`line ${n} of a long file `.repeat(40)}\n`.repeat(5));
+    const reads = files.map((n) => ({ id: `r${n}`, name: "read_file", arguments: { path: `f${n}.txt` } }));
+    // No scripted usage: the scripted model reports a quarter of the history's characters as sent.
+    const script = ws.script("s.json", { turns: [{ steps: [{ toolCalls: reads }, { text: "read them all" }] }] });
+    const c = await started(script, { contextWindow: 6_000 });
+    c.request("p1", "session/prompt", promptParams("s", "read the eight files"));
+    expect((await c.response("p1")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(typed(c, "s", "context/compacted")).toHaveLength(0);
+    const outputs = typed(c, "s", "tool/result").map((e) => e.data.content[0].text.length);
+    expect(outputs).toHaveLength(8);
+    const whole = Math.ceil(outputs.reduce((a: number, b: number) => a + b, 0) / 4);
+    // With every output whole the second request would pass 0.8 x 6 000; five stubs bring it under.
+    expect(whole).toBeGreaterThan(4_800);
+    const sent = typed(c, "s", "assistant/message").at(-1).data.usage.inputTokens;
+    expect(sent).toBeLessThan(4_800);
+    expect(sent).toBeLessThan(whole - 4_000);
+    // The log keeps every output whole.
+    const results = fs.readFileSync(logOf(), "utf8").split("\n").filter((l) => l.includes('"type":"tool/result"'));
+    expect(results).toHaveLength(8);
+    for (const line of results) expect(line).not.toContain("cut by compaction");
+  });
+});
+
 describe("session/compact", () => {
   const script = { turns: [{ steps: [{ text: "done" }] }, { steps: [{ text: "slow", delayMs: 50, repeat: 400 }] }], compaction: { steps: [{ text: "SUMMARY: said done" }] } };
 
   it("compacts an idle session on demand, then has nothing left to compact; an unknown session is false and not created", async () => {
     const c = await started(ws.script("s.json", script));
-    c.request("p", "session/prompt", promptParams("s", "hello"));
+    c.request("p", "session/prompt", promptParams("s", LONG_HELLO));
     await c.response("p");
     c.request("c1", "session/compact", { sessionId: "s" });
     expect((await c.response("c1")).result).toEqual({ compacted: true });
@@ -120,9 +149,18 @@ describe("session/compact", () => {
     expect((await c.response("bad")).error?.code).toBe(-32602);
   });
 
+  it("a summary no shorter than the history it would replace is not recorded", async () => {
+    const c = await started(ws.script("s.json", script));
+    c.request("p", "session/prompt", promptParams("s", "hi"));
+    await c.response("p");
+    c.request("c", "session/compact", { sessionId: "s" });
+    expect((await c.response("c")).result).toEqual({ compacted: false });
+    expect(typed(c, "s", "context/compacted")).toHaveLength(0);
+  });
+
   it("a busy session is -32001, and stays usable", async () => {
     const c = await started(ws.script("s.json", script));
-    c.request("p1", "session/prompt", promptParams("s", "hello"));
+    c.request("p1", "session/prompt", promptParams("s", LONG_HELLO));
     await c.response("p1");
     c.request("p2", "session/prompt", promptParams("s", "slowly"));
     await c.waitFrame((f) => f.params?.event?.type === "assistant/chunk", "a chunk");

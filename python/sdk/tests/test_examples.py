@@ -144,7 +144,7 @@ def test_the_documents_have_blocks_to_run() -> None:
     names = [s.name for s in SNIPPETS]
     assert sum(n.startswith("python/sdk/README.md:") for n in names) >= 5, names
     assert any(n.startswith("README.md:") for n in names), names
-    assert {"examples/streaming.py", "examples/async_sessions.py"} <= set(names), names
+    assert {"examples/streaming.py", "examples/async_sessions.py", "examples/mcp_glossary.py", "examples/batch.py"} <= set(names), names
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.name for s in SNIPPETS])

@@ -47,6 +47,7 @@ __all__ = [
     "PermissionRequestEvent",
     "PermissionDecisionEvent",
     "TurnEndEvent",
+    "ContextCompactedEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",
@@ -252,6 +253,20 @@ class TurnEndEvent(BaseSessionEvent):
     output: Any = None
 
 
+class ContextCompactedEvent(BaseSessionEvent):
+    """``context/compacted``: the history before ``kept_from_seq`` was replaced by ``summary``
+    (docs/long-sessions.md). The token counts are estimates; ``trigger`` is ``"auto"``,
+    ``"refused"`` (the model refused the request as too long) or ``"request"`` (``compact()``)."""
+
+    type: Literal["context/compacted"] = "context/compacted"
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    kept_from_seq: int
+    turn: int
+    trigger: str
+
+
 class SubagentStartedEvent(TurnEvent):
     """``subagent.started``: a ``task`` tool call created the child session ``child_session_id``
     (its events follow, with that ``session_id``)."""
@@ -318,6 +333,7 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "permission/request": PermissionRequestEvent,
     "permission/decision": PermissionDecisionEvent,
     "turn/end": TurnEndEvent,
+    "context/compacted": ContextCompactedEvent,
 }
 _CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {
     "text-delta": TextDeltaEvent,
