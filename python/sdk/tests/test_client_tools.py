@@ -572,3 +572,23 @@ def test_a_sync_tool_on_the_async_harness_leaves_the_loop_free(tmp_path: Path) -
             return text_of(results(events.result.events)["c1"])
 
     assert run_async(main(), GUARD * 2).startswith(POOL_THREAD_PREFIX)
+
+
+def test_a_client_tool_pickles_as_its_function_and_settings() -> None:
+    import pickle
+
+    options = HarnessOptions(tools=["read_file", lookup])
+    copy = pickle.loads(pickle.dumps(options))
+    [clone] = [t for t in copy.tools if isinstance(t, ClientTool)]
+    assert clone.to_wire() == lookup.to_wire() and clone.fn is lookup.fn
+    assert clone.validate({"word": "x"}) == {"word": "x"}
+
+
+def test_a_tool_made_from_a_function_kept_under_its_name_pickles_too() -> None:
+    import pickle
+
+    from deepseek_harness.options import initialize_settings
+
+    made = tool(name="fields", description="The settings table.")(initialize_settings)
+    clone = pickle.loads(pickle.dumps(made))
+    assert clone is not made and clone.to_wire() == made.to_wire() and clone.fn is initialize_settings

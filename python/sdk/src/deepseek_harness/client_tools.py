@@ -150,6 +150,29 @@ class ClientTool:
         """Calls the function itself, unvalidated (a decorated function stays callable)."""
         return self.fn(*args, **kwargs)
 
+    def __reduce__(self) -> Any:
+        # The arguments model is a class made at decoration, which pickle cannot find by name; so
+        # a tool pickles by reference when it is the module attribute its function was defined as
+        # (`@tool def f` puts the tool in f's place), else as its function and settings, rebuilt
+        # by @tool. Options holding client tools then reach another process (a Ray worker).
+        module, qualname = getattr(self.fn, "__module__", None), getattr(self.fn, "__qualname__", "")
+        if module is not None and _attribute(module, qualname) is self:
+            return (_attribute, (module, qualname))
+        return (_make, (self.fn, self.name, self.description, self.read_only))
+
+
+def _attribute(module: str, qualname: str) -> Any:
+    """``module.qualname`` (imported), or None."""
+    import importlib
+
+    try:
+        value: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError):
+        return None
+    return value
+
 
 def _make(fn: Callable[..., Any], name: Optional[str], description: Optional[str], read_only: bool) -> ClientTool:
     if not callable(fn):
