@@ -240,13 +240,17 @@ def test_a_tool_that_raises_is_an_error_result_the_turn_goes_on(tmp_path: Path) 
     @tool
     def explode(reason: str) -> str:
         """Always fails."""
+        if reason == "exit":
+            raise SystemExit(3)  # not an Exception: still the call's answer, never a hung turn
         raise ValueError(f"cannot do {reason}")
 
-    with harness(tmp_path, [calls(call("c1", "explode", reason="that")), {"text": "recovered"}], tools=[explode]) as h:
-        r = h.run("go")
+    steps = [calls(call("c1", "explode", reason="that"), call("c2", "explode", reason="exit")), {"text": "recovered"}]
+    with harness(tmp_path, steps, tools=[explode]) as h:
+        r = call_within(GUARD, h.run, "go")
     assert r.ok and r.final_response == "recovered"
-    data = results(r.events)["c1"]
-    assert data["isError"] and text_of(data) == "ValueError: cannot do that"
+    got = results(r.events)
+    assert got["c1"]["isError"] and text_of(got["c1"]) == "ValueError: cannot do that"
+    assert got["c2"]["isError"] and text_of(got["c2"]) == "SystemExit: 3"
 
 
 def test_arguments_that_fail_validation_never_reach_the_function_and_the_model_reads_why(tmp_path: Path) -> None:

@@ -144,7 +144,7 @@ class ToolDispatcher:
             if inspect.isawaitable(value):
                 value = asyncio.run(_awaited(value))
             answer = finish(value, None)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes the answer
+        except BaseException as exc:  # noqa: BLE001 - a worker thread: even sys.exit() in a tool becomes its answer
             answer = finish(None, exc)
         method, params = answer
         try:
