@@ -4,7 +4,8 @@
 Starts a local DeepSeek-format HTTP server (scripts/fake_deepseek.py, standard library only),
 points bin/harness-bridge (or $HARNESS_TEST_BINARY) at it, and through the SDK runs every scenario of
 snapshots/deepseek/ (a text turn, a tool turn, a subagent turn, an error turn, a cancelled
-turn); then one raw-protocol pass without the SDK. Each stream and response is normalized by
+turn, a client tool turn and approval turns, the SDK answering those through ``@tool`` and
+``can_use_tool``); then raw-protocol passes without the SDK (a tool turn, a client tool turn). Each stream and response is normalized by
 snapshots/README.md's rules and compared with the files. Exits non-zero on any difference.
 
     python scripts/smoke-python-runtime.py            # compare
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "python" / "sdk" / "src"))
 
 from fake_deepseek import FakeDeepSeek  # noqa: E402
-from snapshot_rules import diff, normalize_stream, read_snapshot, write_snapshot  # noqa: E402
+from snapshot_rules import diff, normalize_stream, read_snapshot, sdk_answers, write_snapshot  # noqa: E402
 
 from deepseek_harness import DeepSeekHarness  # noqa: E402
 
@@ -57,10 +58,6 @@ def prepare(scenario: Dict[str, Any], base: Path) -> Tuple[Path, Path]:
     return workspace, session_root
 
 
-# Scenario keys that need the client to answer tool/request or permission/request.
-CLIENT_ANSWERED = ("initialize", "toolResults", "permission")
-
-
 def run_with_sdk(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> Tuple[List[Any], Any, Path, Path]:
     workspace, session_root = prepare(scenario, base)
     with DeepSeekHarness(
@@ -71,6 +68,7 @@ def run_with_sdk(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> 
         env=bridge_env(server),
         bridge_bin=str(BINARY),
         request_timeout_seconds=60,
+        **sdk_answers(scenario),  # client tools and approvals: the SDK answers them itself
     ) as harness:
         cancelled = threading.Event()
 
@@ -176,18 +174,15 @@ def main() -> int:
             server.table = scenario["server"]
             base = tmp_path / f"sdk-{index}"
             base.mkdir()
-            if any(key in scenario for key in CLIENT_ANSWERED):
-                # Client tools and approvals are answered over the raw wire until the SDK
-                # answers them itself (issue 18's SDK slice).
-                passed &= check(f"raw  deepseek/{directory.name}", directory, run_raw(scenario, server, base), args.update)
-                continue
             passed &= check(f"sdk  deepseek/{directory.name}", directory, run_with_sdk(scenario, server, base), args.update)
-        raw_dir = SCENARIOS / "tool-turn"
-        scenario = json.loads((raw_dir / "scenario.json").read_text(encoding="utf-8"))
-        server.table = scenario["server"]
-        base = tmp_path / "raw"
-        base.mkdir()
-        passed &= check("raw  deepseek/tool-turn", raw_dir, run_raw(scenario, server, base), update=False)
+        # The raw wire: a tool turn, and a client tool answered by hand (tool/request → session/tool_result).
+        for raw_name in ("tool-turn", "client-tool-turn"):
+            raw_dir = SCENARIOS / raw_name
+            scenario = json.loads((raw_dir / "scenario.json").read_text(encoding="utf-8"))
+            server.table = scenario["server"]
+            base = tmp_path / f"raw-{raw_name}"
+            base.mkdir()
+            passed &= check(f"raw  deepseek/{raw_name}", raw_dir, run_raw(scenario, server, base), update=False)
         if server.problems:
             passed = False
             print("the fake DeepSeek server saw problems:\n  " + "\n  ".join(server.problems))

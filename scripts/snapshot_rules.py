@@ -57,3 +57,45 @@ def diff(expected: List[Any], actual: List[Any]) -> str:
     return "\n".join(
         difflib.unified_diff([dumps(e) for e in expected], [dumps(a) for a in actual], "expected", "actual", lineterm="", n=1)
     )
+
+
+def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
+    """The SDK's harness options for a scenario's ``initialize`` additions (by option name), with
+    its ``clientTools`` as ``@tool`` functions answering what ``toolResults`` says and its
+    ``permission`` as the ``can_use_tool`` callback (the SDK answers them as the TypeScript runner
+    answers over the wire). Imports the SDK only when called."""
+    import dataclasses
+
+    import pydantic
+
+    from deepseek_harness import Allow, Deny, PermissionRequestEvent, PermissionResult, tool
+
+    names = {"contextWindow": "context_window", "compactAt": "compact_at", "approvals": "approvals"}
+    initialize = dict(scenario.get("initialize", {}))
+    options: Dict[str, Any] = {}
+    tools = []
+    for spec in initialize.pop("clientTools", []):
+        answer = scenario["toolResults"][spec["name"]]
+        if answer.get("isError"):
+            raise ValueError("a scenario's error answer would need a tool that raises: not supported here yet")
+        text = "".join(block["text"] for block in answer["content"])
+
+        def answer_it(text: str = text) -> str:
+            return text
+
+        made = tool(name=spec["name"], description=spec["description"], read_only=spec.get("readOnly", False))(answer_it)
+        # The scenario's schema as it is, and arguments taken whatever they are (the function needs none).
+        anything = pydantic.create_model(f"{spec['name']}_any", __config__=pydantic.ConfigDict(extra="allow"))
+        tools.append(dataclasses.replace(made, parameters=spec["parameters"], arguments_model=anything))
+    if tools:
+        options["tools"] = tools
+    options.update({names[k]: v for k, v in initialize.items()})
+    permission = scenario.get("permission")
+    if permission is not None:
+        def can_use_tool(request: PermissionRequestEvent) -> PermissionResult:
+            if permission["decision"] == "allow":
+                return Allow(arguments=permission.get("arguments"))
+            return Deny(permission.get("message", ""))
+
+        options["can_use_tool"] = can_use_tool
+    return options

@@ -18,7 +18,7 @@ from deepseek_harness import DeepSeekHarness
 from conftest import REPO_ROOT, real_bridge_or_skip
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
-from snapshot_rules import diff, normalize_stream, read_snapshot  # noqa: E402
+from snapshot_rules import diff, normalize_stream, read_snapshot, sdk_answers  # noqa: E402
 
 SCENARIOS = sorted(p for p in (REPO_ROOT / "snapshots" / "scripted").iterdir() if p.is_dir())
 
@@ -37,9 +37,9 @@ def test_scripted_scenario_matches_snapshot(directory: Path, tmp_path: Path) -> 
         model = str(tmp_path / "script.json")
         Path(model).write_text(json.dumps(scenario["script"]), encoding="utf-8")
 
-    # The scenario's further initialize params, by their option names.
-    names = {"contextWindow": "context_window", "compactAt": "compact_at"}
-    extra = {names[k]: v for k, v in scenario.get("initialize", {}).items()}
+    # The scenario's further initialize params, by their option names; its client tools and
+    # approvals as the SDK's tools= and can_use_tool= answering what toolResults / permission say.
+    extra = sdk_answers(scenario)
     with DeepSeekHarness(provider="scripted", model=model, cwd=str(workspace), session_root=str(session_root), bridge_bin=str(bridge), request_timeout_seconds=60, **extra) as harness:
         cancelled = threading.Event()
 

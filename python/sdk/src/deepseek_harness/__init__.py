@@ -25,6 +25,7 @@ from ._meta import __version__
 from .api import DeepSeekHarness, Session, StreamItem, TurnResult, TurnStream, new_session_id
 from .async_api import AsyncDeepSeekHarness, AsyncSession, AsyncTurnStream
 from .client import HarnessClient, NotificationSubscription
+from .client_tools import Allow, ClientTool, Deny, PermissionResult, tool
 from .errors import (
     BridgeNotFoundError,
     ErrorCode,
@@ -52,6 +53,9 @@ from .events import (
     TextDeltaEvent,
     ToolCallDelta,
     ToolCallDeltaEvent,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
+    ToolRequestEvent,
     ToolResultEvent,
     TurnEndEvent,
     ContextCompactedEvent,
@@ -90,6 +94,12 @@ __all__ = [
     "TurnStream",
     "StreamItem",
     "new_session_id",
+    # client tools and approvals
+    "tool",
+    "ClientTool",
+    "Allow",
+    "Deny",
+    "PermissionResult",
     # asyncio
     "AsyncDeepSeekHarness",
     "AsyncSession",
@@ -109,6 +119,9 @@ __all__ = [
     "ToolCallDelta",
     "AssistantMessageEvent",
     "ToolResultEvent",
+    "ToolRequestEvent",
+    "PermissionRequestEvent",
+    "PermissionDecisionEvent",
     "TurnEndEvent",
     "ContextCompactedEvent",
     "SubagentStartedEvent",

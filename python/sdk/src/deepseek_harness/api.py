@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator, List, Mapping, Optional, Type
 
+from ._internal.client_tools import ToolDispatcher
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
 from ._internal import sessions as _sessions
@@ -17,6 +18,7 @@ from ._internal.output import output_spec
 from ._internal.process import child_env
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
+from .client_tools import split_tools
 from .events import TurnEvent, event_from_notification
 from .models import InitializeResponse
 from .options import HarnessOptions, resolve_options
@@ -127,8 +129,14 @@ class DeepSeekHarness:
     keyword raises ``TypeError``.
 
     The attributes ``provider``, ``model``, ``cwd``, ``max_tokens``, ``max_steps``,
-    ``permission_mode``, ``tools`` and ``instructions`` hold what ``initialize`` will send, and
-    may be changed before :meth:`start`.
+    ``permission_mode``, ``tools`` (the built-in allow-list, None: all) and ``instructions``
+    hold what ``initialize`` will send, and may be changed before :meth:`start`.
+
+    Client tools (``tools=[...]`` holding :func:`~deepseek_harness.tool` functions) and
+    ``can_use_tool`` run off the SDK's reader thread: sync functions on a worker pool this
+    harness owns (shut down by :meth:`close`), ``async`` ones in ``asyncio.run`` on such a
+    worker, a fresh event loop per call (:class:`~deepseek_harness.AsyncDeepSeekHarness` runs
+    them on the caller's loop instead).
     """
 
     def __init__(self, options: Optional[HarnessOptions] = None, **overrides: Any) -> None:
@@ -141,9 +149,22 @@ class DeepSeekHarness:
         self.max_tokens = o.max_tokens
         self.max_steps = o.max_steps
         self.permission_mode = o.permission_mode
-        self.tools = list(o.tools) if o.tools is not None else None
+        builtin, client_tools = split_tools(list(o.tools) if o.tools is not None else None,
+                                            list(o.builtin_tools) if o.builtin_tools is not None else None)
+        if o.approvals is not None and o.approvals not in ("never", "writes", "always"):
+            raise ValueError(f"approvals must be 'never', 'writes' or 'always', not {o.approvals!r}")
+        if o.approvals not in (None, "never") and o.can_use_tool is None:
+            raise ValueError(f"approvals={o.approvals!r} needs can_use_tool=: the callback that allows or denies each call")
+        if o.can_use_tool is not None and not callable(o.can_use_tool):
+            raise TypeError(f"can_use_tool must be callable, not {type(o.can_use_tool).__name__}")
+        self.tools = builtin
+        #: The client tools offered (from ``tools``).
+        self.client_tools = client_tools
         self.instructions = o.instructions
         self._client = HarnessClient(options=o)
+        self._dispatcher: Optional[ToolDispatcher] = None
+        if client_tools or o.approvals not in (None, "never"):
+            self._dispatcher = ToolDispatcher(self._client, client_tools, o.can_use_tool)
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
 
@@ -162,6 +183,8 @@ class DeepSeekHarness:
             if self._initialized is not None:
                 return self
             self._client.start()
+            if self._dispatcher is not None:
+                self._dispatcher.attach()
             try:
                 self._initialized = self._client.initialize(
                     self.cwd if self.cwd is not None else os.getcwd(),
@@ -181,15 +204,22 @@ class DeepSeekHarness:
                     mcp_servers=self.options.mcp_servers,
                     context_window=self.options.context_window,
                     compact_at=self.options.compact_at,
+                    client_tools=self.client_tools or None,
+                    approvals=self.options.approvals,
+                    client_tool_timeout_seconds=self.options.client_tool_timeout_seconds,
                 )
             except BaseException:
-                self._client.close()
+                self.close()
                 raise
             return self
 
     def close(self) -> None:
-        """Shuts the bridge down (see :meth:`HarnessClient.close`). Idempotent."""
+        """Shuts the bridge down (see :meth:`HarnessClient.close`), then the client tools'
+        worker pool (a sync tool still running finishes on its own; its answer is dropped).
+        Idempotent."""
         self._client.close()
+        if self._dispatcher is not None:
+            self._dispatcher.close()
 
     def __enter__(self) -> "DeepSeekHarness":
         return self.start()

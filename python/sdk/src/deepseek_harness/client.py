@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
@@ -24,7 +24,9 @@ from ._internal.prompt import PromptInput, run_prompt
 from ._internal.sessions import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
-from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse
+from .models import (PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPermissionParams,
+                     SessionPromptResponse, SessionToolResultParams, TextBlock)
+from .client_tools import ClientTool
 from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options
 from .sessions import SessionInfo, SessionReadResponse
@@ -128,12 +130,20 @@ class HarnessClient(Connection):
         mcp_servers: Optional[Mapping[str, McpServerConfig]] = None,
         context_window: Optional[int] = None,
         compact_at: Optional[float] = None,
+        client_tools: Optional[Sequence[Union[ClientTool, Mapping[str, Any]]]] = None,
+        approvals: Optional[str] = None,
+        client_tool_timeout_seconds: Optional[float] = None,
         timeout: Optional[float] = None,
     ) -> InitializeResponse:
         """Sends ``initialize``; checks the protocol version (raises :class:`ProtocolError`
         on a mismatch) and warns when the bridge's version differs from the SDK's. The model
         settings (``thinking`` … ``model_request_timeout_seconds``) and ``mcp_servers`` mean what
-        the fields of :class:`HarnessOptions` of the same names mean."""
+        the fields of :class:`HarnessOptions` of the same names mean; ``tools`` is the built-in
+        allow-list only. ``client_tools`` (:class:`ClientTool` objects, or the wire's
+        ``{name, description, parameters, readOnly?}`` dicts) and ``approvals`` are offered, but
+        this client runs nothing itself: answer each ``tool/request`` with
+        :meth:`session_tool_result` and each ``permission/request`` with
+        :meth:`session_permission` (``DeepSeekHarness`` does that for you)."""
         params: Dict[str, Any] = {
             "cwd": os.path.abspath(os.fspath(cwd)),
             "provider": provider,
@@ -181,6 +191,24 @@ class HarnessClient(Connection):
         cancelled and :class:`RequestTimeoutError` is raised.
         """
         return run_prompt(self, session_id, content_blocks, on_notification, timeout)
+
+    def session_tool_result(self, session_id: str, call_id: str, text: str, *, is_error: bool = False,
+                            timeout: Optional[float] = None) -> None:
+        """``session/tool_result``: answers the client tool call ``call_id`` (a ``tool/request``)
+        with one text block. Raises :class:`InvalidParamsError` (``kind == "unknown-call"``) for a
+        call nobody waits for (answered, cancelled, timed out)."""
+        params = SessionToolResultParams(session_id=session_id, call_id=call_id, content=[TextBlock(text=text)],
+                                         is_error=True if is_error else None)
+        self._request("session/tool_result", params.to_wire(), timeout=timeout)
+
+    def session_permission(self, session_id: str, request_id: str, decision: Literal["allow", "deny"], *, message: Optional[str] = None,
+                           arguments: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None) -> None:
+        """``session/permission``: answers a ``permission/request`` with ``"allow"`` (with
+        ``arguments`` instead of the model's when given) or ``"deny"`` (``message`` is the error
+        result the model reads)."""
+        params = SessionPermissionParams(session_id=session_id, request_id=request_id, decision=decision,
+                                         message=message, arguments=dict(arguments) if arguments is not None else None)
+        self._request("session/permission", params.to_wire(), timeout=timeout)
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled

@@ -1,7 +1,9 @@
 """Typed events of a streamed turn: what ``Session.stream`` / ``AsyncSession.stream`` yield.
 
 One model per session event type of the protocol (``user/message``, ``turn/start``,
-``step/start``, ``assistant/chunk``, ``assistant/message``, ``tool/result``, ``turn/end``) and
+``step/start``, ``assistant/chunk``, ``assistant/message``, ``tool/result``, ``turn/end``; the
+client tools' and approvals' ``tool/request``, ``permission/request``,
+``permission/decision``) and
 per subagent notification (``subagent.started``, ``subagent.finished``). A session event's
 ``data`` fields sit on the event itself, next to ``session_id``, ``type``, ``seq`` and ``time``
 (``ev.text``, not ``ev.data["chunk"]["text"]``). ``assistant/chunk`` has one subclass per chunk
@@ -41,6 +43,9 @@ __all__ = [
     "ToolCallDeltaEvent",
     "AssistantMessageEvent",
     "ToolResultEvent",
+    "ToolRequestEvent",
+    "PermissionRequestEvent",
+    "PermissionDecisionEvent",
     "TurnEndEvent",
     "ContextCompactedEvent",
     "SubagentStartedEvent",
@@ -205,6 +210,38 @@ class ToolResultEvent(BaseSessionEvent):
         return _texts(self.content, TextBlock)
 
 
+class ToolRequestEvent(BaseSessionEvent):
+    """``tool/request``: the model called the client tool ``name``; the SDK runs it and answers
+    (its ``tool/result`` follows)."""
+
+    type: Literal["tool/request"] = "tool/request"
+    call_id: str
+    name: str
+    arguments: Dict[str, Any] = Field(default_factory=dict)
+
+
+class PermissionRequestEvent(BaseSessionEvent):
+    """``permission/request``: the call ``call_id`` of tool ``name`` waits for approval
+    (``approvals=``); ``can_use_tool`` receives this event and answers it."""
+
+    type: Literal["permission/request"] = "permission/request"
+    request_id: str
+    call_id: str
+    name: str
+    arguments: Dict[str, Any] = Field(default_factory=dict)
+
+
+class PermissionDecisionEvent(BaseSessionEvent):
+    """``permission/decision``: how the request ``request_id`` was answered (``"allow"`` or
+    ``"deny"``), by the client or by a timeout; ``arguments`` when an allow changed them."""
+
+    type: Literal["permission/decision"] = "permission/decision"
+    request_id: str
+    decision: str
+    message: Optional[str] = None
+    arguments: Optional[Dict[str, Any]] = None
+
+
 class TurnEndEvent(BaseSessionEvent):
     """``turn/end``: why the turn ended, and its usage summed over its steps."""
 
@@ -292,6 +329,9 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "assistant/chunk": AssistantChunkEvent,
     "assistant/message": AssistantMessageEvent,
     "tool/result": ToolResultEvent,
+    "tool/request": ToolRequestEvent,
+    "permission/request": PermissionRequestEvent,
+    "permission/decision": PermissionDecisionEvent,
     "turn/end": TurnEndEvent,
     "context/compacted": ContextCompactedEvent,
 }

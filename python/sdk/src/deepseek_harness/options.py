@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from .client_tools import ClientTool
 from .mcp_servers import McpServerConfig, mcp_servers_wire
 
 __all__ = ["HarnessOptions", "INITIALIZE_FIELDS", "initialize_settings", "resolve_options"]
@@ -42,7 +43,27 @@ class HarnessOptions:
         permission_mode: what the tools may do in every session: ``"read-only"`` (no writes,
             no bash), ``"workspace-write"`` (the default; bash sandboxed) or ``"full"``. A mode
             wider than ``max_permission_mode`` is narrowed to it (the bridge warns on stderr).
-        tools: the built-in tools offered (an allow-list of names); default: all.
+        tools: the tools offered: built-in tool names (``"read_file"``, ``"bash"``, ...) and
+            client tools (Python functions decorated with :func:`~deepseek_harness.tool`). The
+            names are the allow-list of built-ins, except when the list is non-empty and holds
+            only client tools: then every built-in is offered beside them (``tools=[lookup]``
+            adds ``lookup``; ``tools=["read_file", lookup]`` offers those two; ``tools=[]``
+            offers no tool). Default (None): every built-in, no client tool.
+        builtin_tools: the allow-list of built-in tool names, said explicitly
+            (``tools=[lookup], builtin_tools=[]``: ``lookup`` alone). Giving it and names in
+            ``tools`` is a ``TypeError``. Default: as ``tools`` says.
+        approvals: which tool calls wait for ``can_use_tool``: ``"never"`` (the default),
+            ``"writes"`` (every call of a tool that is not read-only: ``bash``, ``write_file``,
+            ``edit_file``, ``task``, client tools without ``read_only=True``) or ``"always"``.
+            Other than ``"never"`` it needs ``can_use_tool`` (else ``ValueError``).
+        can_use_tool: the approval callback, sync or ``async``: called with a
+            :class:`~deepseek_harness.PermissionRequestEvent`, it returns
+            :class:`~deepseek_harness.Allow` (optionally with changed ``arguments``) or
+            :class:`~deepseek_harness.Deny` (with the ``message`` the model reads). One that
+            raises or returns anything else denies the call, saying so. It runs where client
+            tools run (see python/sdk/README.md "Client tools").
+        client_tool_timeout_seconds: how long the bridge waits for a client tool's result or an
+            approval (past it: an error result, or a deny, and the turn goes on); default 600.
         instructions: text appended to the built-in system prompt.
         mcp_servers: MCP servers whose tools the model is offered (``mcp__<server>__<tool>``),
             by name, in the wire's shape (:class:`~deepseek_harness.McpStdioServer`,
@@ -113,9 +134,13 @@ class HarnessOptions:
     max_tokens: Optional[int] = None
     max_steps: Optional[int] = None
     permission_mode: Optional[str] = None
-    tools: Optional[Sequence[str]] = None
+    tools: Optional[Sequence[Union[str, ClientTool]]] = None
     instructions: Optional[str] = None
     mcp_servers: Optional[Mapping[str, McpServerConfig]] = None
+    builtin_tools: Optional[Sequence[str]] = None
+    approvals: Optional[str] = None
+    can_use_tool: Optional[Callable[..., Any]] = None
+    client_tool_timeout_seconds: Optional[float] = None
 
     thinking: Optional[str] = None
     reasoning_effort: Optional[str] = None
@@ -141,8 +166,12 @@ class HarnessOptions:
     def __post_init__(self) -> None:
         # Copies, so that a caller's list or dict changed later does not change these options.
         object.__setattr__(self, "extra_args", tuple(self.extra_args))
-        if self.tools is not None:
-            object.__setattr__(self, "tools", tuple(self.tools))
+        for name in ("tools", "builtin_tools"):
+            value = getattr(self, name)
+            if isinstance(value, (str, ClientTool)):
+                raise TypeError(f"{name}= takes a list, not one {type(value).__name__}: {name}=[{value!r}]")
+            if value is not None:
+                object.__setattr__(self, name, tuple(value))
         if self.env is not None:
             object.__setattr__(self, "env", dict(self.env))
         if self.mcp_servers is not None:
@@ -166,7 +195,10 @@ def _milliseconds(seconds: float) -> int:
 
 # The one table of ``initialize``'s settings: the Python name (a HarnessOptions field and a
 # keyword of HarnessClient.initialize), its wire name, and how the value is put on the wire.
-# cwd, provider and model are not here: they are always sent.
+# cwd, provider and model are not here: they are always sent. ``tools`` is the wire's built-in
+# allow-list (HarnessClient.initialize's keyword; a harness works it out of HarnessOptions.tools
+# and builtin_tools), ``client_tools`` is HarnessClient.initialize's keyword only (a harness
+# takes them from ``tools``).
 INITIALIZE_FIELDS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("max_tokens", "maxTokens", lambda v: v),
     ("max_steps", "maxSteps", lambda v: v),
@@ -182,6 +214,9 @@ INITIALIZE_FIELDS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("mcp_servers", "mcpServers", mcp_servers_wire),
     ("context_window", "contextWindow", lambda v: v),
     ("compact_at", "compactAt", lambda v: v),
+    ("client_tools", "clientTools", lambda v: [t.to_wire() if isinstance(t, ClientTool) else dict(t) for t in v]),
+    ("approvals", "approvals", lambda v: v),
+    ("client_tool_timeout_seconds", "clientToolTimeoutMs", _milliseconds),
 )
 
 

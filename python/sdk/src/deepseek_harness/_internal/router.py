@@ -30,6 +30,28 @@ log = logging.getLogger("deepseek_harness")
 
 READ_SIZE = 1 << 16
 
+#: Events the client must answer (client tools, approvals). With an interceptor set, the reader
+#: decodes a fast-path line that may be one (:func:`may_ask`) and hands it over.
+ANSWER_TYPES = frozenset({"tool/request", "permission/request"})
+# What follows the session id of a fast-path line: the bridge writes the event's type first.
+_EVENT_TYPE = b'","event":{"type":"'
+_ASKING = (b'tool/request"', b'permission/request"')
+
+
+def may_ask(line: bytes, end: int) -> bool:
+    """Whether a fast-path line (its session id ending at ``end``) may be an event to answer.
+    O(1): it looks at the type where the bridge writes it. A line laid out otherwise counts as
+    a maybe, so it is decoded and checked: a missed request would hang its turn, a needless
+    decode only costs time."""
+    if not line.startswith(_EVENT_TYPE, end):
+        return True
+    start = end + len(_EVENT_TYPE)
+    return line.startswith(_ASKING[0], start) or line.startswith(_ASKING[1], start)
+
+#: Called on the reader thread with an event to answer and the prompt it is routed to (or None).
+#: It must not block: it hands the work to a pool or an event loop.
+Interceptor = Callable[[Notification, Optional[Pending]], None]
+
 
 class Subscriber:
     """The receiving end of a subscription: filled by the reader thread, read by any thread."""
@@ -124,6 +146,10 @@ class Router:
         self.subscribers: tuple = ()
         #: Set once: every later request fails with it.
         self.closed_error: Optional[TransportClosedError] = None
+        #: Who answers ``tool/request`` and ``permission/request`` (set by a harness with client
+        #: tools or approvals); ``on_settled`` hears of every prompt answered (its session ids).
+        self.interceptor: Optional[Interceptor] = None
+        self.on_settled: Optional[Callable[[Set[str]], None]] = None
 
     # -- waiters ---------------------------------------------------------------------------
 
@@ -229,13 +255,15 @@ class Router:
         routes = self.routes
         batches: Dict[Pending, List[Any]] = {}
         subs = self.subscribers
+        intercept = self.interceptor
+        owner: Optional[Pending]
         for line in lines:
             if not line:
                 continue
             if not subs and line.startswith(FAST_PREFIX):
                 # The fast path: routed by the session id of the prefix, decoded by the consumer.
                 end = line.find(b'"', FAST_LEN)
-                if end > 0 and b"\\" not in line[FAST_LEN:end]:
+                if end > 0 and b"\\" not in line[FAST_LEN:end] and (intercept is None or not may_ask(line, end)):
                     targets = routes.get(line[FAST_LEN:end].decode("utf-8", "replace"))
                     if targets:
                         try:
@@ -262,6 +290,7 @@ class Router:
                     log.warning("dropping a notification whose sessionId is not a string: %r", line[:200])
                     continue
                 n = Notification(msg["method"], params)
+                owner = None
                 if sid is not None:
                     targets = routes.get(sid)
                     if targets:
@@ -279,6 +308,8 @@ class Router:
                     owner = self._route_subagent(n, params)
                     if owner is not None:
                         batches.setdefault(owner, []).append(n)
+                if intercept is not None and sid is not None and n.method == "session.event":
+                    self._intercept(intercept, n, owner)
                 if subs:
                     if n.method == "subagent.started":
                         _learn_child(subs, params)
@@ -291,6 +322,15 @@ class Router:
             drop(line, msg)
         for owner, batch in batches.items():
             owner.inbox.put(batch)
+
+    @staticmethod
+    def _intercept(intercept: Interceptor, n: Notification, owner: Optional[Pending]) -> None:
+        event = n.payload.get("event")
+        if type(event) is dict and event.get("type") in ANSWER_TYPES:
+            try:
+                intercept(n, owner)
+            except Exception:  # a failing answerer must not kill the reader; the bridge times the wait out
+                log.exception("could not hand a %s to its answerer", event.get("type"))
 
     def _respond(self, msg: Dict[str, Any], batches: Dict[Pending, List[Any]]) -> None:
         request_id = msg.get("id")
@@ -306,6 +346,12 @@ class Router:
             else:
                 log.debug("dropping a response for no pending request: id=%r", request_id)
             return
+        settled = self.on_settled
+        if settled is not None and pending.method == "session/prompt":
+            try:
+                settled(set(pending.session_ids))
+            except Exception:
+                log.exception("the prompt-settled hook failed")
         # Everything read before this response goes out first.
         if batches:
             for owner, batch in batches.items():

@@ -1,0 +1,280 @@
+"""Answering the bridge's ``tool/request`` and ``permission/request`` events (client tools and
+approvals; docs/PROTOCOL.md "Client tools and approvals").
+
+The reader thread sees such an event (:meth:`ToolDispatcher.handle`, through the router's
+interceptor) and only hands it on, so it never blocks and never writes to the bridge (a write
+could wait on a full pipe while the bridge waits on us to read). Where the work runs:
+
+* a sync function (tool or ``can_use_tool``) on the harness's worker pool, which then sends the
+  answer itself (a blocking request on that worker thread);
+* an ``async`` function on the event loop of the prompt it belongs to (the async harness), as a
+  task that awaits it and then the answer;
+* an ``async`` function with no loop (the blocking harness) on a worker, in ``asyncio.run``: a
+  fresh event loop per call.
+
+Every job ends in exactly one answer, whatever the function does: its result, an error result
+(bad arguments, an exception), or a deny (an approval callback that raised or returned
+something else). A job whose turn is over (cancelled, timed out, the bridge gone) gets a refusal
+for its answer, which is logged at debug level: nobody is waiting for it any more. When a
+prompt settles, the async jobs of its sessions are cancelled; a sync function cannot be
+interrupted, so it runs to its end and its answer is dropped the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, Literal, Optional, Sequence, Set, Tuple
+
+from pydantic import ValidationError
+
+from ..client_tools import Allow, ClientTool, Deny, tool_output_text, validation_error_text
+from ..errors import HarnessError
+from ..events import PermissionRequestEvent, event_from_notification
+from ..models import Notification, SessionPermissionParams, SessionToolResultParams, TextBlock
+from .connection import Connection
+from .inbox import AsyncInbox, Pending
+
+__all__ = ["ToolDispatcher", "POOL_THREAD_PREFIX"]
+
+log = logging.getLogger("deepseek_harness")
+
+#: The worker threads' name prefix (sync tools and callbacks run there, never on the reader).
+POOL_THREAD_PREFIX = "deepseek-harness-tool"
+
+#: The most sync functions running at once (threads are started as jobs come, up to this). Sized
+#: for tools that wait on I/O across many sessions of one harness, not for CPU work.
+POOL_WORKERS = 32
+
+# How long a worker waits for the bridge to acknowledge an answer: it answers at once, so this
+# only bounds a bridge that stopped reading.
+ANSWER_TIMEOUT_SECONDS = 30.0
+
+Answer = Tuple[str, Dict[str, Any]]  # method and params of the request that answers
+
+
+class ToolDispatcher:
+    """Runs the client tools and the approval callback of one harness. Thread-safe."""
+
+    def __init__(self, conn: Connection, tools: Sequence[ClientTool],
+                 can_use_tool: Optional[Callable[[PermissionRequestEvent], Any]]) -> None:
+        self.conn = conn
+        self.tools: Dict[str, ClientTool] = {t.name: t for t in tools}
+        self.can_use_tool = can_use_tool
+        self._lock = threading.Lock()
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._closed = False
+        # session id → the asyncio tasks answering its events, with their loops.
+        self._tasks: Dict[str, Set[Tuple[asyncio.AbstractEventLoop, "asyncio.Task[None]"]]] = {}
+
+    def attach(self) -> None:
+        router = self.conn._router
+        router.interceptor = self.handle
+        router.on_settled = self.settled
+
+    # -- on the reader thread -------------------------------------------------------------
+
+    def handle(self, n: Notification, owner: Optional[Pending]) -> None:
+        """Hands one ``tool/request`` / ``permission/request`` to where it runs."""
+        params = n.payload
+        sid = params.get("sessionId")
+        event = params.get("event")
+        data = event.get("data") if isinstance(event, dict) else None
+        if not isinstance(sid, str) or not isinstance(event, dict) or not isinstance(data, dict):
+            log.warning("ignoring a malformed request event: %r", params)
+            return
+        fn: Callable[[], Any]
+        finish: Callable[[Any, Optional[BaseException]], Answer]
+        if event.get("type") == "tool/request":
+            call_id, name, arguments = data.get("callId"), data.get("name"), data.get("arguments", {})
+            if not isinstance(call_id, str):
+                log.warning("ignoring a tool/request without a callId: %r", data)
+                return
+            tool = self.tools.get(name) if isinstance(name, str) else None
+            fn = functools.partial(_call_tool, tool, name, arguments)
+            finish = functools.partial(_tool_answer, sid, call_id, name)
+            is_async = tool is not None and tool.is_async
+        else:
+            request_id = data.get("requestId")
+            if self.can_use_tool is None:
+                return  # approvals asked for without a callback: the caller answers (HarnessClient)
+            if not isinstance(request_id, str):
+                log.warning("ignoring a permission/request without a requestId: %r", data)
+                return
+            fn = functools.partial(_ask, self.can_use_tool, n)
+            finish = functools.partial(_permission_answer, sid, request_id)
+            is_async = _is_async_callable(self.can_use_tool)
+        loop = owner.inbox.loop if owner is not None and isinstance(owner.inbox, AsyncInbox) else None
+        if is_async and loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._spawn, sid, loop, fn, finish)
+                return
+            except RuntimeError:  # the loop is closed: run it on a fresh one below
+                pass
+        self._submit(fn, finish)
+
+    def settled(self, session_ids: Set[str]) -> None:
+        """A prompt of these sessions was answered: its async jobs have nobody left to answer."""
+        with self._lock:
+            jobs = [job for sid in session_ids for job in self._tasks.pop(sid, ())]
+        for loop, task in jobs:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:
+                pass
+
+    # -- where jobs run ---------------------------------------------------------------------
+
+    def _submit(self, fn: Callable[[], Any], finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+        with self._lock:
+            if self._closed:
+                log.debug("the harness is closed; dropping a client tool or approval job")
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(POOL_WORKERS, thread_name_prefix=POOL_THREAD_PREFIX)
+            self._pool.submit(self._run_in_thread, fn, finish)
+
+    def _run_in_thread(self, fn: Callable[[], Any], finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+        try:
+            value = fn()
+            if inspect.isawaitable(value):
+                value = asyncio.run(_awaited(value))
+            answer = finish(value, None)
+        except BaseException as exc:  # noqa: BLE001 - a worker thread: even sys.exit() in a tool becomes its answer
+            answer = finish(None, exc)
+        method, params = answer
+        try:
+            self.conn._request(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
+        except HarnessError as exc:
+            log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
+
+    def _spawn(self, sid: str, loop: asyncio.AbstractEventLoop, fn: Callable[[], Any],
+               finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+        """On the loop: starts the task answering one event."""
+        if self._closed:
+            return
+        task = loop.create_task(self._run_on_loop(fn, finish))
+        entry = (loop, task)
+        with self._lock:
+            self._tasks.setdefault(sid, set()).add(entry)
+        task.add_done_callback(functools.partial(self._task_done, sid, entry))
+
+    def _task_done(self, sid: str, entry: Tuple[asyncio.AbstractEventLoop, "asyncio.Task[None]"],
+                   task: "asyncio.Task[None]") -> None:
+        with self._lock:
+            tasks = self._tasks.get(sid)
+            if tasks is not None:
+                tasks.discard(entry)
+                if not tasks:
+                    del self._tasks[sid]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a client tool job failed", exc_info=task.exception())
+
+    async def _run_on_loop(self, fn: Callable[[], Any], finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+        try:
+            value = fn()
+            if inspect.isawaitable(value):
+                value = await value
+            answer = finish(value, None)
+        except asyncio.CancelledError:
+            raise  # the turn is over or the harness closed: nobody waits for an answer
+        except Exception as exc:  # noqa: BLE001
+            answer = finish(None, exc)
+        method, params = answer
+        try:
+            await self.conn._arequest(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
+        except HarnessError as exc:
+            log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
+
+    def close(self) -> None:
+        """Cancels the async jobs and shuts the pool down (queued jobs dropped; a sync function
+        already running cannot be stopped: its worker ends when it returns). Idempotent."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+            jobs = [job for tasks in self._tasks.values() for job in tasks]
+            self._tasks.clear()
+        for loop, task in jobs:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:
+                pass
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+# -- the jobs ------------------------------------------------------------------------------
+
+
+class _BadArguments(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class _NoSuchTool(Exception):
+    pass
+
+
+def _call_tool(tool: Optional[ClientTool], name: Any, arguments: Any) -> Any:
+    if tool is None:
+        raise _NoSuchTool(f"this Python process has no client tool named {name!r}")
+    try:
+        kwargs = tool.validate(arguments)
+    except ValidationError as exc:
+        raise _BadArguments(validation_error_text(tool.name, exc)) from None
+    return tool.fn(**kwargs)
+
+
+def _tool_answer(sid: str, call_id: str, name: Any, value: Any, exc: Optional[BaseException]) -> Answer:
+    if exc is None:
+        try:
+            return "session/tool_result", _tool_result(sid, call_id, tool_output_text(value), False)
+        except Exception as err:  # noqa: BLE001 - a value pydantic cannot encode
+            exc = TypeError(f"{name} returned a {type(value).__name__}, which cannot be sent as JSON: {err}")
+    text = str(exc) if isinstance(exc, (_BadArguments, _NoSuchTool)) else f"{type(exc).__name__}: {exc}"
+    return "session/tool_result", _tool_result(sid, call_id, text, True)
+
+
+def _tool_result(sid: str, call_id: str, text: str, is_error: bool) -> Dict[str, Any]:
+    return SessionToolResultParams(session_id=sid, call_id=call_id, content=[TextBlock(text=text)],
+                                   is_error=True if is_error else None).to_wire()
+
+
+def _ask(callback: Callable[[PermissionRequestEvent], Any], n: Notification) -> Any:
+    event = event_from_notification(n)
+    if not isinstance(event, PermissionRequestEvent):
+        raise ValueError(f"a permission/request the SDK cannot read: {n.payload!r}")
+    return callback(event)
+
+
+def _permission_answer(sid: str, request_id: str, value: Any, exc: Optional[BaseException]) -> Answer:
+    decision: Literal["allow", "deny"] = "deny"
+    message: Optional[str] = None
+    arguments: Optional[Dict[str, Any]] = None
+    if exc is not None:
+        message = f"the approval callback failed ({type(exc).__name__}: {exc}); not run"
+    elif isinstance(value, Allow):
+        if value.arguments is None or isinstance(value.arguments, dict):
+            decision, arguments = "allow", value.arguments
+        else:
+            message = "the approval callback allowed with arguments that are not a dict; not run"
+    elif isinstance(value, Deny):
+        message = value.message or None  # none: the bridge says "the client denied this <tool> call"
+    else:
+        message = f"the approval callback returned {type(value).__name__}, not Allow or Deny; not run"
+    params = SessionPermissionParams(session_id=sid, request_id=request_id, decision=decision, message=message,
+                                     arguments=arguments)
+    return "session/permission", params.to_wire()
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _is_async_callable(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
