@@ -24,8 +24,8 @@ from ._internal.prompt import PromptInput, run_prompt
 from ._internal.sessions import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError
-from .models import (PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPermissionParams,
-                     SessionPromptResponse, SessionToolResultParams, TextBlock)
+from .client_tool_models import SessionPermissionParams, SessionToolResultParams
+from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse, TextBlock
 from .client_tools import ClientTool
 from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options

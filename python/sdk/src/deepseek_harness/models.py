@@ -37,9 +37,6 @@ __all__ = [
     "SessionPromptResponse",
     "SessionCancelResponse",
     "SessionCompactResponse",
-    "ClientToolSpec",
-    "SessionToolResultParams",
-    "SessionPermissionParams",
     "SessionEventParams",
     "SubagentStartedParams",
     "SubagentFinishedParams",
@@ -249,39 +246,6 @@ class SessionCompactResponse(WireModel):
     """Result of ``session/compact``: False when there was nothing to compact."""
 
     compacted: bool
-
-
-# ---------------------------------------------------------------------------
-# Client tools and approvals (docs/PROTOCOL.md "Client tools and approvals")
-# ---------------------------------------------------------------------------
-
-
-class ClientToolSpec(WireModel):
-    """An entry of ``initialize.clientTools``."""
-
-    name: str
-    description: str
-    parameters: Dict[str, Any]
-    read_only: Optional[bool] = None
-
-
-class SessionToolResultParams(WireModel):
-    """Params of ``session/tool_result``: the answer to a ``tool/request``."""
-
-    session_id: str
-    call_id: str
-    content: List[TextBlock]
-    is_error: Optional[bool] = None
-
-
-class SessionPermissionParams(WireModel):
-    """Params of ``session/permission``: the answer to a ``permission/request``."""
-
-    session_id: str
-    request_id: str
-    decision: Literal["allow", "deny"]
-    message: Optional[str] = None
-    arguments: Optional[Dict[str, Any]] = None
 
 
 # ---------------------------------------------------------------------------

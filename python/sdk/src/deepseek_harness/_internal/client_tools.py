@@ -35,7 +35,8 @@ from pydantic import ValidationError
 from ..client_tools import Allow, ClientTool, Deny, tool_output_text, validation_error_text
 from ..errors import HarnessError
 from ..events import PermissionRequestEvent, event_from_notification
-from ..models import Notification, SessionPermissionParams, SessionToolResultParams, TextBlock
+from ..client_tool_models import SessionPermissionParams, SessionToolResultParams
+from ..models import Notification, TextBlock
 from .connection import Connection
 from .inbox import AsyncInbox, Pending
 
