@@ -87,6 +87,10 @@ export interface CompactionOutcome {
   compacted: boolean;
   /** A summarizing request was sent (whether or not it gave a summary). */
   attempted?: boolean;
+  /** The summary could not be made: the request failed, or the answer was empty or cut off. */
+  failed?: boolean;
+  /** The summary was made but was no shorter than what it would replace: its characters. */
+  noGainChars?: number;
   /** The summarizing request's usage, when it ran and reported one. */
   usage?: Usage;
   /** Why it did not compact, for the log. */
@@ -107,12 +111,16 @@ export function estimatePrompt(ctx: CompactionContext): number {
 const limitOf = (ctx: CompactionContext) => Math.floor(ctx.window * ctx.compactAt);
 const overheadChars = (ctx: CompactionContext) => ctx.system.length + JSON.stringify(ctx.tools).length;
 
-/** Before a request: cuts old tool outputs, then summarizes, while the estimate passes the limit. */
-export async function compactIfNeeded(ctx: CompactionContext): Promise<CompactionOutcome> {
+/**
+ * Before a request: cuts old tool outputs, then summarizes (unless `mayRequestSummary` is false),
+ * while the estimate passes the limit.
+ */
+export async function compactIfNeeded(ctx: CompactionContext, mayRequestSummary = true): Promise<CompactionOutcome> {
   const before = { tokens: estimatePrompt(ctx), chars: ctx.session.historyChars };
   if (before.tokens <= limitOf(ctx)) return { compacted: false, why: "under the limit" };
   cutOldToolOutputs(ctx.session);
   if (estimatePrompt(ctx) <= limitOf(ctx)) return { compacted: false, why: "cutting old tool outputs was enough" };
+  if (!mayRequestSummary) return { compacted: false, why: "no summary is asked for now" };
   return summarize(ctx, "auto", before);
 }
 
@@ -180,24 +188,32 @@ async function summarize(ctx: CompactionContext, trigger: ContextCompactedEventD
   };
   let summary = "";
   let usage: Usage | undefined;
+  let finish: string | undefined;
   const attempted = true;
   try {
     for await (const part of ctx.provider.stream(request, ctx.signal)) {
       if (ctx.signal.aborted) return { compacted: false, attempted, why: "aborted" };
       if (part.type === "text-delta") summary += part.text;
       else if (part.type === "usage") usage = part.usage;
+      else if (part.type === "finish") finish = part.finishReason;
     }
   } catch (error) {
-    return { compacted: false, attempted, usage, why: `the summarizing request failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { compacted: false, attempted, failed: true, usage, why: `the summarizing request failed: ${error instanceof Error ? error.message : String(error)}` };
   }
   summary = summary.trim();
-  if (!summary || ctx.signal.aborted) return { compacted: false, attempted, usage, why: ctx.signal.aborted ? "aborted" : "the model gave an empty summary" };
+  if (ctx.signal.aborted) return { compacted: false, attempted, usage, why: "aborted" };
+  if (!summary) return { compacted: false, attempted, failed: true, usage, why: "the model gave an empty summary" };
+  // Only an answer the model finished is a summary: one cut off (`length`) or turned into tool
+  // calls would replace the history for good with half of what it said.
+  if (finish !== "stop") return { compacted: false, attempted, failed: true, usage, why: `the summarizing answer ended with '${finish ?? "no finish"}', not 'stop'` };
   const keptChars = session.messages.slice(start).reduce((sum, m) => sum + messageChars(m), 0);
   // The estimate less what left the history (as estimatePrompt counts a change of it).
   const removed = before.chars - (summaryText(summary).length + keptChars);
   const tokensAfter = Math.max(0, before.tokens - Math.ceil(removed / CHARS_PER_TOKEN));
   // A summary no shorter than what it replaces would make the prompt no smaller: not recorded.
-  if (tokensAfter >= before.tokens) return { compacted: false, attempted, usage, why: "the summary is no shorter than the history it would replace" };
+  if (tokensAfter >= before.tokens) {
+    return { compacted: false, attempted, usage, noGainChars: summaryText(summary).length, why: "the summary is no shorter than the history it would replace" };
+  }
   await session.emit("context/compacted", { summary, tokensBefore: before.tokens, tokensAfter, keptFromSeq: session.seqOfMessage(start), turn: ctx.turn, trigger });
   return { compacted: true, attempted, usage };
 }

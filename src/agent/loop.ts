@@ -80,6 +80,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   let usage: Usage | undefined;
   let reason: TurnEndReason | undefined;
   let compactionFailed = false;
+  /** After a summary that was no shorter than the history: the history's size past which another is worth a request. */
+  let summaryWorthAsking: number | undefined;
   let retriedAfterRefusal = false;
   for (let step = 1; reason === undefined; step++) {
     if (signal.aborted) {
@@ -93,10 +95,12 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     const compaction = compactionContext(session, config, turn, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
-      const done = await compactIfNeeded(compaction);
+      const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
       usage = addUsage(usage, done.usage);
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
-      if (!done.compacted && done.attempted) compactionFailed = true;
+      if (done.failed) compactionFailed = true;
+      // One that saved nothing is asked for again once the history has grown by its length.
+      if (done.noGainChars !== undefined) summaryWorthAsking = session.historyChars + done.noGainChars;
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, signal, turn, step, final);

@@ -136,7 +136,11 @@ export class Session {
       case "context/compacted": {
         // The history before `keptFromSeq` becomes the summary; what came from it on stays.
         const { keptFromSeq, turn } = event.data;
-        let keep = this.messageSeqs.findIndex((s) => s >= keptFromSeq);
+        // An earlier summary stands first with its own event's seq, later than the messages kept
+        // after it: it is never part of what is kept (the new summary replaces it).
+        const first = this.messages[0];
+        const from = first?.role === "user" && first.synthetic === "summary" ? 1 : 0;
+        let keep = this.messageSeqs.findIndex((s, i) => i >= from && s >= keptFromSeq);
         if (keep < 0) keep = this.messages.length;
         const kept = this.messages.splice(keep);
         const keptSeqs = this.messageSeqs.splice(keep);
@@ -147,7 +151,8 @@ export class Session {
         kept.forEach((m, i) => this.push(m, keptSeqs[i]));
         this.turns = Math.max(this.turns, turn);
         // The next request is estimated from the compacted prompt's estimate.
-        this.lastPrompt = { inputTokens: event.data.tokensAfter, historyChars: this.historyChars };
+        // (A log edited by hand may hold no number there: then the next request is estimated afresh.)
+        this.lastPrompt = Number.isFinite(event.data.tokensAfter) ? { inputTokens: event.data.tokensAfter, historyChars: this.historyChars } : undefined;
         break;
       }
         break;

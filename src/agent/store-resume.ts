@@ -25,7 +25,11 @@ export function replayOffset(fd: number, size: number, from: number): number {
   try {
     const compacted = lastLineStarting(fd, COMPACTED, from, size);
     if (compacted === undefined) return from;
-    const line = JSON.parse(readLine(fd, compacted, size)) as { data?: { keptFromSeq?: unknown } };
+    // Only a whole line (ended by "\n") counts: the replay never visits a torn last line, so a
+    // compaction it would start after must be one the replay absorbs.
+    const whole = readLine(fd, compacted, size);
+    if (whole === undefined) return from;
+    const line = JSON.parse(whole) as { data?: { keptFromSeq?: unknown } };
     const kept = line.data?.keptFromSeq;
     if (typeof kept !== "number" || !Number.isSafeInteger(kept)) return from;
     const marker = Buffer.from(`,"seq":${kept},"time":`);
@@ -79,8 +83,8 @@ function readRange(fd: number, start: number, end: number): string {
   return buf.toString("utf8");
 }
 
-/** The line starting at `start`, without its `\n`. */
-function readLine(fd: number, start: number, size: number): string {
+/** The whole line starting at `start`, without its `\n`; undefined when no `\n` ends it (a torn write). */
+function readLine(fd: number, start: number, size: number): string | undefined {
   const pieces: Buffer[] = [];
   for (let pos = start; pos < size; ) {
     const buf = Buffer.allocUnsafe(Math.min(CHUNK, size - pos));
@@ -88,12 +92,12 @@ function readLine(fd: number, start: number, size: number): string {
     const nl = buf.indexOf(0x0a);
     if (nl >= 0) {
       pieces.push(buf.subarray(0, nl));
-      break;
+      return Buffer.concat(pieces).toString("utf8");
     }
     pieces.push(buf);
     pos += buf.length;
   }
-  return Buffer.concat(pieces).toString("utf8");
+  return undefined;
 }
 
 /** The first `user/message` event in the lines of [`from`, `to`), read from the front (it is near the top: a session starts with one). */

@@ -244,8 +244,9 @@ export class McpConnection {
         return errorOutput(`${label} did not answer this call within ${this.toolTimeoutMs} ms (toolTimeoutMs); it was told to cancel it`);
       }
       // A server that dies as the call is written fails the write (EPIPE) before its pipe's close
-      // is seen: any error that is not the server's own answer is checked against its exit.
-      const lostConnection = error instanceof McpError ? error.code === ErrorCode.ConnectionClosed : transport instanceof ProcessGroupTransport;
+      // is seen: such a system error is checked against its exit. (A malformed result is the SDK's
+      // own validation error: no waiting for an exit that will not come.)
+      const lostConnection = error instanceof McpError ? error.code === ErrorCode.ConnectionClosed : transport instanceof ProcessGroupTransport && isSystemError(error);
       if (lostConnection) await this.settled(transport);
       if (lostConnection && (error instanceof McpError || (transport as ProcessGroupTransport).exit)) {
         const next = this.isStdio && !this.restarted ? "; the next call starts it again" : "";
@@ -261,4 +262,10 @@ export class McpConnection {
     this.alive = false;
     await this.transport?.close().catch(() => undefined);
   }
+}
+
+/** A Node system or stream error (EPIPE, ECONNRESET, ERR_STREAM_DESTROYED…): the pipe failed, not the server's answer. */
+function isSystemError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^(E[A-Z]+|ERR_STREAM_[A-Z_]+)$/.test(code);
 }

@@ -3,6 +3,9 @@
  * server): the bridge compacts once (a summarizing request), retries the step once, and the
  * turn completes; a second refusal ends the turn as the model error it is.
  */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { useDeepSeekBridge } from "../support/deepseek-bridge.js";
 import { promptParams } from "../support/raw-client.js";
@@ -64,5 +67,58 @@ describe("a context-window refusal", () => {
     expect(result.reason.message).toContain("This model's maximum context length is");
     expect(server.contextRefusals).toBe(2);
     expect(c.events("s").filter((e) => e.type === "context/compacted")).toHaveLength(1);
+  });
+});
+
+describe("a second compaction", () => {
+  it("replaces the first summary (one summary first, the kept history after it), the same live and after a restart", async () => {
+    const long = (tag: string, n: number, ch: string) => `${tag} ${ch.repeat(n)}`;
+    const [u1, u2, u3, u4] = ["U1 short", long("U2", 2_000, "x"), long("U3", 90, "y"), long("U4", 850, "z")];
+    server.table = {
+      [u1]: [say("A1")],
+      [u2]: [say(long("A2", 90, "b"))],
+      [u3]: [say(long("A3", 90, "c"))],
+      [u4]: [say("A4")],
+      [`${u2}\n${SUMMARIZE_INSTRUCTION}`]: [say("SUM-ONE")],
+      [`${u3}\n${SUMMARIZE_INSTRUCTION}`]: [say("SUM-TWO")],
+      U5: [say("A5")],
+      U6: [say("A6")],
+    };
+    server.contextWindow = undefined;
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-compact2-"));
+    try {
+      // A small window keeps little verbatim (a quarter of it): each compaction keeps only the last exchanges.
+      const init = { contextWindow: 1_024, compactAt: 1, thinking: "disabled" };
+      const a = await bridge.start({}, ["--stdio", "--session-root", root], init);
+      let n = 0;
+      const prompt = async (c: typeof a, text: string) => {
+        c.request(`p${++n}`, "session/prompt", promptParams("s", text));
+        expect((await c.response(`p${n}`)).result.status).toBe("ok");
+      };
+      const compact = async (c: typeof a) => {
+        c.request(`c${++n}`, "session/compact", { sessionId: "s" });
+        expect((await c.response(`c${n}`)).result).toEqual({ compacted: true });
+      };
+      await prompt(a, u1);
+      await prompt(a, u2);
+      await prompt(a, u3);
+      await compact(a);
+      await prompt(a, u4);
+      await compact(a);
+      const [first, second] = a.events("s").filter((e) => e.type === "context/compacted");
+      // The second keeps a message that the first kept too: it comes before the first's own event.
+      expect(second.data.keptFromSeq).toBeLessThan(first.seq);
+      await prompt(a, "U5");
+      const shape = (body: any) => body.messages.slice(1).map((m: any) => (String(m.content).startsWith("[Earlier conversation") ? `summary: ${String(m.content).split("\n\n")[1]}` : String(m.content).split(" ")[0]));
+      expect(shape(server.requests.at(-1))).toEqual(["summary: SUM-TWO", "A3", "U4", "A4", "U5"]);
+      a.request("bye", "shutdown");
+      await a.response("bye");
+      const b = await bridge.start({}, ["--stdio", "--session-root", root], init);
+      await prompt(b, "U6");
+      expect(shape(server.requests.at(-1))).toEqual(["summary: SUM-TWO", "A3", "U4", "A4", "U5", "A5", "U6"]);
+      expect(server.problems).toEqual([]);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });

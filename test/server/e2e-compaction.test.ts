@@ -104,6 +104,22 @@ describe("automatic compaction", () => {
 /** A first prompt longer than the summary that replaces it (a shorter one is not worth compacting). */
 const LONG_HELLO = `hello; my notes: ${"the build is green. ".repeat(20)}`;
 
+describe("a summary that saves nothing", () => {
+  it("is not recorded, and does not stop the turn from compacting once the history has grown", async () => {
+    ws.file("big.txt", `${"a line of a big file ".repeat(150)}\n`);
+    const reads = Array.from({ length: 6 }, (_, i) => ({ toolCalls: [{ id: `r${i}`, name: "read_file", arguments: { path: "big.txt" } }] }));
+    const script = ws.script("s.json", { turns: [{ steps: [...reads, { text: "read it six times" }] }], compaction: { steps: [{ text: "SUMMARY: the user asked to read big.txt, which was read." }] } });
+    const c = await started(script, { contextWindow: 1_024, compactAt: 0.5 });
+    // At the second step only "go" is older than the kept history: its summary is longer, so none is
+    // recorded; later steps have more to summarize.
+    c.request("p", "session/prompt", promptParams("s", "go"));
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const compactions = typed(c, "s", "context/compacted");
+    expect(compactions.length).toBeGreaterThan(0);
+    for (const e of compactions) expect(e.data.tokensAfter).toBeLessThan(e.data.tokensBefore);
+  });
+});
+
 describe("cutting old tool outputs", () => {
   it("is all a step needs when the stubs bring the estimate under the limit: no summary, a smaller prompt, whole outputs in the log", async () => {
     const files = [1, 2, 3, 4, 5, 6, 7, 8];
@@ -152,6 +168,39 @@ describe("session/compact", () => {
   it("a summary no shorter than the history it would replace is not recorded", async () => {
     const c = await started(ws.script("s.json", script));
     c.request("p", "session/prompt", promptParams("s", "hi"));
+    await c.response("p");
+    c.request("c", "session/compact", { sessionId: "s" });
+    expect((await c.response("c")).result).toEqual({ compacted: false });
+    expect(typed(c, "s", "context/compacted")).toHaveLength(0);
+  });
+
+  it("a compaction whose log line was torn (no final newline) is dropped on resume, and the whole history replayed", async () => {
+    const torn = { turns: [{ steps: [{ text: "noted" }] }, { steps: [{ text: "done" }] }, { steps: [{ text: "after the restart" }] }], compaction: { steps: [{ text: "SUMMARY: a long text" }] } };
+    const a = await started(ws.script("s.json", torn));
+    a.request("p1", "session/prompt", promptParams("s", `first: ${"x".repeat(20_000)}`));
+    await a.response("p1");
+    a.request("p2", "session/prompt", promptParams("s", "second"));
+    await a.response("p2");
+    a.request("c", "session/compact", { sessionId: "s" });
+    expect((await a.response("c")).result).toEqual({ compacted: true });
+    a.request("bye", "shutdown");
+    await a.response("bye");
+    // The compaction is the log's last line: cut its newline off, as a crash mid-write can.
+    const bytes = fs.readFileSync(logOf());
+    expect(bytes.toString("utf8").trimEnd().split("\n").at(-1)).toContain('"type":"context/compacted"');
+    fs.writeFileSync(logOf(), bytes.subarray(0, bytes.length - 1));
+    const b = await started(ws.script("s.json", torn));
+    b.request("p3", "session/prompt", promptParams("s", "and now"));
+    expect((await b.response("p3")).result.status).toBe("ok");
+    // No scripted usage: a quarter of the history's characters. The first prompt is back in it.
+    expect(typed(b, "s", "assistant/message")[0].data.usage.inputTokens).toBeGreaterThan(5_000);
+    expect(fs.readFileSync(logOf(), "utf8")).not.toContain('"type":"context/compacted"');
+  });
+
+  it("a summary the model did not finish (cut off at its length limit) is not recorded", async () => {
+    const cut = { turns: [{ steps: [{ text: "done" }] }], compaction: { steps: [{ text: "SUMMARY: the user said hel", finishReason: "length" }] } };
+    const c = await started(ws.script("s.json", cut));
+    c.request("p", "session/prompt", promptParams("s", LONG_HELLO));
     await c.response("p");
     c.request("c", "session/compact", { sessionId: "s" });
     expect((await c.response("c")).result).toEqual({ compacted: false });
