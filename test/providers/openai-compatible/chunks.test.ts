@@ -169,6 +169,11 @@ describe("mapChunk", () => {
     ).toEqual([{ type: "usage", usage: { inputTokens: 9, outputTokens: 2, cacheHitTokens: 4 } }]);
   });
 
+  it("takes only whole, non-negative, safe token counts (a server's 1e308 or -5 is no count, so a turn's sum never becomes Infinity, null on the wire)", () => {
+    expect(mapChunk({ choices: [], usage: { prompt_tokens: 1e308, completion_tokens: -5 } }).parts).toEqual([]);
+    expect(mapChunk({ choices: [], usage: { prompt_tokens: 2.5, completion_tokens: 3 } }).parts).toEqual([{ type: "usage", usage: { inputTokens: 0, outputTokens: 3 } }]);
+  });
+
   it("reads reasoning streamed as delta.reasoning (OpenRouter, Groq, vLLM, Ollama); reasoning_content wins when both come", () => {
     expect(mapChunk(chunk({ reasoning: "think" })).parts).toEqual([{ type: "reasoning-delta", text: "think" }]);
     expect(mapChunk(chunk({ reasoning: "", content: "x" })).parts).toEqual([{ type: "text-delta", text: "x" }]);
