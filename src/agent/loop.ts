@@ -26,6 +26,7 @@ import { compactIfNeeded, compactNow, type CompactionContext } from "./compactio
 import type { ToolSpec } from "../providers/types.js";
 import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { TextParts } from "./text-parts.js";
+import { addUsage } from "./usage.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -384,20 +385,4 @@ async function executeTool(
 
 function recordResult(session: Session, call: ToolCallBlock, output: ToolOutput, durationMs: number): Promise<void> {
   return session.emit("tool/result", { callId: call.id, name: call.name, content: output.content, isError: output.isError, durationMs });
-}
-
-function addUsage(total: Usage | undefined, step: Usage | undefined): Usage | undefined {
-  if (!step) return total;
-  if (!total) return { ...step };
-  const sum: Usage = { inputTokens: total.inputTokens + step.inputTokens, outputTokens: total.outputTokens + step.outputTokens };
-  if (total.reasoningTokens !== undefined || step.reasoningTokens !== undefined) {
-    sum.reasoningTokens = (total.reasoningTokens ?? 0) + (step.reasoningTokens ?? 0);
-  }
-  if (total.cacheHitTokens !== undefined || step.cacheHitTokens !== undefined) {
-    sum.cacheHitTokens = (total.cacheHitTokens ?? 0) + (step.cacheHitTokens ?? 0);
-  }
-  if (total.cacheMissTokens !== undefined || step.cacheMissTokens !== undefined) {
-    sum.cacheMissTokens = (total.cacheMissTokens ?? 0) + (step.cacheMissTokens ?? 0);
-  }
-  return sum;
 }
