@@ -183,6 +183,9 @@ def test_construction_errors(tmp_path: Path) -> None:
         DeepSeekHarness(approvals="writes", **kwargs)
     with pytest.raises(ValueError, match="approvals must be"):
         AsyncDeepSeekHarness(approvals="sometimes", can_use_tool=lambda ev: None, **kwargs)
+    for approvals in (None, "never"):  # a callback that would never be asked
+        with pytest.raises(ValueError, match="asked only with approvals='writes' or 'always'"):
+            DeepSeekHarness(approvals=approvals, can_use_tool=lambda ev: None, **kwargs)
     # Nothing was started by any of these: no bridge, no pool.
     options = HarnessOptions(tools=[lookup])
     h = DeepSeekHarness(options=options, **kwargs)
@@ -491,7 +494,43 @@ def test_a_harness_closed_while_a_sync_tool_runs_does_not_hang(tmp_path: Path) -
     assert not t.is_alive()
     release.set()
     dispatcher: Optional[Any] = h._dispatcher
-    assert dispatcher is not None and dispatcher._pool is None
+    assert dispatcher is not None and dispatcher._pools == {}
+
+
+PROGRAM_WITH_A_STUCK_TOOL = """
+import json, sys, threading
+from deepseek_harness import DeepSeekHarness, tool
+
+started = threading.Event()
+
+@tool
+def stuck(word: str) -> str:
+    \"\"\"Never returns.\"\"\"
+    started.set()
+    threading.Event().wait()
+    return "never"
+
+model, bridge, root = sys.argv[1:4]
+h = DeepSeekHarness(provider="scripted", model=model, bridge_bin=bridge, session_root=root,
+                    client_tool_timeout_seconds=1, tools=[stuck])
+result = h.run("go")
+assert started.is_set(), result
+h.close()
+print("closed", result.status, flush=True)
+"""
+
+
+def test_a_program_whose_sync_tool_never_returns_still_exits_after_close(tmp_path: Path) -> None:
+    # The tool's thread is abandoned (a daemon): the interpreter does not wait for it at exit.
+    import subprocess
+    import sys
+    model = script_file(tmp_path, [calls(call("c1", "stuck", word="x")), {"text": "gave up on it"}])
+    program = tmp_path / "stuck.py"
+    program.write_text(PROGRAM_WITH_A_STUCK_TOOL)
+    run = subprocess.run([sys.executable, str(program), model, str(real_bridge_or_skip()), str(tmp_path / "sessions")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=GUARD)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "closed ok" in run.stdout
 
 
 def test_the_low_level_client_offers_client_tools_and_the_caller_answers(tmp_path: Path) -> None:
@@ -596,3 +635,44 @@ def test_a_tool_made_from_a_function_kept_under_its_name_pickles_too() -> None:
     made = tool(name="fields", description="The settings table.")(initialize_settings)
     clone = pickle.loads(pickle.dumps(made))
     assert clone is not made and clone.to_wire() == made.to_wire() and clone.fn is initialize_settings
+
+
+def test_an_async_tool_whose_turn_was_cancelled_before_it_started_never_runs(tmp_path: Path) -> None:
+    # The loop is busy when the tool/request arrives; the turn is cancelled meanwhile. The tool's
+    # job must not start once the loop is free: the user cancelled what it would do.
+    ran: List[str] = []
+
+    @tool
+    async def deploy() -> str:
+        """Deploys."""
+        ran.append("deployed")
+        return "deployed"
+
+    model = script_file(tmp_path, [calls(call("c1", "deploy")), {"text": "never"}])
+    requested, cancelled = threading.Event(), threading.Event()
+
+    async def main() -> str:
+        async with AsyncDeepSeekHarness(provider="scripted", model=model, cwd=tmp_path, bridge_bin=real_bridge_or_skip(),
+                                        session_root=tmp_path / "sessions", tools=[deploy]) as h:
+            watch = h.client.subscribe_notifications(
+                lambda n: (n.payload.get("event") or {}).get("type") == "tool/request" and not requested.set())
+
+            def cancel_once_requested() -> None:
+                assert requested.wait(GUARD)
+                h.client.session_cancel("s1")  # returns once the turn has settled
+                cancelled.set()
+
+            threading.Thread(target=cancel_once_requested, daemon=True).start()
+
+            def busy_loop(n: Any) -> None:  # blocks the loop (a slow callback) until the turn is over
+                if (n.payload.get("event") or {}).get("type") == "step/start":
+                    assert cancelled.wait(GUARD)
+
+            result = await h.run("go", session_id="s1", on_notification=busy_loop)
+            for _ in range(10):
+                await asyncio.sleep(0)  # let anything the loop was handed run
+            watch.close()
+            return result.reason.kind
+
+    assert run_async(main(), GUARD * 2) == "aborted"
+    assert ran == []

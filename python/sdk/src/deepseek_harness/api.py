@@ -157,6 +157,9 @@ class DeepSeekHarness:
             raise ValueError(f"approvals={o.approvals!r} needs can_use_tool=: the callback that allows or denies each call")
         if o.can_use_tool is not None and not callable(o.can_use_tool):
             raise TypeError(f"can_use_tool must be callable, not {type(o.can_use_tool).__name__}")
+        if o.can_use_tool is not None and o.approvals in (None, "never"):
+            # Silently never calling it would let every call through that the caller meant to review.
+            raise ValueError("can_use_tool= is asked only with approvals='writes' or 'always'; say which calls it reviews")
         self.tools = builtin
         #: The client tools offered (from ``tools``).
         self.client_tools = client_tools

@@ -155,23 +155,32 @@ class ClientTool:
         # a tool pickles by reference when it is the module attribute its function was defined as
         # (`@tool def f` puts the tool in f's place), else as its function and settings, rebuilt
         # by @tool. Options holding client tools then reach another process (a Ray worker).
+        # A tool of the running script (`__main__`) is rebuilt from its function, which the
+        # pickler then carries as it can: cloudpickle (Ray) by value; plain pickle by name, which
+        # another process fails to find with a clear error (never a silent None).
         module, qualname = getattr(self.fn, "__module__", None), getattr(self.fn, "__qualname__", "")
-        if module is not None and _attribute(module, qualname) is self:
+        if module not in (None, "__main__") and _found(module, qualname) is self:
             return (_attribute, (module, qualname))
         return (_make, (self.fn, self.name, self.description, self.read_only))
 
 
 def _attribute(module: str, qualname: str) -> Any:
-    """``module.qualname`` (imported), or None."""
+    """``module.qualname`` (imported). Raises ImportError or AttributeError when it is not there:
+    a tool unpickled where its module does not define it is an error, never None."""
     import importlib
 
+    value: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _found(module: str, qualname: str) -> Any:
+    """``module.qualname``, or None where it is not (a function's local, a module not importable)."""
     try:
-        value: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            value = getattr(value, part)
+        return _attribute(module, qualname)
     except (ImportError, AttributeError):
         return None
-    return value
 
 
 def _make(fn: Callable[..., Any], name: Optional[str], description: Optional[str], read_only: bool) -> ClientTool:
@@ -226,9 +235,23 @@ def validation_error_text(tool_name: str, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors(include_url=False):
         where = ".".join(str(part) for part in err.get("loc", ())) or "(arguments)"
-        lines.append(f"- {where}: {err.get('msg')} (got {err.get('input')!r})" if err.get("type") != "missing"
+        lines.append(f"- {where}: {err.get('msg')} (got {_shown(err.get('input'))})" if err.get("type") != "missing"
                      else f"- {where}: {err.get('msg')}")
     return f"invalid arguments for {tool_name}:\n" + "\n".join(lines)
+
+
+#: How much of a refused input a validation error repeats (the model sent it: it may be huge).
+SHOWN_INPUT_CHARS = 200
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - the input came from the model as JSON; this is belt and braces
+        text = f"a {type(value).__name__}"
+    if len(text) <= SHOWN_INPUT_CHARS:
+        return text
+    return f"{text[:SHOWN_INPUT_CHARS]}… ({len(text)} characters)"
 
 
 # -- approvals ---------------------------------------------------------------------------
@@ -274,9 +297,10 @@ def split_tools(tools: Optional[List[Any]], builtin_tools: Optional[List[str]]
                             f"{type(item).__name__} {item!r}: {hint}")
     seen: Dict[str, ClientTool] = {}
     for t in client:
-        if t.name in seen:
+        if t.name in seen and seen[t.name] is not t:
             raise ValueError(f"two client tools are named {t.name!r}; give one another name with @tool(name=...)")
         seen[t.name] = t
+    client = list(seen.values())  # the same tool listed twice is offered once
     if builtin_tools is not None:
         if names:
             raise TypeError("give the built-in allow-list either as builtin_tools= or as names in tools=, not both")

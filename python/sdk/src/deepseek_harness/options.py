@@ -55,7 +55,8 @@ class HarnessOptions:
         approvals: which tool calls wait for ``can_use_tool``: ``"never"`` (the default),
             ``"writes"`` (every call of a tool that is not read-only: ``bash``, ``write_file``,
             ``edit_file``, ``task``, client tools without ``read_only=True``) or ``"always"``.
-            Other than ``"never"`` it needs ``can_use_tool`` (else ``ValueError``).
+            Other than ``"never"`` it needs ``can_use_tool``, and ``can_use_tool`` needs it
+            (else ``ValueError``).
         can_use_tool: the approval callback, sync or ``async``: called with a
             :class:`~deepseek_harness.PermissionRequestEvent`, it returns
             :class:`~deepseek_harness.Allow` (optionally with changed ``arguments``) or

@@ -25,9 +25,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import logging
+import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Literal, Optional, Sequence, Set, Tuple
 
 from pydantic import ValidationError
@@ -39,6 +40,7 @@ from ..client_tool_models import SessionPermissionParams, SessionToolResultParam
 from ..models import Notification, TextBlock
 from .connection import Connection
 from .inbox import AsyncInbox, Pending
+from .worker_pool import DaemonPool
 
 __all__ = ["ToolDispatcher", "POOL_THREAD_PREFIX"]
 
@@ -47,9 +49,17 @@ log = logging.getLogger("deepseek_harness")
 #: The worker threads' name prefix (sync tools and callbacks run there, never on the reader).
 POOL_THREAD_PREFIX = "deepseek-harness-tool"
 
-#: The most sync functions running at once (threads are started as jobs come, up to this). Sized
+#: The most sync tools running at once (threads are started as jobs come, up to this). Sized
 #: for tools that wait on I/O across many sessions of one harness, not for CPU work.
 POOL_WORKERS = 32
+#: The most sync approval callbacks running at once: a pool of their own, so that decisions never
+#: wait behind tools (a tool that runs a prompt on the same harness holds its worker meanwhile).
+APPROVAL_WORKERS = 8
+
+#: The largest answer sent (its params as JSON): the bridge drops a line past 16 MiB, and with
+#: it the answer, so a longer tool result is cut to fit, with a note saying so.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # How long a worker waits for the bridge to acknowledge an answer: it answers at once, so this
 # only bounds a bridge that stopped reading.
@@ -67,8 +77,11 @@ class ToolDispatcher:
         self.tools: Dict[str, ClientTool] = {t.name: t for t in tools}
         self.can_use_tool = can_use_tool
         self._lock = threading.Lock()
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pools: Dict[str, DaemonPool] = {}
         self._closed = False
+        # session id → how many of its prompts have settled: a job remembers the count it was
+        # handed under and does not start once it moved (its turn is over: nobody waits).
+        self._settled: Dict[str, int] = {}
         # session id → the asyncio tasks answering its events, with their loops.
         self._tasks: Dict[str, Set[Tuple[asyncio.AbstractEventLoop, "asyncio.Task[None]"]]] = {}
 
@@ -109,18 +122,25 @@ class ToolDispatcher:
             fn = functools.partial(_ask, self.can_use_tool, n)
             finish = functools.partial(_permission_answer, sid, request_id)
             is_async = _is_async_callable(self.can_use_tool)
+        live = functools.partial(self._is_live, sid, self._settled.get(sid, 0))
         loop = owner.inbox.loop if owner is not None and isinstance(owner.inbox, AsyncInbox) else None
         if is_async and loop is not None:
             try:
-                loop.call_soon_threadsafe(self._spawn, sid, loop, fn, finish)
+                loop.call_soon_threadsafe(self._spawn, sid, loop, live, fn, finish)
                 return
             except RuntimeError:  # the loop is closed: run it on a fresh one below
                 pass
-        self._submit(fn, finish)
+        self._submit("tools" if event.get("type") == "tool/request" else "approvals", live, fn, finish)
+
+    def _is_live(self, sid: str, settled: int) -> bool:
+        """Whether the turn a job was handed under still runs (no prompt of its session settled since)."""
+        return not self._closed and self._settled.get(sid, 0) == settled
 
     def settled(self, session_ids: Set[str]) -> None:
         """A prompt of these sessions was answered: its async jobs have nobody left to answer."""
         with self._lock:
+            for sid in session_ids:
+                self._settled[sid] = self._settled.get(sid, 0) + 1
             jobs = [job for sid in session_ids for job in self._tasks.pop(sid, ())]
         for loop, task in jobs:
             try:
@@ -130,33 +150,50 @@ class ToolDispatcher:
 
     # -- where jobs run ---------------------------------------------------------------------
 
-    def _submit(self, fn: Callable[[], Any], finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+    def _submit(self, kind: str, live: Callable[[], bool], fn: Callable[[], Any],
+                finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
         with self._lock:
             if self._closed:
                 log.debug("the harness is closed; dropping a client tool or approval job")
                 return
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(POOL_WORKERS, thread_name_prefix=POOL_THREAD_PREFIX)
-            self._pool.submit(self._run_in_thread, fn, finish)
+            pool = self._pools.get(kind)
+            if pool is None:
+                size = POOL_WORKERS if kind == "tools" else APPROVAL_WORKERS
+                pool = self._pools[kind] = DaemonPool(size, f"{POOL_THREAD_PREFIX}-{kind}")
+            pool.submit(functools.partial(self._run_in_thread, live, fn, finish))
 
-    def _run_in_thread(self, fn: Callable[[], Any], finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+    def _run_in_thread(self, live: Callable[[], bool], fn: Callable[[], Any],
+                       finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+        if not live():
+            log.debug("a client tool or approval job whose turn is over was not started")
+            return
         try:
             value = fn()
             if inspect.isawaitable(value):
                 value = asyncio.run(_awaited(value))
-            answer = finish(value, None)
+            answer = _answered(finish, value, None)
         except BaseException as exc:  # noqa: BLE001 - a worker thread: even sys.exit() in a tool becomes its answer
-            answer = finish(None, exc)
-        method, params = answer
-        try:
-            self.conn._request(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
-        except HarnessError as exc:
-            log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
+            answer = _answered(finish, None, exc)
+        why = ""
+        for attempt in (answer, None):
+            method, params = attempt if attempt is not None else _answered(finish, None, _Unanswerable(why))
+            try:
+                self.conn._request(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
+                return
+            except HarnessError as exc:
+                log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
+                return
+            except Exception as exc:  # noqa: BLE001 - the answer could not be written: send the fallback once
+                why = f"{type(exc).__name__} while sending the answer"
+                log.warning("%s for %s could not be sent (%s); answering with an error instead", method,
+                            params.get("sessionId"), why)
 
-    def _spawn(self, sid: str, loop: asyncio.AbstractEventLoop, fn: Callable[[], Any],
+    def _spawn(self, sid: str, loop: asyncio.AbstractEventLoop, live: Callable[[], bool], fn: Callable[[], Any],
                finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
-        """On the loop: starts the task answering one event."""
-        if self._closed:
+        """On the loop: starts the task answering one event, unless its turn ended meanwhile (the
+        loop was busy and the turn was cancelled: the tool must not run after that)."""
+        if not live():
+            log.debug("a client tool or approval job whose turn is over was not started")
             return
         task = loop.create_task(self._run_on_loop(fn, finish))
         entry = (loop, task)
@@ -180,23 +217,33 @@ class ToolDispatcher:
             value = fn()
             if inspect.isawaitable(value):
                 value = await value
-            answer = finish(value, None)
+            answer = _answered(finish, value, None)
         except asyncio.CancelledError:
             raise  # the turn is over or the harness closed: nobody waits for an answer
-        except Exception as exc:  # noqa: BLE001
-            answer = finish(None, exc)
-        method, params = answer
-        try:
-            await self.conn._arequest(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
-        except HarnessError as exc:
-            log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() in a tool is its answer, not the caller's exit
+            answer = _answered(finish, None, exc)
+        why = ""
+        for attempt in (answer, None):
+            method, params = attempt if attempt is not None else _answered(finish, None, _Unanswerable(why))
+            try:
+                await self.conn._arequest(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
+                return
+            except HarnessError as exc:
+                log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
+                return
+            except Exception as exc:  # noqa: BLE001 - the answer could not be written: send the fallback once
+                why = f"{type(exc).__name__} while sending the answer"
+                log.warning("%s for %s could not be sent (%s); answering with an error instead", method,
+                            params.get("sessionId"), why)
 
     def close(self) -> None:
-        """Cancels the async jobs and shuts the pool down (queued jobs dropped; a sync function
-        already running cannot be stopped: its worker ends when it returns). Idempotent."""
+        """Cancels the async jobs and shuts the pools down (queued jobs dropped; a sync function
+        already running cannot be stopped: its daemon worker ends when it returns, and never
+        holds up the interpreter's exit). Idempotent."""
         with self._lock:
             self._closed = True
-            pool, self._pool = self._pool, None
+            pools = list(self._pools.values())
+            self._pools.clear()
             jobs = [job for tasks in self._tasks.values() for job in tasks]
             self._tasks.clear()
         for loop, task in jobs:
@@ -204,8 +251,8 @@ class ToolDispatcher:
                 loop.call_soon_threadsafe(task.cancel)
             except RuntimeError:
                 pass
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        for pool in pools:
+            pool.shutdown()
 
 
 # -- the jobs ------------------------------------------------------------------------------
@@ -231,19 +278,48 @@ def _call_tool(tool: Optional[ClientTool], name: Any, arguments: Any) -> Any:
     return tool.fn(**kwargs)
 
 
+def _answered(finish: Callable[[Any, Optional[BaseException]], Answer], value: Any, exc: Optional[BaseException]) -> Answer:
+    """`finish`'s answer, or its own fallback when building it failed (an exception whose str()
+    raises, a value that cannot be sent): every job answers exactly once."""
+    try:
+        return finish(value, exc)
+    except BaseException as err:  # noqa: BLE001 - the answer must go out whatever the user's objects do
+        return finish(None, _Unanswerable(f"{type(err).__name__} while making the answer"))
+
+
+class _Unanswerable(Exception):
+    """The answer could not be made from what the function gave; its text names only types."""
+
+
 def _tool_answer(sid: str, call_id: str, name: Any, value: Any, exc: Optional[BaseException]) -> Answer:
     if exc is None:
         try:
             return "session/tool_result", _tool_result(sid, call_id, tool_output_text(value), False)
         except Exception as err:  # noqa: BLE001 - a value pydantic cannot encode
             exc = TypeError(f"{name} returned a {type(value).__name__}, which cannot be sent as JSON: {err}")
-    text = str(exc) if isinstance(exc, (_BadArguments, _NoSuchTool)) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, _Unanswerable):
+        text = f"the client tool {name} gave nothing that can be sent back: {exc.args[0]}"
+    elif isinstance(exc, (_BadArguments, _NoSuchTool)):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
     return "session/tool_result", _tool_result(sid, call_id, text, True)
 
 
 def _tool_result(sid: str, call_id: str, text: str, is_error: bool) -> Dict[str, Any]:
+    # What cannot travel as UTF-8 (a lone surrogate: a file name's undecodable byte) becomes U+FFFD.
+    text = _SURROGATE.sub("\ufffd", text)
+    size = _wire_size(text)
+    if size > MAX_ANSWER_BYTES:
+        keep = int(len(text) * (MAX_ANSWER_BYTES / size) * 0.9)
+        text = f"{text[:keep]}\n[cut by the SDK: this result was {len(text)} characters, {size} bytes as JSON; " \
+               f"the first {keep} are above]"
     return SessionToolResultParams(session_id=sid, call_id=call_id, content=[TextBlock(text=text)],
                                    is_error=True if is_error else None).to_wire()
+
+
+def _wire_size(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
 
 
 def _ask(callback: Callable[[PermissionRequestEvent], Any], n: Notification) -> Any:
@@ -257,20 +333,40 @@ def _permission_answer(sid: str, request_id: str, value: Any, exc: Optional[Base
     decision: Literal["allow", "deny"] = "deny"
     message: Optional[str] = None
     arguments: Optional[Dict[str, Any]] = None
-    if exc is not None:
+    if isinstance(exc, _Unanswerable):
+        message = f"the approval callback's answer could not be sent ({exc.args[0]}); not run"
+    elif exc is not None:
         message = f"the approval callback failed ({type(exc).__name__}: {exc}); not run"
     elif isinstance(value, Allow):
-        if value.arguments is None or isinstance(value.arguments, dict):
-            decision, arguments = "allow", value.arguments
-        else:
+        if value.arguments is None:
+            decision = "allow"
+        elif not isinstance(value.arguments, dict):
             message = "the approval callback allowed with arguments that are not a dict; not run"
+        elif (why := _not_json(value.arguments)) is not None:
+            message = f"the approval callback allowed with arguments that are not JSON ({why}); not run"
+        else:
+            decision, arguments = "allow", value.arguments
     elif isinstance(value, Deny):
-        message = value.message or None  # none: the bridge says "the client denied this <tool> call"
+        # None: the bridge says "the client denied this <tool> call".
+        message = _SURROGATE.sub("\ufffd", value.message) if isinstance(value.message, str) and value.message else None
+        if value.message and not isinstance(value.message, str):
+            message = f"the approval callback denied with a {type(value.message).__name__} for a message; not run"
     else:
         message = f"the approval callback returned {type(value).__name__}, not Allow or Deny; not run"
     params = SessionPermissionParams(session_id=sid, request_id=request_id, decision=decision, message=message,
                                      arguments=arguments)
     return "session/permission", params.to_wire()
+
+
+def _not_json(value: Any) -> Optional[str]:
+    """Why `value` cannot be sent as JSON (NaN, a set, a lone surrogate, past the size cap), or None."""
+    try:
+        data = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as err:
+        return f"{type(err).__name__}: {err}"
+    if len(data) > MAX_ANSWER_BYTES:
+        return f"{len(data)} bytes, more than {MAX_ANSWER_BYTES}"
+    return None
 
 
 async def _awaited(value: Any) -> Any:

@@ -162,7 +162,9 @@ class Connection:
         frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             frame["params"] = params
-        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        # NaN and Infinity are not JSON (the bridge refuses the line, and the id with it): the
+        # caller gets the ValueError instead of a request that never answers.
+        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
         router = self._router
         with router.lock:
             if router.closed_error is not None:
