@@ -676,3 +676,18 @@ def test_an_async_tool_whose_turn_was_cancelled_before_it_started_never_runs(tmp
 
     assert run_async(main(), GUARD * 2) == "aborted"
     assert ran == []
+
+
+def test_the_dispatcher_keeps_nothing_per_session_once_its_jobs_are_done(tmp_path: Path) -> None:
+    # A long-lived harness serves many sessions: no bookkeeping may stay behind per session.
+    h = harness(tmp_path, [calls(call("c1", "lookup", word="harness")), {"text": "done"}], tools=[lookup])
+    with h:
+        for n in range(5):
+            assert call_within(GUARD, h.run, "go", session_id=f"s{n}").ok
+        dispatcher: Any = h._dispatcher
+        # A worker finishes its job just after the bridge took the answer: wait for the last one.
+        import time
+        until = time.monotonic() + GUARD
+        while dispatcher._outstanding and time.monotonic() < until:
+            time.sleep(0.01)
+        assert dispatcher._outstanding == {} and dispatcher._settled == {}

@@ -79,9 +79,11 @@ class ToolDispatcher:
         self._lock = threading.Lock()
         self._pools: Dict[str, DaemonPool] = {}
         self._closed = False
-        # session id → how many of its prompts have settled: a job remembers the count it was
-        # handed under and does not start once it moved (its turn is over: nobody waits).
+        # session id → how many of its prompts settled while it had jobs: a job remembers the count
+        # it was handed under and does not start once it moved (its turn is over: nobody waits).
+        # Both maps hold only sessions with jobs outstanding (a long-lived harness serves many).
         self._settled: Dict[str, int] = {}
+        self._outstanding: Dict[str, int] = {}
         # session id → the asyncio tasks answering its events, with their loops.
         self._tasks: Dict[str, Set[Tuple[asyncio.AbstractEventLoop, "asyncio.Task[None]"]]] = {}
 
@@ -122,25 +124,22 @@ class ToolDispatcher:
             fn = functools.partial(_ask, self.can_use_tool, n)
             finish = functools.partial(_permission_answer, sid, request_id)
             is_async = _is_async_callable(self.can_use_tool)
-        live = functools.partial(self._is_live, sid, self._settled.get(sid, 0))
+        ticket = _Ticket(self, sid)
         loop = owner.inbox.loop if owner is not None and isinstance(owner.inbox, AsyncInbox) else None
         if is_async and loop is not None:
             try:
-                loop.call_soon_threadsafe(self._spawn, sid, loop, live, fn, finish)
+                loop.call_soon_threadsafe(self._spawn, sid, loop, ticket, fn, finish)
                 return
             except RuntimeError:  # the loop is closed: run it on a fresh one below
                 pass
-        self._submit("tools" if event.get("type") == "tool/request" else "approvals", live, fn, finish)
-
-    def _is_live(self, sid: str, settled: int) -> bool:
-        """Whether the turn a job was handed under still runs (no prompt of its session settled since)."""
-        return not self._closed and self._settled.get(sid, 0) == settled
+        self._submit("tools" if event.get("type") == "tool/request" else "approvals", ticket, fn, finish)
 
     def settled(self, session_ids: Set[str]) -> None:
         """A prompt of these sessions was answered: its async jobs have nobody left to answer."""
         with self._lock:
             for sid in session_ids:
-                self._settled[sid] = self._settled.get(sid, 0) + 1
+                if sid in self._outstanding:
+                    self._settled[sid] = self._settled.get(sid, 0) + 1
             jobs = [job for sid in session_ids for job in self._tasks.pop(sid, ())]
         for loop, task in jobs:
             try:
@@ -150,7 +149,7 @@ class ToolDispatcher:
 
     # -- where jobs run ---------------------------------------------------------------------
 
-    def _submit(self, kind: str, live: Callable[[], bool], fn: Callable[[], Any],
+    def _submit(self, kind: str, ticket: "_Ticket", fn: Callable[[], Any],
                 finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
         with self._lock:
             if self._closed:
@@ -160,11 +159,18 @@ class ToolDispatcher:
             if pool is None:
                 size = POOL_WORKERS if kind == "tools" else APPROVAL_WORKERS
                 pool = self._pools[kind] = DaemonPool(size, f"{POOL_THREAD_PREFIX}-{kind}")
-            pool.submit(functools.partial(self._run_in_thread, live, fn, finish))
+            pool.submit(functools.partial(self._run_in_thread, ticket, fn, finish))
 
-    def _run_in_thread(self, live: Callable[[], bool], fn: Callable[[], Any],
+    def _run_in_thread(self, ticket: "_Ticket", fn: Callable[[], Any],
                        finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
-        if not live():
+        try:
+            self._run_job(ticket, fn, finish)
+        finally:
+            ticket.done()
+
+    def _run_job(self, ticket: "_Ticket", fn: Callable[[], Any],
+                 finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+        if not ticket.live():
             log.debug("a client tool or approval job whose turn is over was not started")
             return
         try:
@@ -188,18 +194,20 @@ class ToolDispatcher:
                 log.warning("%s for %s could not be sent (%s); answering with an error instead", method,
                             params.get("sessionId"), why)
 
-    def _spawn(self, sid: str, loop: asyncio.AbstractEventLoop, live: Callable[[], bool], fn: Callable[[], Any],
+    def _spawn(self, sid: str, loop: asyncio.AbstractEventLoop, ticket: "_Ticket", fn: Callable[[], Any],
                finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
         """On the loop: starts the task answering one event, unless its turn ended meanwhile (the
         loop was busy and the turn was cancelled: the tool must not run after that)."""
-        if not live():
+        if not ticket.live():
             log.debug("a client tool or approval job whose turn is over was not started")
+            ticket.done()
             return
         task = loop.create_task(self._run_on_loop(fn, finish))
         entry = (loop, task)
         with self._lock:
             self._tasks.setdefault(sid, set()).add(entry)
         task.add_done_callback(functools.partial(self._task_done, sid, entry))
+        task.add_done_callback(lambda _task: ticket.done())
 
     def _task_done(self, sid: str, entry: Tuple[asyncio.AbstractEventLoop, "asyncio.Task[None]"],
                    task: "asyncio.Task[None]") -> None:
@@ -253,6 +261,37 @@ class ToolDispatcher:
                 pass
         for pool in pools:
             pool.shutdown()
+
+
+class _Ticket:
+    """One job's claim on its session's turn: live while no prompt of the session settled since
+    it was handed out; `done` (once) when the job ended or was skipped."""
+
+    def __init__(self, dispatcher: ToolDispatcher, sid: str) -> None:
+        self._d = dispatcher
+        self._sid = sid
+        self._ended = False
+        with dispatcher._lock:
+            dispatcher._outstanding[sid] = dispatcher._outstanding.get(sid, 0) + 1
+            self._generation = dispatcher._settled.get(sid, 0)
+
+    def live(self) -> bool:
+        d = self._d
+        with d._lock:
+            return not d._closed and d._settled.get(self._sid, 0) == self._generation
+
+    def done(self) -> None:
+        d = self._d
+        with d._lock:
+            if self._ended:
+                return
+            self._ended = True
+            left = d._outstanding.get(self._sid, 1) - 1
+            if left > 0:
+                d._outstanding[self._sid] = left
+            else:
+                d._outstanding.pop(self._sid, None)
+                d._settled.pop(self._sid, None)
 
 
 # -- the jobs ------------------------------------------------------------------------------
