@@ -9,7 +9,7 @@ import asyncio
 import json
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from pydantic import BaseModel
@@ -67,6 +67,20 @@ def results(events: List[Any]) -> Dict[str, Dict[str, Any]]:
 
 def text_of(data: Dict[str, Any]) -> str:
     return "".join(b["text"] for b in data["content"])
+
+
+def stuck_tool() -> Tuple[ClientTool, threading.Event, threading.Event]:
+    """A sync tool named ``stuck`` that sets ``started`` and waits for ``release`` (GUARD at most)."""
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def stuck(word: str) -> str:
+        """Waits."""
+        started.set()
+        release.wait(GUARD)
+        return "late"
+
+    return stuck, started, release
 
 
 # -- the decorator --------------------------------------------------------------------------
@@ -433,14 +447,7 @@ def test_an_async_tool_under_asyncio_timeout_is_cancelled_with_its_turn(tmp_path
 
 
 def test_bridge_killed_while_a_tool_is_pending_then_resume_gives_the_call_an_error_result(tmp_path: Path) -> None:
-    started, release = threading.Event(), threading.Event()
-
-    @tool
-    def stuck(word: str) -> str:
-        """Waits."""
-        started.set()
-        release.wait(GUARD)
-        return "late"
+    stuck, started, release = stuck_tool()
 
     turns = [[calls(call("c1", "stuck", word="x")), {"text": "never"}], [{"text": "resumed"}]]
     model = script_file(tmp_path, *turns)
@@ -474,14 +481,7 @@ def test_bridge_killed_while_a_tool_is_pending_then_resume_gives_the_call_an_err
 
 
 def test_a_harness_closed_while_a_sync_tool_runs_does_not_hang(tmp_path: Path) -> None:
-    started, release = threading.Event(), threading.Event()
-
-    @tool
-    def stuck(word: str) -> str:
-        """Waits."""
-        started.set()
-        release.wait(GUARD)
-        return "late"
+    stuck, started, release = stuck_tool()
 
     h = harness(tmp_path, [calls(call("c1", "stuck", word="x")), {"text": "never"}], tools=[stuck])
     h.start()

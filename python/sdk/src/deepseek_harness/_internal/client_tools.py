@@ -180,19 +180,9 @@ class ToolDispatcher:
             answer = _answered(finish, value, None)
         except BaseException as exc:  # noqa: BLE001 - a worker thread: even sys.exit() in a tool becomes its answer
             answer = _answered(finish, None, exc)
-        why = ""
-        for attempt in (answer, None):
-            method, params = attempt if attempt is not None else _answered(finish, None, _Unanswerable(why))
-            try:
-                self.conn._request(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
-                return
-            except HarnessError as exc:
-                log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
-                return
-            except Exception as exc:  # noqa: BLE001 - the answer could not be written: send the fallback once
-                why = f"{type(exc).__name__} while sending the answer"
-                log.warning("%s for %s could not be sent (%s); answering with an error instead", method,
-                            params.get("sessionId"), why)
+        for attempt in _Attempts(answer, finish):
+            with attempt:
+                self.conn._request(*attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
 
     def _spawn(self, sid: str, loop: asyncio.AbstractEventLoop, ticket: "_Ticket", fn: Callable[[], Any],
                finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
@@ -230,19 +220,9 @@ class ToolDispatcher:
             raise  # the turn is over or the harness closed: nobody waits for an answer
         except BaseException as exc:  # noqa: BLE001 - sys.exit() in a tool is its answer, not the caller's exit
             answer = _answered(finish, None, exc)
-        why = ""
-        for attempt in (answer, None):
-            method, params = attempt if attempt is not None else _answered(finish, None, _Unanswerable(why))
-            try:
-                await self.conn._arequest(method, params, timeout=ANSWER_TIMEOUT_SECONDS)
-                return
-            except HarnessError as exc:
-                log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
-                return
-            except Exception as exc:  # noqa: BLE001 - the answer could not be written: send the fallback once
-                why = f"{type(exc).__name__} while sending the answer"
-                log.warning("%s for %s could not be sent (%s); answering with an error instead", method,
-                            params.get("sessionId"), why)
+        for attempt in _Attempts(answer, finish):
+            with attempt:
+                await self.conn._arequest(*attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
 
     def close(self) -> None:
         """Cancels the async jobs and shuts the pools down (queued jobs dropped; a sync function
@@ -261,6 +241,44 @@ class ToolDispatcher:
                 pass
         for pool in pools:
             pool.shutdown()
+
+
+class _Attempts:
+    """Sending one job's answer: the answer, and once more a fallback when it could not be
+    written (not JSON, not UTF-8: the caller sees nothing, so the bridge must get an error
+    result or a deny). The bridge refusing it (the turn is over) ends the attempts quietly."""
+
+    def __init__(self, answer: Answer, finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
+        self.answer = answer
+        self._finish = finish
+        self._done = False
+        self._tries = 0
+
+    def __iter__(self) -> "_Attempts":
+        return self
+
+    def __next__(self) -> "_Attempts":
+        if self._done or self._tries == 2:
+            raise StopIteration
+        self._tries += 1
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        method, params = self.answer
+        if exc is None or isinstance(exc, HarnessError):
+            if exc is not None:
+                log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
+            self._done = True
+            return exc is not None
+        if not isinstance(exc, Exception):
+            return False  # cancellation, interpreter exit: not ours to swallow
+        why = f"{type(exc).__name__} while sending the answer"
+        log.warning("%s for %s could not be sent (%s); answering with an error instead", method, params.get("sessionId"), why)
+        self.answer = _answered(self._finish, None, _Unanswerable(why))
+        return True
 
 
 class _Ticket:
