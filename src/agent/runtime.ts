@@ -204,22 +204,14 @@ export class AgentRuntime {
     if (!this.sessions.has(sessionId) && !this.options.store?.exists(sessionId)) return Promise.resolve(false);
     const session = this.session(sessionId);
     const controller = new AbortController();
-    const { provider, model, system, maxTokens } = this.options;
-    const tools = this.options.tools.filter((t) => this.options.subagentDepth > 0 || t.name !== "task");
-    const done = compactNow(
-      {
-        session,
-        provider,
-        model,
-        system,
-        maxTokens,
-        tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
-        ...this.context,
-        turn: session.nextTurnNumber() - 1,
-        signal: controller.signal,
-      },
-      "request",
-    )
+    const { provider, model, system, maxTokens, tools, moreTools, subagentDepth } = this.options;
+    // The tools a top-level turn offers (MCP's included), so the provider's prefix cache serves the summary.
+    const offered = (moreTools ? moreTools().then((more) => [...tools, ...more]) : Promise.resolve(tools)).then((all) =>
+      all.filter((t) => subagentDepth > 0 || t.name !== "task").map(({ name, description, parameters }) => ({ name, description, parameters })),
+    );
+    const turn = session.nextTurnNumber() - 1;
+    const done = offered
+      .then((specs) => compactNow({ session, provider, model, system, maxTokens, tools: specs, ...this.context, turn, signal: controller.signal }, "request"))
       .then((outcome) => {
         if (!outcome.compacted) this.options.logger.info(`session/compact ${sessionId}: not compacted (${outcome.why})`);
         session.sync();

@@ -11,6 +11,7 @@ import { useDeepSeekBridge } from "../support/deepseek-bridge.js";
 import { promptParams } from "../support/raw-client.js";
 import { requestTokens } from "../support/server-rules.js";
 import { SUMMARIZE_INSTRUCTION } from "../../src/agent/compaction.js";
+import { everything } from "../support/mcp-servers.js";
 
 const bridge = useDeepSeekBridge("hb-compact-ds-", { HARNESS_MAX_RETRIES: "0" });
 const { server } = bridge;
@@ -120,5 +121,23 @@ describe("a second compaction", () => {
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe("session/compact's summarizing request", () => {
+  it("offers the tools a turn offers, MCP servers' included (the provider's prefix cache serves it)", async () => {
+    const first = `Long. ${"a".repeat(3_000)}`;
+    server.table = { [first]: [say("noted")], [`${first}\n${SUMMARIZE_INSTRUCTION}`]: [say("SUMMARY: a's")] };
+    server.contextWindow = undefined;
+    const c = await bridge.start({}, ["--stdio", "--no-session-log"], { mcpServers: { everything: everything() }, thinking: "disabled" });
+    c.request("p", "session/prompt", promptParams("s", first));
+    expect((await c.response("p", 30_000)).result.status).toBe("ok");
+    c.request("c", "session/compact", { sessionId: "s" });
+    expect((await c.response("c", 30_000)).result).toEqual({ compacted: true });
+    const names = (body: any) => body.tools.map((t: any) => t.function.name).sort();
+    const [turn, summarizing] = server.requests;
+    expect(summarizing.tool_choice).toBe("none");
+    expect(names(summarizing)).toEqual(names(turn));
+    expect(names(summarizing)).toContain("mcp__everything__echo");
   });
 });
