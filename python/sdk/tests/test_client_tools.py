@@ -691,3 +691,32 @@ def test_the_dispatcher_keeps_nothing_per_session_once_its_jobs_are_done(tmp_pat
         while dispatcher._outstanding and time.monotonic() < until:
             time.sleep(0.01)
         assert dispatcher._outstanding == {} and dispatcher._settled == {}
+
+
+def test_prompts_run_from_inside_tools_never_wait_for_the_workers_their_callers_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Three sessions' tools each run a prompt on the same harness, with a pool of two workers:
+    # the two running hold both workers while their inner prompts' tools need one. Those jobs get
+    # threads of their own (before: every call waited out the client-tool timeout).
+    import deepseek_harness._internal.client_tools as dispatch
+    monkeypatch.setattr(dispatch, "POOL_WORKERS", 2)
+    holder: Dict[str, DeepSeekHarness] = {}
+
+    @tool
+    def outer(word: str) -> str:
+        """Runs a prompt of its own, whose call of this tool is answered at once."""
+        if "nested" in threading.current_thread().name:
+            return "inner"
+        return holder["h"].run("inner", session_id=f"inner-{threading.get_ident()}").final_response
+
+    h = holder["h"] = harness(tmp_path, [calls(call("c1", "outer", word="x")), {"text": "done"}], tools=[outer],
+                              client_tool_timeout_seconds=3600.0)
+    with h:
+        threads = [threading.Thread(target=lambda n=n: box.setdefault(n, h.run("go", session_id=f"outer-{n}")), daemon=True)
+                   for n in range(3)]
+        box: Dict[int, Any] = {}
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(GUARD)
+        assert sorted(box) == [0, 1, 2]
+        assert all(r.ok and r.final_response == "done" for r in box.values())

@@ -56,6 +56,10 @@ POOL_WORKERS = 32
 #: wait behind tools (a tool that runs a prompt on the same harness holds its worker meanwhile).
 APPROVAL_WORKERS = 8
 
+#: Threads for the jobs of prompts run from inside sync tools (see `handle`): a bound only
+#: against runaway recursion, far above any nesting a program means.
+NESTED_WORKERS = 1024
+
 #: The largest answer sent (its params as JSON): the bridge drops a line past 16 MiB, and with
 #: it the answer, so a longer tool result is cut to fit, with a note saying so.
 MAX_ANSWER_BYTES = 8 * 1024 * 1024
@@ -132,7 +136,10 @@ class ToolDispatcher:
                 return
             except RuntimeError:  # the loop is closed: run it on a fresh one below
                 pass
-        self._submit("tools" if event.get("type") == "tool/request" else "approvals", ticket, fn, finish)
+        # A prompt run from inside a sync tool waits on its worker: its own jobs get a thread of
+        # their own, or nesting deeper than the pool would wait for workers that never come free.
+        nested = owner is not None and owner.origin_thread.startswith(POOL_THREAD_PREFIX)
+        self._submit("nested" if nested else "tools" if event.get("type") == "tool/request" else "approvals", ticket, fn, finish)
 
     def settled(self, session_ids: Set[str]) -> None:
         """A prompt of these sessions was answered: its async jobs have nobody left to answer."""
@@ -157,7 +164,8 @@ class ToolDispatcher:
                 return
             pool = self._pools.get(kind)
             if pool is None:
-                size = POOL_WORKERS if kind == "tools" else APPROVAL_WORKERS
+                # Nested jobs: as many threads as nesting levels waiting (each holds its parent's worker).
+                size = {"tools": POOL_WORKERS, "approvals": APPROVAL_WORKERS}.get(kind, NESTED_WORKERS)
                 pool = self._pools[kind] = DaemonPool(size, f"{POOL_THREAD_PREFIX}-{kind}")
             pool.submit(functools.partial(self._run_in_thread, ticket, fn, finish))
 

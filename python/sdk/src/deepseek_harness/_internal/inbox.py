@@ -144,10 +144,12 @@ AnyInbox = Union[Inbox, AsyncInbox]
 class Pending:
     """A request waiting for its response. Prompts also collect their sessions' notifications."""
 
-    __slots__ = ("id", "method", "inbox", "session_ids")
+    __slots__ = ("id", "method", "inbox", "session_ids", "origin_thread")
 
     def __init__(self, request_id: int, method: str, session_id: Optional[str], inbox: Optional[AnyInbox] = None) -> None:
         self.id = request_id
         self.method = method
         self.inbox: Any = inbox if inbox is not None else Inbox()
         self.session_ids: Set[str] = {session_id} if session_id is not None else set()
+        #: The thread that sent the request (a prompt run from inside a client tool is nested).
+        self.origin_thread = threading.current_thread().name
