@@ -85,8 +85,6 @@ export interface CompactionContext {
 /** What a compaction did. */
 export interface CompactionOutcome {
   compacted: boolean;
-  /** A summarizing request was sent (whether or not it gave a summary). */
-  attempted?: boolean;
   /** The summary could not be made: the request failed, or the answer was empty or cut off. */
   failed?: boolean;
   /** The summary was made but was no shorter than what it would replace: its characters. */
@@ -189,33 +187,33 @@ async function summarize(ctx: CompactionContext, trigger: ContextCompactedEventD
   let summary = "";
   let usage: Usage | undefined;
   let finish: string | undefined;
-  const attempted = true;
   try {
     for await (const part of ctx.provider.stream(request, ctx.signal)) {
-      if (ctx.signal.aborted) return { compacted: false, attempted, why: "aborted" };
+      if (ctx.signal.aborted) return { compacted: false, why: "aborted" };
       if (part.type === "text-delta") summary += part.text;
       else if (part.type === "usage") usage = part.usage;
       else if (part.type === "finish") finish = part.finishReason;
     }
   } catch (error) {
-    return { compacted: false, attempted, failed: true, usage, why: `the summarizing request failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { compacted: false, failed: true, usage, why: `the summarizing request failed: ${error instanceof Error ? error.message : String(error)}` };
   }
   summary = summary.trim();
-  if (ctx.signal.aborted) return { compacted: false, attempted, usage, why: "aborted" };
-  if (!summary) return { compacted: false, attempted, failed: true, usage, why: "the model gave an empty summary" };
+  if (ctx.signal.aborted) return { compacted: false, usage, why: "aborted" };
+  if (!summary) return { compacted: false, failed: true, usage, why: "the model gave an empty summary" };
   // Only an answer the model finished is a summary: one cut off (`length`) or turned into tool
   // calls would replace the history for good with half of what it said.
-  if (finish !== "stop") return { compacted: false, attempted, failed: true, usage, why: `the summarizing answer ended with '${finish ?? "no finish"}', not 'stop'` };
+  if (finish !== "stop") return { compacted: false, failed: true, usage, why: `the summarizing answer ended with '${finish ?? "no finish"}', not 'stop'` };
   const keptChars = session.messages.slice(start).reduce((sum, m) => sum + messageChars(m), 0);
+  const summaryChars = summaryText(summary).length;
   // The estimate less what left the history (as estimatePrompt counts a change of it).
-  const removed = before.chars - (summaryText(summary).length + keptChars);
+  const removed = before.chars - (summaryChars + keptChars);
   const tokensAfter = Math.max(0, before.tokens - Math.ceil(removed / CHARS_PER_TOKEN));
   // A summary no shorter than what it replaces would make the prompt no smaller: not recorded.
   if (tokensAfter >= before.tokens) {
-    return { compacted: false, attempted, usage, noGainChars: summaryText(summary).length, why: "the summary is no shorter than the history it would replace" };
+    return { compacted: false, usage, noGainChars: summaryChars, why: "the summary is no shorter than the history it would replace" };
   }
   await session.emit("context/compacted", { summary, tokensBefore: before.tokens, tokensAfter, keptFromSeq: session.seqOfMessage(start), turn: ctx.turn, trigger });
-  return { compacted: true, attempted, usage };
+  return { compacted: true, usage };
 }
 
 /** The older history with the instruction to summarize it last (in the last user message when it ends with one: no two user messages in a row). */

@@ -155,7 +155,6 @@ export class Session {
         this.lastPrompt = Number.isFinite(event.data.tokensAfter) ? { inputTokens: event.data.tokensAfter, historyChars: this.historyChars } : undefined;
         break;
       }
-        break;
       default:
         break;
     }
