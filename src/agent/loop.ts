@@ -53,17 +53,15 @@ export interface TurnConfig {
   context?: { window: number; compactAt: number };
 }
 
-/** The tools a request of this turn offers the model. */
-function offeredTools(config: TurnConfig): ToolSpec[] {
-  const tools: ToolSpec[] = [...config.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
-  return config.output ? [...tools, config.output.tool] : tools;
+/** What a model request says of each tool. */
+export function toolSpecs(tools: Iterable<Tool>): ToolSpec[] {
+  return Array.from(tools, ({ name, description, parameters }) => ({ name, description, parameters }));
 }
 
-/** What compaction needs, for this turn's requests. */
-export function compactionContext(session: Session, config: TurnConfig, turn: number, signal: AbortSignal): CompactionContext | undefined {
-  if (!config.context) return undefined;
-  const { provider, model, system, maxTokens } = config;
-  return { session, provider, model, system, maxTokens, tools: offeredTools(config), ...config.context, turn, signal };
+/** The tools every request of this turn offers the model (the set is fixed for the turn). */
+function offeredTools(config: TurnConfig): ToolSpec[] {
+  const tools = toolSpecs(config.tools.values());
+  return config.output ? [...tools, config.output.tool] : tools;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -84,6 +82,10 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   /** After a summary that was no shorter than the history: the history's size past which another is worth a request. */
   let summaryWorthAsking: number | undefined;
   let retriedAfterRefusal = false;
+  const tools = offeredTools(config);
+  // What compaction needs for this turn's requests; absent: no compaction.
+  const { provider, model, system, maxTokens } = config;
+  const compaction: CompactionContext | undefined = config.context && { session, provider, model, system, maxTokens, tools, ...config.context, turn, signal };
   for (let step = 1; reason === undefined; step++) {
     if (signal.aborted) {
       reason = { kind: "aborted" };
@@ -93,7 +95,6 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       reason = { kind: "max-steps", limit: config.maxSteps };
       break;
     }
-    const compaction = compactionContext(session, config, turn, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
@@ -104,7 +105,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       if (done.noGainChars !== undefined) summaryWorthAsking = session.historyChars + done.noGainChars;
     }
     await session.emit("step/start", { turn, step });
-    let outcome = await runStep(session, config, signal, turn, step, final);
+    let outcome = await runStep(session, config, tools, signal, turn, step, final);
     usage = addUsage(usage, outcome.usage);
     if (outcome.refusedAsTooLong && compaction && !retriedAfterRefusal && !signal.aborted) {
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
@@ -112,7 +113,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       const done = await compactNow(compaction, "refused");
       usage = addUsage(usage, done.usage);
       if (done.compacted && !signal.aborted) {
-        outcome = await runStep(session, config, signal, turn, step, final);
+        outcome = await runStep(session, config, tools, signal, turn, step, final);
         usage = addUsage(usage, outcome.usage);
       }
     }
@@ -217,6 +218,7 @@ function argumentsTooDeep(raw: string): boolean {
 async function runStep(
   session: Session,
   config: TurnConfig,
+  tools: ToolSpec[],
   signal: AbortSignal,
   turn: number,
   step: number,
@@ -233,7 +235,7 @@ async function runStep(
         model: config.model,
         system: config.system,
         messages: session.messages,
-        tools: offeredTools(config),
+        tools,
         maxTokens: config.maxTokens,
         sessionId: session.id,
         parentSessionId: session.parentSessionId,

@@ -20,7 +20,7 @@ import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
-import { runTurn } from "./loop.js";
+import { runTurn, toolSpecs } from "./loop.js";
 import type { OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
@@ -207,7 +207,7 @@ export class AgentRuntime {
     const { provider, model, system, maxTokens, tools, moreTools, subagentDepth } = this.options;
     // The tools a top-level turn offers (MCP's included), so the provider's prefix cache serves the summary.
     const offered = (moreTools ? moreTools().then((more) => [...tools, ...more]) : Promise.resolve(tools)).then((all) =>
-      all.filter((t) => subagentDepth > 0 || t.name !== "task").map(({ name, description, parameters }) => ({ name, description, parameters })),
+      toolSpecs(all.filter((t) => subagentDepth > 0 || t.name !== "task")),
     );
     const turn = session.nextTurnNumber() - 1;
     const done = offered
