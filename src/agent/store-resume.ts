@@ -6,16 +6,15 @@
  *
  * The log is searched backwards for the last line that starts `{"type":"context/compacted",`
  * (`\n` then that text only occurs at the start of a line: JSON escapes the newlines and quotes
- * of strings), then for the line of `keptFromSeq` (`{"type":"…","seq":N,"time":`, checked to
- * start its line, since data objects may hold keys named `seq` and `time`). A log without
- * compaction is searched with `Buffer.lastIndexOf` chunk by chunk, a small cost beside
- * parsing it, and replayed whole.
+ * of strings), then for the line of `keptFromSeq`, by seq, with the bisection `session/read`
+ * pages with (log-lines.ts: seqs grow along the log). A log without compaction is searched with
+ * `Buffer.lastIndexOf` chunk by chunk, a small cost beside parsing it, and replayed whole.
  *
  * @module
  */
 import * as fs from "node:fs";
 import type { SessionEvent } from "../protocol/index.js";
-import { eachLine, lineHead } from "./log-lines.js";
+import { eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -27,22 +26,23 @@ export function replayOffset(fd: number, size: number, from: number): number {
     if (compacted === undefined) return from;
     // Only a whole line (ended by "\n") counts: the replay never visits a torn last line, so a
     // compaction it would start after must be one the replay absorbs.
-    const whole = readLine(fd, compacted, size);
-    if (whole === undefined) return from;
-    const line = JSON.parse(whole) as { data?: { keptFromSeq?: unknown } };
-    const kept = line.data?.keptFromSeq;
+    let kept: unknown;
+    eachLine(fd, compacted, (line) => {
+      kept = (JSON.parse(line.toString("utf8")) as { data?: { keptFromSeq?: unknown } }).data?.keptFromSeq;
+      return false;
+    });
     if (typeof kept !== "number" || !Number.isSafeInteger(kept)) return from;
-    const marker = Buffer.from(`,"seq":${kept},"time":`);
-    // The kept history's first line, checked to be a line's own head.
-    for (let end = compacted; end > from; ) {
-      const at = lastIndexIn(fd, marker, from, end);
-      if (at === undefined) return from;
-      const start = lineStartBefore(fd, at, from);
-      const head = readRange(fd, start, at);
-      if (/^\{"type":"[A-Za-z/_-]+"$/.test(head)) return start;
-      end = at;
-    }
-    return from;
+    // The kept history's first line: found by seq, as session/read pages are (log-lines.ts).
+    const keptFrom = kept;
+    let found: number | undefined;
+    eachLine(fd, seekAfterSeq(fd, from, compacted, keptFrom - 1), (line, start) => {
+      if (start >= compacted) return false;
+      const { seq } = lineHead(line);
+      if (seq === undefined || seq < keptFrom) return true;
+      if (seq === keptFrom) found = start;
+      return false;
+    });
+    return found ?? from;
   } catch {
     return from;
   }
@@ -67,35 +67,6 @@ function lastIndexIn(fd: number, needle: Buffer, from: number, to: number): numb
     if (start === from) return undefined;
     // Overlap so a needle across the chunk boundary is found.
     end = start + needle.length - 1;
-  }
-  return undefined;
-}
-
-/** The start of the line holding byte `at`. */
-function lineStartBefore(fd: number, at: number, from: number): number {
-  const nl = lastIndexIn(fd, Buffer.from("\n"), from, at);
-  return nl === undefined ? from : nl + 1;
-}
-
-function readRange(fd: number, start: number, end: number): string {
-  const buf = Buffer.allocUnsafe(Math.min(end - start, 4096));
-  fs.readSync(fd, buf, 0, buf.length, start);
-  return buf.toString("utf8");
-}
-
-/** The whole line starting at `start`, without its `\n`; undefined when no `\n` ends it (a torn write). */
-function readLine(fd: number, start: number, size: number): string | undefined {
-  const pieces: Buffer[] = [];
-  for (let pos = start; pos < size; ) {
-    const buf = Buffer.allocUnsafe(Math.min(CHUNK, size - pos));
-    fs.readSync(fd, buf, 0, buf.length, pos);
-    const nl = buf.indexOf(0x0a);
-    if (nl >= 0) {
-      pieces.push(buf.subarray(0, nl));
-      return Buffer.concat(pieces).toString("utf8");
-    }
-    pieces.push(buf);
-    pos += buf.length;
   }
   return undefined;
 }
