@@ -32,8 +32,9 @@ export interface ScriptTurn {
 
 /**
  * A whole script: turns for top-level sessions, optionally others for subagent sessions, and
- * the answers to compaction's summarizing requests (the n-th compaction of a session takes
- * `compaction.steps[n % length]`; without them a compaction fails as a model error).
+ * the answers to compaction's summarizing requests (the n-th summarizing request of a session,
+ * counted in the bridge process, takes `compaction.steps[n % length]`; without them a
+ * compaction fails as a model error).
  */
 export interface Script {
   turns: ScriptTurn[];

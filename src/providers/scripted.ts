@@ -127,12 +127,11 @@ function chunksOf(text: string, size: number): string[] {
  * Picks the step that answers this request: by the request's `turn` and `step` when the agent
  * loop gives them (a compacted history no longer holds every user message), else by its history.
  */
-export function stepFor(script: Script, request: ModelRequest): { step: ScriptStep; turnIndex: number; stepIndex: number } {
+export function stepFor(script: Script, request: ModelRequest, summariesAsked = 0): { step: ScriptStep; turnIndex: number; stepIndex: number } {
   if (request.purpose === "compaction") {
     const steps = script.compaction?.steps;
     if (!steps) throw new ModelError("the script has no 'compaction' steps to answer a summarizing request", undefined, "script-exhausted");
-    const done = request.messages.filter((m) => m.role === "user" && m.synthetic === "summary").length;
-    return { step: steps[done % steps.length], turnIndex: -1, stepIndex: done };
+    return { step: steps[summariesAsked % steps.length], turnIndex: -1, stepIndex: summariesAsked };
   }
   const turns = request.parentSessionId !== undefined && script.subagent ? script.subagent.turns : script.turns;
   const tally = request.turn === undefined || request.step === undefined ? historyTally(request.messages) : undefined;
@@ -203,13 +202,25 @@ export class ScriptedProvider implements ModelProvider {
   readonly name = "scripted";
 
   /** `defaultDelayMs`: the wait before each chunk of a step without its own `delayMs`. */
+  /**
+   * Summarizing requests answered so far, per session: the n-th takes the script's n-th
+   * compaction step. Counted here because a history holds one summary at most (a later
+   * compaction replaces the earlier), so it cannot say how many came before.
+   */
+  private readonly summariesAsked = new Map<string, number>();
+
   constructor(
     private readonly script: Script,
     private readonly defaultDelayMs = 0,
   ) {}
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
-    const { step, turnIndex, stepIndex } = stepFor(this.script, request);
+    let asked = 0;
+    if (request.purpose === "compaction") {
+      asked = this.summariesAsked.get(request.sessionId) ?? 0;
+      this.summariesAsked.set(request.sessionId, asked + 1);
+    }
+    const { step, turnIndex, stepIndex } = stepFor(this.script, request, asked);
     yield* streamStep(step, request, signal, turnIndex, stepIndex, this.defaultDelayMs);
   }
 }

@@ -207,6 +207,26 @@ describe("session/compact", () => {
     expect(typed(c, "s", "context/compacted")).toHaveLength(0);
   });
 
+  it("the scripted model answers a session's summarizing requests with its compaction steps in turn", async () => {
+    const u = (text: string) => ({ steps: [{ text, usage: usage(1) }] });
+    // A history holds one summary at most (a later one replaces it), so the count is the model's own.
+    const three = {
+      turns: [u("A1"), u(`A2 ${"b".repeat(90)}`), u(`A3 ${"c".repeat(90)}`), u("A4"), u("A5")],
+      compaction: { steps: [{ text: "SUM-ONE" }, { text: "SUM-TWO" }, { text: "SUM-THREE" }] },
+    };
+    const c = await started(ws.script("s.json", three), { contextWindow: 1_024, compactAt: 1 });
+    let n = 0;
+    const prompts = [["U1", false], [`U2 ${"x".repeat(2_000)}`, false], [`U3 ${"y".repeat(90)}`, true], [`U4 ${"z".repeat(850)}`, true], [`U5 ${"w".repeat(90)}`, true]] as const;
+    for (const [text, compactAfter] of prompts) {
+      c.request(`p${++n}`, "session/prompt", promptParams("s", text));
+      expect((await c.response(`p${n}`)).result.status).toBe("ok");
+      if (!compactAfter) continue;
+      c.request(`c${n}`, "session/compact", { sessionId: "s" });
+      expect((await c.response(`c${n}`)).result).toEqual({ compacted: true });
+    }
+    expect(typed(c, "s", "context/compacted").map((e) => e.data.summary)).toEqual(["SUM-ONE", "SUM-TWO", "SUM-THREE"]);
+  });
+
   it("a busy session is -32001, and stays usable", async () => {
     const c = await started(ws.script("s.json", script));
     c.request("p1", "session/prompt", promptParams("s", LONG_HELLO));
