@@ -25,21 +25,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 import logging
-import re
 import threading
-from typing import Any, Callable, Dict, Literal, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple
 
-from pydantic import ValidationError
-
-from ..client_tools import Allow, ClientTool, Deny, tool_output_text, validation_error_text
+from ..client_tools import ClientTool
 from ..errors import HarnessError
-from ..events import PermissionRequestEvent, event_from_notification
-from ..client_tool_models import SessionPermissionParams, SessionToolResultParams
-from ..models import Notification, TextBlock
+from ..events import PermissionRequestEvent
+from ..models import Notification
 from .connection import Connection
 from .inbox import AsyncInbox, Pending
+from .tool_answers import Answer, Unanswerable, answered, ask, call_tool, permission_answer, tool_answer
 from .worker_pool import DaemonPool
 
 __all__ = ["ToolDispatcher", "POOL_THREAD_PREFIX"]
@@ -60,16 +56,9 @@ APPROVAL_WORKERS = 8
 #: against runaway recursion, far above any nesting a program means.
 NESTED_WORKERS = 1024
 
-#: The largest answer sent (its params as JSON): the bridge drops a line past 16 MiB, and with
-#: it the answer, so a longer tool result is cut to fit, with a note saying so.
-MAX_ANSWER_BYTES = 8 * 1024 * 1024
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 # How long a worker waits for the bridge to acknowledge an answer: it answers at once, so this
 # only bounds a bridge that stopped reading.
 ANSWER_TIMEOUT_SECONDS = 30.0
-
-Answer = Tuple[str, Dict[str, Any]]  # method and params of the request that answers
 
 
 class ToolDispatcher:
@@ -115,8 +104,8 @@ class ToolDispatcher:
                 log.warning("ignoring a tool/request without a callId: %r", data)
                 return
             tool = self.tools.get(name) if isinstance(name, str) else None
-            fn = functools.partial(_call_tool, tool, name, arguments)
-            finish = functools.partial(_tool_answer, sid, call_id, name)
+            fn = functools.partial(call_tool, tool, name, arguments)
+            finish = functools.partial(tool_answer, sid, call_id, name)
             is_async = tool is not None and tool.is_async
         else:
             request_id = data.get("requestId")
@@ -125,8 +114,8 @@ class ToolDispatcher:
             if not isinstance(request_id, str):
                 log.warning("ignoring a permission/request without a requestId: %r", data)
                 return
-            fn = functools.partial(_ask, self.can_use_tool, n)
-            finish = functools.partial(_permission_answer, sid, request_id)
+            fn = functools.partial(ask, self.can_use_tool, n)
+            finish = functools.partial(permission_answer, sid, request_id)
             is_async = _is_async_callable(self.can_use_tool)
         ticket = _Ticket(self, sid)
         loop = owner.inbox.loop if owner is not None and isinstance(owner.inbox, AsyncInbox) else None
@@ -185,9 +174,9 @@ class ToolDispatcher:
             value = fn()
             if inspect.isawaitable(value):
                 value = asyncio.run(_awaited(value))
-            answer = _answered(finish, value, None)
+            answer = answered(finish, value, None)
         except BaseException as exc:  # noqa: BLE001 - a worker thread: even sys.exit() in a tool becomes its answer
-            answer = _answered(finish, None, exc)
+            answer = answered(finish, None, exc)
         for attempt in _Attempts(answer, finish):
             with attempt:
                 self.conn._request(*attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
@@ -223,11 +212,11 @@ class ToolDispatcher:
             value = fn()
             if inspect.isawaitable(value):
                 value = await value
-            answer = _answered(finish, value, None)
+            answer = answered(finish, value, None)
         except asyncio.CancelledError:
             raise  # the turn is over or the harness closed: nobody waits for an answer
         except BaseException as exc:  # noqa: BLE001 - sys.exit() in a tool is its answer, not the caller's exit
-            answer = _answered(finish, None, exc)
+            answer = answered(finish, None, exc)
         for attempt in _Attempts(answer, finish):
             with attempt:
                 await self.conn._arequest(*attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
@@ -285,7 +274,7 @@ class _Attempts:
             return False  # cancellation, interpreter exit: not ours to swallow
         why = f"{type(exc).__name__} while sending the answer"
         log.warning("%s for %s could not be sent (%s); answering with an error instead", method, params.get("sessionId"), why)
-        self.answer = _answered(self._finish, None, _Unanswerable(why))
+        self.answer = answered(self._finish, None, Unanswerable(why))
         return True
 
 
@@ -318,120 +307,6 @@ class _Ticket:
             else:
                 d._outstanding.pop(self._sid, None)
                 d._settled.pop(self._sid, None)
-
-
-# -- the jobs ------------------------------------------------------------------------------
-
-
-class _BadArguments(Exception):
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
-class _NoSuchTool(Exception):
-    pass
-
-
-def _call_tool(tool: Optional[ClientTool], name: Any, arguments: Any) -> Any:
-    if tool is None:
-        raise _NoSuchTool(f"this Python process has no client tool named {name!r}")
-    try:
-        kwargs = tool.validate(arguments)
-    except ValidationError as exc:
-        raise _BadArguments(validation_error_text(tool.name, exc)) from None
-    return tool.fn(**kwargs)
-
-
-def _answered(finish: Callable[[Any, Optional[BaseException]], Answer], value: Any, exc: Optional[BaseException]) -> Answer:
-    """`finish`'s answer, or its own fallback when building it failed (an exception whose str()
-    raises, a value that cannot be sent): every job answers exactly once."""
-    try:
-        return finish(value, exc)
-    except BaseException as err:  # noqa: BLE001 - the answer must go out whatever the user's objects do
-        return finish(None, _Unanswerable(f"{type(err).__name__} while making the answer"))
-
-
-class _Unanswerable(Exception):
-    """The answer could not be made from what the function gave; its text names only types."""
-
-
-def _tool_answer(sid: str, call_id: str, name: Any, value: Any, exc: Optional[BaseException]) -> Answer:
-    if exc is None:
-        try:
-            return "session/tool_result", _tool_result(sid, call_id, tool_output_text(value), False)
-        except Exception as err:  # noqa: BLE001 - a value pydantic cannot encode
-            exc = TypeError(f"{name} returned a {type(value).__name__}, which cannot be sent as JSON: {err}")
-    if isinstance(exc, _Unanswerable):
-        text = f"the client tool {name} gave nothing that can be sent back: {exc.args[0]}"
-    elif isinstance(exc, (_BadArguments, _NoSuchTool)):
-        text = str(exc)
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    return "session/tool_result", _tool_result(sid, call_id, text, True)
-
-
-def _tool_result(sid: str, call_id: str, text: str, is_error: bool) -> Dict[str, Any]:
-    # What cannot travel as UTF-8 (a lone surrogate: a file name's undecodable byte) becomes U+FFFD.
-    text = _SURROGATE.sub("\ufffd", text)
-    size = _wire_size(text)
-    if size > MAX_ANSWER_BYTES:
-        keep = int(len(text) * (MAX_ANSWER_BYTES / size) * 0.9)
-        text = f"{text[:keep]}\n[cut by the SDK: this result was {len(text)} characters, {size} bytes as JSON; " \
-               f"the first {keep} are above]"
-    return SessionToolResultParams(session_id=sid, call_id=call_id, content=[TextBlock(text=text)],
-                                   is_error=True if is_error else None).to_wire()
-
-
-def _wire_size(text: str) -> int:
-    return len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
-
-
-def _ask(callback: Callable[[PermissionRequestEvent], Any], n: Notification) -> Any:
-    event = event_from_notification(n)
-    if not isinstance(event, PermissionRequestEvent):
-        raise ValueError(f"a permission/request the SDK cannot read: {n.payload!r}")
-    return callback(event)
-
-
-def _permission_answer(sid: str, request_id: str, value: Any, exc: Optional[BaseException]) -> Answer:
-    decision: Literal["allow", "deny"] = "deny"
-    message: Optional[str] = None
-    arguments: Optional[Dict[str, Any]] = None
-    if isinstance(exc, _Unanswerable):
-        message = f"the approval callback's answer could not be sent ({exc.args[0]}); not run"
-    elif exc is not None:
-        message = f"the approval callback failed ({type(exc).__name__}: {exc}); not run"
-    elif isinstance(value, Allow):
-        if value.arguments is None:
-            decision = "allow"
-        elif not isinstance(value.arguments, dict):
-            message = "the approval callback allowed with arguments that are not a dict; not run"
-        elif (why := _not_json(value.arguments)) is not None:
-            message = f"the approval callback allowed with arguments that are not JSON ({why}); not run"
-        else:
-            decision, arguments = "allow", value.arguments
-    elif isinstance(value, Deny):
-        # None: the bridge says "the client denied this <tool> call".
-        message = _SURROGATE.sub("\ufffd", value.message) if isinstance(value.message, str) and value.message else None
-        if value.message and not isinstance(value.message, str):
-            message = f"the approval callback denied with a {type(value.message).__name__} for a message; not run"
-    else:
-        message = f"the approval callback returned {type(value).__name__}, not Allow or Deny; not run"
-    params = SessionPermissionParams(session_id=sid, request_id=request_id, decision=decision, message=message,
-                                     arguments=arguments)
-    return "session/permission", params.to_wire()
-
-
-def _not_json(value: Any) -> Optional[str]:
-    """Why `value` cannot be sent as JSON (NaN, a set, a lone surrogate, past the size cap), or None."""
-    try:
-        data = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError) as err:
-        return f"{type(err).__name__}: {err}"
-    if len(data) > MAX_ANSWER_BYTES:
-        return f"{len(data)} bytes, more than {MAX_ANSWER_BYTES}"
-    return None
 
 
 async def _awaited(value: Any) -> Any:
