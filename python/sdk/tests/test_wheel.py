@@ -29,18 +29,42 @@ with DeepSeekHarness(provider="scripted", model="demo", session_root=sys.argv[1]
 """
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    binary = real_bridge_or_skip()
-    out = tmp_path_factory.mktemp("wheel")
+def build_wheel(out: Path) -> Path:
+    """scripts/build_wheel.py as a user runs it: without SOURCE_DATE_EPOCH (the script sets it)."""
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
     proc = subprocess.run(
-        [sys.executable, str(SDK / "scripts" / "build_wheel.py"), "--bin", str(binary), "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [sys.executable, str(SDK / "scripts" / "build_wheel.py"), "--bin", str(real_bridge_or_skip()), "--out", str(out)],
+        capture_output=True, text=True, timeout=600, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     path = Path(proc.stdout.strip().splitlines()[-1])
     assert path.is_file()
     return path
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    real_bridge_or_skip()
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def test_two_builds_of_one_commit_give_one_sha256(wheel, tmp_path):
+    import hashlib
+    import time
+    import zipfile
+
+    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True)
+    if commit.returncode != 0:
+        pytest.skip(f"not a git checkout: {commit.stderr.strip()}")
+    # Every entry is dated the last commit, not the files' or the build's time (which would
+    # differ between two builds made seconds apart, or on two machines).
+    y, mo, d, h, mi, sec = time.gmtime(int(commit.stdout))[0:6]
+    expected = (y, mo, d, h, mi, sec - sec % 2)  # a zip stores seconds in steps of 2
+    with zipfile.ZipFile(wheel) as z:
+        dates = {info.filename: info.date_time for info in z.infolist()}
+    assert {name: date for name, date in dates.items() if date != expected} == {}
+    again = build_wheel(tmp_path)
+    assert hashlib.sha256(again.read_bytes()).hexdigest() == hashlib.sha256(wheel.read_bytes()).hexdigest()
 
 
 def test_wheel_is_a_platform_wheel_with_the_binary(wheel):
