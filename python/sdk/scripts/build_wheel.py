@@ -69,6 +69,7 @@ def build_sdist(out: Path, version: str) -> Path:
     with tempfile.TemporaryDirectory(prefix="deepseek-harness-sdist-") as tmp:
         src = Path(tmp) / "sdk"
         shutil.copytree(SDK, src, ignore=shutil.ignore_patterns(*SKIP))
+        shutil.copy2(REPO / "CHANGELOG.md", src / "CHANGELOG.md")  # the long description's end (setup.py)
         tools = Path(tmp) / "build-tools"
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(tools), "setuptools>=77"],
                        check=True, stdout=sys.stderr)
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             src,
             ignore=shutil.ignore_patterns(*SKIP, "tests"),
         )
+        shutil.copy2(REPO / "CHANGELOG.md", src / "CHANGELOG.md")  # the long description's end (setup.py)
         bundled = src / "src" / "deepseek_harness" / "_bin" / EXE
         bundled.parent.mkdir(parents=True)
         shutil.copy2(binary, bundled)

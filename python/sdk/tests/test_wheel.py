@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import package_metadata
 from conftest import REPO_ROOT, real_bridge_or_skip
 
 SDK = Path(__file__).resolve().parents[1]
@@ -80,10 +81,12 @@ def test_wheel_is_a_platform_wheel_with_the_binary(wheel):
         assert "deepseek_harness/py.typed" in names
         version_py = z.read("deepseek_harness/_version.py").decode()
         (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
-        meta = z.read(metadata).decode().splitlines()
+        meta_text = z.read(metadata).decode()
+        meta = meta_text.splitlines()
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
         assert any(n.endswith(".dist-info/entry_points.txt") for n in names)
     assert "License-Expression: MIT" in meta
+    package_metadata.check(meta_text, REPO_ROOT)
     assert "Project-URL: Source, https://github.com/harness-bridge/harness-bridge" in meta
     version = json.loads((REPO_ROOT / "package.json").read_text())["version"]
     assert f'"{version}"' in version_py
