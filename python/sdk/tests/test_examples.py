@@ -5,7 +5,10 @@ Each block is a whole program, as a reader copies it: it runs on its own in a sc
 (holding a README.md), with ``HARNESS_BRIDGE_BIN`` naming the built binary. A block or example
 that asks for DeepSeek talks to a local fake DeepSeek server (``DEEPSEEK_BASE_URL``, a fake
 key) that answers every prompt with a short text; the examples run a second time without a
-key, on the offline demo model. A block that cannot run here says so in its first line,
+key, on the offline demo model, and a third time against a DeepSeek that refuses every request
+(HTTP 401, as for a wrong key): a program that reached DeepSeek must then print the turn's
+status and its reason (kind, HTTP status, message), what a user needs to see when it fails, and
+in the answering run it must print the model's answer. A block that cannot run here says so in its first line,
 ``# not run by the tests: <reason>`` (the reason shows in the document and in the test's skip);
 it is still type-checked.
 
@@ -93,9 +96,27 @@ class AnsweringFake(FakeDeepSeek):
         return {"events": [{"delta": {"role": "assistant", "content": ANSWER}}, {"delta": {}, "finish_reason": "stop"}]}
 
 
+# What DeepSeek answers a wrong key (HTTP 401).
+REFUSAL = {"error": {"message": "Authentication Fails, Your api key: ****xyz is invalid", "type": "authentication_error",
+                     "param": None, "code": "invalid_request_error"}}
+
+
+class RefusingFake(FakeDeepSeek):
+    """A DeepSeek that refuses every request as it refuses a wrong key."""
+
+    def _entry_for(self, body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return {"status": 401, "body": REFUSAL}
+
+
 @pytest.fixture(scope="module")
 def fake_deepseek() -> Iterator[AnsweringFake]:
     with AnsweringFake() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def refusing_deepseek() -> Iterator[RefusingFake]:
+    with RefusingFake() as server:
         yield server
 
 
@@ -153,9 +174,31 @@ def test_runs_against_the_binary_with_a_fake_deepseek(snippet: Snippet, tmp_path
     if reason is not None:
         pytest.skip(f"{snippet.name} says: not run by the tests: {reason}")
     env = {**base_env(), "DEEPSEEK_API_KEY": FAKE_KEY, "DEEPSEEK_BASE_URL": fake_deepseek.base_url}
+    before = len(fake_deepseek.requests)
     run = run_snippet(snippet.code, tmp_path, env)
     assert_ran_well(snippet.name, run, tmp_path)
     assert fake_deepseek.problems == [], fake_deepseek.problems
+    if len(fake_deepseek.requests) > before:
+        assert ANSWER in run.stdout, f"{snippet.name} asked DeepSeek but does not print the answer:\n{run.stdout[-2000:]}"
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.name for s in SNIPPETS])
+def test_prints_status_and_reason_when_deepseek_refuses(snippet: Snippet, tmp_path: Path, refusing_deepseek: RefusingFake) -> None:
+    reason = not_run_reason(snippet.code)
+    if reason is not None:
+        pytest.skip(f"{snippet.name} says: not run by the tests: {reason}")
+    env = {**base_env(), "DEEPSEEK_API_KEY": FAKE_KEY, "DEEPSEEK_BASE_URL": refusing_deepseek.base_url}
+    before = len(refusing_deepseek.requests)
+    run = run_snippet(snippet.code, tmp_path, env)
+    if len(refusing_deepseek.requests) == before:
+        # Offline only (the scripted provider): examples/ go to DeepSeek whenever a key is set.
+        assert not snippet.name.startswith("examples/"), f"{snippet.name} did not use DeepSeek with a key set"
+        pytest.skip(f"{snippet.name} runs offline only: no DeepSeek turn to fail")
+    assert "Traceback" not in run.stderr, f"{snippet.name} crashed on a refused turn:\n{run.stderr[-4000:]}"
+    assert "model-error" in turn_ends(tmp_path)
+    # What the user needs to see: the status, the reason's kind, its HTTP status and message.
+    for shown in ("error", "model-error", "401", "Authentication Fails"):
+        assert shown in run.stdout, f"{snippet.name} does not print {shown!r} when the turn fails:\n{run.stdout[-2000:]}"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
