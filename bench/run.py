@@ -197,7 +197,14 @@ class Result:
         return "\n".join(out)
 
 
-def verdict(met: Optional[bool]) -> str:
+QUICK_VERDICT = "not judged (--quick)"
+
+
+def verdict(met: Optional[bool], quick: bool) -> str:
+    """A goal's verdict column. --quick's counts are too small for a figure to mean anything, so
+    it judges nothing: a "NOT met" there would be noise a reader could take for a regression."""
+    if quick:
+        return QUICK_VERDICT
     return "n/a" if met is None else ("met" if met else "NOT met")
 
 
@@ -1193,7 +1200,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     width = max(len(g[0]) for g in goals) if goals else 0
     print("== Goals")
     for goal, measured, met in goals:
-        print(f"{goal:<{width}}  {measured:>28}  {verdict(met)}")
+        print(f"{goal:<{width}}  {measured:>28}  {verdict(met, args.quick)}")
     print(f"\n({time.perf_counter() - started:.0f} s{', --quick: counts too small to mean anything' if args.quick else ''})")
 
     if out is not None:
@@ -1201,7 +1208,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                "Written by `bash bench/run.sh` (bench/run.py). Every figure is a ratio against a baseline "
                "measured in the same run, runs interleaved; absolute times depend on the machine.", ""]
         doc += environment() + ["", "## Goals", "", "| goal | measured | verdict |", "|---|---|---|"]
-        doc += [f"| {g} | {m} | {verdict(v)} |" for g, m, v in goals]
+        doc += [f"| {g} | {m} | {verdict(v, args.quick)} |" for g, m, v in goals]
         doc += ["", "## Details", ""] + [r.markdown() for r in results]
         tmp_out = out.with_name(out.name + ".tmp")
         tmp_out.write_text("\n".join(doc))

@@ -35,12 +35,13 @@ async def main() -> int:
         prompts = ["What is in README.md?", "Name one file here.", "Say hello."]
         results: list[TurnResult] = await asyncio.gather(*(harness.start_session().run(p) for p in prompts))
         for prompt, result in zip(prompts, results):
-            print(f"{prompt!r}: {result.status}, {len(result.events)} events: {result.final_response[:60]!r}")
+            shown = repr(result.final_response[:60]) if result.ok else result.reason.describe()
+            print(f"{prompt!r}: {result.status}, {len(result.events)} events: {shown}")
 
         session = harness.start_session()
         print(f"first words: {await first_words(session, 'Explain this repository', 20)!r}")
         again = await session.run("One more turn on the same session.")
-        print(f"next turn on that session: {again.status}")
+        print(f"next turn on that session: {again.status}" + ("" if again.ok else f" ({again.reason.describe()})"))
         return 0 if all(r.status == "ok" for r in [*results, again]) else 1
 
 

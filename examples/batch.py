@@ -45,7 +45,8 @@ def main() -> int:
                  for name in ("api", "web", "cli", "docs")]
         results = run_local(tasks, options, concurrency=2, progress=show)
     for r in results:
-        print(f"{r.task_id} ({r.worker}): {r.final_response[:70]!r}")
+        # A failed task says why: the turn's reason, or the error that kept it from running.
+        print(f"{r.task_id} ({r.worker}): " + (repr(r.final_response[:70]) if r.status == "ok" else f"{r.status} {r.reason or r.error}"))
     return 0 if all(r.status == "ok" for r in results) else 1
 
 

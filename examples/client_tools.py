@@ -96,7 +96,7 @@ def main(prompt: str) -> int:
                 elif isinstance(item, ToolResultEvent):
                     print(f"<- {item.name}: {'error' if item.is_error else 'ok'}: {item.text[:120]}")
                 elif isinstance(item, TurnResult):
-                    print(f"\n[{item.status}: {item.reason.kind}]")
+                    print(f"\n[{item.status}: {item.reason.describe()}]")
                     return 0 if item.ok else 1
     return 1
 

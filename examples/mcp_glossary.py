@@ -61,7 +61,7 @@ def main() -> int:
         if event.type == "tool/result":
             text = "".join(block.get("text", "") for block in event.data["content"])
             print(f"{event.data['name']} -> {text!r}")
-    print(result.final_response)
+    print(result.final_response if result.ok else f"{result.status}: {result.reason.describe()}")
     return 0 if result.ok else 1
 
 

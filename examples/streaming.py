@@ -37,7 +37,7 @@ def main(prompt: str) -> int:
             elif isinstance(item, ToolResultEvent):
                 print(f"<- {item.name}: {'error' if item.is_error else 'ok'} ({item.duration_ms} ms)")
             elif isinstance(item, TurnResult):
-                print(f"\n[{item.status}: {item.reason.kind}; usage {item.usage}]")
+                print(f"\n[{item.status}: {item.reason.describe()}; usage {item.usage}]")
                 return 0 if item.status == "ok" else 1
     return 1
 

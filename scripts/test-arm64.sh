@@ -3,9 +3,13 @@
 # qemu-user-static, with the arm64 libc/libstdc++ of libc6-arm64-cross and
 # libstdc++6-arm64-cross): builds dist/harness-bridge-linux-arm64, then runs --version, the
 # snapshot tests and the Python runtime smoke through it (scripts/arm64-under-qemu), and builds
-# its manylinux_2_28_aarch64 wheel. bin/harness-bridge is left as it is.
+# its manylinux_2_28_aarch64 wheel, kept in dist/ beside the arm64 binary (with its .sha256).
+# bin/harness-bridge is left as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# vitest colours its output whenever TERM is not "dumb", tty or not: escape codes in a piped
+# log (CI, `| tee`) are noise. As scripts/test.sh does.
+[ -t 1 ] || export NO_COLOR=1
 for tool in qemu-aarch64-static aarch64-linux-gnu-strip; do
   command -v "$tool" >/dev/null 2>&1 || { echo "test-arm64: $tool is missing (apt-get install qemu-user-static binutils-aarch64-linux-gnu)" >&2; exit 1; }
 done
@@ -26,10 +30,11 @@ echo "== arm64: Python runtime smoke through the arm64 binary"
 HARNESS_TEST_BINARY="$wrapper" .venv/bin/python scripts/smoke-python-runtime.py
 
 echo "== arm64: wheel"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-wheel=$(.venv/bin/python python/sdk/scripts/build_wheel.py --bin dist/harness-bridge-linux-arm64 --out "$out" | tail -n 1)
+# Kept in dist/ (not a temporary folder): it is what a release of linux-arm64 ships.
+wheel=$(.venv/bin/python python/sdk/scripts/build_wheel.py --bin dist/harness-bridge-linux-arm64 --out dist | tail -n 1)
 case "$wheel" in
-  *-py3-none-manylinux_2_28_aarch64.whl) echo "arm64 wheel: $(basename "$wheel")" ;;
+  */dist/*-py3-none-manylinux_2_28_aarch64.whl) ;;
   *) echo "test-arm64: unexpected wheel $wheel" >&2; exit 1 ;;
 esac
+(cd dist && sha256sum "$(basename "$wheel")" > "$(basename "$wheel").sha256")
+echo "arm64 wheel: dist/$(basename "$wheel")"

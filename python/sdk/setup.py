@@ -46,6 +46,24 @@ def read_version() -> str:
 VERSION = read_version()
 
 
+def long_description() -> str:
+    """README.md, then the CHANGELOG (what `pip show`/a package index shows as the description).
+    The CHANGELOG is the repository's: beside setup.py in an sdist or a build_wheel.py copy, else
+    at the repository root (``pip install python/sdk``). It stays self-contained on an index:
+    neither file links to a relative path (tests/package_metadata.py checks the built metadata);
+    a path such as docs/providers.md is plain text naming a file of the repository."""
+    parts = [(HERE / "README.md").read_text(encoding="utf-8")]
+    root = HERE.parents[1]
+    for changelog in (HERE / "CHANGELOG.md", root / "CHANGELOG.md"):
+        if changelog.is_file() and (changelog.parent == HERE or (root / "python" / "sdk" / "setup.py").is_file()):
+            parts.append(changelog.read_text(encoding="utf-8"))
+            break
+    return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
+
+
+DESCRIPTION = {"long_description": long_description(), "long_description_content_type": "text/markdown"}
+
+
 class BuildPyWithVersion(build_py):
     """Writes ``_version.py`` into the built package (not into the source tree)."""
 
@@ -84,6 +102,6 @@ if BUNDLED.is_file():
     # be a `harness-bridge` on PATH that cannot run the bridge, and the SDK's PATH lookup could
     # pick it up.
     entry_points = {"console_scripts": ["harness-bridge = deepseek_harness._console:main"]}
-    setup(version=VERSION, cmdclass=cmdclass, distclass=BinaryDistribution, entry_points=entry_points)
+    setup(version=VERSION, cmdclass=cmdclass, distclass=BinaryDistribution, entry_points=entry_points, **DESCRIPTION)
 else:
-    setup(version=VERSION, cmdclass=cmdclass)
+    setup(version=VERSION, cmdclass=cmdclass, **DESCRIPTION)

@@ -89,8 +89,12 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     });
   }
   const workspace = path.resolve(params.cwd);
-  if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
-    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} is not a directory`, { kind: "invalid-params" });
+  const found = fs.statSync(workspace, { throwIfNoEntry: false });
+  if (!found?.isDirectory()) {
+    // The cause (missing, or not a folder) and the fix: a new user's first mistake is often a typo.
+    const why = found ? "is not a folder" : "does not exist";
+    const fix = "the workspace must be an existing folder: create it, or pass the folder to work in as cwd";
+    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} ${why}; ${fix}`, { kind: "invalid-params" });
   }
   if (params.tools) await checkToolNames(params.tools);
   if (params.clientTools) await checkClientTools(params.clientTools);

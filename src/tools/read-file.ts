@@ -13,6 +13,31 @@ export const READ_FILE_DEFAULT_LINES = 2000;
 export const READ_FILE_MAX_LINE_CHARS = 2000;
 /** Characters returned at most in one result. */
 export const READ_FILE_MAX_OUTPUT_CHARS = 256 * 1024;
+/**
+ * The first block that decides text or binary, as git (8000 bytes) and ripgrep check: only this
+ * block is checked, so a 10 MiB read costs no extra pass over the file. An invalid byte past it
+ * is read as U+FFFD, as before.
+ */
+export const READ_FILE_TEXT_CHECK_BYTES = 8192;
+
+/**
+ * Why `bytes` is not text, judged on its first block: a NUL byte, or bytes that are not UTF-8
+ * (random data, an image without NULs, text in a legacy encoding). Undefined for text. Returning
+ * such bytes decoded would be mojibake that costs the model tokens and tells it nothing.
+ */
+export function binaryReason(bytes: Buffer): string | undefined {
+  const head = bytes.subarray(0, READ_FILE_TEXT_CHECK_BYTES);
+  const nul = head.indexOf(0);
+  if (nul >= 0) return `a NUL byte at offset ${nul}`;
+  try {
+    // stream: a character cut by the block's end is not an error (its rest follows); a sequence
+    // cut by the file's own end is. A fresh decoder: a streaming one keeps the cut bytes.
+    new TextDecoder("utf-8", { fatal: true }).decode(head, { stream: bytes.length > head.length });
+  } catch {
+    return `bytes that are not UTF-8 in its first ${READ_FILE_TEXT_CHECK_BYTES}`;
+  }
+  return undefined;
+}
 
 function optionalPositiveInt(args: JsonObject, name: string): number | undefined {
   const value = args[name];
@@ -54,8 +79,9 @@ export const readFileTool: Tool = {
     } finally {
       await file.handle.close().catch(() => undefined);
     }
-    if (bytes.subarray(0, 8192).includes(0)) {
-      return textOutput(`${args.path} is a binary file (${bytes.length} bytes); read_file shows text files only`, true);
+    const binary = binaryReason(bytes);
+    if (binary !== undefined) {
+      return textOutput(`${args.path} is a binary file (${bytes.length} bytes; ${binary}); read_file shows UTF-8 text files only`, true);
     }
     const lines = bytes.toString("utf8").split("\n");
     if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();

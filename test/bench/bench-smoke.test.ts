@@ -27,9 +27,16 @@ describe("bench", () => {
         for (const section of ["Cold start", "Event throughput", "Prompt round trip", "Memory under a slow reader", "Size", "Durable log cost", "Bridge death", "Resume: spawn", "session/list over", "Client tool round trip"]) {
           expect(run.stdout).toContain(section);
         }
+        // Quick mode measures nothing, so it judges nothing: every goal row says so, none says
+        // "met" or "NOT met" (on the terminal or in the file).
+        const goalRows = run.stdout.split("== Goals\n")[1].split("\n\n")[0].split("\n");
+        expect(goalRows.length).toBeGreaterThan(5);
+        for (const row of goalRows) expect(row).toMatch(/\s{2}not judged \(--quick\)$/);
+        expect(run.stdout).not.toMatch(/\b(NOT met|met)\s*$/m);
         const results = fs.readFileSync(out, "utf8");
         expect(results).toContain("## Goals");
-        expect(results).toMatch(/\| cold start: bin within 1\.15x of node -e 0/);
+        expect(results).toMatch(/\| cold start: bin within 1\.15x of node -e 0 .* \| not judged \(--quick\) \|/);
+        expect(results).not.toMatch(/\| (NOT met|met|n\/a) \|$/m);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

@@ -8,6 +8,7 @@ import {
   READ_FILE_MAX_BYTES,
   READ_FILE_MAX_LINE_CHARS,
   READ_FILE_MAX_OUTPUT_CHARS,
+  READ_FILE_TEXT_CHECK_BYTES,
   readFileTool,
 } from "../../src/tools/read-file.js";
 import { useDescriptorPaths } from "../../src/tools/confined-fs.js";
@@ -174,12 +175,51 @@ describe(`checked ${check === "descriptor" ? "on the descriptor" : "by name"}`, 
       fs.writeFileSync(ws("img.bin"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x02]));
       const bin = await exec(readFileTool, { path: "img.bin" });
       expect(bin.isError).toBe(true);
-      expect(text(bin)).toBe("img.bin is a binary file (7 bytes); read_file shows text files only");
+      expect(text(bin)).toBe("img.bin is a binary file (7 bytes; a NUL byte at offset 4); read_file shows UTF-8 text files only");
       fs.writeFileSync(ws("big.txt"), "");
       fs.truncateSync(ws("big.txt"), READ_FILE_MAX_BYTES + 1); // sparse: costs no disk
       await expect(exec(readFileTool, { path: "big.txt" })).rejects.toThrow(`big.txt is ${READ_FILE_MAX_BYTES + 1} bytes, over the ${READ_FILE_MAX_BYTES}-byte limit of read_file`);
       fs.mkdirSync(ws("dir"));
       await expect(exec(readFileTool, { path: "dir" })).rejects.toThrow(/dir is a directory/);
+    });
+  });
+
+  describe("read_file: text or binary, judged on the first block", () => {
+    const noteOf = (name: string, size: number) =>
+      `${name} is a binary file (${size} bytes; bytes that are not UTF-8 in its first ${READ_FILE_TEXT_CHECK_BYTES}); read_file shows UTF-8 text files only`;
+
+    it("answers a short note for bytes without a NUL that are not UTF-8 (random data, Latin-1 text)", async () => {
+      // Deterministic "random" bytes, none of them 0: what a compressed or encrypted file holds.
+      let seed = 7;
+      const noise = Buffer.alloc(20_000, 0).map(() => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return 1 + (seed % 255);
+      });
+      expect(noise.includes(0)).toBe(false);
+      fs.writeFileSync(ws("noise.bin"), noise);
+      const result = await exec(readFileTool, { path: "noise.bin" });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toBe(noteOf("noise.bin", 20_000));
+      fs.writeFileSync(ws("latin1.txt"), Buffer.from("caf\xe9\n", "latin1"));
+      expect(text(await exec(readFileTool, { path: "latin1.txt" }))).toBe(noteOf("latin1.txt", 5));
+      // A multi-byte sequence cut by the file's own end is not UTF-8 either.
+      fs.writeFileSync(ws("cut.txt"), Buffer.concat([Buffer.from("ok "), Buffer.from("é").subarray(0, 1)]));
+      expect(text(await exec(readFileTool, { path: "cut.txt" }))).toBe(noteOf("cut.txt", 4));
+    });
+
+    it("reads UTF-8 text whose character straddles the block's end, and judges only the first block", async () => {
+      // "é" is 2 bytes: 8191 ASCII bytes put its first byte last in the block, its second after it.
+      const straddle = `${"a".repeat(READ_FILE_TEXT_CHECK_BYTES - 1)}é\nsecond line ✓\n`;
+      expect(Buffer.byteLength(straddle.slice(0, READ_FILE_TEXT_CHECK_BYTES))).toBeGreaterThan(READ_FILE_TEXT_CHECK_BYTES);
+      fs.writeFileSync(ws("straddle.txt"), straddle);
+      const read = await exec(readFileTool, { path: "straddle.txt" });
+      expect(read.isError).toBeFalsy();
+      expect(text(read).split("\n")).toEqual([`1\t${"a".repeat(READ_FILE_MAX_LINE_CHARS)}… [line cut: ${READ_FILE_TEXT_CHECK_BYTES} characters]`, "2\tsecond line ✓"]);
+      // An invalid byte past the first block: text, that byte shown as U+FFFD (no full-file scan).
+      fs.writeFileSync(ws("late.txt"), Buffer.concat([Buffer.from(`${"line\n".repeat(2000)}`), Buffer.from([0xff, 0x0a])]));
+      const late = await exec(readFileTool, { path: "late.txt", offset: 2001 });
+      expect(late.isError).toBeFalsy();
+      expect(text(late)).toBe("2001\t\ufffd");
     });
   });
 

@@ -14,6 +14,12 @@ untouched. The version is the root ``package.json``'s (the same that ``harness-b
 versions fit that policy (Node 20's do), else the build stops and says why. ``--plat-name``
 overrides it (e.g. ``linux_x86_64`` for a wheel that stays on this machine).
 
+Reproducible: the zip entries' timestamps are ``SOURCE_DATE_EPOCH`` (setuptools' wheel writer
+reads it), which this script sets to the last commit's time (``git log -1 --format=%ct``) when
+it is not set already, so two builds of one commit give one sha256 (the bundled binary is
+reproducible too, docs/distribution.md). Outside a git checkout it says so and builds with file
+times.
+
 Prints the path of the wheel on the last line of stdout.
 """
 
@@ -40,6 +46,22 @@ EXE = "harness-bridge.exe" if os.name == "nt" else "harness-bridge"
 SKIP = ("build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "_bin", "_version.py")
 
 
+def source_date_epoch(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``SOURCE_DATE_EPOCH`` set: as given, else the last commit's time. Without it
+    the wheel's entries carry file times and the build time (``_version.py``, the metadata), and
+    no two builds agree."""
+    if env.get("SOURCE_DATE_EPOCH"):
+        return env
+    try:
+        commit_time = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct"], capture_output=True,
+                                     text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"build_wheel: not a git checkout ({exc}): SOURCE_DATE_EPOCH not set, the wheel will not be "
+              "reproducible; set it to pin the zip timestamps", file=sys.stderr)
+        return env
+    return dict(env, SOURCE_DATE_EPOCH=commit_time)
+
+
 def build_sdist(out: Path, version: str) -> Path:
     """The sdist, built from a copy of the SDK by setuptools' own hook (installed for the build
     only, like pip's build isolation). MANIFEST.in puts the tests, their conftest and fakes in."""
@@ -47,11 +69,12 @@ def build_sdist(out: Path, version: str) -> Path:
     with tempfile.TemporaryDirectory(prefix="deepseek-harness-sdist-") as tmp:
         src = Path(tmp) / "sdk"
         shutil.copytree(SDK, src, ignore=shutil.ignore_patterns(*SKIP))
+        shutil.copy2(REPO / "CHANGELOG.md", src / "CHANGELOG.md")  # the long description's end (setup.py)
         tools = Path(tmp) / "build-tools"
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(tools), "setuptools>=77"],
                        check=True, stdout=sys.stderr)
         hook = "import sys; sys.path.insert(0, sys.argv[1]); from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[2]))"
-        env = dict(os.environ, DEEPSEEK_HARNESS_BUILD_VERSION=version)
+        env = source_date_epoch(dict(os.environ, DEEPSEEK_HARNESS_BUILD_VERSION=version))
         done = subprocess.run([sys.executable, "-c", hook, str(tools), str(out)], cwd=src, env=env, check=True,
                               stdout=subprocess.PIPE, text=True)
     return out / done.stdout.strip().splitlines()[-1]
@@ -93,11 +116,12 @@ def main(argv: list[str] | None = None) -> int:
             src,
             ignore=shutil.ignore_patterns(*SKIP, "tests"),
         )
+        shutil.copy2(REPO / "CHANGELOG.md", src / "CHANGELOG.md")  # the long description's end (setup.py)
         bundled = src / "src" / "deepseek_harness" / "_bin" / EXE
         bundled.parent.mkdir(parents=True)
         shutil.copy2(binary, bundled)
         bundled.chmod(0o755)
-        env = dict(os.environ, DEEPSEEK_HARNESS_BUILD_VERSION=version, DEEPSEEK_HARNESS_PLAT_NAME=plat)
+        env = source_date_epoch(dict(os.environ, DEEPSEEK_HARNESS_BUILD_VERSION=version, DEEPSEEK_HARNESS_PLAT_NAME=plat))
         wheel_dir = Path(tmp) / "wheels"
         cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheel_dir), str(src)]
         if args.no_build_isolation:

@@ -129,3 +129,14 @@ def test_a_cut_line_pair_that_joins_into_valid_json_is_still_dropped():
 def test_two_objects_on_one_line_are_dropped_not_split():
     batch = [event_line("s1", "a", 1) + b"," + event_line("s1", "b", 2), event_line("s1", "c", 3)]
     assert [p["event"]["seq"] for _, p in delivered(batch)] == [3]
+
+
+def test_a_turn_end_reason_describes_itself_with_every_detail_it_carries():
+    from deepseek_harness.models import TurnEndReason
+
+    assert TurnEndReason(kind="completed").describe() == "completed"
+    assert TurnEndReason(kind="max-steps", limit=10).describe() == "max-steps (limit 10)"
+    refused = TurnEndReason.model_validate({"kind": "model-error", "httpStatus": 401, "code": "invalid_request_error",
+                                            "message": "Authentication Fails"})
+    assert refused.describe() == "model-error (HTTP 401, code invalid_request_error): Authentication Fails"
+    assert TurnEndReason(kind="internal-error", message="boom").describe() == "internal-error: boom"

@@ -109,3 +109,21 @@ def test_an_install_without_the_binary_has_no_harness_bridge_command():
     if bundled_binary_path().is_file():
         pytest.skip("this install bundles the binary (test_wheel.py checks its command)")
     assert not (Path(sys.executable).parent / "harness-bridge").exists()
+
+
+@pytest.mark.parametrize("args", [["--json"], []], ids=["json", "text"])
+def test_doctor_whose_reader_left_early_ends_without_a_traceback(tmp_path, args):
+    # `python -m deepseek_harness --json | head -1`: the pipe is closed before the doctor writes
+    # (here: before it even starts, so that the write surely meets a closed pipe).
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("HARNESS_", "DEEPSEEK_"))}
+    env = {**base, "HARNESS_BRIDGE_BIN": str(real_bridge_or_skip())}
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        run = subprocess.run([sys.executable, "-m", "deepseek_harness", *args], cwd=tmp_path, env=env,
+                             stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in run.stderr and "BrokenPipeError" not in run.stderr, run.stderr
+    assert run.stderr == ""
+    assert run.returncode == 141  # 128 + SIGPIPE, as a shell shows for `cat` whose reader left

@@ -5,7 +5,12 @@ Each block is a whole program, as a reader copies it: it runs on its own in a sc
 (holding a README.md), with ``HARNESS_BRIDGE_BIN`` naming the built binary. A block or example
 that asks for DeepSeek talks to a local fake DeepSeek server (``DEEPSEEK_BASE_URL``, a fake
 key) that answers every prompt with a short text; the examples run a second time without a
-key, on the offline demo model. A block that cannot run here says so in its first line,
+key, on the offline demo model, and a third time against a DeepSeek that refuses every request
+(HTTP 401, as for a wrong key): a program that reached DeepSeek must then print the turn's
+status and its reason (kind, HTTP status, message), what a user needs to see when it fails, and
+in the answering run it must print the model's answer. A program that defines ``@tool``
+functions must show each one called when it runs offline (a scripted model calling them), with
+the tool's name in its output. A block that cannot run here says so in its first line,
 ``# not run by the tests: <reason>`` (the reason shows in the document and in the test's skip);
 it is still type-checked.
 
@@ -93,9 +98,27 @@ class AnsweringFake(FakeDeepSeek):
         return {"events": [{"delta": {"role": "assistant", "content": ANSWER}}, {"delta": {}, "finish_reason": "stop"}]}
 
 
+# What DeepSeek answers a wrong key (HTTP 401).
+REFUSAL = {"error": {"message": "Authentication Fails, Your api key: ****xyz is invalid", "type": "authentication_error",
+                     "param": None, "code": "invalid_request_error"}}
+
+
+class RefusingFake(FakeDeepSeek):
+    """A DeepSeek that refuses every request as it refuses a wrong key."""
+
+    def _entry_for(self, body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return {"status": 401, "body": REFUSAL}
+
+
 @pytest.fixture(scope="module")
 def fake_deepseek() -> Iterator[AnsweringFake]:
     with AnsweringFake() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def refusing_deepseek() -> Iterator[RefusingFake]:
+    with RefusingFake() as server:
         yield server
 
 
@@ -123,6 +146,35 @@ def turn_ends(tmp_path: Path) -> List[str]:
     return kinds
 
 
+TOOL_DEF = re.compile(r"^@tool\b[^\n]*\n(?:@[^\n]*\n)*(?:async\s+)?def\s+(\w+)", re.M)
+
+
+def client_tools_of(code: str) -> List[str]:
+    """The names of the ``@tool`` functions a program defines."""
+    return TOOL_DEF.findall(code)
+
+
+def tool_results(tmp_path: Path) -> List[Dict[str, Any]]:
+    """Every tool/result event the program's turns logged."""
+    results = []
+    for log in sorted(tmp_path.rglob("*.jsonl")):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line)
+            if event.get("type") == "tool/result":
+                results.append(event["data"])
+    return results
+
+
+def assert_client_tools_called(name: str, code: str, run: "subprocess.CompletedProcess[str]", tmp_path: Path) -> None:
+    """Offline, every @tool the program defines is called, succeeds, and its name is printed:
+    the reader sees the feature work without a key."""
+    for tool in client_tools_of(code):
+        called = [r for r in tool_results(tmp_path) if r.get("name") == tool]
+        assert called, f"{name} defines the tool {tool} but its offline run never calls it"
+        assert all(r.get("isError") is False for r in called), called
+        assert tool in run.stdout, f"{name} does not show {tool} being called:\n{run.stdout[-2000:]}"
+
+
 def assert_ran_well(name: str, run: "subprocess.CompletedProcess[str]", tmp_path: Path) -> None:
     assert run.returncode == 0, f"{name} failed:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
     kinds = turn_ends(tmp_path)
@@ -145,6 +197,9 @@ def test_the_documents_have_blocks_to_run() -> None:
     assert sum(n.startswith("python/sdk/README.md:") for n in names) >= 5, names
     assert any(n.startswith("README.md:") for n in names), names
     assert {"examples/streaming.py", "examples/async_sessions.py", "examples/mcp_glossary.py", "examples/batch.py"} <= set(names), names
+    # The @tool check below must see the tools the documents define.
+    defining = [s.name for s in SNIPPETS if client_tools_of(s.code)]
+    assert "examples/client_tools.py" in defining and any(n.startswith("README.md:") for n in defining), defining
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.name for s in SNIPPETS])
@@ -153,15 +208,41 @@ def test_runs_against_the_binary_with_a_fake_deepseek(snippet: Snippet, tmp_path
     if reason is not None:
         pytest.skip(f"{snippet.name} says: not run by the tests: {reason}")
     env = {**base_env(), "DEEPSEEK_API_KEY": FAKE_KEY, "DEEPSEEK_BASE_URL": fake_deepseek.base_url}
+    before = len(fake_deepseek.requests)
     run = run_snippet(snippet.code, tmp_path, env)
     assert_ran_well(snippet.name, run, tmp_path)
     assert fake_deepseek.problems == [], fake_deepseek.problems
+    if len(fake_deepseek.requests) > before:
+        assert ANSWER in run.stdout, f"{snippet.name} asked DeepSeek but does not print the answer:\n{run.stdout[-2000:]}"
+    else:
+        assert_client_tools_called(snippet.name, snippet.code, run, tmp_path)
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.name for s in SNIPPETS])
+def test_prints_status_and_reason_when_deepseek_refuses(snippet: Snippet, tmp_path: Path, refusing_deepseek: RefusingFake) -> None:
+    reason = not_run_reason(snippet.code)
+    if reason is not None:
+        pytest.skip(f"{snippet.name} says: not run by the tests: {reason}")
+    env = {**base_env(), "DEEPSEEK_API_KEY": FAKE_KEY, "DEEPSEEK_BASE_URL": refusing_deepseek.base_url}
+    before = len(refusing_deepseek.requests)
+    run = run_snippet(snippet.code, tmp_path, env)
+    if len(refusing_deepseek.requests) == before:
+        # Offline only (the scripted provider): examples/ go to DeepSeek whenever a key is set.
+        assert not snippet.name.startswith("examples/"), f"{snippet.name} did not use DeepSeek with a key set"
+        pytest.skip(f"{snippet.name} runs offline only: no DeepSeek turn to fail")
+    assert "Traceback" not in run.stderr, f"{snippet.name} crashed on a refused turn:\n{run.stderr[-4000:]}"
+    assert "model-error" in turn_ends(tmp_path)
+    # What the user needs to see: the status, the reason's kind, its HTTP status and message.
+    for shown in ("error", "model-error", "401", "Authentication Fails"):
+        assert shown in run.stdout, f"{snippet.name} does not print {shown!r} when the turn fails:\n{run.stdout[-2000:]}"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_examples_run_offline_without_a_key(example: Path, tmp_path: Path) -> None:
-    run = run_snippet(example.read_text(encoding="utf-8"), tmp_path, base_env())
+    code = example.read_text(encoding="utf-8")
+    run = run_snippet(code, tmp_path, base_env())
     assert_ran_well(example.name, run, tmp_path)
+    assert_client_tools_called(example.name, code, run, tmp_path)
     assert ANSWER not in run.stdout  # the demo model's answers, not the fake's
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import package_metadata
 from conftest import REPO_ROOT, TESTS
 
 SDK = TESTS.parent
@@ -49,7 +50,9 @@ def test_the_sdist_holds_the_tests_their_fakes_and_the_license(unpacked):
     assert (unpacked / "scripts" / "manylinux.py").is_file()  # test_manylinux.py imports it
     assert (unpacked / "LICENSE").read_bytes() == (REPO_ROOT / "LICENSE").read_bytes()
     assert not (unpacked / "src" / "deepseek_harness" / "_bin").exists()
+    assert (unpacked / "CHANGELOG.md").read_bytes() == (REPO_ROOT / "CHANGELOG.md").read_bytes()
     info = (unpacked / "PKG-INFO").read_text()
+    package_metadata.check(info, REPO_ROOT)
     assert "License-Expression: MIT" in info.splitlines()
     assert "License-File: LICENSE" in info.splitlines()
     urls = [line for line in info.splitlines() if line.startswith("Project-URL: ")]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from deepseek_harness._internal.process import MAX_SECRETS_BYTES, PROVIDER_KEY_VARIABLES, spawn
-from deepseek_harness.errors import TransportClosedError
+from deepseek_harness import DeepSeekHarness
+from deepseek_harness.errors import ProviderUnavailableError, TransportClosedError
 
 from conftest import REPO_ROOT, call_within
 
@@ -68,3 +69,21 @@ def test_the_real_bridge_gets_the_key_and_its_environment_does_not(real) -> None
     environ = Path(f"/proc/{client.process.pid}/environ").read_bytes()
     assert KEY.encode() not in environ
     assert b"--secrets-fd" in Path(f"/proc/{client.process.pid}/cmdline").read_bytes()
+
+
+@pytest.mark.parametrize("provider,variable", [("deepseek", "DEEPSEEK_API_KEY"), ("openai", "OPENAI_API_KEY")])
+def test_no_key_says_how_to_pass_it_from_python_not_the_bridge_flag(real, monkeypatch, provider, variable) -> None:
+    # A new user's first run without a key: the message is read by a Python programmer, who
+    # never sees the bridge's command line.
+    for name in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    harness = DeepSeekHarness(provider=provider, model="some-model", cwd=real.workspace, session_root=real.session_root,
+                              bridge_bin=real.bridge, shutdown_timeout_seconds=5.0)
+    real.opened.append(harness)
+    with pytest.raises(ProviderUnavailableError) as caught:
+        harness.start()
+    message = str(caught.value)
+    assert "--secrets-fd" not in message and "the bridge's environment;" not in message
+    assert f'needs {variable}: pass it from Python with env={{"{variable}": "sk-..."}}' in message, message
+    assert "DeepSeekHarness(env=...)" in message and f"set {variable} in this Python process's environment" in message
+    assert caught.value.code == -32004 and caught.value.data == {"kind": "provider-unavailable", "provider": provider}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import package_metadata
 from conftest import REPO_ROOT, real_bridge_or_skip
 
 SDK = Path(__file__).resolve().parents[1]
@@ -29,18 +30,42 @@ with DeepSeekHarness(provider="scripted", model="demo", session_root=sys.argv[1]
 """
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    binary = real_bridge_or_skip()
-    out = tmp_path_factory.mktemp("wheel")
+def build_wheel(out: Path) -> Path:
+    """scripts/build_wheel.py as a user runs it: without SOURCE_DATE_EPOCH (the script sets it)."""
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
     proc = subprocess.run(
-        [sys.executable, str(SDK / "scripts" / "build_wheel.py"), "--bin", str(binary), "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [sys.executable, str(SDK / "scripts" / "build_wheel.py"), "--bin", str(real_bridge_or_skip()), "--out", str(out)],
+        capture_output=True, text=True, timeout=600, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     path = Path(proc.stdout.strip().splitlines()[-1])
     assert path.is_file()
     return path
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    real_bridge_or_skip()
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def test_two_builds_of_one_commit_give_one_sha256(wheel, tmp_path):
+    import hashlib
+    import time
+    import zipfile
+
+    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True)
+    if commit.returncode != 0:
+        pytest.skip(f"not a git checkout: {commit.stderr.strip()}")
+    # Every entry is dated the last commit, not the files' or the build's time (which would
+    # differ between two builds made seconds apart, or on two machines).
+    y, mo, d, h, mi, sec = time.gmtime(int(commit.stdout))[0:6]
+    expected = (y, mo, d, h, mi, sec - sec % 2)  # a zip stores seconds in steps of 2
+    with zipfile.ZipFile(wheel) as z:
+        dates = {info.filename: info.date_time for info in z.infolist()}
+    assert {name: date for name, date in dates.items() if date != expected} == {}
+    again = build_wheel(tmp_path)
+    assert hashlib.sha256(again.read_bytes()).hexdigest() == hashlib.sha256(wheel.read_bytes()).hexdigest()
 
 
 def test_wheel_is_a_platform_wheel_with_the_binary(wheel):
@@ -56,10 +81,12 @@ def test_wheel_is_a_platform_wheel_with_the_binary(wheel):
         assert "deepseek_harness/py.typed" in names
         version_py = z.read("deepseek_harness/_version.py").decode()
         (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
-        meta = z.read(metadata).decode().splitlines()
+        meta_text = z.read(metadata).decode()
+        meta = meta_text.splitlines()
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
         assert any(n.endswith(".dist-info/entry_points.txt") for n in names)
     assert "License-Expression: MIT" in meta
+    package_metadata.check(meta_text, REPO_ROOT)
     assert "Project-URL: Source, https://github.com/harness-bridge/harness-bridge" in meta
     version = json.loads((REPO_ROOT / "package.json").read_text())["version"]
     assert f'"{version}"' in version_py

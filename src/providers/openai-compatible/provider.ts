@@ -13,6 +13,7 @@ import type { Dispatcher } from "undici";
 import { ModelError, type ModelProvider, type ModelRequest, type ModelStreamPart } from "../types.js";
 import { mapChunk, mapFinishReason, type ChunkResult } from "./chunks.js";
 import { describeNetworkError, httpFailure, isContextWindowMessage, serverErrorMessage } from "./errors.js";
+import { withHint } from "./hints.js";
 import { readEventData } from "./event-stream.js";
 import { AttemptFailure, withRetries } from "./retry.js";
 import type { OpenAICompatibleSettings } from "./settings.js";
@@ -70,7 +71,8 @@ class OpenAICompatibleProvider implements ModelProvider {
     try {
       yield* withRetries(() => this.attempt(body, deadline.signal), this.settings, deadline.signal);
     } catch (err) {
-      throw deadline.error(err);
+      // The first failures a user meets get the cause and the fix appended (hints.ts).
+      throw withHint(deadline.error(err), { ...this.settings, model: request.model });
     } finally {
       deadline.release();
     }

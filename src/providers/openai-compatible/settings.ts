@@ -59,6 +59,9 @@ export interface OpenAICompatibleSettings extends TransportTuning {
   name: string;
   /** The full URL of the chat completions endpoint. */
   endpoint: string;
+  /** The route's base URL variable and its default, named by the hints of a failure (hints.ts). */
+  baseUrlVar: string;
+  defaultBaseUrl: string;
   /** Sent as `Authorization: Bearer …` when present. */
   apiKey?: string;
   /** Send `reasoning_content` back on assistant messages with tool calls (DeepSeek thinking mode needs it). */
@@ -212,6 +215,8 @@ export function resolveSettings(
     ...readTuning(env, { firstTokenTimeoutMs: config.firstTokenTimeoutMs, requestTimeoutMs: config.requestTimeoutMs }),
     name: route.name,
     endpoint: chatCompletionsUrl(baseUrl),
+    baseUrlVar: route.baseUrlVar,
+    defaultBaseUrl: route.defaultBaseUrl,
     apiKey,
     sendReasoningContent: route.sendReasoningContent,
     toolChoice: checkToolChoice(config.toolChoice),

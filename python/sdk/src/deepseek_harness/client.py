@@ -23,7 +23,7 @@ from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
 from ._internal.sessions import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
-from .errors import ProtocolError
+from .errors import ProtocolError, ProviderUnavailableError
 from .client_tool_models import SessionPermissionParams, SessionToolResultParams
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse, TextBlock
 from .client_tools import ClientTool
@@ -152,7 +152,10 @@ class HarnessClient(Connection):
         }
         # Every keyword named in INITIALIZE_FIELDS goes through that one table.
         params.update(initialize_settings(locals()))
-        result = self._request("initialize", params, timeout=timeout)
+        try:
+            result = self._request("initialize", params, timeout=timeout)
+        except ProviderUnavailableError as exc:
+            raise exc.for_python() from None  # "no key": say env=, not --secrets-fd
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version != PROTOCOL_VERSION:
             raise ProtocolError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 __all__ = [
@@ -112,6 +113,27 @@ class ShuttingDownError(JsonRpcError):
 
 class ProviderUnavailableError(JsonRpcError):
     """-32004: the provider cannot work as configured (the message names what to set)."""
+
+    def for_python(self) -> "ProviderUnavailableError":
+        """The same error, its "no API key" advice said the SDK's way. The bridge tells its own
+        callers to set the key in its environment or pass ``--secrets-fd``, a flag an SDK user
+        never sees (the SDK passes it, from ``env=`` or ``os.environ``); any other message is
+        kept as it is."""
+        message = _MISSING_KEY.sub(_python_key_advice, self.message, count=1)
+        return self if message == self.message else ProviderUnavailableError(self.code, message, self.data, self.method)
+
+
+# The bridge's missing-key message (src/providers/openai-compatible/settings.ts missingKeyMessage):
+# "needs VAR; set it in the bridge's environment[ or pass it with --secrets-fd]".
+_MISSING_KEY = re.compile(r"needs (?P<var>[A-Z][A-Z0-9_]*_API_KEY); set it in the bridge's environment"
+                          r"(?: or pass it with --secrets-fd)?")
+
+
+def _python_key_advice(match: "re.Match[str]") -> str:
+    var = match.group("var")
+    return (f"needs {var}: pass it from Python with env={{\"{var}\": \"sk-...\"}} (DeepSeekHarness(env=...), "
+            f"HarnessOptions.env, HarnessClient(env=...)) or set {var} in this Python process's environment; "
+            "the SDK hands it to the bridge on a pipe, never in the bridge's environment")
 
 
 class InvalidParamsError(JsonRpcError):

@@ -138,6 +138,16 @@ class TurnEndReason(WireModel):
         """The status this reason maps to."""
         return status_of(self.kind)
 
+    def describe(self) -> str:
+        """The reason in one line, with every detail it carries: ``completed``, ``max-steps
+        (limit 10)``, ``model-error (HTTP 401, code invalid_request_error): Authentication
+        Fails, ...``. What a program prints when a turn did not go well."""
+        details = [f"HTTP {self.http_status}"] if self.http_status is not None else []
+        details += [f"code {self.code}"] if self.code else []
+        details += [f"limit {self.limit}"] if self.limit is not None else []
+        text = self.kind + (f" ({', '.join(details)})" if details else "")
+        return f"{text}: {self.message}" if self.message else text
+
 
 class Usage(WireModel):
     """Token usage of one model request, or summed over a turn."""
