@@ -20,7 +20,7 @@ import * as path from "node:path";
 import type { Logger } from "../log.js";
 import { DEFAULT_MCP_STARTUP_TIMEOUT_MS, DEFAULT_MCP_TOOL_TIMEOUT_MS, type McpServerConfig, type McpServerStatus } from "../protocol/mcp-types.js";
 import type { JsonObject } from "../protocol/types.js";
-import { commandEnv } from "../tools/bash.js";
+import { commandEnv } from "../sandbox/command-env.js";
 import type { ToolOutput } from "../tools/types.js";
 import { httpTransport } from "./http-transport.js";
 import { offerTools, type ListedTool, type OfferedTool } from "./names.js";

@@ -19,7 +19,7 @@ import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { KILL_GRACE_MS, killGroup } from "../tools/process-group.js";
-import { findBash } from "../tools/sandbox.js";
+import { findBash } from "../sandbox/locate.js";
 
 /** Longest frame accepted from a server. */
 export const MAX_LINE_BYTES = 32 * 1024 * 1024;

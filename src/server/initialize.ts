@@ -19,7 +19,8 @@ import type { Redactor } from "../redact.js";
 import { defaultSessionRoot } from "../agent/session-root.js";
 // Types only: the runtime loads after the response (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
-import { hideFromSandbox, sandboxStatusAtStart, type SandboxStatus } from "../tools/sandbox.js";
+import { hideFromSandbox } from "../sandbox/hidden.js";
+import { sandboxStatusAtStart, type SandboxStatus } from "../sandbox/status.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { loadMcp } from "./mcp-loader.js";
 import { buildSystemPrompt } from "./system-prompt.js";
@@ -148,7 +149,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     .then(() => {
       if (bashOffered && permissionMode === "workspace-write") {
         // The real probe of the sandbox, ready before the first bash call needs it.
-        void import("../tools/sandbox-probe.js").then(({ probeSandbox }) => probeSandbox(fs.realpathSync(workspace), env)).catch(() => undefined);
+        void import("../sandbox/probe.js").then(({ probeSandbox }) => probeSandbox(fs.realpathSync(workspace), env)).catch(() => undefined);
       }
       return Promise.all([loadAgentModules(), settings.preload()]);
     })

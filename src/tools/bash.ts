@@ -1,13 +1,14 @@
 /**
  * `bash {command, timeoutMs?}`: runs `bash -c command` in the workspace, in its own process
  * group, with a timeout, bounded output, a scrubbed environment and — in `workspace-write` mode —
- * only inside the bubblewrap sandbox (sandbox.ts), refusing to run without it. See docs/tools.md.
+ * only inside the sandbox (src/sandbox/), refusing to run without it. See docs/tools.md.
  */
 import * as fs from "node:fs";
-import * as path from "node:path";
-import { PROVIDER_KEY_VARIABLES } from "../providers/types.js";
-import { bwrapArgs, findBash, findBwrap, noSandboxMessage } from "./sandbox.js";
-import { probeSandbox } from "./sandbox-probe.js";
+import { bwrapArgs, findBwrap } from "../sandbox/bwrap.js";
+import { commandEnv } from "../sandbox/command-env.js";
+import { findBash } from "../sandbox/locate.js";
+import { probeSandbox } from "../sandbox/probe.js";
+import { noSandboxMessage } from "../sandbox/status.js";
 import { GROUP_WRAPPER, KILL_GRACE_MS, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, runInProcessGroup } from "./process-group.js";
 import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
 
@@ -18,32 +19,6 @@ export const BASH_MAX_TIMEOUT_MS = 600_000;
 /** Longest command accepted. */
 export const BASH_MAX_COMMAND_CHARS = 100_000;
 export { KILL_GRACE_MS as BASH_KILL_GRACE_MS, OUTPUT_HEAD_BYTES as BASH_OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES as BASH_OUTPUT_TAIL_BYTES };
-
-/** Environment variables never passed to commands, besides any matching `SECRET_ENV_PATTERN`. */
-export const SECRET_ENV_NAMES: readonly string[] = PROVIDER_KEY_VARIABLES;
-/** Names matching this are treated as secrets and removed from the commands' environment. */
-export const SECRET_ENV_PATTERN =
-  /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|(^|_)PASS(_|$)|PGPASS|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION|PRIVATE|^AWS_|^AZURE_CLIENT|^GOOGLE_APPLICATION/i;
-/** A value holding a URL with credentials (`scheme://user:password@host`, e.g. a proxy or database URL) is a secret too. */
-export const CREDENTIAL_URL_PATTERN = /[a-z][a-z0-9+.-]*:\/\/[^\s/@:]*:[^\s/@]*@/i;
-/** Set for every command: no colours, no pagers, a dumb terminal. */
-export const BASH_ENV_OVERRIDES: Readonly<Record<string, string>> = { NO_COLOR: "1", PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb" };
-
-/**
- * The environment of a command: `base` without secrets (names matching `SECRET_ENV_PATTERN`,
- * values holding a URL with credentials), PATH without relative or empty entries (those
- * resolve against the working directory, which is the workspace: a `git` or `ls` planted there
- * would run in place of the real one), plus `BASH_ENV_OVERRIDES`.
- */
-export function commandEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(base)) {
-    if (value === undefined || SECRET_ENV_NAMES.includes(name) || SECRET_ENV_PATTERN.test(name) || CREDENTIAL_URL_PATTERN.test(value)) continue;
-    env[name] = value;
-  }
-  if (env.PATH !== undefined) env.PATH = env.PATH.split(path.delimiter).filter((dir) => path.isAbsolute(dir)).join(path.delimiter);
-  return { ...env, ...BASH_ENV_OVERRIDES };
-}
 
 function parseTimeout(value: unknown): number {
   if (value === undefined || value === null) return BASH_DEFAULT_TIMEOUT_MS;

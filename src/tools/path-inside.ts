@@ -1,4 +1,4 @@
-/** Lexical containment of absolute paths: a leaf module, so workspace.ts and sandbox.ts share it without importing each other. */
+/** Lexical containment of absolute paths: a leaf module, so workspace.ts and sandbox/hidden.ts share it without importing each other. */
 import * as path from "node:path";
 
 /** Whether `candidate` is `root` or below it, lexically (both absolute). */

@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { PermissionMode } from "../protocol/index.js";
 import { isInside } from "./path-inside.js";
-import { isHiddenPath } from "./sandbox.js";
+import { isHiddenPath } from "../sandbox/hidden.js";
 import { ToolError } from "./types.js";
 
 /** Whether the file tools are held inside the workspace in this mode. */
@@ -28,7 +28,7 @@ export { isInside };
 
 /**
  * Whether the file tools may reach the real path `real` when confined to the real workspace
- * `root`: inside it, and not in a path hidden from tools (sandbox.ts `isHiddenPath`).
+ * `root`: inside it, and not in a path hidden from tools (sandbox/hidden.ts `isHiddenPath`).
  */
 export function isReachable(root: string, real: string): boolean {
   return isInside(root, real) && !isHiddenPath(real, root);

@@ -12,7 +12,7 @@ import { editFileTool } from "../../src/tools/edit-file.js";
 import { globTool } from "../../src/tools/glob.js";
 import { grepTool } from "../../src/tools/grep.js";
 import { readFileTool } from "../../src/tools/read-file.js";
-import { resetSandboxProbes } from "../../src/tools/sandbox-probe.js";
+import { resetSandboxProbes } from "../../src/sandbox/probe.js";
 import { ToolError, type Tool } from "../../src/tools/types.js";
 import { writeFileTool } from "../../src/tools/write-file.js";
 import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";

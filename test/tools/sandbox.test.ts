@@ -8,10 +8,11 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bashTool, commandEnv } from "../../src/tools/bash.js";
-import { findBwrap } from "../../src/tools/sandbox.js";
-import { resetSandboxProbes, sandboxStatus } from "../../src/tools/sandbox-probe.js";
-import { sandboxStatusAtStart } from "../../src/tools/sandbox.js";
+import { bashTool } from "../../src/tools/bash.js";
+import { commandEnv } from "../../src/sandbox/command-env.js";
+import { findBwrap } from "../../src/sandbox/bwrap.js";
+import { resetSandboxProbes, sandboxStatus } from "../../src/sandbox/probe.js";
+import { sandboxStatusAtStart } from "../../src/sandbox/status.js";
 import { RawClient, initParams } from "../support/raw-client.js";
 import { makeCtx, makeSandbox, text } from "./helpers.js";
 

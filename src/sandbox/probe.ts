@@ -6,7 +6,8 @@
  */
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
-import { bwrapArgs, bwrapNotFound, findBwrap, sandboxStatusAtStart, type SandboxStatus } from "./sandbox.js";
+import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
+import { sandboxStatusAtStart, type SandboxStatus } from "./status.js";
 
 /** What the probe runs in the sandbox: `true` (half the time of a bash start). */
 const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";

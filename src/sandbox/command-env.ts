@@ -1,0 +1,33 @@
+/**
+ * The environment of every command the bridge starts (bash's, MCP stdio servers'): what of the
+ * bridge's own environment it may see.
+ */
+import * as path from "node:path";
+import { PROVIDER_KEY_VARIABLES } from "../providers/types.js";
+
+/** Environment variables never passed to commands, besides any matching `SECRET_ENV_PATTERN`. */
+export const SECRET_ENV_NAMES: readonly string[] = PROVIDER_KEY_VARIABLES;
+/** Names matching this are treated as secrets and removed from the commands' environment. */
+export const SECRET_ENV_PATTERN =
+  /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|(^|_)PASS(_|$)|PGPASS|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION|PRIVATE|^AWS_|^AZURE_CLIENT|^GOOGLE_APPLICATION/i;
+/** A value holding a URL with credentials (`scheme://user:password@host`, e.g. a proxy or database URL) is a secret too. */
+export const CREDENTIAL_URL_PATTERN = /[a-z][a-z0-9+.-]*:\/\/[^\s/@:]*:[^\s/@]*@/i;
+/** Set for every command: no colours, no pagers, a dumb terminal. */
+export const BASH_ENV_OVERRIDES: Readonly<Record<string, string>> = { NO_COLOR: "1", PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb" };
+
+/**
+ * The environment of a command: `base` without secrets (names matching `SECRET_ENV_PATTERN`,
+ * values holding a URL with credentials), PATH without relative or empty entries (those
+ * resolve against the working directory, which is the workspace: a `git` or `ls` planted there
+ * would run in place of the real one), plus `BASH_ENV_OVERRIDES`.
+ */
+export function commandEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (value === undefined || SECRET_ENV_NAMES.includes(name) || SECRET_ENV_PATTERN.test(name) || CREDENTIAL_URL_PATTERN.test(value)) continue;
+    env[name] = value;
+  }
+  if (env.PATH !== undefined) env.PATH = env.PATH.split(path.delimiter).filter((dir) => path.isAbsolute(dir)).join(path.delimiter);
+  return { ...env, ...BASH_ENV_OVERRIDES };
+}
+

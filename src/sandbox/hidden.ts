@@ -1,0 +1,81 @@
+/**
+ * The paths hidden from sandboxed commands and from the file tools: credential stores in the
+ * home folder, `HARNESS_SANDBOX_HIDE`, the session root. bubblewrap hides them by mounting over
+ * them (bwrap.ts); the Landlock confinement never grants them (landlock.ts); the file tools
+ * refuse them (`isHiddenPath`).
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { isInside } from "../tools/path-inside.js";
+
+/**
+ * Credential stores hidden from sandboxed commands, relative to the home folder: a folder is
+ * replaced by an empty tmpfs, a file by an empty one. `HARNESS_SANDBOX_HIDE` (paths separated by
+ * `:`) adds more; the server adds the session root.
+ */
+export const HIDDEN_HOME_PATHS: readonly string[] = [
+  ".ssh", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".gnupg", ".netrc", ".git-credentials",
+  ".config/gh", ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+];
+
+const extraHidden = new Set<string>();
+/** Hides `p` from sandboxed commands too (the server calls it with the session root). */
+export function hideFromSandbox(p: string): void {
+  const before = extraHidden.size;
+  extraHidden.add(path.resolve(p));
+  if (extraHidden.size !== before) extraHiddenVersion += 1;
+}
+/** Bumped when `extraHidden` grows, so the file tools' cached list knows it is stale. */
+let extraHiddenVersion = 0;
+
+let hiddenForTools: { key: string; paths: string[] } | undefined;
+
+/**
+ * Whether the real path `real` is in a hidden path (a credential store, HARNESS_SANDBOX_HIDE,
+ * the session root): the file tools refuse those too, so a workspace that holds one (the home
+ * folder as workspace holds ~/.ssh) does not hand it to the model. A hidden path that holds
+ * `root` (the workspace) does not count below it, as in the sandbox. Both the path as given and
+ * its real path count, so a store created after the first check is still covered by name.
+ */
+export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  // Called for every path a search shows: the key is cheap, the list is built when it changes.
+  const key = `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${extraHiddenVersion}`;
+  if (hiddenForTools?.key !== key) {
+    const paths = new Set<string>();
+    for (const p of wantedHidden(env)) {
+      paths.add(path.resolve(p));
+      try {
+        paths.add(fs.realpathSync(p));
+      } catch {
+        // not there yet: its name still counts
+      }
+    }
+    hiddenForTools = { key, paths: [...paths] };
+  }
+  return hiddenForTools.paths.some((h) => !isInside(h, root) && isInside(h, real));
+}
+
+export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
+  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
+  return [
+    ...HIDDEN_HOME_PATHS.map((p) => path.join(home, p)),
+    ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
+    ...extraHidden,
+  ];
+}
+
+/** The existing paths to hide, each with whether it is a folder. */
+export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
+  const found = new Map<string, boolean>();
+  for (const p of wantedHidden(env)) {
+    try {
+      const real = fs.realpathSync(p);
+      found.set(real, fs.statSync(real).isDirectory());
+    } catch {
+      // not there: nothing to hide
+    }
+  }
+  return [...found].map(([p, folder]) => ({ path: p, folder }));
+}
+

@@ -1,0 +1,58 @@
+/**
+ * What confines bash, as the `initialize` result reports it, and the error of a bash that
+ * refuses to run unconfined.
+ */
+import * as fs from "node:fs";
+import { bwrapNotFound, findBwrap } from "./bwrap.js";
+
+/** What confines bash in this process: the `sandbox` of the `initialize` result. */
+export interface SandboxStatus {
+  bash: "bubblewrap" | "none";
+  reason?: string;
+}
+
+const readSysctl = (name: string): string | undefined => {
+  try {
+    return fs.readFileSync(`/proc/sys/${name}`, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Why this kernel refuses bubblewrap its user namespace, if it visibly does (no user namespaces
+ * at all; Debian's and Ubuntu's switches against unprivileged ones), read from /proc/sys — no
+ * process is started, so `initialize` pays nothing for it.
+ */
+function userNamespacesRefused(): string | undefined {
+  if (readSysctl("user/max_user_namespaces") === "0") return "user namespaces are disabled (user.max_user_namespaces = 0)";
+  if (process.getuid?.() === 0) return undefined;
+  if (readSysctl("kernel/unprivileged_userns_clone") === "0") return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)";
+  if (readSysctl("kernel/apparmor_restrict_unprivileged_userns") === "1") return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1)";
+  return undefined;
+}
+
+/**
+ * What confines bash under `mode`, as far as can be told without starting a process: bwrap
+ * present and the kernel not refusing user namespaces. The first bash call probes the sandbox
+ * for real (probe.ts) and fails closed with bwrap's own error if it still cannot run
+ * (a container's seccomp filter, say), so an optimistic answer here never runs a command
+ * unconfined.
+ */
+export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = process.env): SandboxStatus {
+  if (mode === "read-only") return { bash: "none", reason: "bash is not offered in read-only mode" };
+  if (mode === "full") return { bash: "none", reason: "permission mode full: bash runs unconfined, by design" };
+  const bwrap = findBwrap(env);
+  if (!bwrap) return { bash: "none", reason: bwrapNotFound(env) };
+  const refused = userNamespacesRefused();
+  return refused ? { bash: "none", reason: `bubblewrap cannot make its sandbox here: ${refused}` } : { bash: "bubblewrap" };
+}
+
+/** The tool error of bash in `workspace-write` without a working sandbox: it names the fix. */
+export function noSandboxMessage(failure: string): string {
+  return (
+    `bash was not run: permission mode 'workspace-write' runs commands only inside the bubblewrap sandbox, and ${failure}. ` +
+    "Fix: install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
+    "or initialize with permissionMode \"full\" to run commands unconfined."
+  );
+}
