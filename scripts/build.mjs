@@ -40,6 +40,21 @@ fs.mkdirSync(buildDir, { recursive: true });
 fs.mkdirSync(path.dirname(exe), { recursive: true });
 fs.mkdirSync(path.dirname(download), { recursive: true });
 
+// The Landlock helper (scripts/sandbox-helper.mjs, src/sandbox/landlock.ts): compiled for the
+// target arch, embedded as the SEA asset `landlock-exec`, and its sha256 compiled into the
+// bundle (`__LANDLOCK_HELPER_SHA256__`), which the bridge checks before every exec of it.
+const { buildSandboxHelper } = await import("./sandbox-helper.mjs");
+const landlockHelper = (() => {
+  try {
+    return buildSandboxHelper(arch, { buildDir });
+  } catch (err) {
+    return fail(`the Landlock helper: ${err.message}`);
+  }
+})();
+const landlockAsset = { "landlock-exec": path.relative(buildDir, landlockHelper.file) };
+const landlockDefine = { __LANDLOCK_HELPER_SHA256__: JSON.stringify(landlockHelper.sha256) };
+step(`Landlock helper ${landlockHelper.size} bytes, sha256 ${landlockHelper.sha256.slice(0, 16)}…`);
+
 // What both bundles share. ESM-only dependencies (fdir, under tinyglobby) call
 // createRequire(import.meta.url) at load time; in a CommonJS bundle import.meta is empty, so give
 // it this file's URL (the executable's path inside the SEA) instead of crashing the first glob/grep.
@@ -70,7 +85,7 @@ await esbuild.build({
   ...common,
   entryPoints: [path.join(root, "src", "main.ts")],
   outfile: bundle,
-  define: { ...defines, __MCP_CHUNK__: JSON.stringify(mcpChunkName) },
+  define: { ...defines, ...landlockDefine, __MCP_CHUNK__: JSON.stringify(mcpChunkName) },
   plugins: [mcpExternal],
 });
 await esbuild.build({ ...common, entryPoints: [path.join(root, "src", "mcp", "index.ts")], outfile: mcpChunk, define: defines });
@@ -108,7 +123,7 @@ const target = targetNode();
 // --hash-seed is not: it would be rejected, and start-up would lose what the cache saves).
 const blob = `sea-prep-${arch}.blob`;
 const seaConfig = `sea-config-${arch}.json`;
-fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: { [mcpChunkName]: mcpChunkName } }));
+fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: { [mcpChunkName]: mcpChunkName, ...landlockAsset } }));
 try {
   execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--experimental-sea-config", seaConfig], {
     cwd: buildDir,

@@ -256,11 +256,12 @@ export interface InitializeResult {
   /** Every registered provider name. */
   providers: string[];
   /**
-   * What confines `bash` in this process: `bubblewrap`, or `none` with the reason (`full` and
-   * `read-only` modes, bash not offered, or no working sandbox — then bash fails closed in
-   * `workspace-write`).
+   * What confines `bash` in this process: `bubblewrap`; `landlock` (the in-kernel Landlock +
+   * seccomp confinement, used where bubblewrap is absent or cannot run, with the kernel's
+   * `landlockAbi`); or `none` with the reason (`full` and `read-only` modes, bash not offered,
+   * or no working sandbox — then bash fails closed in `workspace-write`).
    */
-  sandbox: { bash: "bubblewrap" | "none"; reason?: string };
+  sandbox: { bash: "bubblewrap" | "landlock" | "none"; reason?: string; landlockAbi?: number };
   /** Present when `initialize.mcpServers` was given: each server's outcome. */
   mcpServers?: McpServerStatus[];
 }

@@ -28,6 +28,7 @@ export function findBwrap(env: NodeJS.ProcessEnv = process.env): string | null {
 
 /** Why bwrap was not found: where it was looked for. */
 export function bwrapNotFound(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.HARNESS_BWRAP === "off") return "bubblewrap is switched off (HARNESS_BWRAP=off)";
   return `bubblewrap (bwrap) was not found at ${[env.HARNESS_BWRAP || undefined, ...BWRAP_LOCATIONS].filter(Boolean).join(", ")}`;
 }
 

@@ -7,8 +7,10 @@ import { bwrapNotFound, findBwrap } from "./bwrap.js";
 
 /** What confines bash in this process: the `sandbox` of the `initialize` result. */
 export interface SandboxStatus {
-  bash: "bubblewrap" | "none";
+  bash: "bubblewrap" | "landlock" | "none";
   reason?: string;
+  /** With `landlock`: the kernel's Landlock ABI (what it enforces: docs/tools.md). */
+  landlockAbi?: number;
 }
 
 const readSysctl = (name: string): string | undefined => {
@@ -35,9 +37,9 @@ function userNamespacesRefused(): string | undefined {
 /**
  * What confines bash under `mode`, as far as can be told without starting a process: bwrap
  * present and the kernel not refusing user namespaces. The first bash call probes the sandbox
- * for real (probe.ts) and fails closed with bwrap's own error if it still cannot run
- * (a container's seccomp filter, say), so an optimistic answer here never runs a command
- * unconfined.
+ * for real (probe.ts) and, if it still cannot run (a container's seccomp filter, say), uses
+ * the Landlock confinement or fails closed, so an optimistic answer here never runs a command
+ * unconfined. `none` here means "not bubblewrap": probe.ts `initialSandboxStatus` then asks Landlock.
  */
 export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = process.env): SandboxStatus {
   if (mode === "read-only") return { bash: "none", reason: "bash is not offered in read-only mode" };
@@ -48,11 +50,12 @@ export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = proc
   return refused ? { bash: "none", reason: `bubblewrap cannot make its sandbox here: ${refused}` } : { bash: "bubblewrap" };
 }
 
-/** The tool error of bash in `workspace-write` without a working sandbox: it names the fix. */
+/** The tool error of bash in `workspace-write` without a working sandbox: it names the fixes. */
 export function noSandboxMessage(failure: string): string {
   return (
-    `bash was not run: permission mode 'workspace-write' runs commands only inside the bubblewrap sandbox, and ${failure}. ` +
+    `bash was not run: permission mode 'workspace-write' runs commands only inside a sandbox (bubblewrap, or Landlock), and ${failure}. ` +
     "Fix: install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
+    "or run on a Linux kernel with Landlock enabled (5.13 or later), " +
     "or initialize with permissionMode \"full\" to run commands unconfined."
   );
 }

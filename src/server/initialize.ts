@@ -20,7 +20,8 @@ import { defaultSessionRoot } from "../agent/session-root.js";
 // Types only: the runtime loads after the response (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { hideFromSandbox } from "../sandbox/hidden.js";
-import { sandboxStatusAtStart, type SandboxStatus } from "../sandbox/status.js";
+import { initialSandboxStatus } from "../sandbox/probe.js";
+import type { SandboxStatus } from "../sandbox/status.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { loadMcp } from "./mcp-loader.js";
 import { buildSystemPrompt } from "./system-prompt.js";
@@ -101,11 +102,12 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
   if (params.clientTools) await checkClientTools(params.clientTools);
   const { env, logger } = settings;
   const permissionMode = narrowPermission(params.permissionMode, settings.permissionCeiling, logger);
-  // What confines bash, as far as start-up can tell (no process started); the real probe runs
-  // after the response (below). The session logs are hidden from sandboxed commands.
+  // What confines bash: bubblewrap as far as start-up can tell (no process started), else the
+  // Landlock probe's answer; the real probe runs after the response (below). The session logs
+  // are hidden from sandboxed commands.
   if (settings.sessionLog) hideFromSandbox(settings.sessionRoot ?? defaultSessionRoot(env));
   const bashOffered = !params.tools || params.tools.includes("bash");
-  const sandbox: SandboxStatus = bashOffered ? sandboxStatusAtStart(permissionMode, env) : { bash: "none", reason: "bash is not among the tools offered" };
+  const sandbox: SandboxStatus = bashOffered ? await initialSandboxStatus(permissionMode, workspace, env) : { bash: "none", reason: "bash is not among the tools offered" };
   let provider;
   try {
     provider = await factory.create({
@@ -149,7 +151,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     .then(() => {
       if (bashOffered && permissionMode === "workspace-write") {
         // The real probe of the sandbox, ready before the first bash call needs it.
-        void import("../sandbox/probe.js").then(({ probeSandbox }) => probeSandbox(fs.realpathSync(workspace), env)).catch(() => undefined);
+        void import("../sandbox/probe.js").then(({ chooseSandbox }) => chooseSandbox(fs.realpathSync(workspace), env)).catch(() => undefined);
       }
       return Promise.all([loadAgentModules(), settings.preload()]);
     })

@@ -7,7 +7,8 @@ import * as fs from "node:fs";
 import { bwrapArgs, findBwrap } from "../sandbox/bwrap.js";
 import { commandEnv } from "../sandbox/command-env.js";
 import { findBash } from "../sandbox/locate.js";
-import { probeSandbox } from "../sandbox/probe.js";
+import { landlockCommand, makeCommandTmp } from "../sandbox/landlock.js";
+import { chooseSandbox } from "../sandbox/probe.js";
 import { noSandboxMessage } from "../sandbox/status.js";
 import { GROUP_WRAPPER, KILL_GRACE_MS, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, runInProcessGroup } from "./process-group.js";
 import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
@@ -32,14 +33,27 @@ function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
-/** The argv to run `command`: the group wrapper by bash's absolute path, inside bwrap in `workspace-write`; or why it cannot run. */
-async function commandArgv(command: string, ctx: ToolContext, workspace: string): Promise<{ argv: string[] } | { refused: string }> {
+/**
+ * How to run `command`: the group wrapper by bash's absolute path — inside bubblewrap, or the
+ * Landlock confinement, in `workspace-write` (probe.ts chooses) — with its environment and
+ * what to remove afterwards; or why it cannot run. Under Landlock the command gets a private
+ * temporary folder of its own (TMPDIR), removed when it ends; bubblewrap gives it a private /tmp.
+ */
+async function commandArgv(command: string, ctx: ToolContext, workspace: string): Promise<{ argv: string[]; env: NodeJS.ProcessEnv; tmp?: string } | { refused: string }> {
   const bash = findBash();
   const inner = [bash, "-c", GROUP_WRAPPER, bash, command];
-  if (ctx.permissionMode !== "workspace-write") return { argv: inner };
-  const failure = await probeSandbox(workspace);
-  if (failure !== null) return { refused: noSandboxMessage(failure) };
-  return { argv: [findBwrap()!, ...bwrapArgs(workspace), ...inner] };
+  if (ctx.permissionMode !== "workspace-write") return { argv: inner, env: commandEnv() };
+  const chosen = await chooseSandbox(workspace);
+  if (chosen.kind === "none") return { refused: noSandboxMessage(chosen.reason) };
+  if (chosen.kind === "bubblewrap") return { argv: [chosen.bwrap, ...bwrapArgs(workspace), ...inner], env: { ...commandEnv(), TMPDIR: "/tmp" } };
+  let tmp: string | undefined;
+  try {
+    tmp = makeCommandTmp();
+    return { argv: [...landlockCommand(workspace, tmp), ...inner], env: { ...commandEnv(), TMPDIR: tmp }, tmp };
+  } catch (error) {
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    return { refused: noSandboxMessage(`the Landlock confinement cannot run: ${(error as Error).message}`) };
+  }
 }
 
 export const bashTool: Tool = {
@@ -81,7 +95,12 @@ export const bashTool: Tool = {
     const how = await commandArgv(command, ctx, workspace);
     if ("refused" in how) return textOutput(how.refused, true);
     const { argv } = how;
-    const run = await runInProcessGroup({ argv, cwd: workspace, env: commandEnv(), timeoutMs, signal: ctx.signal });
+    let run;
+    try {
+      run = await runInProcessGroup({ argv, cwd: workspace, env: how.env, timeoutMs, signal: ctx.signal });
+    } finally {
+      if (how.tmp) fs.rmSync(how.tmp, { recursive: true, force: true });
+    }
 
     if (run.spawnError) {
       return textOutput(`could not start ${argv[0]}: ${run.spawnError.message}`, true);

@@ -1,0 +1,107 @@
+/**
+ * The Landlock helper's executable (helper/landlock-exec.c): taken from the single
+ * executable's asset `landlock-exec`, written once to a private folder, and checked against
+ * its sha256 before every exec.
+ *
+ * Where its bytes and its expected sha256 come from:
+ * - in the single executable: the SEA asset, and the sha256 scripts/build.mjs compiled in
+ *   (`__LANDLOCK_HELPER_SHA256__`), so a changed file is never run;
+ * - run from source (the tests) or as a plain bundle: build/sandbox/landlock-exec-ARCH and the
+ *   sha256 file the build wrote beside it (scripts/sandbox-helper.mjs).
+ *
+ * The private folder: `<tmpdir>/harness-bridge-<uid>`, created 0700, used only if it is a real
+ * folder (not a link), owned by this uid and closed to others — a folder someone else made in
+ * a shared /tmp is never used (a fresh mkdtemp folder is, instead). The file is written under a
+ * unique name and renamed into place, so a reader never sees half of it.
+ */
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Set by scripts/build.mjs; undefined when run from source. */
+declare const __LANDLOCK_HELPER_SHA256__: string | undefined;
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+/** The helper's bytes and the sha256 they must have, or why there are none. */
+function helperSource(): { bytes: Buffer; sha: string } | { missing: string } {
+  const compiled = typeof __LANDLOCK_HELPER_SHA256__ === "string" ? __LANDLOCK_HELPER_SHA256__ : undefined;
+  try {
+    const sea = require("node:sea") as { isSea(): boolean; getRawAsset(key: string): ArrayBuffer };
+    if (sea.isSea() && compiled) return { bytes: Buffer.from(sea.getRawAsset("landlock-exec")), sha: compiled };
+  } catch {
+    // not a single executable: the helper is a file of the build
+  }
+  const name = `landlock-exec-${process.arch}`;
+  // From source: src/sandbox/ → ../../build/sandbox; as a bundle (build/harness-bridge.cjs): build/sandbox.
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const dirs = [path.join(here, "..", "..", "build", "sandbox"), path.join(here, "sandbox")];
+  for (const dir of dirs) {
+    const file = path.join(dir, name);
+    try {
+      const bytes = fs.readFileSync(file);
+      const sha = compiled ?? fs.readFileSync(`${file}.sha256`, "utf8").trim();
+      return { bytes, sha };
+    } catch {
+      // try the next place
+    }
+  }
+  return { missing: `this build has no Landlock helper for ${process.platform}-${process.arch} (build/sandbox/${name}: run npm run build)` };
+}
+
+/** Whether `dir` is this uid's own folder, closed to everyone else. */
+function isPrivateFolder(dir: string): boolean {
+  try {
+    const st = fs.lstatSync(dir);
+    return st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o077) === 0;
+  } catch {
+    return false;
+  }
+}
+
+let privateDir: string | undefined;
+/** This uid's private folder for the helper and the commands' temporary folders (see above). */
+export function privateFolder(): string {
+  if (privateDir && isPrivateFolder(privateDir)) return privateDir;
+  const shared = path.join(os.tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
+  try {
+    fs.mkdirSync(shared, { mode: 0o700 });
+  } catch {
+    // there already (checked below), or not makeable (a fresh folder below)
+  }
+  privateDir = isPrivateFolder(shared) ? shared : fs.mkdtempSync(path.join(os.tmpdir(), "harness-bridge-"));
+  return privateDir;
+}
+
+let written: { file: string; sha: string } | undefined;
+
+/**
+ * The helper's path, its bytes just checked against the expected sha256 (rewritten from the
+ * source once if they differ); throws with the reason when there is no trustworthy helper.
+ */
+export function verifiedHelper(): string {
+  if (written && fileHas(written.file, written.sha)) return written.file;
+  const source = helperSource();
+  if ("missing" in source) throw new Error(source.missing);
+  if (sha256(source.bytes) !== source.sha) throw new Error("the embedded Landlock helper does not match its sha256");
+  const file = path.join(privateFolder(), `landlock-exec-${source.sha.slice(0, 16)}`);
+  if (!fileHas(file, source.sha)) {
+    const tmp = `${file}.${process.pid}.${Date.now()}`;
+    fs.writeFileSync(tmp, source.bytes, { mode: 0o700, flag: "wx" });
+    fs.renameSync(tmp, file);
+    if (!fileHas(file, source.sha)) throw new Error(`the Landlock helper written to ${file} does not match its sha256`);
+  }
+  written = { file, sha: source.sha };
+  return file;
+}
+
+function fileHas(file: string, sha: string): boolean {
+  try {
+    const st = fs.lstatSync(file);
+    return st.isFile() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 && sha256(fs.readFileSync(file)) === sha;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The Landlock confinement of `bash` in `workspace-write` mode: used where bubblewrap is
+ * missing or cannot make its sandbox (probe.ts chooses). Needs no privilege and no user
+ * namespace: a kernel with Landlock (Linux 5.13+) and the helper (helper/landlock-exec.c,
+ * embedded in the single executable, sha256-checked before every exec: landlock-helper.ts).
+ *
+ * Invariant: a command here reads only what `landlockRules` allows — the system folders, the
+ * workspace, the home toolchains that exist (never a credential store or the session root),
+ * `HARNESS_SANDBOX_READ` — and writes only the workspace, its private temporary folder
+ * (`TMPDIR`) and /dev/null-like devices; it holds no capability, cannot mount, unshare,
+ * ptrace, read the bridge's /proc/PID/environ or memory, nor leave the process group (so it
+ * dies with the bridge, and PR_SET_PDEATHSIG kills the helper's process if the bridge dies
+ * first). Landlock allows folders, it cannot cut a hole in one: a hidden path (hidden.ts)
+ * inside an allowed folder makes this confinement refuse the workspace rather than show it.
+ * The network is not restricted (as with bubblewrap).
+ */
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { isInside } from "../tools/path-inside.js";
+import { hiddenPaths } from "./hidden.js";
+import { privateFolder, verifiedHelper } from "./landlock-helper.js";
+
+/** System folders readable (and executable) by a confined command, where they exist. */
+export const LANDLOCK_SYSTEM_READ: readonly string[] = [
+  "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys", "/nix/store", "/snap",
+];
+/** Devices a confined command may read and write (files only; no folder of /dev). */
+export const LANDLOCK_DEVICES: readonly string[] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+/**
+ * Toolchains in the home folder, readable where they exist (relative to $HOME): compilers,
+ * version managers and package caches a coding agent runs builds with. None holds credentials
+ * (`~/.cargo/credentials.toml` is why `.cargo` itself is not listed); one that holds or lies in
+ * a hidden path is left out. `HARNESS_SANDBOX_READ` adds more.
+ */
+export const LANDLOCK_HOME_TOOLCHAINS: readonly string[] = [
+  ".cargo/bin", ".cargo/registry", ".cargo/git", ".rustup", ".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin",
+  ".pyenv", ".rbenv", ".asdf", ".sdkman", ".local/bin", ".local/lib", ".local/share/uv/python", "go/bin", "go/pkg/mod",
+  ".m2/repository", ".gradle/wrapper", ".ghcup/bin", ".elan",
+];
+
+/** Whether Landlock is switched off (`HARNESS_LANDLOCK=off`: the tests' way to reach the fail-closed path). */
+export function landlockOff(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.HARNESS_LANDLOCK === "off";
+}
+
+const exists = (p: string) => fs.existsSync(p);
+const real = (p: string) => {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The helper's rule arguments for a command in `workspace` (a real path) with the private
+ * temporary folder `tmp`, or why this workspace cannot be confined by Landlock.
+ */
+export function landlockRules(workspace: string, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
+  const hidden = hiddenPaths(env).map((h) => h.path);
+  const touchesHidden = (dir: string) => hidden.some((h) => isInside(dir, h) || isInside(h, dir));
+  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
+
+  const read = new Set<string>(LANDLOCK_SYSTEM_READ.filter(exists));
+  // /etc/resolv.conf is often a link into /run (systemd-resolved): its target, alone, for DNS.
+  const resolv = real("/etc/resolv.conf");
+  if (resolv && !LANDLOCK_SYSTEM_READ.some((d) => isInside(d, resolv))) read.add(resolv);
+  for (const rel of LANDLOCK_HOME_TOOLCHAINS) {
+    const dir = real(path.join(home, rel));
+    if (dir && !touchesHidden(dir)) read.add(dir);
+  }
+  for (const p of (env.HARNESS_SANDBOX_READ ?? "").split(":").filter((p) => path.isAbsolute(p))) {
+    const dir = real(p);
+    if (dir) read.add(dir);
+  }
+  const write = [workspace, ...(tmp ? [tmp] : [])];
+  // A hidden path inside anything allowed would be readable: refuse instead (bubblewrap can hide
+  // it). One that holds the workspace does not count below it, as with bubblewrap.
+  for (const dir of [...read, ...write]) {
+    const h = hidden.find((h) => isInside(dir, h) && !isInside(h, workspace));
+    if (!h) continue;
+    return {
+      refused:
+        dir === workspace
+          ? `the workspace holds ${h}, which Landlock cannot hide (it allows folders, not holes in them)`
+          : `Landlock cannot hide ${h} inside the readable ${dir} (it allows folders, not holes in them)`,
+    };
+  }
+  return {
+    args: [
+      ...[...read].flatMap((p) => ["--ro", p]),
+      ...LANDLOCK_DEVICES.filter(exists).flatMap((p) => ["--rw", p]),
+      ...write.flatMap((p) => ["--rw", p]),
+    ],
+  };
+}
+
+/** The argv prefix that runs a program confined (`... -- PROGRAM ARGS`), the helper verified just now; throws with the reason it cannot. */
+export function landlockCommand(workspace: string, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env, extra: string[] = []): string[] {
+  const rules = landlockRules(workspace, tmp, env);
+  if ("refused" in rules) throw new Error(rules.refused);
+  return [verifiedHelper(), "--parent-pid", String(process.pid), ...extra, ...rules.args, "--"];
+}
+
+/** A fresh private temporary folder for one command (the caller removes it). */
+export function makeCommandTmp(): string {
+  return fs.mkdtempSync(path.join(privateFolder(), "tmp-"));
+}
+
+const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
+
+/** Starts the confinement for `workspace` with `true` in it: its Landlock ABI, or why it does not work here. */
+export function probeLandlock(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<{ abi: number } | { failure: string }> {
+  if (landlockOff(env)) return Promise.resolve({ failure: "Landlock is switched off (HARNESS_LANDLOCK=off)" });
+  if (process.platform !== "linux") return Promise.resolve({ failure: `Landlock is Linux's (this is ${process.platform})` });
+  let argv: string[];
+  try {
+    argv = landlockCommand(workspace, undefined, env, ["--print-abi"]);
+  } catch (error) {
+    return Promise.resolve({ failure: (error as Error).message });
+  }
+  return new Promise((resolve) => {
+    execFile(argv[0], [...argv.slice(1), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
+      const abi = /^landlock-abi (\d+)$/m.exec(String(stderr));
+      if (!err && abi) return resolve({ abi: Number(abi[1]) });
+      const said = String(stderr).split("\n").find((line) => line.startsWith("landlock-exec: "));
+      resolve({ failure: said ? said.slice("landlock-exec: ".length) : `its helper did not run (${err?.message ?? "no ABI reported"})` });
+    });
+  });
+}
