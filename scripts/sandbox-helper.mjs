@@ -4,7 +4,7 @@
 // below, so every machine compiles with the same compiler and musl). scripts/build.mjs calls
 // buildSandboxHelper() and embeds the result as a SEA asset with its sha256; run alone it builds
 // one arch and prints the file and sha256:
-//   node scripts/sandbox-helper.mjs [x64|arm64 [OUT_DIR]]   (an OUT_DIR always compiles afresh)
+//   node scripts/sandbox-helper.mjs [x64|arm64 [OUT_DIR]]   (an OUT_DIR always compiles afresh, with its own zig cache)
 // Reproducible: fixed flags, no build id, no paths or times in the output — the same source
 // gives the same bytes (test/sandbox/landlock-build.test.ts builds twice and compares).
 // Where zig comes from: HARNESS_ZIG (a zig executable), else `python -m ziglang` of the venv
@@ -51,9 +51,10 @@ function zig(buildDir) {
  * Compiles the helper for `arch` into `outDir`/landlock-exec-ARCH; returns its path, bytes and
  * sha256 (also written beside it as landlock-exec-ARCH.sha256, which the sources read when they
  * run outside the single executable, as in the tests). An output whose inputs (source, flags, zig,
- * target) are unchanged is reused unless `rebuild`.
+ * target) are unchanged is reused unless `rebuild`; `localCache` gives zig a cache of its own for
+ * this compilation (the reproducibility test compiles afresh, not from zig's cache).
  */
-export function buildSandboxHelper(arch, { buildDir = path.join(root, "build"), outDir = path.join(buildDir, "sandbox"), rebuild = false } = {}) {
+export function buildSandboxHelper(arch, { buildDir = path.join(root, "build"), outDir = path.join(buildDir, "sandbox"), rebuild = false, localCache } = {}) {
   const target = targets[arch];
   if (!target) throw new Error(`the Landlock helper is built for ${Object.keys(targets).join(", ")}, not ${arch}`);
   fs.mkdirSync(outDir, { recursive: true });
@@ -73,7 +74,7 @@ export function buildSandboxHelper(arch, { buildDir = path.join(root, "build"), 
   // Compiled from the source's own folder with a relative name: no absolute path reaches the output.
   execFileSync(cmd, [...pre, "cc", "-target", target, ...FLAGS, "-o", `${out}.tmp`, path.basename(source)], {
     cwd: path.dirname(source),
-    env: { ...process.env, ZIG_GLOBAL_CACHE_DIR: cache, ZIG_LOCAL_CACHE_DIR: cache, SOURCE_DATE_EPOCH: "0" },
+    env: { ...process.env, ZIG_GLOBAL_CACHE_DIR: cache, ZIG_LOCAL_CACHE_DIR: localCache ?? cache, SOURCE_DATE_EPOCH: "0" },
     stdio: ["ignore", "inherit", "inherit"],
   });
   fs.renameSync(`${out}.tmp`, out);
@@ -91,6 +92,6 @@ function described(file) {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const arch = process.argv[2] ?? process.arch;
   const outDir = process.argv[3];
-  const built = buildSandboxHelper(arch, outDir ? { outDir, rebuild: true } : {});
+  const built = buildSandboxHelper(arch, outDir ? { outDir, rebuild: true, localCache: path.join(outDir, "zig-cache") } : {});
   process.stdout.write(`${built.file} ${built.size} bytes sha256 ${built.sha256}\n`);
 }

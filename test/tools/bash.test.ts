@@ -5,15 +5,22 @@ import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES, bashTool } from "../../src/tools/bash.js";
 import { commandEnv } from "../../src/sandbox/command-env.js";
+import { resetSandboxProbes } from "../../src/sandbox/probe.js";
 import { HeadTailBuffer } from "../../src/tools/process-group.js";
 import { ToolError } from "../../src/tools/types.js";
 import { makeCtx, makeSandbox, text } from "./helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
+const savedEnv = { ...process.env };
 beforeEach(() => {
   sb = makeSandbox();
 });
-afterEach(() => sb.cleanup());
+afterEach(() => {
+  sb.cleanup();
+  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
+  Object.assign(process.env, savedEnv);
+  resetSandboxProbes();
+});
 
 type Mode = "workspace-write" | "full" | "read-only";
 const run = (args: Record<string, unknown>, mode: Mode = "full", signal?: AbortSignal) => bashTool.execute(args as never, makeCtx(sb.ws, mode, signal));
@@ -56,9 +63,16 @@ const marker = () => `hbmark${process.pid}x${Date.now() % 100000}x${++counter}`;
  */
 const stubborn = (m: string) => `bash -c 'trap "" TERM; while :; do sleep 0.2; done' ${m}-stubborn & bash -c 'sleep 86400; :' ${m}-plain & `;
 
-// workspace-write runs bash only inside bubblewrap (it fails closed without it), so these tests
-// need a working bwrap: CI installs it, and test/tools/sandbox.test.ts fails plainly without it.
-const modes: Mode[] = ["full", "workspace-write"];
+// workspace-write runs bash only inside a sandbox (it fails closed without one): bubblewrap, which
+// CI installs (test/tools/sandbox.test.ts fails plainly without it), and the Landlock
+// confinement, reached with bubblewrap switched off (HARNESS_BWRAP=off).
+type Variant = { name: string; mode: Mode; env: Record<string, string> };
+const variants: Variant[] = [
+  { name: "full", mode: "full", env: {} },
+  { name: "workspace-write", mode: "workspace-write", env: {} },
+  { name: "workspace-write, Landlock", mode: "workspace-write", env: { HARNESS_BWRAP: "off" } },
+];
+const confined = variants.filter((v) => v.mode === "workspace-write");
 
 describe("bash", () => {
   it("runs in the workspace, merges stderr in order, reports the exit code", async () => {
@@ -98,7 +112,8 @@ describe("bash", () => {
       TERM: "xterm-256color",
     });
     try {
-      for (const mode of modes) {
+      for (const { mode, env: switches } of variants) {
+        process.env.HARNESS_BWRAP = switches.HARNESS_BWRAP ?? "";
         const env = text(await run({ command: "env" }, mode));
         expect(env).not.toMatch(/secret/i);
         expect(env).toMatch(/^HB_VISIBLE_VAR=visible-value$/m);
@@ -136,8 +151,9 @@ describe("bash", () => {
     expect(await waitFor(() => pidsWith(m).length === 0, 5000)).toBe(true);
   });
 
-  for (const mode of modes) {
-    it(`times out and kills the whole group, SIGTERM-ignoring children included (${mode})`, async () => {
+  for (const { name, mode, env } of variants) {
+    it(`times out and kills the whole group, SIGTERM-ignoring children included (${name})`, async () => {
+      Object.assign(process.env, env);
       const m = marker();
       const started = Date.now();
       const out = await run({ command: `${stubborn(m)} echo waiting; wait`, timeoutMs: 1000 }, mode);
@@ -147,7 +163,8 @@ describe("bash", () => {
       expect(await waitFor(() => pidsWith(m).length === 0, 6000)).toBe(true);
     }, 20_000);
 
-    it(`returns promptly on abort and kills the group (${mode})`, async () => {
+    it(`returns promptly on abort and kills the group (${name})`, async () => {
+      Object.assign(process.env, env);
       const m = marker();
       const ac = new AbortController();
       const p = run({ command: `${stubborn(m)} wait` }, mode, ac.signal);
@@ -201,7 +218,9 @@ describe("bash in bubblewrap (workspace-write)", () => {
     }
   });
 
-  it("kills processes that left the process group (setsid) with the sandbox", async () => {
+  for (const { name, env } of confined) {
+  it(`kills processes that left the process group (setsid) with the sandbox (${name})`, async () => {
+    Object.assign(process.env, env);
     const m = marker();
     const ac = new AbortController();
     const p = run({ command: `setsid bash -c 'sleep 86400; :' ${m} & wait` }, "workspace-write", ac.signal);
@@ -210,6 +229,7 @@ describe("bash in bubblewrap (workspace-write)", () => {
     await p;
     expect(await waitFor(() => pidsWith(m).length === 0, 6000)).toBe(true);
   }, 20_000);
+  }
 });
 
 describe("bash processes do not outlive a SIGKILLed bridge", () => {
@@ -227,11 +247,15 @@ describe("bash processes do not outlive a SIGKILLed bridge", () => {
       outfile: bundle,
       logLevel: "silent",
     });
+    // The bundle finds the Landlock helper in sandbox/ beside it, as build/harness-bridge.cjs does.
+    const helper = path.resolve(__dirname, "../../build/sandbox", `landlock-exec-${process.arch}`);
+    fs.mkdirSync(path.join(dir, "sandbox"));
+    for (const f of [helper, `${helper}.sha256`]) fs.copyFileSync(f, path.join(dir, "sandbox", path.basename(f)));
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  for (const mode of modes) {
-    it(`kills the tool's processes within seconds of the parent's SIGKILL (${mode})`, async () => {
+  for (const { name, mode, env } of variants) {
+    it(`kills the tool's processes within seconds of the parent's SIGKILL (${name})`, async () => {
       const m = marker();
       const script = `
         import { bashTool } from ${JSON.stringify(bundle)};
@@ -239,9 +263,9 @@ describe("bash processes do not outlive a SIGKILLed bridge", () => {
           { workspace: ${JSON.stringify(sb.ws)}, permissionMode: ${JSON.stringify(mode)}, signal: new AbortController().signal, sessionId: "s", callId: "c" });
       `;
       // From a file, so that the marker is not in the bridge's own command line.
-      const scriptFile = path.join(dir, `bridge-${mode}.mjs`);
+      const scriptFile = path.join(dir, `bridge-${name.replace(/\W+/g, "-")}.mjs`);
       fs.writeFileSync(scriptFile, script);
-      const bridge = spawn(process.execPath, [scriptFile], { stdio: "ignore" });
+      const bridge = spawn(process.execPath, [scriptFile], { stdio: "ignore", env: { ...process.env, ...env } });
       try {
         expect(await waitFor(() => pidsWith(`${m}-stubborn`, true).length > 0 && pidsWith(`${m}-plain`, true).length > 0, 10_000)).toBe(true);
         bridge.kill("SIGKILL");

@@ -1,8 +1,8 @@
 /**
- * The bash sandbox holds as root and as an unprivileged user (CI runs this file as both): no
- * capability, no write outside the workspace (a remount does not help), no host process or the
- * bridge's environment visible, credential stores hidden; without a working sandbox bash fails
- * closed in `workspace-write`; bash is never taken from PATH or the workspace; credentials in
+ * The bash sandbox holds as root and as an unprivileged user (CI runs this file as both), with
+ * bubblewrap and with the Landlock confinement (bubblewrap switched off): no capability, no
+ * write outside the workspace (a remount does not help), not the bridge's environment, credential
+ * stores hidden; without a working sandbox bash fails closed in `workspace-write`; bash is never taken from PATH or the workspace; credentials in
  * the environment (URLs with passwords, proxy and cloud variables) never reach a command.
  */
 import * as fs from "node:fs";
@@ -43,26 +43,55 @@ describe("the bash sandbox (workspace-write)", () => {
     expect(sandboxStatusAtStart("workspace-write")).toEqual({ bash: "bubblewrap" });
   });
 
+  it("is Landlock with bubblewrap switched off: this kernel has it, and a missing one must fail this file", async () => {
+    process.env.HARNESS_BWRAP = "off";
+    expect(await sandboxStatus("workspace-write", sb.ws)).toEqual({ bash: "landlock", landlockAbi: expect.any(Number) });
+  });
+
+  it("sees no host process under bubblewrap (a PID namespace)", async () => {
+    const { out } = await sh(`ls /proc | grep -c '^[0-9]'`);
+    // bwrap's init, the shell, ls and grep: the sandbox's own few processes.
+    expect(Number(out.split("\n")[0])).toBeLessThan(10);
+  });
+});
+
+const mechanisms = [
+  { name: "bubblewrap", env: {} },
+  { name: "Landlock", env: { HARNESS_BWRAP: "off" } },
+] as const;
+
+describe.each(mechanisms)("the bash sandbox with $name (workspace-write)", ({ name, env }) => {
+  beforeEach(() => {
+    Object.assign(process.env, env);
+  });
+
+  it("is the one in use", async () => {
+    expect((await sandboxStatus("workspace-write", sb.ws)).bash).toBe(name === "Landlock" ? "landlock" : "bubblewrap");
+  });
+
   it("holds no capability; a remount or umount gives no way to write outside", async () => {
     const outside = path.join(sb.outside, "escape.txt");
     const { out } = await sh(
-      `grep CapEff /proc/self/status; mount -o remount,rw / 2>/dev/null && echo REMOUNTED; umount /proc 2>/dev/null && echo UMOUNTED; ` +
+      `grep -E 'Cap(Eff|Prm|Amb)' /proc/self/status; mount -o remount,rw / 2>/dev/null && echo REMOUNTED; umount /proc 2>/dev/null && echo UMOUNTED; ` +
         `echo x > ${JSON.stringify(outside)} 2>/dev/null || echo refused; echo in > inside.txt && echo wrote-inside`,
     );
     expect(out).toMatch(/^CapEff:\s+0+$/m);
+    expect(out).toMatch(/^CapPrm:\s+0+$/m);
     expect(out).not.toMatch(/REMOUNTED|UMOUNTED/);
     expect(out).toMatch(/^refused$/m);
     expect(out).toMatch(/^wrote-inside$/m);
     expect(fs.existsSync(outside)).toBe(false);
   });
 
-  it("sees no host process: not the bridge, not its environment", async () => {
-    const { out } = await sh(`ls /proc | grep -c '^[0-9]'; cat /proc/${process.pid}/environ 2>/dev/null || echo no-bridge; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '^PATH=' || true`);
-    const [count, bridge, environs] = out.split("\n");
-    // bwrap's init, the shell, ls and grep: the sandbox's own few processes.
-    expect(Number(count)).toBeLessThan(10);
-    expect(bridge).toBe("no-bridge");
-    // Whatever environ is readable is a sandboxed process's: at most one per process listed.
+  it("cannot read the bridge's environment or memory", async () => {
+    const { out } = await sh(
+      `cat /proc/${process.pid}/environ 2>/dev/null || echo no-environ; head -c1 /proc/${process.pid}/mem 2>/dev/null || echo no-mem; ` +
+        `cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '^PATH=' || true`,
+    );
+    const [environ, mem, environs] = out.split("\n");
+    expect(environ).toBe("no-environ");
+    expect(mem).toBe("no-mem");
+    // Whatever environ is readable is a sandboxed process's own: the shell, cat, tr, grep.
     expect(Number(environs)).toBeLessThan(10);
     expect(fs.readFileSync(`/proc/${process.pid}/environ`).length).toBeGreaterThan(0); // outside it is readable
   });
@@ -87,11 +116,12 @@ describe("the bash sandbox (workspace-write)", () => {
 });
 
 describe("fail closed", () => {
-  it("without bubblewrap, bash in workspace-write is refused with the fix named; full still runs", async () => {
+  it("without bubblewrap and Landlock, bash in workspace-write is refused with both fixes named; full still runs", async () => {
     process.env.HARNESS_BWRAP = "/nonexistent/bwrap";
+    process.env.HARNESS_LANDLOCK = "off";
     const refused = await sh("echo ran > ran.txt");
     expect(refused.isError).toBe(true);
-    expect(refused.out).toMatch(/bash was not run: .*install bubblewrap.*permissionMode "full"/s);
+    expect(refused.out).toMatch(/bash was not run: .*not found.*HARNESS_LANDLOCK=off.*install bubblewrap.*kernel with Landlock.*permissionMode "full"/s);
     expect(fs.existsSync(path.join(sb.ws, "ran.txt"))).toBe(false);
     expect(await sandboxStatus("workspace-write", sb.ws)).toMatchObject({ bash: "none", reason: expect.stringMatching(/not found/) });
     expect(sandboxStatusAtStart("workspace-write")).toMatchObject({ bash: "none", reason: expect.stringMatching(/not found/) });
@@ -102,10 +132,22 @@ describe("fail closed", () => {
     const fake = path.join(sb.outside, "bwrap");
     fs.writeFileSync(fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n", { mode: 0o755 });
     process.env.HARNESS_BWRAP = fake;
+    process.env.HARNESS_LANDLOCK = "off";
     const refused = await sh("echo ran > ran.txt");
     expect(refused.isError).toBe(true);
     expect(refused.out).toMatch(/No permissions to create new namespace/);
     expect(fs.existsSync(path.join(sb.ws, "ran.txt"))).toBe(false);
+  });
+
+  it("with a bubblewrap that cannot make its sandbox (a container), Landlock confines bash instead", async () => {
+    const fake = path.join(sb.outside, "bwrap");
+    fs.writeFileSync(fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n", { mode: 0o755 });
+    process.env.HARNESS_BWRAP = fake;
+    const ran = await sh(`echo ran > ran.txt && echo x > ${JSON.stringify(path.join(sb.outside, "escape"))} || echo refused`);
+    expect(ran.out).toMatch(/^refused$/m);
+    expect(fs.readFileSync(path.join(sb.ws, "ran.txt"), "utf8")).toBe("ran\n");
+    expect(fs.existsSync(path.join(sb.outside, "escape"))).toBe(false);
+    expect(await sandboxStatus("workspace-write", sb.ws)).toMatchObject({ bash: "landlock" });
   });
 });
 
@@ -165,6 +207,12 @@ describe("initialize reports the sandbox (through the binary)", () => {
     expect(await init({})).toEqual({ bash: "bubblewrap" });
     expect(await init({ permissionMode: "full" })).toEqual({ bash: "none", reason: expect.stringMatching(/full/) });
     expect(await init({ permissionMode: "read-only" })).toEqual({ bash: "none", reason: expect.stringMatching(/read-only/) });
-    expect(await init({}, { ...process.env, HARNESS_BWRAP: "/nonexistent/bwrap" })).toEqual({ bash: "none", reason: expect.stringMatching(/not found/) });
+    expect(await init({}, { ...process.env, HARNESS_BWRAP: "/nonexistent/bwrap", HARNESS_LANDLOCK: "off" })).toEqual({
+      bash: "none",
+      reason: expect.stringMatching(/not found.*HARNESS_LANDLOCK=off/),
+    });
+  });
+  it("landlock, with the kernel's ABI, where bubblewrap is switched off", async () => {
+    expect(await init({}, { ...process.env, HARNESS_BWRAP: "off" })).toEqual({ bash: "landlock", landlockAbi: expect.any(Number) });
   });
 });
