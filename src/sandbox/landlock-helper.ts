@@ -61,31 +61,37 @@ function isPrivateFolder(dir: string): boolean {
   }
 }
 
-let privateDir: string | undefined;
+let privateDir: { base: string; dir: string } | undefined;
 /** This uid's private folder for the helper and the commands' temporary folders (see above). */
 export function privateFolder(): string {
-  if (privateDir && isPrivateFolder(privateDir)) return privateDir;
-  const shared = path.join(os.tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
+  const base = os.tmpdir();
+  if (privateDir?.base === base && isPrivateFolder(privateDir.dir)) return privateDir.dir;
+  const shared = path.join(base, `harness-bridge-${process.getuid?.() ?? "user"}`);
   try {
     fs.mkdirSync(shared, { mode: 0o700 });
   } catch {
     // there already (checked below), or not makeable (a fresh folder below)
   }
-  privateDir = isPrivateFolder(shared) ? shared : fs.mkdtempSync(path.join(os.tmpdir(), "harness-bridge-"));
-  return privateDir;
+  privateDir = { base, dir: isPrivateFolder(shared) ? shared : fs.mkdtempSync(path.join(base, "harness-bridge-")) };
+  return privateDir.dir;
 }
 
-let written: { file: string; sha: string } | undefined;
+let source: { bytes: Buffer; sha: string } | undefined;
 
 /**
  * The helper's path, its bytes just checked against the expected sha256 (rewritten from the
- * source once if they differ); throws with the reason when there is no trustworthy helper.
+ * source if they differ); throws with the reason when there is no trustworthy helper. The check
+ * and the exec are two steps: what could change the file between them is this uid outside any
+ * sandbox (a sandboxed command cannot write the private folder), which could as well change
+ * the bridge itself.
  */
 export function verifiedHelper(): string {
-  if (written && fileHas(written.file, written.sha)) return written.file;
-  const source = helperSource();
-  if ("missing" in source) throw new Error(source.missing);
-  if (sha256(source.bytes) !== source.sha) throw new Error("the embedded Landlock helper does not match its sha256");
+  if (!source) {
+    const found = helperSource();
+    if ("missing" in found) throw new Error(found.missing);
+    if (sha256(found.bytes) !== found.sha) throw new Error("the embedded Landlock helper does not match its sha256");
+    source = found;
+  }
   const file = path.join(privateFolder(), `landlock-exec-${source.sha.slice(0, 16)}`);
   if (!fileHas(file, source.sha)) {
     const tmp = `${file}.${process.pid}.${Date.now()}`;
@@ -93,7 +99,6 @@ export function verifiedHelper(): string {
     fs.renameSync(tmp, file);
     if (!fileHas(file, source.sha)) throw new Error(`the Landlock helper written to ${file} does not match its sha256`);
   }
-  written = { file, sha: source.sha };
   return file;
 }
 
