@@ -45,19 +45,34 @@ def test_doctor_names_the_binary_the_step_that_chose_it_and_the_sandbox(tmp_path
     sandbox = data["sandbox"]
     assert sandbox["mode"] == "workspace-write"
     # The real bash call agrees with what initialize announced, on whatever machine this runs.
-    assert sandbox["bashCall"]["ran"] is (sandbox["initialize"]["bash"] == "bubblewrap"), sandbox
+    assert sandbox["bashCall"]["ran"] is (sandbox["initialize"]["bash"] in ("bubblewrap", "landlock")), sandbox
     if sandbox["bashCall"]["ran"]:
         assert sandbox["bashCall"]["output"] == "sandbox-probe-ok\n[exit code 0]"
 
 
+def test_doctor_says_bash_is_confined_by_landlock_without_bubblewrap(tmp_path):
+    binary = real_bridge_or_skip()
+    env = {"HARNESS_BRIDGE_BIN": str(binary), "HARNESS_BWRAP": "off"}
+    data = report(tmp_path, env)
+    init = data["sandbox"]["initialize"]
+    assert init["bash"] == "landlock" and isinstance(init["landlockAbi"], int) and init["landlockAbi"] >= 1, init
+    assert data["sandbox"]["bashCall"] == {"ran": True, "output": "sandbox-probe-ok\n[exit code 0]"}
+    lines = doctor(tmp_path, env).stdout.splitlines()
+    abi = init["landlockAbi"]
+    assert f"bash sandboxed here (workspace-write): yes, confined by Landlock (ABI {abi}) and seccomp" in lines
+    assert f"  initialize: bash=landlock (Landlock ABI {abi})" in lines
+
+
 def test_doctor_says_bash_is_not_sandboxed_and_why(tmp_path):
     binary = real_bridge_or_skip()
-    data = report(tmp_path, {"HARNESS_BRIDGE_BIN": str(binary), "HARNESS_BWRAP": str(tmp_path / "no-bwrap")})
+    off = {"HARNESS_BRIDGE_BIN": str(binary), "HARNESS_BWRAP": str(tmp_path / "no-bwrap"), "HARNESS_LANDLOCK": "off"}
+    data = report(tmp_path, off)
     assert data["sandbox"]["initialize"]["bash"] == "none"
     assert str(tmp_path / "no-bwrap") in data["sandbox"]["initialize"]["reason"]
+    assert "HARNESS_LANDLOCK=off" in data["sandbox"]["initialize"]["reason"]
     assert data["sandbox"]["bashCall"]["ran"] is False
     assert data["sandbox"]["bashCall"]["output"].startswith("bash was not run: permission mode 'workspace-write'")
-    text = doctor(tmp_path, {"HARNESS_BRIDGE_BIN": str(binary), "HARNESS_BWRAP": str(tmp_path / "no-bwrap")})
+    text = doctor(tmp_path, off)
     assert text.returncode == 0
     lines = text.stdout.splitlines()
     assert lines[0] == f"deepseek-harness {version()} ({Path(_console.__file__).resolve().parent})"

@@ -173,4 +173,4 @@ def test_the_doctor_of_the_installed_wheel_finds_the_bundled_binary(installed, t
     assert data["binary"]["source"] == "bundled in the package"
     assert Path(data["binary"]["path"]) == bundled_in(installed)
     assert data["binary"]["triedBefore"] == [["bridge_bin", "not given"], ["$HARNESS_BRIDGE_BIN", "not set"]]
-    assert data["sandbox"]["bashCall"]["ran"] is (data["sandbox"]["initialize"]["bash"] == "bubblewrap")
+    assert data["sandbox"]["bashCall"]["ran"] is (data["sandbox"]["initialize"]["bash"] in ("bubblewrap", "landlock"))

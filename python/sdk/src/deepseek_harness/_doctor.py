@@ -57,7 +57,7 @@ def _probe(binary: Path, report: Dict[str, Any]) -> None:
                                     "warnings": [str(w.message) for w in caught]}
                 status = init.sandbox
                 report["sandbox"] = {"mode": "workspace-write",
-                                     "initialize": None if status is None else status.model_dump(exclude_none=True)}
+                                     "initialize": None if status is None else status.model_dump(exclude_none=True, by_alias=True)}
                 result = harness.run("doctor: probe the bash sandbox")
         # The turn's durable events carry the wire's data (callId, isError, content blocks).
         results = [e.data for e in result.events if e.type == "tool/result" and e.data.get("callId") == "probe"]
@@ -112,9 +112,12 @@ def render(report: Dict[str, Any]) -> str:
     sandbox = report["sandbox"]
     init = sandbox["initialize"] or {"bash": "unknown (a bridge older than the sandbox field)"}
     call = sandbox["bashCall"]
-    verdict = "yes, inside bubblewrap" if init["bash"] == "bubblewrap" and call["ran"] else "no"
+    verdicts = {"bubblewrap": "yes, inside bubblewrap",
+                "landlock": f"yes, confined by Landlock (ABI {init.get('landlockAbi', '?')}) and seccomp"}
+    verdict = verdicts.get(init["bash"], "no") if call["ran"] else "no"
     lines.append(f"bash sandboxed here (workspace-write): {verdict}")
-    lines.append(f"  initialize: bash={init['bash']}" + (f" ({init['reason']})" if init.get("reason") else ""))
+    detail = init.get("reason") or (f"Landlock ABI {init['landlockAbi']}" if init.get("landlockAbi") else "")
+    lines.append(f"  initialize: bash={init['bash']}" + (f" ({detail})" if detail else ""))
     lines.append(f"  a bash call: {'ran' if call['ran'] else 'refused'}" + ("" if call["ran"] else f": {call['output']}"))
     return "\n".join(lines)
 

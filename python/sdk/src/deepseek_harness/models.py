@@ -207,12 +207,15 @@ class ServerInfo(WireModel):
 
 
 class SandboxStatus(WireModel):
-    """What confines ``bash`` in the bridge: ``"bubblewrap"``, or ``"none"`` with the ``reason``
-    (``full`` or ``read-only`` mode, bash not offered, or no working sandbox — then every bash
-    call in ``workspace-write`` fails closed with an error naming the fix)."""
+    """What confines ``bash`` in the bridge: ``"bubblewrap"``; ``"landlock"`` (the in-kernel
+    Landlock + seccomp confinement, used where bubblewrap is absent or cannot run, with the
+    kernel's ``landlock_abi``); or ``"none"`` with the ``reason`` (``full`` or ``read-only``
+    mode, bash not offered, or no working sandbox — then every bash call in
+    ``workspace-write`` fails closed with an error naming the fixes)."""
 
-    bash: Literal["bubblewrap", "none"]
+    bash: Literal["bubblewrap", "landlock", "none"]
     reason: Optional[str] = None
+    landlock_abi: Optional[int] = None
 
 
 class InitializeResponse(WireModel):
