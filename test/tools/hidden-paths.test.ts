@@ -12,6 +12,7 @@ import { editFileTool } from "../../src/tools/edit-file.js";
 import { globTool } from "../../src/tools/glob.js";
 import { grepTool } from "../../src/tools/grep.js";
 import { readFileTool } from "../../src/tools/read-file.js";
+import { findBwrap } from "../../src/sandbox/bwrap.js";
 import { resetSandboxProbes } from "../../src/sandbox/probe.js";
 import { ToolError, type Tool } from "../../src/tools/types.js";
 import { writeFileTool } from "../../src/tools/write-file.js";
@@ -100,10 +101,18 @@ describe("the file tools in a workspace that holds hidden paths", () => {
     expect((await run(readFileTool, { path: ".ssh/id_key" }, "full")).out).toMatch(/canary ssh/);
   });
 
-  it("bash in the sandbox sees them empty although the workspace bind holds them", async () => {
+  (findBwrap() !== null || process.env.HARNESS_REQUIRE_BWRAP === "1" ? it : it.skip)("bash in bubblewrap sees them empty although the workspace bind holds them", async () => {
     const r = await run(bashTool, { command: "cat .ssh/id_key .netrc vault/secret 2>&1; cat notes.txt" });
     expect(r.out).not.toMatch(/canary (ssh|netrc|vault)/);
     expect(r.out).toMatch(/canary notes/);
+  });
+
+  it("bash under Landlock (bubblewrap off) is refused such a workspace: Landlock cannot hide a path inside it", async () => {
+    process.env.HARNESS_BWRAP = "off";
+    const r = await run(bashTool, { command: "cat .ssh/id_key .netrc vault/secret 2>&1; echo ran > ran.txt" });
+    expect(r.out).toMatch(/bash was not run: .*the workspace holds .*Landlock cannot hide/s);
+    expect(r.out).not.toMatch(/canary/);
+    expect(fs.existsSync(path.join(sb.ws, "ran.txt"))).toBe(false);
   });
 });
 
