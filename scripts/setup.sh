@@ -17,7 +17,7 @@ elif [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 
-if [ ! -x bin/harness-bridge ] || [ -n "$(find src scripts/build.mjs package.json -newer bin/harness-bridge -type f -print -quit)" ]; then
+if [ ! -x bin/harness-bridge ] || [ -n "$(find src scripts/build.mjs scripts/sandbox-helper.mjs package.json -newer bin/harness-bridge -type f -print -quit)" ]; then
   echo "setup: building bin/harness-bridge" >&2
   npm run --silent build >&2
 fi
