@@ -8,10 +8,14 @@
 // Reproducible: fixed flags, no build id, no paths or times in the output — the same source
 // gives the same bytes (test/sandbox/landlock-build.test.ts builds twice and compares).
 // Where zig comes from: HARNESS_ZIG (a zig executable), else `python -m ziglang` of the venv
-// build/zig-venv, made here on first use (python3 -m venv; pip install ziglang==ZIG_VERSION).
+// zig-ZIG_VERSION in the machine's cache (HARNESS_CACHE_DIR, default
+// ${XDG_CACHE_HOME:-~/.cache}/harness-bridge, as scripts/setup-real-model.sh), made there on
+// first use (python3 -m venv; pip install ziglang==ZIG_VERSION) and shared by every clone, with
+// zig's own cache beside it.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -22,10 +26,17 @@ const targets = { x64: "x86_64-linux-musl", arm64: "aarch64-linux-musl" };
 /** Fixed flags: size-optimised, static, stripped, no build id (it would hash the inputs' paths). */
 const FLAGS = ["-static", "-Os", "-s", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wl,--build-id=none", "-fno-ident"];
 
-/** The command that runs zig (an argv prefix), installing the pinned ziglang into build/zig-venv if needed. */
-function zig(buildDir) {
+/** The machine's cache of zig (see above). */
+function zigHome() {
+  const env = process.env;
+  const cache = env.HARNESS_CACHE_DIR || path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "harness-bridge");
+  return path.join(cache, `zig-${ZIG_VERSION}`);
+}
+
+/** The command that runs zig (an argv prefix), installing the pinned ziglang into the cache if needed. */
+function zig() {
   if (process.env.HARNESS_ZIG) return [process.env.HARNESS_ZIG];
-  const venv = path.join(buildDir, "zig-venv");
+  const venv = path.join(zigHome(), "venv");
   const python = path.join(venv, "bin", "python");
   const have = () => {
     try {
@@ -35,7 +46,7 @@ function zig(buildDir) {
     }
   };
   if (!have()) {
-    process.stderr.write(`build: installing ziglang==${ZIG_VERSION} (zig's C compiler, for the Landlock helper) into ${path.relative(root, venv)}\n`);
+    process.stderr.write(`build: installing ziglang==${ZIG_VERSION} (zig's C compiler, for the Landlock helper) into ${venv}\n`);
     try {
       if (!fs.existsSync(python)) execFileSync("python3", ["-m", "venv", venv], { stdio: ["ignore", "ignore", "inherit"] });
       execFileSync(python, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", `ziglang==${ZIG_VERSION}`], { stdio: ["ignore", "ignore", "inherit"] });
@@ -59,7 +70,7 @@ export function buildSandboxHelper(arch, { buildDir = path.join(root, "build"), 
   if (!target) throw new Error(`the Landlock helper is built for ${Object.keys(targets).join(", ")}, not ${arch}`);
   fs.mkdirSync(outDir, { recursive: true });
   const out = path.join(outDir, `landlock-exec-${arch}`);
-  const cache = path.join(buildDir, "zig-cache");
+  const cache = path.join(zigHome(), "cache");
   // What the bytes depend on: a build with the same key is reused (zig takes ~15 s a build).
   const key = createHash("sha256").update(JSON.stringify([ZIG_VERSION, target, FLAGS, fs.readFileSync(source, "utf8")])).digest("hex");
   const known = (() => {
@@ -70,7 +81,7 @@ export function buildSandboxHelper(arch, { buildDir = path.join(root, "build"), 
     }
   })();
   if (known && !rebuild) return described(out);
-  const [cmd, ...pre] = zig(buildDir);
+  const [cmd, ...pre] = zig();
   // Compiled from the source's own folder with a relative name: no absolute path reaches the output.
   execFileSync(cmd, [...pre, "cc", "-target", target, ...FLAGS, "-o", `${out}.tmp`, path.basename(source)], {
     cwd: path.dirname(source),
