@@ -126,7 +126,11 @@ export function probeLandlock(workspace: string, env: NodeJS.ProcessEnv = proces
       const abi = /^landlock-abi (\d+)$/m.exec(String(stderr));
       if (!err && abi) return resolve({ abi: Number(abi[1]) });
       const said = String(stderr).split("\n").find((line) => line.startsWith("landlock-exec: "));
-      resolve({ failure: said ? said.slice("landlock-exec: ".length) : `its helper did not run (${err?.message ?? "no ABI reported"})` });
+      if (said) return resolve({ failure: said.slice("landlock-exec: ".length) });
+      // Not the helper's own refusal: it could not start (an emulator, a noexec folder) or died.
+      const how = !err ? "it reported no ABI" : typeof err.code === "string" ? `could not start it: ${err.code}` : err.signal ? `it was killed by ${err.signal}` : `it exited with ${err.code}`;
+      const first = String(stderr).trim().split("\n")[0].replace(/[^\x20-\x7e]+/g, "?");
+      resolve({ failure: `its helper did not run (${how}${first ? `: ${first.slice(0, 300)}` : ""})` });
     });
   });
 }
