@@ -29,6 +29,22 @@ HARNESS_TEST_BINARY="$wrapper" npx vitest run test/snapshots.test.ts
 echo "== arm64: Python runtime smoke through the arm64 binary"
 HARNESS_TEST_BINARY="$wrapper" .venv/bin/python scripts/smoke-python-runtime.py
 
+echo "== arm64: bash fails closed without bubblewrap under qemu (it does not emulate Landlock)"
+ws=$(mktemp -d)
+status=$(HARNESS_BWRAP=off HARNESS_SESSION_ROOT="$ws/sessions" node -e '
+  const { spawn } = require("node:child_process");
+  const p = spawn(process.argv[1], ["--stdio"], { stdio: ["pipe", "pipe", "inherit"] });
+  let out = "";
+  p.stdout.on("data", (d) => { out += d; if (out.includes("\n")) { console.log(JSON.stringify(JSON.parse(out).result.sandbox)); p.kill(); } });
+  p.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { provider: "scripted", model: "demo", cwd: process.argv[2] } }) + "\n");
+' "$wrapper" "$ws")
+rm -rf "$ws"
+case "$status" in
+  '{"bash":"none","reason":"bubblewrap is switched off'*'Landlock confinement cannot run'*) echo "arm64 sandbox under qemu: none (fail closed)" ;;
+  '{"bash":"landlock"'*) echo "arm64 sandbox under qemu: landlock (this qemu passes Landlock through)" ;;
+  *) echo "test-arm64: unexpected sandbox status under qemu: $status" >&2; exit 1 ;;
+esac
+
 echo "== arm64: wheel"
 # Kept in dist/ (not a temporary folder): it is what a release of linux-arm64 ships.
 wheel=$(.venv/bin/python python/sdk/scripts/build_wheel.py --bin dist/harness-bridge-linux-arm64 --out dist | tail -n 1)
