@@ -45,11 +45,14 @@ export function clientToolRunner(session: Session, waits: ClientWaits): ClientTo
   return {
     async run(callId, name, args, signal) {
       // Registered before the event is announced, so an answer that comes at once finds it.
-      const waiting = waits.wait<ClientToolAnswer>(session.id, callId, signal);
+      const waiting = waits.wait<ClientToolAnswer>("tool-result", session.id, callId, signal);
       await session.emit("tool/request", { callId, name, arguments: args });
       const outcome = await waiting;
       switch (outcome.kind) {
         case "answered":
+          // The wire schema checked the answer; this guard keeps any other answer from
+          // recording a result without content, which the history could never replay.
+          if (!Array.isArray(outcome.value?.content)) return errorOutput(`the client's answer to this ${name} call held no content`);
           return { content: outcome.value.content, isError: outcome.value.isError === true };
         case "timed-out":
           return errorOutput(`the client did not answer this ${name} call within ${outcome.afterMs} ms (clientToolTimeoutMs)`);
@@ -77,7 +80,7 @@ export class ApprovalGate implements ToolGate {
   async check(session: Session, call: ToolCallBlock, tool: Tool, signal: AbortSignal): Promise<GateVerdict> {
     if (!needsApproval(this.policy, tool)) return { run: call.arguments };
     const requestId = `perm_${randomUUID()}`;
-    const waiting = this.waits.wait<PermissionAnswer>(session.id, requestId, signal);
+    const waiting = this.waits.wait<PermissionAnswer>("permission", session.id, requestId, signal);
     await session.emit("permission/request", { requestId, callId: call.id, name: call.name, arguments: call.arguments });
     const outcome: WaitOutcome<PermissionAnswer> = await waiting;
     if (outcome.kind === "aborted") return { refused: errorOutput(`the ${call.name} call was aborted while it waited for approval`) };

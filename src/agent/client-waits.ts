@@ -15,6 +15,9 @@
 /** `initialize.clientToolTimeoutMs`'s default: ten minutes, a person's time to look at a request. */
 export const DEFAULT_CLIENT_TOOL_TIMEOUT_MS = 600_000;
 
+/** What a wait is for: a client tool's result (`session/tool_result`) or an approval's decision (`session/permission`). */
+export type WaitKind = "tool-result" | "permission";
+
 /** How a wait ended. */
 export type WaitOutcome<T> =
   | { kind: "answered"; value: T }
@@ -32,19 +35,19 @@ export class ClientWaits {
 
   constructor(private readonly timeoutMs: number) {}
 
-  private static key(sessionId: string, id: string): string {
-    return `${sessionId}\u0000${id}`;
+  private static key(kind: WaitKind, sessionId: string, id: string): string {
+    return `${kind}\u0000${sessionId}\u0000${id}`;
   }
 
   /**
-   * Parks a waiter for `id` in `sessionId`. Synchronous up to the registration, so the caller
+   * Parks a waiter of `kind` for `id` in `sessionId`. Synchronous up to the registration, so the caller
    * may announce the request right after calling this and an immediate answer still finds it.
    * A second wait for the same key (a model reusing a call id) ends the first as aborted.
    */
-  wait<T>(sessionId: string, id: string, signal: AbortSignal): Promise<WaitOutcome<T>> {
+  wait<T>(kind: WaitKind, sessionId: string, id: string, signal: AbortSignal): Promise<WaitOutcome<T>> {
     if (this.closedWhy !== undefined) return Promise.resolve({ kind: "closed", why: this.closedWhy });
     if (signal.aborted) return Promise.resolve({ kind: "aborted" });
-    const key = ClientWaits.key(sessionId, id);
+    const key = ClientWaits.key(kind, sessionId, id);
     this.waiters.get(key)?.settle({ kind: "aborted" });
     return new Promise<WaitOutcome<T>>((resolve) => {
       const onAbort = () => waiter.settle({ kind: "aborted" });
@@ -63,9 +66,9 @@ export class ClientWaits {
     });
   }
 
-  /** Hands the client's answer to its waiter; `false` when none waits for it (unknown, answered, timed out or released). */
-  answer(sessionId: string, id: string, value: unknown): boolean {
-    const waiter = this.waiters.get(ClientWaits.key(sessionId, id));
+  /** Hands the client's answer to its waiter of `kind`; `false` when none waits for it (unknown, of the other kind, answered, timed out or released). */
+  answer(kind: WaitKind, sessionId: string, id: string, value: unknown): boolean {
+    const waiter = this.waiters.get(ClientWaits.key(kind, sessionId, id));
     if (!waiter) return false;
     waiter.settle({ kind: "answered", value });
     return true;

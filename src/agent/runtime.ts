@@ -127,12 +127,12 @@ export class AgentRuntime {
 
   /** Hands a `session/tool_result` to the call waiting for it; `false`: no call of that session waits under that id. */
   answerToolResult(sessionId: string, callId: string, answer: ClientToolAnswer): boolean {
-    return this.waits.answer(sessionId, callId, answer);
+    return this.waits.answer("tool-result", sessionId, callId, answer);
   }
 
   /** Hands a `session/permission` to the call waiting for it; `false`: no request of that session waits under that id. */
   answerPermission(sessionId: string, requestId: string, answer: PermissionAnswer): boolean {
-    return this.waits.answer(sessionId, requestId, answer);
+    return this.waits.answer("permission", sessionId, requestId, answer);
   }
 
   /** No client request can come any more (end of input): pending and later waits end now (error results, denies). */

@@ -244,3 +244,64 @@ describe("a client tool call", () => {
     expect(events.find((e) => e.type === "assistant/message").data.content).toEqual([{ type: "text", text: "resumed" }]);
   });
 });
+
+describe("answers are routed by their kind", () => {
+  /** The session's log file under `root`, read back by a fresh bridge: it must load and answer a prompt. */
+  async function reloads(root: string, script: string, sessionId: string): Promise<void> {
+    const again = await initialized(script, {}, ["--stdio", "--session-root", root]);
+    again.request("r", "session/read", { sessionId });
+    const read = await again.response("r");
+    expect(read.error).toBeUndefined();
+    expect(read.result.events.filter((e: any) => e.type === "turn/end").map((e: any) => e.data.reason.kind)).toEqual(["completed"]);
+    again.request("p2", "session/prompt", promptParams(sessionId, "again"));
+    expect((await again.response("p2")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+  }
+
+  it("a session/permission carrying a client tool's callId is unknown-request; the right answer still settles the call and the session reloads", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-ctools-kind-"));
+    roots.push(root);
+    const script = ws.script("s.json", turns([{ toolCalls: [{ id: "call_k", name: "lookup", arguments: { word: "w" } }] }, { text: "done" }], [{ text: "second" }]));
+    const c = await initialized(script, {}, ["--stdio", "--session-root", root]);
+    c.request("p", "session/prompt", promptParams("sk", "look it up"));
+    await event(c, "sk", "tool/request");
+    for (const decision of ["allow", "deny"]) {
+      c.request(`wrong-${decision}`, "session/permission", { sessionId: "sk", requestId: "call_k", decision });
+      expect((await c.response(`wrong-${decision}`)).error).toMatchObject({ code: -32602, data: { kind: "unknown-request", requestId: "call_k" } });
+    }
+    expect(c.events("sk").some((e) => e.type === "tool/result")).toBe(false);
+    c.request("a", "session/tool_result", answer("sk", "call_k", "the word"));
+    expect((await c.response("a")).result).toEqual({});
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(c.events("sk").find((e) => e.type === "tool/result").data).toMatchObject({ callId: "call_k", isError: false, content: [{ type: "text", text: "the word" }] });
+    c.request("bye", "shutdown", {});
+    await c.response("bye");
+    await c.exit();
+    await reloads(root, script, "sk");
+  });
+
+  it("a session/tool_result carrying an approval's requestId is unknown-call, not a deny; the decision still settles it and the session reloads", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-ctools-kind-"));
+    roots.push(root);
+    const script = ws.script("s.json", turns([{ toolCalls: [{ id: "call_p", name: "lookup", arguments: { word: "w" } }] }, { text: "done" }], [{ text: "second" }]));
+    const c = await initialized(script, { approvals: "always" }, ["--stdio", "--session-root", root]);
+    c.request("p", "session/prompt", promptParams("sp", "look it up"));
+    const request = await event(c, "sp", "permission/request");
+    c.request("wrong", "session/tool_result", answer("sp", request.data.requestId, "not a decision"));
+    expect((await c.response("wrong")).error).toMatchObject({ code: -32602, data: { kind: "unknown-call", callId: request.data.requestId } });
+    expect(c.events("sp").some((e) => e.type === "permission/decision" || e.type === "tool/result")).toBe(false);
+    c.request("allow", "session/permission", { sessionId: "sp", requestId: request.data.requestId, decision: "allow" });
+    expect((await c.response("allow")).result).toEqual({});
+    const toolRequest = await event(c, "sp", "tool/request");
+    // The client tool's wait is not an approval's either.
+    c.request("wrong2", "session/permission", { sessionId: "sp", requestId: toolRequest.data.callId, decision: "deny" });
+    expect((await c.response("wrong2")).error?.data?.kind).toBe("unknown-request");
+    c.request("a", "session/tool_result", answer("sp", "call_p", "looked up"));
+    expect((await c.response("a")).result).toEqual({});
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(c.events("sp").find((e) => e.type === "permission/decision").data.decision).toBe("allow");
+    c.request("bye", "shutdown", {});
+    await c.response("bye");
+    await c.exit();
+    await reloads(root, script, "sp");
+  });
+});
