@@ -47,6 +47,8 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 export class McpConnection {
   tools: OfferedTool[] = [];
   leftOut: string[] = [];
+  /** Each offered name and the server tool it ran, over this connection's lists: never silently remapped (names.ts). */
+  private readonly boundNames = new Map<string, string>();
   private client: Client | undefined;
   private transport: Transport | undefined;
   /** Whether the connection is up; a closed one is restarted (stdio, once) by the next call. */
@@ -176,7 +178,7 @@ export class McpConnection {
   }
 
   private setTools(listed: ListedTool[]): void {
-    const { tools, leftOut } = offerTools(this.name, listed);
+    const { tools, leftOut } = offerTools(this.name, listed, this.boundNames);
     this.tools = tools;
     this.leftOut = leftOut;
     if (leftOut.length > 0) this.context.logger.warn(`MCP server ${this.name}: tools left out: ${leftOut.join(", ")}`);

@@ -5,10 +5,16 @@
  * Names: `mcp__<server>__<tool>` must match the client-tool rule `[A-Za-z0-9_-]{1,64}` (the
  * model APIs' own). A tool name that already fits is kept as it is. One that does not (other
  * characters, or too long) is rewritten: every other character becomes `_`, it is cut to fit,
- * and `-` plus 8 hex digits of the SHA-256 of the server's name is appended — so the result is
- * deterministic, independent of the order the server lists its tools in, and two different
- * names cannot meet by rewriting. A tool whose final name is already taken (a name given twice
- * by the server) is left out, and the server's status says so.
+ * and `-` plus 8 hex digits of the SHA-256 of the tool's name is appended — so the name a tool
+ * gets is a function of its own name only, never of the other tools or of their order.
+ *
+ * Rewriting can still meet another name: a tool literally named like another's rewrite
+ * (`a_b-1a2b3c4d` beside `a/b`), two rewrites whose 8 hex digits agree, or one name listed
+ * twice. Whichever comes first in the list must not win (a reordered `tools/list` would flip
+ * which tool the name runs), so every tool of a name claimed more than once is left out, with
+ * the reason, and the name is offered by no tool. And a name, once it ran one server tool on
+ * a connection, never silently runs another after `tools/list_changed`: a later list that
+ * would bind it to a different tool leaves that tool out (`bound`, kept per connection).
  */
 import { createHash } from "node:crypto";
 import type { JsonObject } from "../protocol/types.js";
@@ -51,29 +57,49 @@ export interface OfferedTool {
   readOnly: boolean;
 }
 
-/** The tools of `server` as offered, and a note per tool left out. */
-export function offerTools(server: string, listed: readonly ListedTool[]): { tools: OfferedTool[]; leftOut: string[] } {
+/**
+ * The tools of `server` as offered, and a note per tool left out. `bound`: the offered names
+ * of this connection's earlier lists and the server tool each ran; updated with this list's.
+ */
+export function offerTools(server: string, listed: readonly ListedTool[], bound = new Map<string, string>()): { tools: OfferedTool[]; leftOut: string[] } {
   const tools: OfferedTool[] = [];
   const leftOut: string[] = [];
-  const taken = new Set<string>();
-  for (const tool of listed) {
-    if (typeof tool?.name !== "string") continue;
+  const named = listed.filter((tool) => typeof tool?.name === "string");
+  // Who claims each offered name, over the whole list, before any is offered: order-independent.
+  const claims = new Map<string, string[]>();
+  for (const tool of named) {
+    const name = offeredName(server, tool.name);
+    claims.set(name, [...(claims.get(name) ?? []), tool.name]);
+  }
+  const quote = (name: string) => `'${name.slice(0, 100)}'`;
+  for (const tool of named) {
     if (tools.length >= MAX_TOOLS_PER_SERVER) {
-      leftOut.push(`${listed.length - MAX_TOOLS_PER_SERVER} tools past the first ${MAX_TOOLS_PER_SERVER}`);
+      leftOut.push(`${named.length - MAX_TOOLS_PER_SERVER} tools past the first ${MAX_TOOLS_PER_SERVER}`);
       break;
     }
     const name = offeredName(server, tool.name);
-    if (taken.has(name)) {
-      leftOut.push(`'${tool.name.slice(0, 100)}' (listed twice)`);
+    const claimants = claims.get(name) ?? [];
+    if (claimants.length > 1) {
+      const others = claimants.filter((other) => other !== tool.name);
+      leftOut.push(
+        others.length === 0
+          ? `${quote(tool.name)} (listed ${claimants.length} times; no copy is offered)`
+          : `${quote(tool.name)} (its name ${name} is also the name of ${others.map(quote).join(", ")}; none of them is offered)`,
+      );
+      continue;
+    }
+    const before = bound.get(name);
+    if (before !== undefined && before !== tool.name) {
+      leftOut.push(`${quote(tool.name)} (its name ${name} ran ${quote(before)} before tools/list_changed; it is not given to another tool)`);
       continue;
     }
     const schema = tool.inputSchema;
     const schemaText = JSON.stringify(schema) ?? "";
     if (typeof schema !== "object" || schema === null || Array.isArray(schema) || Buffer.byteLength(schemaText) > MAX_SCHEMA_BYTES) {
-      leftOut.push(`'${tool.name.slice(0, 100)}' (its input schema is not an object of at most ${MAX_SCHEMA_BYTES} bytes)`);
+      leftOut.push(`${quote(tool.name)} (its input schema is not an object of at most ${MAX_SCHEMA_BYTES} bytes)`);
       continue;
     }
-    taken.add(name);
+    bound.set(name, tool.name);
     const description = typeof tool.description === "string" && tool.description.trim() ? tool.description : `The ${tool.name.slice(0, 100)} tool of the MCP server ${server}`;
     tools.push({
       name,

@@ -22,19 +22,49 @@ describe("offered names", () => {
     expect(long.startsWith(`mcp__${"s".repeat(32)}__`)).toBe(true);
   });
 
-  it("every name of every valid server fits the rule, and different tool names never meet", () => {
+  it("every name of every valid server fits the rule, and different tool names that need rewriting never meet", () => {
     fc.assert(
       fc.property(fc.stringMatching(/^[A-Za-z0-9-]{1,32}$/), fc.string({ maxLength: 200 }), fc.string({ maxLength: 200 }), (server, a, b) => {
         expect(offeredName(server, a)).toMatch(RULE);
-        if (a !== b) expect(offeredName(server, a)).not.toBe(offeredName(server, b));
+        // A name that fits is kept, so it may equal another's rewrite: offerTools refuses those (below).
+        const fits = (t: string) => t.length > 0 && RULE.test(`mcp__${server}__${t}`);
+        if (a !== b && !fits(a) && !fits(b)) expect(offeredName(server, a)).not.toBe(offeredName(server, b));
       }),
     );
+  });
+
+  it("which tool an offered name runs does not depend on the list's order: a tool named like another's rewrite leaves both out, in either order", () => {
+    const odd = { name: "a/b", inputSchema: schema };
+    const rewritten = offeredName("s", "a/b");
+    const literal = { name: rewritten.slice("mcp__s__".length), inputSchema: schema };
+    expect(offeredName("s", literal.name)).toBe(rewritten); // the two really meet
+    const plain = { name: "c", inputSchema: schema };
+    for (const order of [[odd, literal, plain], [literal, plain, odd], [plain, odd, literal]]) {
+      const { tools, leftOut } = offerTools("s", order);
+      expect(tools.map((t) => [t.name, t.serverToolName])).toEqual([["mcp__s__c", "c"]]);
+      expect(leftOut.sort()).toEqual([`'${literal.name}' (its name ${rewritten} is also the name of 'a/b'; none of them is offered)`, `'a/b' (its name ${rewritten} is also the name of '${literal.name}'; none of them is offered)`].sort());
+    }
+  });
+
+  it("after tools/list_changed a name never silently runs another tool than it did", () => {
+    const bound = new Map<string, string>();
+    const rewritten = offeredName("s", "a/b");
+    const first = offerTools("s", [{ name: "a/b", inputSchema: schema }], bound);
+    expect(first.tools.map((t) => [t.name, t.serverToolName])).toEqual([[rewritten, "a/b"]]);
+    // `a/b` is gone and a tool literally named like its rewrite comes: the name is not given to it.
+    const literal = rewritten.slice("mcp__s__".length);
+    const second = offerTools("s", [{ name: literal, inputSchema: schema }], bound);
+    expect(second.tools).toEqual([]);
+    expect(second.leftOut).toEqual([`'${literal}' (its name ${rewritten} ran 'a/b' before tools/list_changed; it is not given to another tool)`]);
+    // `a/b` back: its name runs it again.
+    expect(offerTools("s", [{ name: "a/b", inputSchema: schema }], bound).tools.map((t) => t.serverToolName)).toEqual(["a/b"]);
   });
 
   it("leaves out a name listed twice, a schema that is not an object or too big, and tools past the cap; cuts long descriptions", () => {
     const listed = [
       { name: "a", description: "x".repeat(MAX_DESCRIPTION_CHARS + 10), inputSchema: schema, annotations: { readOnlyHint: true } },
-      { name: "a", inputSchema: schema },
+      { name: "dup", inputSchema: schema },
+      { name: "dup", inputSchema: { type: "object", properties: { other: {} } } },
       { name: "arr", inputSchema: [] },
       { name: "big", inputSchema: { type: "object", description: "y".repeat(MAX_SCHEMA_BYTES) } },
       { name: "untyped", inputSchema: { properties: {} }, annotations: { readOnlyHint: "yes" } },
@@ -46,7 +76,8 @@ describe("offered names", () => {
     expect(tools[0].description.endsWith("[…cut]")).toBe(true);
     // Only `readOnlyHint: true` makes a tool read-only; the model APIs get `type: "object"`.
     expect(tools[1]).toMatchObject({ readOnly: false, parameters: { type: "object", properties: {} }, description: expect.stringContaining("untyped") });
-    expect(leftOut).toEqual([expect.stringContaining("listed twice"), expect.stringContaining("'arr'"), expect.stringContaining("'big'")]);
+    // Neither copy of a name listed twice: which one ran would depend on the list's order.
+    expect(leftOut).toEqual([expect.stringContaining("'dup' (listed 2 times"), expect.stringContaining("'dup' (listed 2 times"), expect.stringContaining("'arr'"), expect.stringContaining("'big'")]);
     const many = offerTools("s", Array.from({ length: MAX_TOOLS_PER_SERVER + 5 }, (_, i) => ({ name: `t${i}`, inputSchema: schema })));
     expect(many.tools).toHaveLength(MAX_TOOLS_PER_SERVER);
     expect(many.leftOut).toEqual([`5 tools past the first ${MAX_TOOLS_PER_SERVER}`]);
