@@ -51,6 +51,10 @@ export class MemorySessionStore implements SessionCatalog {
         events.push(event);
         summary.absorb(event);
       },
+      // One process holds a memory session: nothing to lock, and nothing else writes it.
+      lock: () => true,
+      unlock: () => undefined,
+      current: () => true,
       sync: () => undefined,
       close: () => {
         this.opened.delete(sessionId);

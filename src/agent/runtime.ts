@@ -261,6 +261,7 @@ export class AgentRuntime {
 
   /** A session's turn is over: it joins the idle ones, and the least recently used beyond the bound are unloaded. */
   private release(session: Session): void {
+    session.unlock(); // another process may write it now (store.ts)
     if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)
     this.idle.delete(session.id);
     this.idle.add(session.id);
@@ -282,8 +283,17 @@ export class AgentRuntime {
 
   private session(sessionId: string, parentSessionId?: string): Session {
     const known = this.sessions.get(sessionId);
-    this.idle.delete(sessionId);
-    if (known) return known;
+    if (known) {
+      // The session's lock for this turn (another process holding it: SessionLockedError, and it stays idle here).
+      if (known.lock()) {
+        this.idle.delete(sessionId);
+        return known;
+      }
+      // Another process wrote or deleted it while it was idle here: what this one holds is stale.
+      this.sessions.delete(sessionId);
+      this.idle.delete(sessionId);
+      known.close();
+    }
     const log = this.store.open(sessionId, {
       provider: this.options.provider.name,
       model: this.options.model,

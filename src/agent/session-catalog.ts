@@ -121,7 +121,8 @@ export class FileCatalog {
       const id = dirent.name.slice(0, -".jsonl".length);
       if (!isSessionId(id)) continue;
       const open = this.openLogs.get(id);
-      if (open) {
+      // A loaded session's live entry, unless another process wrote its file since: then the file tells.
+      if (open?.current()) {
         sessions.push(open.entry());
         continue;
       }
@@ -245,6 +246,7 @@ export class FileCatalog {
     const stat = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!stat?.isFile()) return false;
     fs.unlinkSync(file);
+    // The lock file stays: the caller holds it, and removes it when it lets go (store.ts).
     for (const extra of [metaPathOf(file), `${metaPathOf(file)}.tmp`]) fs.rmSync(extra, { force: true });
     return true;
   }

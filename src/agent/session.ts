@@ -86,6 +86,16 @@ export class Session {
     this.log?.close();
   }
 
+  /** Takes the log's lock for a turn (SessionLog.lock); `false`: another process changed the log, reload the session. */
+  lock(): boolean {
+    return this.log?.lock() ?? true;
+  }
+
+  /** The turn is over: another process may write the session now. */
+  unlock(): void {
+    this.log?.unlock();
+  }
+
   /** Replaces a message in place (a tool output cut by compaction), keeping `historyChars` right. Memory only: the log keeps the whole output. */
   replaceMessage(index: number, message: ModelMessage): void {
     this.historyChars += messageChars(message) - messageChars(this.messages[index]);

@@ -1,5 +1,6 @@
 /**
- * Resuming after a compaction: where a session log's replay may start, so that a session
+ * Loading a session log to resume it (`loadLog`: the header, the events, a torn last line cut)
+ * and, after a compaction, where its replay may start: where a session log's replay may start, so that a session
  * compacted once is resumed from its compacted history without reading what came before into
  * memory (agent/compaction.ts). The history before `context/compacted`'s `keptFromSeq` is the
  * summary: replaying from that event's line on rebuilds exactly what the session had.
@@ -15,6 +16,7 @@
 import * as fs from "node:fs";
 import type { SessionEvent } from "../protocol/index.js";
 import { eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
+import { SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./store.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -90,3 +92,85 @@ export function firstUserMessage(fd: number, from: number, to: number): SessionE
   });
   return found;
 }
+
+/** What `loadLog` found: the header, the events to replay, the first user message when the replay skipped it, and an `O_APPEND` descriptor. */
+export interface LoadedLog {
+  header: SessionHeader;
+  events: SessionEvent[];
+  titleSource: SessionEvent | undefined;
+  appendFd: number;
+}
+
+/**
+ * Loads a session log for writing; `undefined` when not even its header is whole (killed
+ * while writing it: start afresh). A torn last line is cut: the caller holds the session's
+ * lock (store.ts), so it is no other process's write in progress.
+ */
+export function loadLog(file: string): LoadedLog | undefined {
+  // Read by lines from the file, not as one string: no copy of the whole log in memory beside
+  // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
+  // After a compaction only the header and the lines from the last `context/compacted`'s kept
+  // history on are read (store-resume.ts): the bytes between are never loaded.
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  let header: SessionHeader | undefined;
+  const events: SessionEvent[] = [];
+  let size: number;
+  let lines = 0;
+  /** Where an unparsable whole line starts: only the last whole line may be one (a torn write). */
+  let unparsable: { start: number; line: number } | undefined;
+  let whole: number;
+  /** The first user message, when the replay skipped it (the session's title comes from it). */
+  let titleSource: SessionEvent | undefined;
+  /** The replay skipped the history before the last compaction (line numbers are then unknown). */
+  let skipped = false;
+  const visit = (bytes: Buffer, start: number): boolean => {
+    lines += 1;
+    if (unparsable) {
+      // Anything but the last whole line is corruption we must not paper over.
+      const where = skipped ? `byte ${unparsable.start}` : `line ${unparsable.line}`;
+      throw new SessionLogError(`session log ${file} is corrupt at ${where}; move it away to start the session afresh`);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(bytes.toString("utf8"));
+    } catch {
+      // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
+      unparsable = { start, line: lines };
+      return true;
+    }
+    if (header) events.push(value as SessionEvent);
+    else header = value as SessionHeader;
+    return true;
+  };
+  try {
+    size = fs.fstatSync(fd).size;
+    // The header line first, then the replay from where the last compaction lets it start.
+    let headerEnd = 0;
+    whole = eachLine(fd, 0, (bytes, start, end) => {
+      headerEnd = end;
+      visit(bytes, start);
+      return false;
+    });
+    if (header && !unparsable) {
+      const from = replayOffset(fd, size, headerEnd);
+      if (from > headerEnd) {
+        titleSource = firstUserMessage(fd, headerEnd, from);
+        skipped = true;
+      }
+      whole = eachLine(fd, from, visit);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  // Only lines followed by "\n" are whole; what follows the last one is a torn write.
+  const goodBytes = unparsable ? unparsable.start : whole;
+  if (!header) return undefined; // killed while writing the header: start afresh
+  if (header.type !== "session-header") {
+    throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
+  }
+  if (goodBytes < size) fs.truncateSync(file, goodBytes);
+  const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
+  fs.fchmodSync(appendFd, SESSION_FILE_MODE);
+  return { header, events, titleSource, appendFd };
+}
+

@@ -7,6 +7,15 @@
  * and at shutdown; a torn last line (the process killed mid-write) is dropped on load and cut
  * from the file so later appends start on a clean line.
  *
+ * One writer per session across processes (session-lock.ts): a process writes a session only
+ * while it holds the session's lock file, taken when the session is opened or a turn starts
+ * (`SessionLog.lock`) and removed when the turn ends (`unlock`) or the log is closed. Another
+ * process's prompt meanwhile is refused (`SessionLockedError`, -32001 `session-locked`); reads
+ * (`session/list`, `session/read`) take no lock: they read whole lines only. A loaded session
+ * whose file another process wrote or deleted while it was idle is reloaded from the file when
+ * its next turn takes the lock. Appends use `O_APPEND`; a new log is created with `O_EXCL`
+ * (never truncating one another process made), and a torn last line is cut only under the lock.
+ *
  * Logs hold tool output, which may hold secrets: the session root and each workspace folder are
  * 0700 and every log 0600, whatever the umask, and existing ones are tightened when opened.
  */
@@ -15,10 +24,12 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { jsonLine } from "../json-line.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../protocol/index.js";
-import { eachLine } from "./log-lines.js";
 import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
 import { SummaryTracker, writeMeta } from "./session-summary.js";
-import { firstUserMessage, replayOffset } from "./store-resume.js";
+import { acquireLock, releaseLock, type HeldLock } from "./session-lock.js";
+import { loadLog } from "./store-resume.js";
+
+export { SessionLockedError } from "./session-lock.js";
 
 /** The first line of every session log. */
 export interface SessionHeader {
@@ -60,6 +71,16 @@ export interface SessionLog {
   /** The session has absorbed `loadedEvents`: the log stops holding them (their wrappers are most of a resumed session's memory). */
   releaseLoaded(): void;
   append(event: SessionEvent): void;
+  /**
+   * Takes the session's lock for a turn (throws `SessionLockedError` when another process holds
+   * it). `false`: the file changed since this log last wrote it (another process wrote or
+   * deleted it): close this log and open the session again.
+   */
+  lock(): boolean;
+  /** Gives the lock up (the turn ended); the log stays open for the next `lock`. */
+  unlock(): void;
+  /** Whether the file still is what this log wrote (no other process wrote or deleted it since). */
+  current(): boolean;
   /** fsync: what was appended survives a power loss. */
   sync(): void;
   close(): void;
@@ -95,7 +116,7 @@ export class SessionStore implements SessionCatalog {
   private foldersReady = false;
 
   /** The logs this store has open, by session id: their entries are live, and they are busy for `delete`. */
-  readonly openLogs = new Map<string, SessionLog>();
+  readonly openLogs = new Map<string, FileSessionLog>();
 
   constructor(root: string, readonly workspace: string) {
     this.root = root;
@@ -110,6 +131,22 @@ export class SessionStore implements SessionCatalog {
     refuseSymlinkedFolder(this.directory);
     privateFolder(this.directory);
     this.foldersReady = true;
+  }
+
+  /** The lock file beside a session's log (session-lock.ts). */
+  private lockOf(sessionId: string): string {
+    return `${this.pathOf(sessionId).slice(0, -".jsonl".length)}.lock`;
+  }
+
+  /** Runs `use` under the session's lock, unless this process holds it already (the session is loaded and locked here). */
+  private underLock<T>(sessionId: string, use: () => T): T {
+    if (this.openLogs.get(sessionId)?.locked) return use();
+    const lock = acquireLock(this.lockOf(sessionId), sessionId);
+    try {
+      return use();
+    } finally {
+      releaseLock(lock);
+    }
   }
 
   /** The log file of a session id (refuses anything that is not one: ids become file names). */
@@ -129,18 +166,25 @@ export class SessionStore implements SessionCatalog {
     return this.catalog.read(sessionId, afterSeq, limit);
   }
 
+  /** Under the source's lock (a session another process writes is busy) and the new one's. */
   fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
     this.ensureFolders();
-    return this.catalog.fork(sessionId, newSessionId, turn);
+    if (!this.exists(sessionId)) return { kind: "unknown-session" };
+    const fork = () => this.catalog.fork(sessionId, newSessionId, turn);
+    return this.underLock(sessionId, newSessionId === sessionId ? fork : () => this.underLock(newSessionId, fork));
   }
 
+  /** Under the session's lock: a session another process has open for writing is not deleted under it. */
   delete(sessionId: string): boolean {
     if (this.openLogs.has(sessionId)) throw new Error(`session ${sessionId} is open: unload it before deleting it`);
-    return this.catalog.delete(sessionId);
+    refuseSymlinkedFolder(this.directory);
+    if (!this.exists(sessionId)) return false;
+    return this.underLock(sessionId, () => this.catalog.delete(sessionId));
   }
 
   openEntry(sessionId: string): SessionListEntry | undefined {
-    return this.openLogs.get(sessionId)?.entry();
+    const open = this.openLogs.get(sessionId);
+    return open?.current() ? open.entry() : undefined;
   }
 
   /** Whether a session has a log in this workspace (nothing is created). */
@@ -148,27 +192,54 @@ export class SessionStore implements SessionCatalog {
     return fs.existsSync(this.pathOf(sessionId));
   }
 
-  /** Opens a session's log, loading it when it exists and creating it with `header` when not. */
+  /**
+   * Opens a session's log, loading it when it exists and creating it with `header` when not,
+   * under the session's lock, which the log holds on return (`SessionLockedError` when another
+   * process holds it).
+   */
   open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
     const file = this.pathOf(sessionId);
     this.ensureFolders();
-    const stat = fs.lstatSync(file, { throwIfNoEntry: false });
-    // Only a regular file is a log: never through a symlink (it could point anywhere, or
-    // nowhere yet, and be created there), never a FIFO (opening it would block the bridge).
-    if (stat && !stat.isFile()) throw new SessionLogError(`session log ${file} is not a regular file (a symlink, folder or FIFO); move it away to start the session afresh`);
-    const existing = stat ? openExisting(file, this.forget) : undefined;
-    const log = existing ?? this.create(file, { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header });
+    const lock = acquireLock(this.lockOf(sessionId), sessionId);
+    let log: FileSessionLog;
+    try {
+      const full: SessionHeader = { type: "session-header", version: 1, sessionId, workspace: this.workspace, createdAt: Date.now(), ...header };
+      log = this.load(file, lock) ?? this.create(file, full, lock) ?? this.load(file, lock) ?? this.create(file, full, lock, true)!;
+    } catch (error) {
+      releaseLock(lock);
+      throw error;
+    }
     this.openLogs.set(sessionId, log);
     return log;
   }
 
-  /** Writes a new log holding only `header`, and its meta. */
-  private create(file: string, header: SessionHeader): SessionLog {
-    const { O_WRONLY, O_CREAT, O_TRUNC, O_NOFOLLOW } = fs.constants;
-    const fd = fs.openSync(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, SESSION_FILE_MODE);
+  /** The existing log, loaded (its torn last line cut: we hold the lock); `undefined` when there is none (or only a torn header). */
+  private load(file: string, lock: HeldLock): FileSessionLog | undefined {
+    const stat = fs.lstatSync(file, { throwIfNoEntry: false });
+    // Only a regular file is a log: never through a symlink (it could point anywhere, or
+    // nowhere yet, and be created there), never a FIFO (opening it would block the bridge).
+    if (stat && !stat.isFile()) throw new SessionLogError(`session log ${file} is not a regular file (a symlink, folder or FIFO); move it away to start the session afresh`);
+    const loaded = stat ? loadLog(file) : undefined;
+    return loaded && new FileSessionLog(loaded.appendFd, file, loaded.header, loaded.events, lock, this.forget, loaded.titleSource);
+  }
+
+  /**
+   * Writes a new log holding only `header`, and its meta. `O_EXCL`: a log another process made
+   * meanwhile (a fork into this id) is never truncated; `undefined` then, and it is loaded.
+   * `replace`: a log holding only a torn header (killed while writing it) is written afresh.
+   */
+  private create(file: string, header: SessionHeader, lock: HeldLock, replace = false): FileSessionLog | undefined {
+    const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_NOFOLLOW } = fs.constants;
+    let fd: number;
+    try {
+      fd = fs.openSync(file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | (replace ? O_TRUNC : O_EXCL), SESSION_FILE_MODE);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
+      throw error;
+    }
     fs.fchmodSync(fd, SESSION_FILE_MODE);
     writeAll(fd, `${JSON.stringify(header)}\n`);
-    const log = new FileSessionLog(fd, file, header, [], this.forget);
+    const log = new FileSessionLog(fd, file, header, [], lock, this.forget);
     log.writeMeta();
     return log;
   }
@@ -176,74 +247,6 @@ export class SessionStore implements SessionCatalog {
   private readonly forget = (log: SessionLog): void => {
     if (this.openLogs.get(log.header.sessionId) === log) this.openLogs.delete(log.header.sessionId);
   };
-}
-
-function openExisting(file: string, onClose: (log: SessionLog) => void): SessionLog | undefined {
-  // Read by lines from the file, not as one string: no copy of the whole log in memory beside
-  // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
-  // After a compaction only the header and the lines from the last `context/compacted`'s kept
-  // history on are read (store-resume.ts): the bytes between are never loaded.
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-  let header: SessionHeader | undefined;
-  const events: SessionEvent[] = [];
-  let size: number;
-  let lines = 0;
-  /** Where an unparsable whole line starts: only the last whole line may be one (a torn write). */
-  let unparsable: { start: number; line: number } | undefined;
-  let whole: number;
-  /** The first user message, when the replay skipped it (the session's title comes from it). */
-  let titleSource: SessionEvent | undefined;
-  /** The replay skipped the history before the last compaction (line numbers are then unknown). */
-  let skipped = false;
-  const visit = (bytes: Buffer, start: number): boolean => {
-    lines += 1;
-    if (unparsable) {
-      // Anything but the last whole line is corruption we must not paper over.
-      const where = skipped ? `byte ${unparsable.start}` : `line ${unparsable.line}`;
-      throw new SessionLogError(`session log ${file} is corrupt at ${where}; move it away to start the session afresh`);
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(bytes.toString("utf8"));
-    } catch {
-      // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
-      unparsable = { start, line: lines };
-      return true;
-    }
-    if (header) events.push(value as SessionEvent);
-    else header = value as SessionHeader;
-    return true;
-  };
-  try {
-    size = fs.fstatSync(fd).size;
-    // The header line first, then the replay from where the last compaction lets it start.
-    let headerEnd = 0;
-    whole = eachLine(fd, 0, (bytes, start, end) => {
-      headerEnd = end;
-      visit(bytes, start);
-      return false;
-    });
-    if (header && !unparsable) {
-      const from = replayOffset(fd, size, headerEnd);
-      if (from > headerEnd) {
-        titleSource = firstUserMessage(fd, headerEnd, from);
-        skipped = true;
-      }
-      whole = eachLine(fd, from, visit);
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-  // Only lines followed by "\n" are whole; what follows the last one is a torn write.
-  const goodBytes = unparsable ? unparsable.start : whole;
-  if (!header) return undefined; // killed while writing the header: start afresh
-  if (header.type !== "session-header") {
-    throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
-  }
-  if (goodBytes < size) fs.truncateSync(file, goodBytes);
-  const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
-  fs.fchmodSync(appendFd, SESSION_FILE_MODE);
-  return new FileSessionLog(appendFd, file, header, events, onClose, titleSource);
 }
 
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
@@ -266,6 +269,8 @@ class FileSessionLog implements SessionLog {
     private readonly file: string,
     readonly header: SessionHeader,
     public loadedEvents: SessionEvent[],
+    /** The session's lock while this process may write it (a turn runs); `undefined` between turns. */
+    private held: HeldLock | undefined,
     private readonly onClose: (log: SessionLog) => void,
     titleSource?: SessionEvent,
   ) {
@@ -277,18 +282,42 @@ class FileSessionLog implements SessionLog {
     return this.summary.entry();
   }
 
+  get locked(): boolean {
+    return this.held !== undefined;
+  }
+
+  lock(): boolean {
+    if (this.closed) throw new Error(`session log ${this.file} is closed`);
+    this.held ??= acquireLock(`${this.file.slice(0, -".jsonl".length)}.lock`, this.header.sessionId);
+    return this.current();
+  }
+
+  unlock(): void {
+    if (this.held) releaseLock(this.held);
+    this.held = undefined;
+  }
+
+  current(): boolean {
+    const now = fs.lstatSync(this.file, { throwIfNoEntry: false });
+    const mine = fs.fstatSync(this.fd);
+    return now?.ino === mine.ino && mine.size === this.size;
+  }
+
   releaseLoaded(): void {
     this.loadedEvents = [];
   }
 
   /** Rewrites the meta file when the log grew since it was last written. */
   writeMeta(): void {
-    if (this.metaSize === this.size) return;
+    // A file another process wrote since is not this log's to describe any more.
+    if (this.metaSize === this.size || !this.current()) return;
     writeMeta(this.file, this.size, this.summary.entry());
     this.metaSize = this.size;
   }
 
   append(event: SessionEvent): void {
+    // One writer per session: a write without the lock could interleave with another process's.
+    if (!this.held) throw new Error(`session ${this.header.sessionId} was written without its lock (a bug)`);
     let written = 0;
     try {
       const line = jsonLine(event);
@@ -322,6 +351,7 @@ class FileSessionLog implements SessionLog {
       this.writeMeta();
     } finally {
       fs.closeSync(this.fd);
+      this.unlock();
     }
   }
 }

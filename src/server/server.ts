@@ -26,7 +26,7 @@ import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
 import { answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
-import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
+import { compactSession, deleteSession, forkSession, listSessions, logFailure, readSession } from "./sessions-handlers.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -231,9 +231,9 @@ export class HarnessServer {
   }
 
   private async prompt(raw: JsonObject | undefined): Promise<SessionPromptResult> {
-    const { runtime, modules } = await this.requireRuntime("session/prompt");
+    const agent = await this.requireRuntime("session/prompt");
+    const { runtime, modules } = agent;
     const { SessionBusyError, MissingTurnEndError } = modules.runtime;
-    const { SessionLogError } = modules.store;
     const params = await this.validate("sessionPromptParamsSchema", raw);
     let output: import("../agent/final-answer.js").OutputContract | undefined;
     if (params.outputSchema) {
@@ -253,8 +253,7 @@ export class HarnessServer {
       if (this.stopping) runtime.abortAll(this.shutdownReason);
     } catch (error) {
       if (error instanceof SessionBusyError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
-      if (error instanceof SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
-      throw error;
+      logFailure(agent, error); // a corrupt log: -32603 session-log; another process's session: -32001 session-locked
     }
     try {
       const reason = await settled;

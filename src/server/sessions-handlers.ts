@@ -22,9 +22,14 @@ import type { SessionCompactParams, SessionCompactResult } from "../protocol/out
 import type { Logger } from "../log.js";
 import type { Agent } from "./initialize.js";
 
-/** The session-log failures (a corrupt log) of the store, answered as `-32603` `session-log` like a prompt's. */
-function logFailure(agent: Agent, error: unknown): never {
-  if (error instanceof agent.modules.store.SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
+/**
+ * The store's failures: a corrupt log is `-32603` `session-log` like a prompt's; a session
+ * another process has open for writing is `-32001` `session-locked` (docs/guarantees.md).
+ */
+export function logFailure(agent: Agent, error: unknown): never {
+  const { SessionLogError, SessionLockedError } = agent.modules.store;
+  if (error instanceof SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
+  if (error instanceof SessionLockedError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-locked", sessionId: error.sessionId });
   throw error;
 }
 

@@ -1,0 +1,169 @@
+/**
+ * Two bridge processes on one session root and workspace (two terminals, two SDK processes on
+ * one project), against the built binary: one writer per session (docs/guarantees.md, "Two
+ * processes on one session root"). While A writes a session, B's prompt, delete, fork and
+ * compact of it are -32001 `session-locked` and its list and read work; once A's turn ended B
+ * takes the session over with A's turns in it; prompts racing in a loop never corrupt the log
+ * nor lose an `ok` turn; a bridge killed with SIGKILL does not keep the session from the next.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { workspaceFolderName } from "../../src/agent/store.js";
+import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
+import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+
+let ws: TempWorkspace;
+let root: string;
+const clients: RawClient[] = [];
+
+beforeEach(() => {
+  ws = tempWorkspace("hb-two-");
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-two-root-"));
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.dispose()));
+  ws.cleanup();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+const lookup = { name: "lookup", description: "Looks a word up", parameters: { type: "object", properties: {} }, readOnly: true };
+
+async function bridge(script: object): Promise<RawClient> {
+  const c = new RawClient({ args: ["--stdio", "--session-root", root] });
+  clients.push(c);
+  c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", script as any), { clientTools: [lookup] }));
+  expect((await c.response("init")).error).toBeUndefined();
+  return c;
+}
+
+let nextId = 0;
+function send(c: RawClient, method: string, params?: object): Promise<Frame> {
+  const id = `r${++nextId}`;
+  c.request(id, method, params);
+  return c.response(id, 60_000);
+}
+
+const logFile = (sessionId: string) => path.join(root, workspaceFolderName(ws.dir), `${sessionId}.jsonl`);
+
+/** Every line of a log parsed (a corrupt one fails the test), the header first. */
+function logLines(sessionId: string): any[] {
+  const text = fs.readFileSync(logFile(sessionId), "utf8");
+  expect(text.endsWith("\n")).toBe(true);
+  return text
+    .slice(0, -1)
+    .split("\n")
+    .map((line, i) => {
+      try {
+        return JSON.parse(line);
+      } catch {
+        throw new Error(`line ${i + 1} of the log is corrupt: ${line.slice(0, 200)}`);
+      }
+    });
+}
+
+/** Seqs grow along the log (live-only events such as chunks take seqs the log never holds). */
+function expectIncreasingSeqs(lines: any[]): void {
+  const seqs = lines.slice(1).map((e) => e.seq);
+  for (let i = 1; i < seqs.length; i++) expect(seqs[i], `seq at line ${i + 2}`).toBeGreaterThan(seqs[i - 1]);
+}
+
+function expectLocked(frame: Frame, sessionId: string): void {
+  expect(frame.error, JSON.stringify(frame)).toMatchObject({ code: -32001, data: { kind: "session-locked", sessionId } });
+  expect(frame.error?.message).toContain("another bridge");
+}
+
+describe("two bridges on one session root", () => {
+  it("while A's turn writes a session, B's prompt, delete, fork and compact are session-locked, list and read work; after it, B takes the session with A's turns", async () => {
+    const script = turns([{ toolCalls: [{ id: "c1", name: "lookup" }] }, { text: "A's answer" }], [{ text: "B's answer" }], [{ text: "A's second answer" }]);
+    const a = await bridge(script);
+    const b = await bridge(script);
+    const aPrompt = send(a, "session/prompt", promptParams("s", "from A"));
+    await a.waitFrame((f) => f.params?.event?.type === "tool/request", "A's tool/request");
+
+    expectLocked(await send(b, "session/prompt", promptParams("s", "from B")), "s");
+    expectLocked(await send(b, "session/delete", { sessionId: "s" }), "s");
+    expectLocked(await send(b, "session/fork", { sessionId: "s", newSessionId: "s-fork" }), "s");
+    expectLocked(await send(b, "session/compact", { sessionId: "s" }), "s");
+    expect(fs.existsSync(logFile("s-fork"))).toBe(false);
+    // Reads take no lock.
+    const listed = await send(b, "session/list", {});
+    expect(listed.result.sessions.map((e: any) => e.sessionId)).toEqual(["s"]);
+    const read = await send(b, "session/read", { sessionId: "s" });
+    expect(read.result.events.map((e: any) => e.type)).toContain("tool/request");
+
+    a.request("answer", "session/tool_result", { sessionId: "s", callId: "c1", content: [{ type: "text", text: "found" }] });
+    expect((await aPrompt).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+
+    // A is idle now: B takes the session over, and its history holds A's turn.
+    const bPrompt = await send(b, "session/prompt", promptParams("s", "from B"));
+    expect(bPrompt.result?.status).toBe("ok");
+    const users = logLines("s").filter((e) => e.type === "user/message").map((e) => e.data.content[0].text);
+    expect(users).toEqual(["from A", "from B"]);
+    // And A, whose loaded copy is stale now, reloads it for its next turn instead of writing over B's.
+    const again = await send(a, "session/prompt", promptParams("s", "A again"));
+    expect(again.result?.status).toBe("ok");
+    const lines = logLines("s");
+    expect(lines.filter((e) => e.type === "turn/end").map((e) => e.data.turn)).toEqual([1, 2, 3]);
+    expectIncreasingSeqs(lines);
+    // A fork and a delete go through once nobody writes the session.
+    expect((await send(b, "session/fork", { sessionId: "s", newSessionId: "s-fork" })).result).toEqual({ sessionId: "s-fork" });
+    expect((await send(b, "session/delete", { sessionId: "s-fork" })).result).toEqual({ deleted: true });
+  });
+
+  it("prompts of both bridges racing on one session, 10 rounds: every line whole, every ok turn in the log, the loser session-locked", async () => {
+    const script = turns([{ text: "a slow answer", chunkSize: 2, delayMs: 2 }]);
+    const a = await bridge(script);
+    const b = await bridge(script);
+    let oks = 0;
+    let locked = 0;
+    for (let round = 0; round < 10; round++) {
+      const answers = await Promise.all([send(a, "session/prompt", promptParams("race", `A${round}`)), send(b, "session/prompt", promptParams("race", `B${round}`))]);
+      for (const frame of answers) {
+        if (frame.error) {
+          expectLocked(frame, "race");
+          locked += 1;
+        } else {
+          expect(frame.result.status).toBe("ok");
+          oks += 1;
+        }
+      }
+    }
+    const lines = logLines("race");
+    expect(lines[0].type).toBe("session-header");
+    const ends = lines.filter((e) => e.type === "turn/end");
+    expect(ends).toHaveLength(oks);
+    expect(ends.map((e) => e.data.turn)).toEqual(ends.map((_, i) => i + 1));
+    expectIncreasingSeqs(lines);
+    expect(oks + locked).toBe(20);
+    expect(oks).toBeGreaterThanOrEqual(10); // each round, one at least
+    // Both bridges still serve the session, and a third reads it whole.
+    const c = await bridge(script);
+    const read = await send(c, "session/read", { sessionId: "race", limit: 1000 });
+    expect(read.result.events.filter((e: any) => e.type === "turn/end")).toHaveLength(oks);
+  });
+
+  it("a bridge killed with SIGKILL mid-turn leaves a stale lock the next bridge takes over at once", async () => {
+    const script = turns([{ toolCalls: [{ id: "k", name: "lookup" }] }, { text: "never" }], [{ text: "after the kill" }]);
+    const a = await bridge(script);
+    a.request("p", "session/prompt", promptParams("s", "one"));
+    await a.waitFrame((f) => f.params?.event?.type === "tool/request", "A's tool/request");
+    const lock = logFile("s").replace(/\.jsonl$/, ".lock");
+    expect(JSON.parse(fs.readFileSync(lock, "utf8"))).toMatchObject({ pid: expect.any(Number) });
+    a.kill("SIGKILL");
+    await a.exit();
+    expect(fs.existsSync(lock)).toBe(true);
+
+    const b = await bridge(script);
+    const answer = await send(b, "session/prompt", promptParams("s", "two"));
+    expect(answer.result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    // B let go of the lock when its turn ended.
+    expect(fs.existsSync(lock)).toBe(false);
+    b.request("bye", "shutdown", {});
+    await b.response("bye");
+    await b.exit();
+    expect(logLines("s").filter((e) => e.type === "user/message")).toHaveLength(2);
+  });
+});
