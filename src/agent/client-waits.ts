@@ -42,7 +42,8 @@ export class ClientWaits {
   /**
    * Parks a waiter of `kind` for `id` in `sessionId`. Synchronous up to the registration, so the caller
    * may announce the request right after calling this and an immediate answer still finds it.
-   * A second wait for the same key (a model reusing a call id) ends the first as aborted.
+   * A second wait for the same key ends the first as aborted (never expected: the loop makes
+   * the call ids of a step unique, and request ids are random).
    */
   wait<T>(kind: WaitKind, sessionId: string, id: string, signal: AbortSignal): Promise<WaitOutcome<T>> {
     if (this.closedWhy !== undefined) return Promise.resolve({ kind: "closed", why: this.closedWhy });

@@ -177,10 +177,22 @@ class MessageAssembler {
     return this.parts.map((p) => p.toBlock());
   }
 
+  /**
+   * The step's calls, each with an id of its own (waits, answers and results are keyed by it):
+   * a repeated id (some OpenAI-compatible servers repeat them) gets `#2`, `#3`, …, recorded and
+   * sent back to the model as such, so each result pairs with its own call (docs/PROTOCOL.md).
+   */
   toolCalls(turn: number, step: number): ToolCallBlock[] {
+    const taken = new Set<string>();
     return [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([index, call]) => parseToolCall(call.id ?? `call_${turn}_${step}_${index}`, call.name ?? "", call.args));
+      .map(([index, call]) => {
+        const given = call.id ?? `call_${turn}_${step}_${index}`;
+        let id = given;
+        for (let n = 2; taken.has(id); n++) id = `${given}#${n}`;
+        taken.add(id);
+        return parseToolCall(id, call.name ?? "", call.args);
+      });
   }
 }
 

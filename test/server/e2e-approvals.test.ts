@@ -214,3 +214,28 @@ describe("a deny the model reads (DeepSeek route)", () => {
     expect(last).toContainEqual({ type: "text", text: "I was not allowed to write x.txt." });
   });
 });
+
+describe("a call id the model repeats within one step", () => {
+  it("built-in calls awaiting approval get their own ids and decisions; each result is its own file's", async () => {
+    const script = oneTurn(
+      { toolCalls: [{ id: "r", name: "read_file", arguments: { path: "a.txt" } }, { id: "r", name: "read_file", arguments: { path: "b.txt" } }] },
+      { text: "done" },
+    );
+    const c = await initialized(script, { approvals: "always" });
+    c.request("p", "session/prompt", promptParams("s"));
+    const first = await event(c, "s", "permission/request", 1);
+    expect(first.data.callId).toBe("r");
+    c.request("allow1", "session/permission", { sessionId: "s", requestId: first.data.requestId, decision: "allow" });
+    const second = await event(c, "s", "permission/request", 2);
+    expect(second.data).toMatchObject({ callId: "r#2", arguments: { path: "b.txt" } });
+    c.request("deny2", "session/permission", { sessionId: "s", requestId: second.data.requestId, decision: "deny", message: "not b" });
+    expect((await c.response("allow1")).result).toEqual({});
+    expect((await c.response("deny2")).result).toEqual({});
+    expect((await c.response("p")).result.status).toBe("ok");
+    const results = ofType(c, "s", "tool/result").map((e) => [e.data.callId, e.data.isError, e.data.content[0].text]);
+    expect(results).toEqual([
+      ["r", false, expect.stringContaining("contents of a")],
+      ["r#2", true, "not b"],
+    ]);
+  });
+});

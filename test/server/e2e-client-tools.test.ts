@@ -305,3 +305,30 @@ describe("answers are routed by their kind", () => {
     await reloads(root, script, "sp");
   });
 });
+
+describe("a call id the model repeats within one step", () => {
+  it("each call gets its own id (the second '#2'), its own request and its own answer; none is aborted", async () => {
+    const script = ws.script("s.json", callThenDone([{ id: "same", name: "lookup", arguments: { word: "one" } }, { id: "same", name: "lookup", arguments: { word: "two" } }]));
+    const c = await initialized(script);
+    c.request("p", "session/prompt", promptParams("s", "look both up"));
+    const first = await event(c, "s", "tool/request", 1);
+    const second = await event(c, "s", "tool/request", 2);
+    expect([first.data, second.data]).toEqual([
+      { callId: "same", name: "lookup", arguments: { word: "one" } },
+      { callId: "same#2", name: "lookup", arguments: { word: "two" } },
+    ]);
+    c.request("a2", "session/tool_result", answer("s", "same#2", "second answer"));
+    c.request("a1", "session/tool_result", answer("s", "same", "first answer"));
+    expect((await c.response("a2")).result).toEqual({});
+    expect((await c.response("a1")).result).toEqual({});
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const results = c.events("s").filter((e) => e.type === "tool/result").map((e) => [e.data.callId, e.data.isError, e.data.content[0].text]);
+    expect(results).toEqual([
+      ["same", false, "first answer"],
+      ["same#2", false, "second answer"],
+    ]);
+    // The assistant message records the ids the results pair with.
+    const message = c.events("s").find((e) => e.type === "assistant/message");
+    expect(message.data.content.filter((b: any) => b.type === "tool-call").map((b: any) => b.id)).toEqual(["same", "same#2"]);
+  });
+});
