@@ -21,6 +21,22 @@ export const SECRETS_EOF_TIMEOUT_MS = 5_000;
 
 export class SecretsFdError extends Error {}
 
+/** Whether `fd` is open write-only: its access mode in `/proc/self/fdinfo` (Linux); elsewhere the read's error says so. */
+function writeOnly(fd: number): boolean {
+  try {
+    const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "latin1"))?.[1];
+    return flags !== undefined && (parseInt(flags, 8) & 3) === 1; // O_ACCMODE, O_WRONLY
+  } catch {
+    return false;
+  }
+}
+
+/** The words for a read that failed: a write-only descriptor's errors say "not readable". */
+function readFailure(fd: number, code: string | undefined): SecretsFdError {
+  if (code === "EBADF" || code === "ENOTCONN") return new SecretsFdError(`--secrets-fd ${fd}: not readable (${code}; pass the read end of a pipe or a file opened for reading)`);
+  return new SecretsFdError(`--secrets-fd ${fd}: cannot read it (${code})`);
+}
+
 /**
  * Reads, checks and closes descriptor `fd`; resolves with the variables it carries. A pipe is
  * read through a non-blocking socket handle, so a writer that never closes costs a timeout and
@@ -34,12 +50,18 @@ export function readSecretsFd(fd: number, timeoutMs = SECRETS_EOF_TIMEOUT_MS): P
   } catch {
     return Promise.reject(new SecretsFdError(`--secrets-fd ${fd}: not an open descriptor`));
   }
+  // Before its size or contents: a write-only descriptor (the pipe's write end, a file opened
+  // for writing) is the caller's mistake to name as such, whatever else it would fail on.
+  if (writeOnly(fd)) {
+    closeSync(fd);
+    return Promise.reject(new SecretsFdError(`--secrets-fd ${fd}: not readable (it is open for writing only; pass the read end)`));
+  }
   if (stat.isFile()) {
     try {
       if (stat.size > MAX_SECRETS_BYTES) throw new SecretsFdError(`--secrets-fd ${fd}: more than ${MAX_SECRETS_BYTES} bytes`);
       return Promise.resolve(parseSecrets(readFileSync(fd, "utf8"), fd));
     } catch (error) {
-      return Promise.reject(error instanceof SecretsFdError ? error : new SecretsFdError(`--secrets-fd ${fd}: cannot read it (${(error as NodeJS.ErrnoException).code})`));
+      return Promise.reject(error instanceof SecretsFdError ? error : readFailure(fd, (error as NodeJS.ErrnoException).code));
     } finally {
       closeSync(fd);
     }
@@ -64,7 +86,7 @@ export function readSecretsFd(fd: number, timeoutMs = SECRETS_EOF_TIMEOUT_MS): P
       if (size > MAX_SECRETS_BYTES) return finish(new SecretsFdError(`--secrets-fd ${fd}: more than ${MAX_SECRETS_BYTES} bytes`));
       chunks.push(chunk);
     });
-    pipe.on("error", (error: NodeJS.ErrnoException) => finish(new SecretsFdError(`--secrets-fd ${fd}: cannot read it (${error.code ?? error.message})`)));
+    pipe.on("error", (error: NodeJS.ErrnoException) => finish(error.code ? readFailure(fd, error.code) : new SecretsFdError(`--secrets-fd ${fd}: cannot read it (${error.message})`)));
     pipe.on("end", () => {
       try {
         finish(null, parseSecrets(Buffer.concat(chunks).toString("utf8"), fd));

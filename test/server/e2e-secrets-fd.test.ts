@@ -6,7 +6,11 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
-import { RawClient, promptParams } from "../support/raw-client.js";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { BINARY, RawClient, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
 const KEY = "sk-canary-from-the-pipe";
@@ -102,6 +106,24 @@ describe("a bad --secrets-fd", () => {
     client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "9"], env: envWithoutKey() });
     expect(await client.exited).toEqual({ code: 1, signal: null });
     expect(client.stderr).toMatch(/--secrets-fd 9: (not a pipe or a file|not an open descriptor)/);
+  });
+
+  it.each([
+    ["small", 10],
+    ["over 64 KiB", 70_000],
+  ])("a descriptor open for writing only (%s) is 'not readable', not a size or parse error", (_what, size) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-secrets-wo-"));
+    const file = path.join(dir, "keys.json");
+    fs.writeFileSync(file, "x".repeat(size));
+    const writeOnly = fs.openSync(file, fs.constants.O_WRONLY);
+    try {
+      const run = spawnSync(BINARY, ["--stdio", "--no-session-log", "--secrets-fd", "3"], { stdio: ["pipe", "pipe", "pipe", writeOnly], input: "", env: envWithoutKey(), timeout: 15_000 });
+      expect(run.status).toBe(1);
+      expect(run.stderr.toString()).toMatch(/--secrets-fd 3: not readable/);
+    } finally {
+      fs.closeSync(writeOnly);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("stdio descriptors are a usage error (exit 2)", async () => {
