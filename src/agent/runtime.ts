@@ -102,6 +102,8 @@ interface Flight {
   settled: Promise<TurnEndReason>;
   /** The number of the turn it runs. */
   turn: number;
+  /** A `session/compact`, not a prompt: a prompt meanwhile is told so. */
+  compacting?: true;
 }
 
 export class AgentRuntime {
@@ -176,7 +178,10 @@ export class AgentRuntime {
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
   prompt(sessionId: string, content: TextBlock[], output?: OutputContract): Promise<TurnEndReason> {
-    if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId);
+    if (this.isBusy(sessionId)) {
+      const compacting = this.flights.get(sessionId)?.compacting;
+      throw new SessionBusyError(sessionId, compacting ? "is compacting (a session/compact is in flight); prompt it once the compaction has ended" : undefined);
+    }
     const session = this.session(sessionId);
     const controller = new AbortController();
     const turn = session.nextTurnNumber();
@@ -222,7 +227,7 @@ export class AgentRuntime {
         this.release(session);
       });
     // Busy as a turn numbered after the last one: a fork of any ended turn may go ahead.
-    this.flights.set(sessionId, { controller, settled: done.then((): TurnEndReason => ({ kind: "completed" })), turn: session.nextTurnNumber() });
+    this.flights.set(sessionId, { controller, settled: done.then((): TurnEndReason => ({ kind: "completed" })), turn: session.nextTurnNumber(), compacting: true });
     return done;
   }
 

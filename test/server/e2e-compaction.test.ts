@@ -241,6 +241,25 @@ describe("session/compact", () => {
     expect((await c.response("c2")).result).toEqual({ compacted: true });
   });
 
+  it("a prompt sent while session/compact runs is -32001 saying the session is compacting; after it the prompt runs", async () => {
+    const slow = { turns: [{ steps: [{ text: "done" }] }], compaction: { steps: [{ text: "SUMMARY: never sent", hang: true }] } };
+    const c = await started(ws.script("s.json", slow));
+    c.request("p1", "session/prompt", promptParams("s", LONG_HELLO));
+    expect((await c.response("p1")).result.status).toBe("ok");
+    c.request("c", "session/compact", { sessionId: "s" });
+    // Requests start in the order they arrive, so the compaction is in flight before the prompt
+    // is looked at, and stays so until cancelled (its summary never ends).
+    c.request("p2", "session/prompt", promptParams("s", "meanwhile"));
+    const refused = await c.response("p2");
+    expect(refused.error).toMatchObject({ code: -32001, data: { kind: "session-busy", sessionId: "s" } });
+    expect(refused.error?.message).toContain("compacting");
+    c.request("x", "session/cancel", { sessionId: "s" });
+    expect((await c.response("x")).result).toEqual({ cancelled: true });
+    expect((await c.response("c")).result).toEqual({ compacted: false });
+    c.request("p3", "session/prompt", promptParams("s", "now"));
+    expect((await c.response("p3")).result.status).toBe("ok");
+  });
+
   it("refuses contextWindow and compactAt out of range at initialize", async () => {
     const c = new RawClient();
     clients.push(c);
