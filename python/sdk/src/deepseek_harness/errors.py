@@ -100,7 +100,9 @@ class JsonRpcError(HarnessError):
 
 
 class SessionBusyError(JsonRpcError):
-    """-32001: a ``session/prompt`` for a session that already has one in flight."""
+    """-32001: a ``session/prompt`` for a session that already has one in flight
+    (``kind == "session-busy"``), or that another bridge process on the same session root
+    writes now (``kind == "session-locked"``: retry once that turn ended)."""
 
 
 class NotInitializedError(JsonRpcError):
