@@ -68,7 +68,8 @@ class BatchResult:
         error: ``{"type", "message"}`` of the exception that stopped the task before or instead
             of its turn (a bad workspace, a bridge that would not start, a worker that died more
             often than the retry limit); None when the turn ran to a status.
-        attempts: how many workers ran the task (more than 1 after a worker died).
+        attempts: how many workers ran the task: 1, or more after its worker was lost (died or
+            stopped answering) while running it; the earlier attempts may have run partly.
         started_at / finished_at: wall-clock seconds (``time.time()``) around the turn on the
             worker (the turn only: not the workspace's preparation).
     """

@@ -12,8 +12,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError("deepseek_harness.ray needs Ray: pip install 'deepseek-harness[ray]'") from exc
 
 from ..batch.tasks import BatchResult, BatchTask
-from .runner import RayBatchRunner, WorkerDiedError, iter_batch, run_batch
+from .runner import NoWorkersError, RayBatchRunner, WorkerDiedError, iter_batch, run_batch
 from .worker import HarnessWorker, TurnLimiter
 
-__all__ = ["run_batch", "iter_batch", "RayBatchRunner", "WorkerDiedError", "HarnessWorker", "TurnLimiter",
+__all__ = ["run_batch", "iter_batch", "RayBatchRunner", "WorkerDiedError", "NoWorkersError", "HarnessWorker", "TurnLimiter",
            "BatchTask", "BatchResult"]

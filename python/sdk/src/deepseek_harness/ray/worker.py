@@ -17,6 +17,7 @@ when it sees the death.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, Dict, Optional, Set
 
 import ray
@@ -179,7 +180,8 @@ class HarnessWorker:
     async def info(self) -> Dict[str, Any]:
         pool = self._pool
         return {"name": self.name, "open_bridges": pool.open_bridges if pool else 0,
-                "bridges_started": pool.bridges_started if pool else 0}
+                "bridges_started": pool.bridges_started if pool else 0,
+                "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
     async def close(self) -> None:
         if self._pool is not None:
