@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/ray_batch.py            # writes bench/ray_results.md (~1-2 min)
     .venv/bin/python bench/ray_batch.py --quick    # tiny counts: checks that it runs, measures nothing
+    .venv/bin/python bench/ray_batch.py --recovery # a machine lost mid-batch: writes bench/ray_recovery.md (~2 min)
 
 Tasks are trivial scripted turns (one short answer, session log on), so what is measured is the
 batch machinery, not a model. Every configuration has the same cap on turns in flight. Rounds
@@ -84,8 +85,13 @@ def main() -> int:
     ap.add_argument("--tasks", type=int, default=600)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cap", type=int, default=16)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "ray_results.md"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--recovery", action="store_true", help="time-to-recover of a lost machine instead")
     args = ap.parse_args()
+    if args.recovery:
+        from ray_recovery import recovery_main
+        return recovery_main(args.quick, args.rounds, args.out or str(ROOT / "bench" / "ray_recovery.md"))
+    args.out = args.out or str(ROOT / "bench" / "ray_results.md")
     n, rounds, lat_n = (40, 1, 5) if args.quick else (args.tasks, args.rounds, 50)
 
     import ray
