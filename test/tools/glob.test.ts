@@ -4,9 +4,9 @@ import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { GLOB_MAX_RESULTS, globEngineRuns, globTool } from "../../src/tools/glob.js";
 import { ToolError } from "../../src/tools/types.js";
-import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
 
-describe.each(["ripgrep", "builtin"] as const)("glob (%s engine)", (engine) => {
+describe.each(SEARCH_ENGINES)("glob (%s engine)", (engine) => {
 let restore: () => void;
 let runsBefore = 0;
 beforeAll(async () => {

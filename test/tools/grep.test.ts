@@ -4,9 +4,9 @@ import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepEngineRuns, grepTool } from "../../src/tools/grep.js";
 import { ToolError } from "../../src/tools/types.js";
-import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
 
-describe.each(["ripgrep", "builtin"] as const)("grep (%s engine)", (engine) => {
+describe.each(SEARCH_ENGINES)("grep (%s engine)", (engine) => {
 let restore: () => void;
 let runsBefore = 0;
 beforeAll(async () => {

@@ -16,7 +16,7 @@ import { findBwrap } from "../../src/sandbox/bwrap.js";
 import { resetSandboxProbes } from "../../src/sandbox/probe.js";
 import { ToolError, type Tool } from "../../src/tools/types.js";
 import { writeFileTool } from "../../src/tools/write-file.js";
-import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
 const savedEnv = { ...process.env };
@@ -79,7 +79,7 @@ describe("the file tools in a workspace that holds hidden paths", () => {
     expect(fs.readFileSync(path.join(sb.ws, ".netrc"), "utf8")).toBe("canary netrc\n");
   });
 
-  for (const engine of ["ripgrep", "builtin"] as const) {
+  for (const engine of SEARCH_ENGINES) {
     it(`glob and grep neither list nor read them (${engine})`, async () => {
       const undo = await useSearchEngine(engine);
       try {

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { globTool } from "../../src/tools/glob.js";
 import { grepEngineRuns, grepTool } from "../../src/tools/grep.js";
 import { parseGrepPattern } from "../../src/tools/search/pattern.js";
-import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, ripgrepHere, ripgrepNote, text, useSearchEngine, writeTree } from "./helpers.js";
 
 const sandboxes: ReturnType<typeof makeSandbox>[] = [];
 afterAll(() => sandboxes.forEach((s) => s.cleanup()));
@@ -53,7 +53,13 @@ async function both<T>(run: () => Promise<T>): Promise<[T, T]> {
 const strip = (s: string) => s.replace(/searched with (ripgrep|the built-in search)/, "searched with ENGINE");
 
 describe("glob and grep: ripgrep and the built-in engine agree", () => {
-  it("on random trees and patterns", async () => {
+  it.skipIf(!ripgrepHere)(`ripgrep is there: CI installs it, and a missing one must fail there (HARNESS_REQUIRE_RG=1)${ripgrepNote}`, async () => {
+    const { findRipgrep, resetRipgrepLookup } = await import("../../src/tools/search/ripgrep.js");
+    resetRipgrepLookup();
+    expect(await findRipgrep(), "ripgrep (rg >= 13) is required here: apt-get install ripgrep").toBeDefined();
+  });
+
+  it.skipIf(!ripgrepHere)(`on random trees and patterns${ripgrepNote}`, async () => {
     let rgRuns = 0;
     await fc.assert(
       fc.asyncProperty(tree, fc.array(pattern, { minLength: 1, maxLength: 4 }), globPattern, async (t, patterns, glob) => {

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { globTool } from "../../src/tools/glob.js";
 import { grepTool } from "../../src/tools/grep.js";
-import { makeCtx, makeSandbox, text, useSearchEngine, writeTree } from "./helpers.js";
+import { makeCtx, makeSandbox, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
 
 const SWAPPER = `
 const fs = require("node:fs");
@@ -59,7 +59,7 @@ function startSwapper(ms: number): Promise<number> {
   return new Promise((resolve) => child.on("close", () => resolve(Number(out))));
 }
 
-describe.each(["ripgrep", "builtin"] as const)("glob and grep against a folder/link swapper (%s engine)", (engine) => {
+describe.each(SEARCH_ENGINES)("glob and grep against a folder/link swapper (%s engine)", (engine) => {
   it("never list or read anything outside the workspace", async () => {
     const restore = await useSearchEngine(engine);
     try {
