@@ -938,6 +938,24 @@ def bench_search(counts: Counts, tmp: Path) -> Result:
         res.goal(f"search: {name} within 3x of ripgrep", f"{o / b:.2f}x ({o:.0f} ms vs {b:.0f} ms)", o / b <= 3)
         if tool == "grep" and first is None and text.count("\n") != 2:
             res.notes.append(f"unexpected output for {name}: {text[:200]!r}")
+    # read_file of a 10 MiB file, its first 2 000 lines (the default), against `head -n 2000`:
+    # the tool reads as far as the lines it returns, not the file (issue 34).
+    reads = tmp / "read-tree"
+    reads.mkdir()
+    line = b"x" * 99 + b"\n"
+    (reads / "big.txt").write_bytes(line * ((10 * 1024 * 1024) // len(line)))
+    bridge = SearchBridge(tmp, reads, "read_file", {"path": "big.txt"}, {})
+    bridge.run()
+    head_ms: List[float] = []
+    read_ms: List[float] = []
+    for _ in range(counts.search_rounds):
+        head_ms.append(rg_time(["head", "-n", "2000", "big.txt"], reads) * 1000)
+        bridge.run()
+        read_ms.append(bridge.tool_ms)
+    bridge.close()
+    b, o = median(head_ms), median(read_ms)
+    res.row("read_file of a 10 MiB file, first 2 000 lines (baseline: head -n 2000)", f"{b:.1f}", f"{o:.1f}", f"{o / b:.2f}x", "", "")
+    res.goal("read_file: first 2 000 lines of a 10 MiB file within 3x of head -n 2000", f"{o / b:.2f}x ({o:.1f} ms vs {b:.1f} ms)", o / b <= 3)
     growth = max(peak - idle for idle, peak in idle_peak)
     # For context: the capped row's order. The tool returns the first 500 in path order, which
     # ripgrep itself gives only single-threaded (--sort path).

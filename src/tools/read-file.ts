@@ -2,8 +2,9 @@
  * `read_file {path, offset?, limit?}`: a text file's lines, numbered, within caps.
  */
 import type { JsonObject } from "../protocol/index.js";
-import { openForRead, readAll } from "./confined-fs.js";
-import { ToolError, textOutput, type Tool } from "./types.js";
+import { openForRead } from "./confined-fs.js";
+import type { OpenedFile } from "./confined-open.js";
+import { ToolError, textOutput, type Tool, type ToolOutput } from "./types.js";
 
 /** Files larger than this are refused whole; read them in parts with offset/limit. */
 export const READ_FILE_MAX_BYTES = 10 * 1024 * 1024;
@@ -25,19 +26,24 @@ export const READ_FILE_TEXT_CHECK_BYTES = 8192;
  * (random data, an image without NULs, text in a legacy encoding). Undefined for text. Returning
  * such bytes decoded would be mojibake that costs the model tokens and tells it nothing.
  */
-export function binaryReason(bytes: Buffer): string | undefined {
+export function binaryReason(bytes: Buffer, more = false): string | undefined {
   const head = bytes.subarray(0, READ_FILE_TEXT_CHECK_BYTES);
   const nul = head.indexOf(0);
   if (nul >= 0) return `a NUL byte at offset ${nul}`;
   try {
     // stream: a character cut by the block's end is not an error (its rest follows); a sequence
     // cut by the file's own end is. A fresh decoder: a streaming one keeps the cut bytes.
-    new TextDecoder("utf-8", { fatal: true }).decode(head, { stream: bytes.length > head.length });
+    new TextDecoder("utf-8", { fatal: true }).decode(head, { stream: more || bytes.length > head.length });
   } catch {
     return `bytes that are not UTF-8 in its first ${READ_FILE_TEXT_CHECK_BYTES}`;
   }
   return undefined;
 }
+
+/** The first read: enough for the default 2 000 lines of most files, and for the text check. */
+const FIRST_READ_BYTES = 256 * 1024;
+/** Later reads double up to this (a deep `offset` walks the file in few calls). */
+const MAX_READ_BYTES = 2 * 1024 * 1024;
 
 function optionalPositiveInt(args: JsonObject, name: string): number | undefined {
   const value = args[name];
@@ -70,42 +76,84 @@ export const readFileTool: Tool = {
     const limit = optionalPositiveInt(args, "limit") ?? READ_FILE_DEFAULT_LINES;
     // Opened once, checked on the descriptor (type, real path), read from that descriptor.
     const file = await openForRead(ctx.workspace, args.path, ctx.permissionMode);
-    let bytes: Buffer;
     try {
       if (file.size > READ_FILE_MAX_BYTES) {
         throw new ToolError(`${args.path} is ${file.size} bytes, over the ${READ_FILE_MAX_BYTES}-byte limit of read_file`);
       }
-      bytes = await readAll(file, READ_FILE_MAX_BYTES, args.path, ctx.signal);
+      return await readLines(file, args.path, offset, limit, ctx.signal);
     } finally {
       await file.handle.close().catch(() => undefined);
     }
-    const binary = binaryReason(bytes);
-    if (binary !== undefined) {
-      return textOutput(`${args.path} is a binary file (${bytes.length} bytes; ${binary}); read_file shows UTF-8 text files only`, true);
+  },
+};
+
+/**
+ * Lines `offset` to `offset + limit - 1`, numbered, read from the descriptor only as far as they
+ * go (and one line past them, to say whether the file goes on): asking for the first 2 000
+ * lines of a 10 MiB file reads their bytes, not the file. The total line count is given when
+ * what was read holds the whole file (every small file); past that the note says "more than".
+ */
+export async function readLines(
+  file: OpenedFile,
+  requested: string,
+  offset: number,
+  limit: number,
+  signal: AbortSignal,
+  reads = { first: FIRST_READ_BYTES, max: MAX_READ_BYTES }, // tests cut chunk boundaries anywhere
+): Promise<ToolOutput> {
+  const decoder = new TextDecoder("utf-8");
+  let position = 0;
+  let chunk = Buffer.allocUnsafe(Math.min(Math.max(file.size, 1) + 1, reads.first));
+  let pending = ""; // the start of a line whose newline has not been read yet
+  let seen = 0; // complete lines before `pending`
+  const out: string[] = [];
+  let chars = 0;
+  let last = offset - 1; // the last line shown
+  let full = false; // the output has what it may hold: stop at the next line
+  for (;;) {
+    signal.throwIfAborted();
+    const { bytesRead } = await file.handle.read(chunk, 0, chunk.length, position);
+    const eof = bytesRead === 0;
+    if (position === 0) {
+      if (eof) return textOutput(`(${requested} is empty)`);
+      const binary = binaryReason(chunk.subarray(0, bytesRead), bytesRead === chunk.length);
+      if (binary !== undefined) {
+        return textOutput(`${requested} is a binary file (${file.size} bytes; ${binary}); read_file shows UTF-8 text files only`, true);
+      }
     }
-    const lines = bytes.toString("utf8").split("\n");
-    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
-    if (bytes.length === 0) return textOutput(`(${args.path} is empty)`);
-    if (offset > lines.length) {
-      throw new ToolError(`offset ${offset} is past the end of ${args.path} (${lines.length} lines)`);
-    }
-    const out: string[] = [];
-    let chars = 0;
-    let last = offset - 1;
-    for (let i = offset - 1; i < Math.min(lines.length, offset - 1 + limit); i++) {
-      let line = lines[i].replace(/\r$/, "");
+    position += bytesRead;
+    if (position > READ_FILE_MAX_BYTES) throw new ToolError(`${requested} grew past the ${READ_FILE_MAX_BYTES}-byte limit while it was read`);
+    const pieces = (pending + decoder.decode(chunk.subarray(0, bytesRead), { stream: !eof })).split("\n");
+    // At the end of the file its last piece is a line too, unless the file ended with a newline.
+    pending = eof ? "" : (pieces.pop() as string);
+    if (eof && pieces.length > 0 && pieces[pieces.length - 1] === "" && seen + pieces.length > 1) pieces.pop();
+    for (let k = 0; k < pieces.length; k++) {
+      const n = seen + k + 1;
+      if (n < offset) continue;
+      if (full || n >= offset + limit) {
+        // A line past what is shown exists: say so, with the total when the file is read whole.
+        const rest = eof || position >= file.size ? ` of ${seen + pieces.length + (pending === "" ? 0 : 1)}` : ` of more than ${last}`;
+        out.push(`[showing lines ${offset}-${last}${rest}; read on with offset ${last + 1}]`);
+        return textOutput(out.join("\n"));
+      }
+      let line = pieces[k].replace(/\r$/, "");
       if (line.length > READ_FILE_MAX_LINE_CHARS) {
         line = `${line.slice(0, READ_FILE_MAX_LINE_CHARS)}… [line cut: ${line.length} characters]`;
       }
-      const numbered = `${i + 1}\t${line}`;
-      if (chars + numbered.length > READ_FILE_MAX_OUTPUT_CHARS) break;
+      const numbered = `${n}\t${line}`;
+      if (chars + numbered.length > READ_FILE_MAX_OUTPUT_CHARS) {
+        full = true;
+        k--; // this line is the one past what is shown
+        continue;
+      }
       out.push(numbered);
       chars += numbered.length + 1;
-      last = i + 1;
+      last = n;
     }
-    if (last < lines.length) {
-      out.push(`[showing lines ${offset}-${last} of ${lines.length}; read on with offset ${last + 1}]`);
-    }
-    return textOutput(out.join("\n"));
-  },
-};
+    seen += pieces.length;
+    if (eof) break;
+    if (chunk.length < reads.max && bytesRead === chunk.length) chunk = Buffer.allocUnsafe(Math.min(chunk.length * 2, reads.max));
+  }
+  if (offset > seen) throw new ToolError(`offset ${offset} is past the end of ${requested} (${seen} lines)`);
+  return textOutput(out.join("\n"));
+}
