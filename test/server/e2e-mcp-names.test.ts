@@ -88,12 +88,13 @@ describe("a tool named like another's rewritten name", () => {
     expect(first.status).toBe("ok");
     expect(first.plain).toMatchObject({ isError: false, content: [{ type: "text", text: "ran c" }] });
     expect(first.contested.isError).toBe(true);
-    expect(text(first.contested)).toContain(`unknown tool '${REWRITTEN}'`);
+    const reasons = [`'a/b' (its name ${REWRITTEN} is also the name of '${LITERAL}'; none of them is offered)`, `'${LITERAL}' (its name ${REWRITTEN} is also the name of 'a/b'; none of them is offered)`];
+    // The model reads why: the server lists it, the bridge leaves it out (not "no such tool").
+    expect(text(first.contested)).toMatch(new RegExp(`^unknown tool '${REWRITTEN}' \\(the MCP server m lists it, but the bridge leaves it out: '`));
+    for (const reason of reasons) expect(text(first.contested)).toContain(reason);
     expect(first.ran).toEqual(["call c"]);
     // The user is told why on stderr, with both tools named.
-    expect(first.reasons).toEqual(
-      [`'a/b' (its name ${REWRITTEN} is also the name of '${LITERAL}'; none of them is offered)`, `'${LITERAL}' (its name ${REWRITTEN} is also the name of 'a/b'; none of them is offered)`].sort(),
-    );
+    expect(first.reasons).toEqual(reasons.sort());
   });
 
   it("after tools/list_changed, the name that ran 'a/b' is not silently given to the tool named like it", async () => {
@@ -111,7 +112,9 @@ describe("a tool named like another's rewritten name", () => {
     const two = await prompt(c, "p2");
     expect(two.status).toBe("ok");
     expect(two.results.after.isError).toBe(true);
-    expect(text(two.results.after)).toContain(`unknown tool '${REWRITTEN}'`);
+    expect(text(two.results.after)).toContain(
+      `unknown tool '${REWRITTEN}' (the MCP server m lists it, but the bridge leaves it out: '${LITERAL}' (its name ${REWRITTEN} ran 'a/b' before tools/list_changed; it is not given to another tool))`,
+    );
     // The tool named like the rewrite never ran: the name is not remapped.
     expect(ran(log)).toEqual(["call a/b", "call swap"]);
     expect(c.stderr).toContain(`'${LITERAL}' (its name ${REWRITTEN} ran 'a/b' before tools/list_changed; it is not given to another tool)`);
