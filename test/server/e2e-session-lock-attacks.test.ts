@@ -179,7 +179,18 @@ describe("a session folder the bridge may not write", () => {
     expectSessionLog(refused, "cannot create session s's lock file");
     expect(refused.error!.message).toContain("EACCES (permission denied)");
     expect((await send(c, "session/read", { sessionId: "s" })).result.events.length).toBeGreaterThan(0);
+    // A stale lock (its owner gone) in that folder cannot be moved away: said so, not a raw errno.
     fs.chmodSync(folder(), 0o700);
+    fs.writeFileSync(lockFile(), ownerLine(2 ** 31 - 1, "1"));
+    fs.chmodSync(folder(), 0o500);
+    expectSessionLog(await send(c, "session/prompt", promptParams("s", "x")), "cannot take over session s's lock file");
+    fs.chmodSync(folder(), 0o700);
+    if (asRoot) {
+      // Another user's lock the bridge may not even read: named, with its errno.
+      fs.chmodSync(lockFile(), 0o600);
+      expectSessionLog(await send(c, "session/prompt", promptParams("s", "x")), "cannot read session s's lock file");
+    }
+    fs.rmSync(lockFile());
     expect((await send(c, "session/prompt", promptParams("s", "x"))).result?.status).toBe("ok");
   });
 });
