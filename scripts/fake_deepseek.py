@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 
 def _text_of(message: Dict[str, Any]) -> str:
@@ -108,8 +108,8 @@ def _tool_pairing_refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     whose ``tool_call_id`` matches no call id is refused). The OpenAI chat format's rule, in
     DeepSeek's words as users report them (the twin: test/support/server-rules.ts).
     """
-    calls: Optional[set] = None
-    answered: set = set()
+    calls: Optional[Set[Any]] = None
+    answered: Set[Any] = set()
     for m in body.get("messages") or []:
         m = m if isinstance(m, dict) else {}
         if m.get("role") == "tool":
