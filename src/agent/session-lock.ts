@@ -11,7 +11,10 @@
  * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot). A
  * stale lock is taken over: renamed away (atomic), checked to be the very file judged stale
  * (same inode), removed, and the `O_EXCL` create tried again, so of two processes taking
- * over at once one gets it and the other is refused. A lock file without a whole owner line
+ * over at once one gets it and the other is refused. (A residue: POSIX has no "unlink if this
+ * inode", so a fresh lock moved aside by a slower taker-over is linked back, and a third
+ * process creating one in that instant — microseconds — would leave two holders. Two bridges
+ * cannot meet it; three racing for the same stale lock in the same instant could.) A lock file without a whole owner line
  * (its creator was killed between create and write) is stale once it is 10 s old.
  *
  * What this cannot tell: an owner on another host (a session root shared over NFS) or in
