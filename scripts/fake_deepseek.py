@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 
 def _text_of(message: Dict[str, Any]) -> str:
@@ -93,6 +93,42 @@ def _thinking_mode_refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             }
         exchange = []
     return None
+
+
+TOOL_WITHOUT_CALL = "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
+CALL_WITHOUT_TOOL = ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                     "'tool_call_id'. (insufficient tool messages following tool_calls message)")
+
+
+def _tool_pairing_refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """DeepSeek's answer (HTTP 400) to calls and results that do not pair, else None.
+
+    The tool messages right after an assistant message with ``tool_calls`` must answer each of
+    its calls' ids, and every tool message must answer a call of that assistant message (one
+    whose ``tool_call_id`` matches no call id is refused). The OpenAI chat format's rule, in
+    DeepSeek's words as users report them (the twin: test/support/server-rules.ts).
+    """
+    calls: Optional[Set[Any]] = None
+    answered: Set[Any] = set()
+    for m in body.get("messages") or []:
+        m = m if isinstance(m, dict) else {}
+        if m.get("role") == "tool":
+            if calls is None or m.get("tool_call_id") not in calls:
+                return _invalid_request(TOOL_WITHOUT_CALL)
+            answered.add(m.get("tool_call_id"))
+            continue
+        if calls is not None and not calls <= answered:
+            return _invalid_request(CALL_WITHOUT_TOOL)
+        tool_calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        calls = {c.get("id") if isinstance(c, dict) else None for c in tool_calls} if isinstance(tool_calls, list) and tool_calls else None
+        answered = set()
+    return _invalid_request(CALL_WITHOUT_TOOL) if calls is not None and not calls <= answered else None
+
+
+def refusal(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Everything DeepSeek refuses that the fake knows of: its settings, the pairing of calls and
+    results, then thinking mode's history rule (test/support/server-rules.ts ``deepseekRefusal``)."""
+    return _settings_refusal(body) or _tool_pairing_refusal(body) or _thinking_mode_refusal(body)
 
 
 def request_tokens(body: Dict[str, Any]) -> Dict[str, int]:
@@ -180,10 +216,10 @@ class FakeDeepSeek:
         return entries[step]
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: Dict[str, Any]) -> None:
-        refusal = _settings_refusal(body) or _thinking_mode_refusal(body)
-        if refusal is not None:
-            self.problems.append(f"refused as DeepSeek would (HTTP 400): {json.dumps(refusal)}")
-            return self._json(handler, 400, refusal)
+        refused = refusal(body)
+        if refused is not None:
+            self.problems.append(f"refused as DeepSeek would (HTTP 400): {json.dumps(refused)}")
+            return self._json(handler, 400, refused)
         too_long = None if self.context_window is None else _context_refusal(body, self.context_window)
         if too_long is not None:
             # Not a problem: the bridge is expected to compact and retry.

@@ -5,18 +5,10 @@
  * a history the next request can send: a step cut short is recorded as a partial assistant
  * message, and each of its tool calls without a result gets an error result.
  */
-import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
 import { randomUUID } from "node:crypto";
-import type {
-  AssistantContentBlock,
-  FinishReason,
-  JsonObject,
-  TextBlock,
-  ToolCallBlock,
-  TurnEndReason,
-  Usage,
-} from "../protocol/index.js";
-import { ModelError, type ModelProvider, type ModelStreamPart } from "../providers/types.js";
+import { MAX_JSON_DEPTH } from "../json-depth.js";
+import type { AssistantContentBlock, FinishReason, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import { ModelError, type ModelProvider } from "../providers/types.js";
 import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { ToolGate } from "./client-requests.js";
 import type { PermissionMode } from "../protocol/index.js";
@@ -25,7 +17,7 @@ import { FinalAnswer, type OutputContract } from "./final-answer.js";
 import { compactIfNeeded, compactNow, type CompactionContext } from "./compaction.js";
 import type { ToolSpec } from "../providers/types.js";
 import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
-import { TextParts } from "./text-parts.js";
+import { MessageAssembler, argumentsTooDeep } from "./message-assembler.js";
 import { addUsage } from "./usage.js";
 
 /** What a turn runs with. */
@@ -131,100 +123,6 @@ interface StepOutcome {
   usage?: Usage;
   /** The model refused the request as too long for its context window, before it streamed anything. */
   refusedAsTooLong?: boolean;
-}
-
-/** Builds an assistant message out of streamed parts, keeping blocks in order of first appearance. */
-class MessageAssembler {
-  private readonly parts: TextParts[] = [];
-  private readonly calls = new Map<number, { id?: string; name?: string; args: string }>();
-  usage: Usage | undefined;
-  finishReason: string | undefined;
-
-  add(part: ModelStreamPart): void {
-    switch (part.type) {
-      case "text-delta":
-      case "reasoning-delta": {
-        const type = part.type === "text-delta" ? "text" : "reasoning";
-        let last = this.parts[this.parts.length - 1];
-        if (!last || last.type !== type) this.parts.push((last = new TextParts(type)));
-        last.append(part.text);
-        break;
-      }
-      case "tool-call-delta": {
-        const call = this.calls.get(part.index) ?? { args: "" };
-        if (part.id) call.id = part.id;
-        // The name arrives whole on one delta (OpenAI-compatible servers); the first one wins.
-        if (part.name) call.name ??= part.name;
-        call.args += part.argumentsDelta;
-        this.calls.set(part.index, call);
-        break;
-      }
-      case "usage":
-        this.usage = part.usage;
-        break;
-      case "finish":
-        this.finishReason = part.finishReason;
-        break;
-    }
-  }
-
-  isEmpty(): boolean {
-    return this.parts.length === 0 && this.calls.size === 0;
-  }
-
-  /** The text and reasoning blocks, in order. */
-  blocks(): Array<TextBlock | { type: "reasoning"; text: string }> {
-    return this.parts.map((p) => p.toBlock());
-  }
-
-  /**
-   * The step's calls, each with an id of its own (waits, answers and results are keyed by it):
-   * a repeated id (some OpenAI-compatible servers repeat them) gets `#2`, `#3`, …, recorded and
-   * sent back to the model as such, so each result pairs with its own call (docs/PROTOCOL.md).
-   */
-  toolCalls(turn: number, step: number): ToolCallBlock[] {
-    const taken = new Set<string>();
-    return [...this.calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, call]) => {
-        const given = call.id ?? `call_${turn}_${step}_${index}`;
-        let id = given;
-        for (let n = 2; taken.has(id); n++) id = `${given}#${n}`;
-        taken.add(id);
-        return parseToolCall(id, call.name ?? "", call.args);
-      });
-  }
-}
-
-/**
- * The call as the assistant message holds it: valid arguments parsed, with the model's own text
- * kept as `argumentsText` when re-serializing would change it. Arguments that are not a JSON object, or that
- * nest deeper than `MAX_JSON_DEPTH`, stay a string (`rawArguments`, arguments `{}`): history,
- * the session log and the next provider request only ever carry them as that string, so no
- * recursion meets the deep value, and the call is answered with an error tool result.
- */
-function parseToolCall(id: string, name: string, raw: string): ToolCallBlock {
-  try {
-    const parsed: unknown = JSON.parse(raw === "" ? "{}" : raw);
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) && !exceedsDepth(parsed, MAX_JSON_DEPTH)) {
-      const block: ToolCallBlock = { type: "tool-call", id, name, arguments: parsed as JsonObject };
-      // The text goes back as the model wrote it; "" (no arguments) goes back as "{}".
-      if (raw !== "" && raw !== JSON.stringify(parsed)) block.argumentsText = raw;
-      return block;
-    }
-  } catch {
-    // fall through: the model sent something that is not a JSON object
-  }
-  return { type: "tool-call", id, name, arguments: {}, rawArguments: raw };
-}
-
-/** Whether raw tool arguments are valid JSON refused only for their depth. */
-function argumentsTooDeep(raw: string): boolean {
-  try {
-    return exceedsDepth(JSON.parse(raw), MAX_JSON_DEPTH);
-  } catch {
-    return false;
-  }
 }
 
 async function runStep(

@@ -11,12 +11,26 @@
  * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot). A
  * stale lock is taken over: renamed away (atomic), checked to be the very file judged stale
  * (same inode), removed, and the `O_EXCL` create tried again, so of two processes taking
- * over at once one gets it and the other is refused. A lock file without a whole owner line
+ * over at once one gets it and the other is refused. (A residue: POSIX has no "unlink if this
+ * inode", so a fresh lock moved aside by a slower taker-over is linked back, and a third
+ * process creating one in that instant — microseconds — would leave two holders. Two bridges
+ * cannot meet it; three racing for the same stale lock in the same instant could.) A lock file without a whole owner line
  * (its creator was killed between create and write) is stale once it is 10 s old.
  *
  * What this cannot tell: an owner on another host (a session root shared over NFS) or in
- * another pid namespace is taken as alive; the error names the lock file to remove by hand.
- * Without `/proc` (macOS), a reused pid is taken as alive until that process ends.
+ * another pid namespace is taken as alive; the error names the lock file to remove by hand,
+ * and the command of a live owner on this host, so a lock naming a process that is no bridge
+ * (planted, or left by a bridge whose pid and start time another process now has — which
+ * `/proc` rules out) is told apart. Without `/proc` (macOS), a reused pid is taken as alive
+ * until that process ends.
+ *
+ * What a lock file is never taken as: a symlink, a folder or any other non-regular file (no
+ * bridge makes one; it is refused with what it is, never followed or removed); an owner line
+ * whose pid could not be a process (0, negative, beyond pid_t) names no owner, and is stale
+ * after the grace like a half-written one; an mtime in the future does not keep a lock young;
+ * a lock naming this very process, which does not hold it, is stale. A lock that cannot be
+ * created (a read-only or foreign session folder) is a `SessionLogError` naming the file and
+ * the errno, never a raw one.
  *
  * Every lock this process holds is removed at exit (`process.on("exit")`), so a bridge that
  * ends by a signal or `process.exit` leaves none behind.
@@ -26,6 +40,7 @@
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
+import { SessionLogError } from "./store.js";
 
 /** Who holds a lock. */
 export interface LockOwner {
@@ -42,9 +57,13 @@ export class SessionLockedError extends Error {
     readonly lockFile: string,
     readonly owner: LockOwner | undefined,
   ) {
-    const who = owner ? `process ${owner.pid}${owner.host === SELF.host ? "" : ` on ${owner.host}`}` : "another process";
+    // The command of a live owner here tells a bridge from a process a planted lock names.
+    const command = owner && owner.host === SELF.host ? commandOf(owner.pid) : undefined;
+    const who = owner
+      ? `process ${owner.pid}${command ? ` (command ${JSON.stringify(command)})` : ""}${owner.host === SELF.host ? "" : ` on ${owner.host}`}`
+      : `another process (its lock file names no owner yet: being created, or not a bridge's; taken over ${UNWRITTEN_GRACE_MS / 1000} s after its last write)`;
     super(
-      `session ${sessionId} is open for writing in ${who} (another bridge on the same session root); ` +
+      `session ${sessionId} is open for writing in ${who}, another bridge on the same session root by its lock file; ` +
         `retry once it is done with it, or remove ${lockFile} if no such bridge runs`,
     );
     this.name = "SessionLockedError";
@@ -59,6 +78,17 @@ export interface HeldLock {
 
 /** An owner line without its newline yet is this young at most (its writer is between create and write). */
 const UNWRITTEN_GRACE_MS = 10_000;
+/** The largest pid a process can have (pid_t is 32-bit); `kill` takes 0 and negatives as process groups. */
+const MAX_PID = 2 ** 31 - 1;
+
+/** A live process's command name (`/proc/<pid>/comm`, printable, at most 15 characters), where there is `/proc`. */
+function commandOf(pid: number): string | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim().replace(/[^\x20-\x7e]/g, "?") || undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function startTimeOf(pid: number): string | undefined {
   try {
@@ -78,8 +108,8 @@ function alive(owner: LockOwner): boolean {
   try {
     process.kill(owner.pid, 0);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
-    // EPERM: it exists (another user's); go on to its start time
+    // EPERM: it exists (another user's); go on to its start time. ESRCH (or anything else for a valid pid): gone.
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
   const start = startTimeOf(owner.pid);
   return !(start !== undefined && owner.start !== "" && start !== owner.start);
@@ -89,24 +119,34 @@ function parseOwner(text: string): LockOwner | undefined {
   if (!text.endsWith("\n")) return undefined;
   try {
     const value = JSON.parse(text) as Partial<LockOwner>;
-    if (Number.isSafeInteger(value.pid) && typeof value.start === "string" && typeof value.host === "string") return value as LockOwner;
+    const pid = value.pid;
+    // 0 and negatives would name process groups to `kill` (always "alive"): no process owns such a lock.
+    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string") return value as LockOwner;
   } catch {
     // not a whole owner line
   }
   return undefined;
 }
 
+/** Why `file` is not a lock any bridge made: never followed, taken over or removed, only named. */
+function notALock(sessionId: string, file: string, what: string): SessionLogError {
+  return new SessionLogError(`session ${sessionId}'s lock file ${file} is ${what}, which no bridge makes; it is neither followed nor removed: move it away to use the session`);
+}
+
 /** The lock file's inode, owner and age; `undefined` when it is gone. */
-function holderOf(file: string): { ino: number; owner: LockOwner | undefined; mtimeMs: number } | undefined {
+function holderOf(file: string, sessionId: string): { ino: number; owner: LockOwner | undefined; mtimeMs: number } | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code === "ELOOP") throw notALock(sessionId, file, "a symbolic link");
+    throw cannot(sessionId, file, "read", error);
   }
   try {
     const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) throw notALock(sessionId, file, stat.isDirectory() ? "a folder" : "not a regular file (a FIFO, socket or device)");
     const buffer = Buffer.alloc(Math.min(stat.size, 4096));
     const read = fs.readSync(fd, buffer, 0, buffer.length, 0);
     return { ino: stat.ino, owner: parseOwner(buffer.toString("utf8", 0, read)), mtimeMs: stat.mtimeMs };
@@ -138,8 +178,18 @@ function removeStale(file: string, ino: number): void {
   }
 }
 
+/** A lock file that could not be created or read (a read-only or foreign folder, a full disk): named, with its errno. */
+function cannot(sessionId: string, file: string, what: "create" | "read" | "take over", error: unknown): SessionLogError {
+  const code = (error as NodeJS.ErrnoException).code ?? "";
+  const why: Record<string, string> = { EACCES: "permission denied", EPERM: "not permitted", EROFS: "read-only file system", ENOSPC: "no space left" };
+  return new SessionLogError(`cannot ${what} session ${sessionId}'s lock file ${file}: ${code}${why[code] ? ` (${why[code]})` : ""}; a session is written only under its lock`);
+}
+
 const held = new Map<string, HeldLock>();
 let exitHook = false;
+
+/** Whether this process holds the lock file whose inode is `ino`. */
+const holding = (file: string, ino: number) => held.get(file)?.ino === ino;
 
 /** Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process holds it. */
 export function acquireLock(file: string, sessionId: string): HeldLock {
@@ -150,13 +200,21 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
     try {
       fd = fs.openSync(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const holder = holderOf(file);
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw cannot(sessionId, file, "create", error);
+      const holder = holderOf(file, sessionId);
       if (!holder) continue; // released meanwhile
       owner = holder.owner;
-      const live = owner ? alive(owner) : Date.now() - holder.mtimeMs < UNWRITTEN_GRACE_MS;
+      // A lock naming this process is live only if this process holds that very file; a copy or a forgery is stale.
+      const self = owner?.pid === SELF.pid && owner.start === SELF.start && owner.host === SELF.host;
+      // An mtime in the future (a clock set back, a touched file) does not keep a half-written lock young for good.
+      const young = Math.abs(Date.now() - holder.mtimeMs) < UNWRITTEN_GRACE_MS;
+      const live = owner ? (self ? holding(file, holder.ino) : alive(owner)) : young;
       if (live) throw new SessionLockedError(sessionId, file, owner);
-      removeStale(file, holder.ino);
+      try {
+        removeStale(file, holder.ino);
+      } catch (error) {
+        throw cannot(sessionId, file, "take over", error); // stale, but the folder will not let it go (read-only)
+      }
       continue;
     }
     let lock: HeldLock;
@@ -166,7 +224,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       lock = { file, ino: fs.fstatSync(fd).ino };
     } catch (error) {
       fs.rmSync(file, { force: true });
-      throw error;
+      throw cannot(sessionId, file, "create", error); // a full disk: no half-written lock is left
     } finally {
       fs.closeSync(fd);
     }

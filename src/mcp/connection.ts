@@ -47,6 +47,8 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 export class McpConnection {
   tools: OfferedTool[] = [];
   leftOut: string[] = [];
+  /** The notes of the tools left out, by the name each would have had (names.ts offerTools). */
+  withheld = new Map<string, string[]>();
   /** Each offered name and the server tool it ran, over this connection's lists: never silently remapped (names.ts). */
   private readonly boundNames = new Map<string, string>();
   private client: Client | undefined;
@@ -178,7 +180,8 @@ export class McpConnection {
   }
 
   private setTools(listed: ListedTool[]): void {
-    const { tools, leftOut } = offerTools(this.name, listed, this.boundNames);
+    const { tools, leftOut, withheld } = offerTools(this.name, listed, this.boundNames);
+    this.withheld = withheld;
     this.tools = tools;
     this.leftOut = leftOut;
     if (leftOut.length > 0) this.context.logger.warn(`MCP server ${this.name}: tools left out: ${leftOut.join(", ")}`);

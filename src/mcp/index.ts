@@ -54,14 +54,18 @@ export class McpServers {
 
   /**
    * Why `name` is not among the tools a turn was offered, if it names an MCP server's tool: the
-   * server failed to start, the tool is not read-only in `read-only` mode, it appeared after the
-   * turn started, or the server has no such tool. The model reads it in the "unknown tool" error.
+   * server failed to start, the bridge left the tool out (a name two tools claim, a name that
+   * ran another tool before, a bad schema: names.ts), the tool is not read-only in `read-only`
+   * mode, it appeared after the turn started, or the server has no such tool. The model reads
+   * it in the "unknown tool" error.
    */
   explain(mode: PermissionMode, name: string): string | undefined {
     const connection = this.connections.find((c) => name.startsWith(`${MCP_TOOL_PREFIX}${c.name}__`));
     if (!connection) return undefined;
     const status = connection.status();
     const tool = connection.tools.find((t) => t.name === name);
+    const withheld = connection.withheld.get(name);
+    if (!tool && withheld) return `the MCP server ${connection.name} lists it, but the bridge leaves it out: ${withheld.join("; ")}`;
     if (!tool) return status.status === "failed" ? `the MCP server ${connection.name} is not available: ${status.error}` : `the MCP server ${connection.name} has no such tool`;
     if (mode === "read-only" && !tool.readOnly) return `not offered in read-only mode: the MCP server ${connection.name} does not annotate it readOnlyHint`;
     return `the MCP server ${connection.name} added it during this turn; it is offered from the next turn`;

@@ -58,12 +58,23 @@ export interface OfferedTool {
 }
 
 /**
- * The tools of `server` as offered, and a note per tool left out. `bound`: the offered names
- * of this connection's earlier lists and the server tool each ran; updated with this list's.
+ * The tools of `server` as offered, and a note per tool left out; `withheld`: the same notes by
+ * the name the tool would have had, so a call of it tells the model why (not "no such tool").
+ * `bound`: the offered names of this connection's earlier lists and the server tool each ran;
+ * updated with this list's.
  */
-export function offerTools(server: string, listed: readonly ListedTool[], bound = new Map<string, string>()): { tools: OfferedTool[]; leftOut: string[] } {
+export function offerTools(
+  server: string,
+  listed: readonly ListedTool[],
+  bound = new Map<string, string>(),
+): { tools: OfferedTool[]; leftOut: string[]; withheld: Map<string, string[]> } {
   const tools: OfferedTool[] = [];
   const leftOut: string[] = [];
+  const withheld = new Map<string, string[]>();
+  const leave = (name: string, note: string) => {
+    leftOut.push(note);
+    withheld.set(name, [...(withheld.get(name) ?? []), note]);
+  };
   const named = listed.filter((tool) => typeof tool?.name === "string");
   // Who claims each offered name, over the whole list, before any is offered: order-independent.
   const claims = new Map<string, string[]>();
@@ -81,7 +92,8 @@ export function offerTools(server: string, listed: readonly ListedTool[], bound 
     const claimants = claims.get(name) ?? [];
     if (claimants.length > 1) {
       const others = claimants.filter((other) => other !== tool.name);
-      leftOut.push(
+      leave(
+        name,
         others.length === 0
           ? `${quote(tool.name)} (listed ${claimants.length} times; no copy is offered)`
           : `${quote(tool.name)} (its name ${name} is also the name of ${others.map(quote).join(", ")}; none of them is offered)`,
@@ -90,13 +102,13 @@ export function offerTools(server: string, listed: readonly ListedTool[], bound 
     }
     const before = bound.get(name);
     if (before !== undefined && before !== tool.name) {
-      leftOut.push(`${quote(tool.name)} (its name ${name} ran ${quote(before)} before tools/list_changed; it is not given to another tool)`);
+      leave(name, `${quote(tool.name)} (its name ${name} ran ${quote(before)} before tools/list_changed; it is not given to another tool)`);
       continue;
     }
     const schema = tool.inputSchema;
     const schemaText = JSON.stringify(schema) ?? "";
     if (typeof schema !== "object" || schema === null || Array.isArray(schema) || Buffer.byteLength(schemaText) > MAX_SCHEMA_BYTES) {
-      leftOut.push(`${quote(tool.name)} (its input schema is not an object of at most ${MAX_SCHEMA_BYTES} bytes)`);
+      leave(name, `${quote(tool.name)} (its input schema is not an object of at most ${MAX_SCHEMA_BYTES} bytes)`);
       continue;
     }
     bound.set(name, tool.name);
@@ -110,5 +122,7 @@ export function offerTools(server: string, listed: readonly ListedTool[], bound 
       readOnly: tool.annotations?.readOnlyHint === true,
     });
   }
-  return { tools, leftOut };
+  // Sorted: what the model reads of a contested name must not depend on the list's order either.
+  for (const notes of withheld.values()) notes.sort();
+  return { tools, leftOut, withheld };
 }

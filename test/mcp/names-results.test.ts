@@ -40,8 +40,11 @@ describe("offered names", () => {
     expect(offeredName("s", literal.name)).toBe(rewritten); // the two really meet
     const plain = { name: "c", inputSchema: schema };
     for (const order of [[odd, literal, plain], [literal, plain, odd], [plain, odd, literal]]) {
-      const { tools, leftOut } = offerTools("s", order);
+      const { tools, leftOut, withheld } = offerTools("s", order);
       expect(tools.map((t) => [t.name, t.serverToolName])).toEqual([["mcp__s__c", "c"]]);
+      // The same notes by the contested name, for the "unknown tool" error the model reads.
+      expect([...withheld.keys()]).toEqual([rewritten]);
+      expect(withheld.get(rewritten)!.sort()).toEqual([...leftOut].sort());
       expect(leftOut.sort()).toEqual([`'${literal.name}' (its name ${rewritten} is also the name of 'a/b'; none of them is offered)`, `'a/b' (its name ${rewritten} is also the name of '${literal.name}'; none of them is offered)`].sort());
     }
   });

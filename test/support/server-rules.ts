@@ -75,9 +75,43 @@ export function deepseekSettingsRefusal(body: Body): Refusal | undefined {
   return undefined;
 }
 
-/** Everything DeepSeek refuses that the fakes know of: its settings, then thinking mode's history rule. */
+type WireToolCall = { id?: unknown };
+type ToolMessage = Message & { tool_call_id?: unknown };
+
+/** DeepSeek's 400 for a tool message that answers no call of the assistant message before it (the OpenAI rule). */
+export const TOOL_WITHOUT_CALL = "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'";
+/** DeepSeek's 400 for an assistant message whose calls are not each answered by the tool messages right after it. */
+export const CALL_WITHOUT_TOOL = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
+
+/**
+ * DeepSeek's pairing of calls and results (the OpenAI chat format's rule; its two messages as
+ * users report them, e.g. FoundationAgents/OpenManus#23, zed-industries/zed#51944): the tool
+ * messages right after an assistant message with `tool_calls` must answer each of its calls'
+ * ids, and every tool message must answer a call of that assistant message — one whose
+ * `tool_call_id` matches no call id (a bridge that renamed a repeated id on one side only)
+ * is refused, not guessed at. A history whose calls and results do not pair is HTTP 400.
+ */
+export function deepseekToolPairingRefusal(body: Body): Refusal | undefined {
+  const messages = messagesOf(body) as ToolMessage[];
+  let calls: Set<unknown> | undefined; // the call ids of the assistant message the tool messages follow
+  let answered = new Set<unknown>();
+  const unanswered = () => calls !== undefined && [...calls].some((id) => !answered.has(id));
+  for (const m of messages) {
+    if (m?.role === "tool") {
+      if (calls === undefined || !calls.has(m.tool_call_id)) return invalidRequest(TOOL_WITHOUT_CALL);
+      answered.add(m.tool_call_id);
+      continue;
+    }
+    if (unanswered()) return invalidRequest(CALL_WITHOUT_TOOL);
+    calls = hasToolCalls(m) ? new Set((m.tool_calls as WireToolCall[]).map((c) => c?.id)) : undefined;
+    answered = new Set();
+  }
+  return unanswered() ? invalidRequest(CALL_WITHOUT_TOOL) : undefined;
+}
+
+/** Everything DeepSeek refuses that the fakes know of: its settings, the pairing of calls and results, then thinking mode's history rule. */
 export function deepseekRefusal(body: Body): Refusal | undefined {
-  return deepseekSettingsRefusal(body) ?? deepseekThinkingRefusal(body);
+  return deepseekSettingsRefusal(body) ?? deepseekToolPairingRefusal(body) ?? deepseekThinkingRefusal(body);
 }
 
 /**

@@ -11,14 +11,16 @@ import pytest
 from conftest import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
-from fake_deepseek import _settings_refusal, _thinking_mode_refusal  # noqa: E402
+from fake_deepseek import refusal as deepseek_refusal  # noqa: E402
 
 CASES = json.loads((REPO_ROOT / "test" / "fixtures" / "deepseek-refusals.json").read_text("utf-8"))["cases"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_refuses_what_deepseek_refuses(case: dict) -> None:
-    refusal = _settings_refusal(case["body"]) or _thinking_mode_refusal(case["body"])
+    refusal = deepseek_refusal(case["body"])
     assert (400 if refusal else 200) == case["status"]
     if refusal:
         assert refusal["error"]["type"] == "invalid_request_error"
+    if "message" in case:
+        assert refusal is not None and refusal["error"]["message"].startswith(case["message"])

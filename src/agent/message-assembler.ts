@@ -1,0 +1,105 @@
+/**
+ * An assistant message assembled from a model's streamed parts (agent/loop.ts runs one per
+ * step): text and reasoning blocks in order of first appearance, and the step's tool calls —
+ * each with an id of its own and its arguments parsed once, here, so history, the session log
+ * and the next request carry them the same way. Kept apart from the loop, which only decides
+ * what a step's outcome means for the turn.
+ */
+import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
+import type { JsonObject, TextBlock, ToolCallBlock, Usage } from "../protocol/index.js";
+import type { ModelStreamPart } from "../providers/types.js";
+import { TextParts } from "./text-parts.js";
+
+/** Builds an assistant message out of streamed parts, keeping blocks in order of first appearance. */
+export class MessageAssembler {
+  private readonly parts: TextParts[] = [];
+  private readonly calls = new Map<number, { id?: string; name?: string; args: string }>();
+  usage: Usage | undefined;
+  finishReason: string | undefined;
+
+  add(part: ModelStreamPart): void {
+    switch (part.type) {
+      case "text-delta":
+      case "reasoning-delta": {
+        const type = part.type === "text-delta" ? "text" : "reasoning";
+        let last = this.parts[this.parts.length - 1];
+        if (!last || last.type !== type) this.parts.push((last = new TextParts(type)));
+        last.append(part.text);
+        break;
+      }
+      case "tool-call-delta": {
+        const call = this.calls.get(part.index) ?? { args: "" };
+        if (part.id) call.id = part.id;
+        // The name arrives whole on one delta (OpenAI-compatible servers); the first one wins.
+        if (part.name) call.name ??= part.name;
+        call.args += part.argumentsDelta;
+        this.calls.set(part.index, call);
+        break;
+      }
+      case "usage":
+        this.usage = part.usage;
+        break;
+      case "finish":
+        this.finishReason = part.finishReason;
+        break;
+    }
+  }
+
+  isEmpty(): boolean {
+    return this.parts.length === 0 && this.calls.size === 0;
+  }
+
+  /** The text and reasoning blocks, in order. */
+  blocks(): Array<TextBlock | { type: "reasoning"; text: string }> {
+    return this.parts.map((p) => p.toBlock());
+  }
+
+  /**
+   * The step's calls, each with an id of its own (waits, answers and results are keyed by it):
+   * a repeated id (some OpenAI-compatible servers repeat them) gets `#2`, `#3`, …, recorded and
+   * sent back to the model as such, so each result pairs with its own call (docs/PROTOCOL.md).
+   */
+  toolCalls(turn: number, step: number): ToolCallBlock[] {
+    const taken = new Set<string>();
+    return [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => {
+        const given = call.id ?? `call_${turn}_${step}_${index}`;
+        let id = given;
+        for (let n = 2; taken.has(id); n++) id = `${given}#${n}`;
+        taken.add(id);
+        return parseToolCall(id, call.name ?? "", call.args);
+      });
+  }
+}
+
+/**
+ * The call as the assistant message holds it: valid arguments parsed, with the model's own text
+ * kept as `argumentsText` when re-serializing would change it. Arguments that are not a JSON object, or that
+ * nest deeper than `MAX_JSON_DEPTH`, stay a string (`rawArguments`, arguments `{}`): history,
+ * the session log and the next provider request only ever carry them as that string, so no
+ * recursion meets the deep value, and the call is answered with an error tool result.
+ */
+function parseToolCall(id: string, name: string, raw: string): ToolCallBlock {
+  try {
+    const parsed: unknown = JSON.parse(raw === "" ? "{}" : raw);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) && !exceedsDepth(parsed, MAX_JSON_DEPTH)) {
+      const block: ToolCallBlock = { type: "tool-call", id, name, arguments: parsed as JsonObject };
+      // The text goes back as the model wrote it; "" (no arguments) goes back as "{}".
+      if (raw !== "" && raw !== JSON.stringify(parsed)) block.argumentsText = raw;
+      return block;
+    }
+  } catch {
+    // fall through: the model sent something that is not a JSON object
+  }
+  return { type: "tool-call", id, name, arguments: {}, rawArguments: raw };
+}
+
+/** Whether raw tool arguments are valid JSON refused only for their depth. */
+export function argumentsTooDeep(raw: string): boolean {
+  try {
+    return exceedsDepth(JSON.parse(raw), MAX_JSON_DEPTH);
+  } catch {
+    return false;
+  }
+}
