@@ -5,13 +5,20 @@
  * by backpressure killed the process) is thrown out of the socket's `emit`, past every promise,
  * and ends the process with every session in it.
  *
- * So every socket an undici client connects (direct, to a proxy, or tunnelled through one: each
- * is announced on the `undici:client:connected` diagnostics channel, Node's built-in fetch
- * included) has its `emit` wrapped: an exception thrown by one of its listeners is reported and
- * becomes `socket.destroy(error)`. undici's own error handling then fails the request that socket
- * carried, the attempt fails with that error, and the turn ends `model-error` (or is retried)
- * while the bridge keeps serving. When the socket was already destroyed (a throw from `close`),
- * nothing more can be failed through it: the attempt's idle watchdog (watchdog.ts) ends it.
+ * The bundled undici (8.x, the providers' `fetch`) has that bug fixed; Node's own copy (the
+ * global `fetch`, which MCP's HTTP transport uses: undici 7.30 in Node 24.22) does not, and the
+ * next such bug may be anywhere. So, as a last resort, every socket an undici client connects
+ * (direct, to a proxy, or tunnelled through one: each is announced on the
+ * `undici:client:connected` diagnostics channel, by the bundled undici and by Node's alike) has
+ * its `emit` wrapped: an exception thrown by one of its listeners is reported and becomes
+ * `socket.destroy(error)`. undici's own error handling then fails the request that socket
+ * carried: a provider attempt fails with that error (retried, or the turn ends `model-error`),
+ * an MCP call fails, and the bridge keeps serving. When the socket was already destroyed (a
+ * throw from `close`), nothing more can be failed through it: the attempt's idle watchdog
+ * (providers/openai-compatible/watchdog.ts) ends it.
+ *
+ * Both bundles (the main one and the MCP chunk) may carry a copy of this module: the marks are
+ * global symbols, so a socket is wrapped once and the channel subscribed once per process.
  *
  * @module
  */
@@ -21,7 +28,8 @@ import type { EventEmitter } from "node:events";
 /** What a guarded socket needs: an emitter that can be destroyed with an error. */
 export type GuardableSocket = EventEmitter & { destroy(error?: Error): unknown };
 
-const GUARDED = Symbol("harness-bridge.socket-guard");
+const GUARDED = Symbol.for("harness-bridge.http-socket-guard");
+const INSTALLED = Symbol.for("harness-bridge.http-socket-guard.installed");
 
 /** Called with what a socket listener threw, and the event it was handling. */
 export type ListenerFailure = (error: Error, event: string) => void;
@@ -37,7 +45,11 @@ export function guardSocket(socket: GuardableSocket, report: ListenerFailure): v
       return emit.call(this, event, ...args);
     } catch (thrown) {
       const error = thrown instanceof Error ? thrown : new Error(String(thrown));
-      report(error, String(event));
+      try {
+        report(error, String(event));
+      } catch {
+        /* a failing report must not undo the guard */
+      }
       // Not from inside the listener loop that threw: the other listeners of this event have
       // been skipped already, and undici's 'error' / 'close' listeners must run on a socket
       // whose state is no longer changing under them.
@@ -47,15 +59,14 @@ export function guardSocket(socket: GuardableSocket, report: ListenerFailure): v
   };
 }
 
-let installed = false;
-
 /**
  * Guards every socket undici connects from now on, in this process (once; later calls do
  * nothing, so the first caller's `report` is the one used).
  */
 export function guardHttpSockets(report: ListenerFailure): void {
-  if (installed) return;
-  installed = true;
+  const global = globalThis as { [INSTALLED]?: true };
+  if (global[INSTALLED]) return;
+  global[INSTALLED] = true;
   subscribe("undici:client:connected", (message) => {
     const socket = (message as { socket?: GuardableSocket }).socket;
     if (socket && typeof socket.emit === "function") guardSocket(socket, report);
