@@ -52,7 +52,9 @@ async function createDispatcher(settings: OpenAICompatibleSettings): Promise<Dis
   const { httpProxy, httpsProxy, noProxy } = settings.proxy;
   if (httpProxy || httpsProxy) {
     // Values are always passed (possibly ""), so undici never falls back to process.env.
-    return new undici.EnvHttpProxyAgent({ ...agentOptions, httpProxy, httpsProxy, noProxy });
+    // proxyTunnel: CONNECT for http:// endpoints too, as docs/providers.md says (undici 8
+    // forwards plain-http requests to the proxy instead unless told).
+    return new undici.EnvHttpProxyAgent({ ...agentOptions, httpProxy, httpsProxy, noProxy, proxyTunnel: true });
   }
   return new undici.Agent(agentOptions);
 }
