@@ -5,7 +5,9 @@
  * parser is paused when the FIN arrives. undici before 8.4.1 asserted `!paused` in the parser's
  * `finish()` on socket end (nodejs/undici#5360): an AssertionError thrown from a socket event
  * handler, which killed the process and every session in it. Through the binary, with a raw
- * `net` server, so nothing between the bytes and the bridge is smoothed over.
+ * `net` server, so nothing between the bytes and the bridge is smoothed over. Built with undici
+ * 6.29.1 this fails two ways: on node 20 (main) the bridge exits; on Node 24 with the socket
+ * guard (src/http-socket-guard.ts) it lives, but the guarded streams end `model-error`.
  */
 import * as net from "node:net";
 import type { AddressInfo } from "node:net";
@@ -14,7 +16,10 @@ import { fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { RawClient, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
-const CHUNKS = 40_000;
+// ~2.7 MB. The size matters: with the pinned Node 24 and undici 6.29.1, 25 000 met the paused
+// parser in each of 3 runs where 40 000 and 15 000 never did (Node 22+ reads sockets in 64 KiB
+// pieces); with node 20 it crashed too (checked through main's binary).
+const CHUNKS = 25_000;
 const PIECE = "0123456789abcdef";
 
 let ws: TempWorkspace;
@@ -100,5 +105,7 @@ it("a provider that closes right after a long body, while the client is not read
   c.request("list", "session/list", {});
   expect((await c.response("list")).error).toBeUndefined();
   expect(c.stderr).not.toMatch(/AssertionError|uncaught/i);
+  // undici 8 needs no rescue: the guard never had to close a connection.
+  expect(c.stderr).not.toMatch(/failed in its '.*' handler/);
   expect(c.child.exitCode).toBeNull();
 }, 180_000);
