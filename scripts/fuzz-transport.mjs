@@ -16,5 +16,5 @@ if (!/^[1-9]\d*$/.test(runs) || (seed !== undefined && !/^-?\d+$/.test(seed))) {
 const env = { ...process.env, HB_FUZZ_RUNS: runs, ...(seed !== undefined ? { HB_FUZZ_SEED: seed } : {}) };
 // vitest colours its output even into a pipe (it checks TERM, not the tty): not in a log.
 if (!process.stdout.isTTY) env.NO_COLOR = "1";
-const result = spawnSync("npx", ["vitest", "run", "test/reliability/transport-fuzz.test.ts"], { cwd: root, env, stdio: "inherit" });
+const result = spawnSync(path.join(root, "scripts", "vitest"), ["run", "test/reliability/transport-fuzz.test.ts"], { cwd: root, env, stdio: "inherit" });
 process.exit(result.status ?? 1);

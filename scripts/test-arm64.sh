@@ -24,10 +24,22 @@ expected=$(node -p 'require("./package.json").version')
 [ "$version" = "$expected" ] || { echo "test-arm64: --version printed '$version', expected '$expected'" >&2; exit 1; }
 echo "arm64 --version: $version"
 
-echo "== arm64: snapshot tests through the arm64 binary"
-HARNESS_TEST_BINARY="$wrapper" npx vitest run test/snapshots.test.ts
+echo "== arm64: snapshot tests and the runtime it reports, through the arm64 binary"
+# runtime-info: serverInfo.runtime is the pinned Node (package.json config.embeddedNode), arm64.
+HARNESS_TEST_BINARY="$wrapper" scripts/vitest run test/snapshots.test.ts test/server/runtime-info.test.ts
 echo "== arm64: Python runtime smoke through the arm64 binary"
 HARNESS_TEST_BINARY="$wrapper" .venv/bin/python scripts/smoke-python-runtime.py
+
+runtime=$(node -e '
+  const { spawn } = require("node:child_process");
+  const p = spawn(process.argv[1], ["--stdio", "--no-session-log"], { stdio: ["pipe", "pipe", "inherit"] });
+  let out = "";
+  p.stdout.on("data", (d) => { out += d; if (out.includes("\n")) { const r = JSON.parse(out).result.serverInfo.runtime; console.log(`${r.node} ${r.platform}-${r.arch}`); p.kill(); } });
+  p.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { provider: "scripted", model: "demo", cwd: "/" } }) + "\n");
+' "$wrapper")
+pinned=$(node -p 'require("./package.json").config.embeddedNode')
+[ "$runtime" = "$pinned linux-arm64" ] || { echo "test-arm64: serverInfo.runtime is '$runtime', expected '$pinned linux-arm64'" >&2; exit 1; }
+echo "arm64 runtime: node $runtime"
 
 echo "== arm64: bash fails closed without bubblewrap under qemu (it does not emulate Landlock)"
 ws=$(mktemp -d)

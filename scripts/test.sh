@@ -38,7 +38,7 @@ npm run --silent typecheck
 echo "== API docs (typedoc, warnings are errors)"
 npx typedoc --logLevel Warn
 echo "== TypeScript tests"
-npx vitest run
+scripts/vitest run
 echo "== Python SDK tests"
 .venv/bin/python -m pytest python/sdk/tests -q
 if [ -f scripts/smoke-python-runtime.py ]; then

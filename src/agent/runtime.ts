@@ -3,21 +3,9 @@
  * in-flight turns, subagents, and the resources they hold.
  */
 import { randomUUID } from "node:crypto";
-import type {
-  AssistantContentBlock,
-  ApprovalPolicy,
-  PermissionMode,
-  SessionEvent,
-  SubagentFinishedNotification,
-  SubagentStartedNotification,
-  TextBlock,
-  TurnEndReason,
-} from "../protocol/index.js";
+import type { AssistantContentBlock, SubagentFinishedNotification, SubagentStartedNotification, TextBlock, TurnEndReason } from "../protocol/index.js";
 import { statusOf } from "../protocol/index.js";
-import type { ModelProvider } from "../providers/types.js";
 import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
-import type { Logger } from "../log.js";
-import type { Redactor } from "../redact.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { runTurn, toolSpecs } from "./loop.js";
@@ -25,50 +13,12 @@ import type { OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
 import { MemorySessionStore } from "./memory-store.js";
+import { TurnAdmission, defaultTurnLimit, isOutOfDescriptors } from "./turn-admission.js";
 import type { SessionCatalog } from "./session-catalog.js";
 import type { SessionStore } from "./store.js";
+import type { RuntimeOptions } from "./runtime-options.js";
 
-/** Where the runtime's notifications go; each resolves when the client has room for more. */
-export interface RuntimeSink {
-  sessionEvent(sessionId: string, event: SessionEvent): Promise<void>;
-  subagentStarted(params: SubagentStartedNotification): Promise<void>;
-  subagentFinished(params: SubagentFinishedNotification): Promise<void>;
-}
-
-export interface RuntimeOptions {
-  workspace: string;
-  provider: ModelProvider;
-  model: string;
-  system: string;
-  maxSteps: number;
-  maxTokens?: number;
-  permissionMode: PermissionMode;
-  /** The tools offered to top-level sessions (already filtered by mode and allow-list). */
-  tools: Tool[];
-  /** How deep subagents may nest: 1 lets top-level sessions start children that cannot start more. */
-  subagentDepth: number;
-  /** Absent: sessions are kept in memory only (a `MemorySessionStore`, never evicted). */
-  store?: SessionStore;
-  sink: RuntimeSink;
-  logger: Logger;
-  /** Cleans the bridge's secrets out of every session event before it is recorded or announced. */
-  redactor?: Redactor;
-  // Client tools and approvals
-  /** Which tool calls wait for the client's approval (default `never`). */
-  approvals?: ApprovalPolicy;
-  /** How long a client tool call or an approval waits for the client (default `DEFAULT_CLIENT_TOOL_TIMEOUT_MS`). */
-  clientToolTimeoutMs?: number;
-  // MCP servers
-  /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`); never rejects. */
-  moreTools?: () => Promise<Tool[]>;
-  /** Why a tool the model called is not offered, when the source of `moreTools` knows. */
-  explainUnknownTool?: (name: string) => string | undefined;
-  // Compaction
-  /** The model's context window; default: `contextWindowOf(provider, model)`. */
-  contextWindow?: number;
-  /** Default `DEFAULT_COMPACT_AT`. */
-  compactAt?: number;
-}
+export type { RuntimeOptions, RuntimeSink } from "./runtime-options.js";
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
 export class SessionBusyError extends Error {
@@ -113,6 +63,8 @@ export class AgentRuntime {
   private readonly runningChildren = new Map<string, number>();
   /** Loaded sessions with no turn running, least recently used first (see `IDLE_SESSIONS_KEPT`). */
   private readonly idle = new Set<string>();
+  /** How many top-level turns run at once; the rest wait in order (turn-admission.ts). */
+  private readonly admission: TurnAdmission;
 
   /** Client tool calls and approvals waiting for the client's request. */
   private readonly waits: ClientWaits;
@@ -122,6 +74,7 @@ export class AgentRuntime {
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
+    this.admission = new TurnAdmission(options.maxRunningTurns ?? defaultTurnLimit());
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     const policy = options.approvals ?? "never";
     this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
@@ -182,15 +135,56 @@ export class AgentRuntime {
       const compacting = this.flights.get(sessionId)?.compacting;
       throw new SessionBusyError(sessionId, compacting ? "is compacting (a session/compact is in flight); prompt it once the compaction has ended" : undefined);
     }
-    const session = this.session(sessionId);
     const controller = new AbortController();
+    // Beyond the bound of running turns, or out of descriptors: it waits (turn-admission.ts).
+    if (!this.admission.tryEnter()) return this.deferred(sessionId, content, controller, false, output);
+    let session: Session;
+    try {
+      session = this.session(sessionId);
+    } catch (error) {
+      if (isOutOfDescriptors(error)) return this.deferred(sessionId, content, controller, true, output);
+      this.admission.leave();
+      throw error;
+    }
     const turn = session.nextTurnNumber();
     const settled = this.runTop(session, content, controller.signal, output).finally(() => {
       this.flights.delete(sessionId);
       this.release(session);
+      this.admission.leave();
     });
     this.flights.set(sessionId, { controller, settled, turn });
     return settled;
+  }
+
+  /**
+   * A prompt that waits for its turn to be admitted (`holding`: it has its slot, and waits for
+   * descriptors only). Busy at once, like any prompt in flight, as a turn after the session's
+   * last (its number is known once its log is open); cancelled before it started, it answers
+   * `aborted` and records nothing. Failures to open the session reject, as `prompt` throws them.
+   */
+  private deferred(sessionId: string, content: TextBlock[], controller: AbortController, holding: boolean, output?: OutputContract): Promise<TurnEndReason> {
+    const { signal } = controller;
+    const flight: Flight = { controller, settled: undefined as unknown as Promise<TurnEndReason>, turn: Number.MAX_SAFE_INTEGER };
+    const run = async (): Promise<TurnEndReason> => {
+      if (!holding && !(await this.admission.enter(signal))) return { kind: "aborted" };
+      let session: Session | undefined;
+      try {
+        session = await this.admission.withDescriptors(sessionId, () => this.session(sessionId), signal);
+      } finally {
+        if (!session) this.admission.leave();
+      }
+      if (!session) return { kind: "aborted" };
+      flight.turn = session.nextTurnNumber();
+      try {
+        return await this.runTop(session, content, signal, output);
+      } finally {
+        this.release(session);
+        this.admission.leave();
+      }
+    };
+    flight.settled = run().finally(() => this.flights.delete(sessionId));
+    this.flights.set(sessionId, flight);
+    return flight.settled;
   }
 
   /** The window and threshold of every session's compaction. */

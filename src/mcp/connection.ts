@@ -138,7 +138,7 @@ export class McpConnection {
 
   private makeTransport(): Transport {
     const config = this.config;
-    if (!("command" in config)) return httpTransport(config);
+    if (!("command" in config)) return httpTransport(config, this.context.logger);
     const { workspace, env, logger } = this.context;
     return new ProcessGroupTransport({
       command: config.command,

@@ -7,6 +7,8 @@
  * carried fails with that error, the bridge goes on.
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { guardHttpSockets } from "../http-socket-guard.js";
+import type { Logger } from "../log.js";
 import type { McpHttpServerConfig } from "../protocol/mcp-types.js";
 
 /** Most bytes one response body may carry. */
@@ -31,7 +33,10 @@ export function cappedFetch(limit = MAX_RESPONSE_BYTES): typeof fetch {
   };
 }
 
-export function httpTransport(config: McpHttpServerConfig): StreamableHTTPClientTransport {
+export function httpTransport(config: McpHttpServerConfig, logger?: Logger): StreamableHTTPClientTransport {
+  // The global fetch is Node's own undici, whose HTTP/1 parser can still throw from a socket
+  // handler (nodejs/undici#5360): such a throw fails the call, never the bridge (http-socket-guard.ts).
+  guardHttpSockets((error, event) => logger?.warn(`an HTTP connection failed in its '${event}' handler and was closed, failing its request: ${error.stack ?? error.message}`));
   return new StreamableHTTPClientTransport(new URL(config.url), {
     fetch: cappedFetch(),
     requestInit: config.headers ? { headers: config.headers } : undefined,

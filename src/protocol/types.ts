@@ -251,7 +251,11 @@ export interface InitializeParams {
 
 /** Result of `initialize`. */
 export interface InitializeResult {
-  serverInfo: { name: "harness-bridge"; version: string };
+  /**
+   * `runtime`: the Node.js version the bridge runs on (the pinned one the binary embeds, e.g.
+   * "24.22.3") and the build's target platform and architecture.
+   */
+  serverInfo: { name: "harness-bridge"; version: string; runtime: { node: string; platform: string; arch: string } };
   protocolVersion: 1;
   /** Every registered provider name. */
   providers: string[];

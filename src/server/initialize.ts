@@ -25,6 +25,7 @@ import type { SandboxStatus } from "../sandbox/status.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { loadMcp } from "./mcp-loader.js";
 import { buildSystemPrompt } from "./system-prompt.js";
+import { runtimeInfo } from "../version.js";
 
 /** The runtime of a successful `initialize`, with the modules it was built from. */
 export interface Agent {
@@ -184,7 +185,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     });
   logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
   return {
-    result: { serverInfo: { name: "harness-bridge", version: settings.version }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()], sandbox, ...(mcpServers ? { mcpServers } : {}) },
+    result: { serverInfo: { name: "harness-bridge", version: settings.version, runtime: runtimeInfo() }, protocolVersion: PROTOCOL_VERSION, providers: [...PROVIDERS.keys()], sandbox, ...(mcpServers ? { mcpServers } : {}) },
     agent,
   };
 }

@@ -260,7 +260,7 @@ export class HarnessServer {
       return { status: statusOf(reason), reason };
     } catch (error) {
       if (error instanceof MissingTurnEndError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "missing-turn-end" });
-      throw error;
+      logFailure(agent, error); // a prompt that waited to be admitted opened its session only then (agent/turn-admission.ts)
     }
   }
 

@@ -24,10 +24,17 @@ import type { Agent } from "./initialize.js";
 
 /**
  * The store's failures: a corrupt log is `-32603` `session-log` like a prompt's; a session
- * another process has open for writing is `-32001` `session-locked` (docs/guarantees.md).
+ * another process has open for writing is `-32001` `session-locked`; no descriptor left to open
+ * it with (EMFILE, ENFILE: a burst, a low `ulimit -n`) is `-32001` `out-of-descriptors`, to be
+ * retried — never an internal error (docs/guarantees.md).
  */
 export function logFailure(agent: Agent, error: unknown): never {
   const { SessionLogError, SessionLockedError } = agent.modules.store;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if ((error as Error | undefined)?.name === "OutOfDescriptorsError" || code === "EMFILE" || code === "ENFILE") {
+    const message = (error as Error).name === "OutOfDescriptorsError" ? (error as Error).message : `the bridge is out of file descriptors (too many open files): ${(error as Error).message}; retry later, or raise the open-file limit (ulimit -n)`;
+    throw new RpcError(ErrorCode.SessionBusy, message, { kind: "out-of-descriptors" });
+  }
   if (error instanceof SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
   if (error instanceof SessionLockedError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-locked", sessionId: error.sessionId });
   throw error;

@@ -25,12 +25,14 @@ const code = (rel: string) =>
 
 describe("script logs", () => {
   it("every script that runs vitest sets NO_COLOR first when stdout is not a terminal", () => {
-    const running = scripts.filter((s) => code(s).some((l) => /\bnpx vitest\b/.test(l)));
+    // scripts/vitest: vitest on the pinned Node (scripts/pinned-node.mjs).
+    const runsVitest = (l: string) => /\bnpx vitest\b|\bscripts\/vitest\b/.test(l);
+    const running = scripts.filter((s) => code(s).some(runsVitest));
     expect(running).toEqual(expect.arrayContaining(["scripts/test.sh", "scripts/test-arm64.sh"]));
     for (const s of running) {
       const lines = code(s);
       const colourOff = lines.findIndex((l) => /\[ -t 1 \] \|\| export NO_COLOR=1/.test(l));
-      const firstVitest = lines.findIndex((l) => /\bnpx vitest\b/.test(l));
+      const firstVitest = lines.findIndex(runsVitest);
       expect(colourOff, `${s}: no NO_COLOR for a piped log`).toBeGreaterThanOrEqual(0);
       expect(colourOff, `${s}: NO_COLOR set after vitest already ran`).toBeLessThan(firstVitest);
     }

@@ -69,7 +69,10 @@ describe("input flow control, in process", () => {
   /** An endpoint that stops reading input while more than `cap` bytes wait for the client; nobody reads its output yet. */
   function capped(cap: number, handler: RequestHandler = () => ({})) {
     const input = new PassThrough();
-    const output = new PassThrough();
+    // The output's high-water mark stated, below the caps used here, as the bridge's own
+    // (coalescing-writable.ts) is below its 1 MiB cap: Node 22+ made the default 64 KiB (16 KiB
+    // before), which would equal a 64 KiB cap and hold input by the producer's wait alone.
+    const output = new PassThrough({ highWaterMark: 16 * 1024 });
     const endpoint = new ServerEndpoint({ input, output, maxQueuedOutputBytes: cap });
     open.push({ endpoint, input, output });
     endpoint.onRequest(handler);

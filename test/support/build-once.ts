@@ -52,7 +52,22 @@ async function withLock<T>(fn: () => T): Promise<T> {
   }
 }
 
+/**
+ * The in-process tests must run on the Node the binary embeds (package.json
+ * `config.embeddedNode`), not on whatever `node` ran `npx vitest`: else they would pass or fail
+ * for a runtime that never ships. HARNESS_TEST_ANY_NODE=1 lets a run go on anyway.
+ */
+function checkPinnedNode(): void {
+  const pinned = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).config?.embeddedNode;
+  if (process.versions.node === pinned || process.env.HARNESS_TEST_ANY_NODE === "1") return;
+  throw new Error(
+    `vitest runs on node ${process.versions.node}, but the binary embeds node ${pinned} (package.json config.embeddedNode): ` +
+      "run the tests with scripts/vitest (e.g. `scripts/vitest run test/x.test.ts`) or `npm run test:ts`, which use the pinned node; HARNESS_TEST_ANY_NODE=1 overrides",
+  );
+}
+
 export default async function setup(): Promise<void> {
+  checkPinnedNode();
   if (!isStale()) return;
   await withLock(() => {
     if (!isStale()) return;

@@ -35,13 +35,20 @@ def version() -> str:
     return str(json.loads((REPO_ROOT / "package.json").read_text())["version"])
 
 
+def pinned_node() -> str:
+    """The Node the binary embeds: package.json ``config.embeddedNode``."""
+    return str(json.loads((REPO_ROOT / "package.json").read_text())["config"]["embeddedNode"])
+
+
 def test_doctor_names_the_binary_the_step_that_chose_it_and_the_sandbox(tmp_path):
     binary = real_bridge_or_skip()
     data = report(tmp_path, {"HARNESS_BRIDGE_BIN": str(binary)})
     assert data["sdk"]["version"] == version()
     assert data["binary"] == {"found": True, "path": str(binary.resolve()), "source": "$HARNESS_BRIDGE_BIN",
                               "triedBefore": [["bridge_bin", "not given"]]}
-    assert data["bridge"] == {"version": version(), "protocolVersion": 1, "warnings": []}
+    runtime = {"node": pinned_node(), "platform": "linux", "arch": data["bridge"]["runtime"]["arch"]}
+    assert data["bridge"] == {"version": version(), "protocolVersion": 1, "runtime": runtime, "warnings": []}
+    assert runtime["arch"] in ("x64", "arm64")
     sandbox = data["sandbox"]
     assert sandbox["mode"] == "workspace-write"
     # The real bash call agrees with what initialize announced, on whatever machine this runs.
@@ -79,6 +86,7 @@ def test_doctor_says_bash_is_not_sandboxed_and_why(tmp_path):
     assert f"binary: {binary.resolve()}" in lines
     assert "  chosen by: $HARNESS_BRIDGE_BIN" in lines
     assert f"  version: {version()} (same as the SDK), protocol 1" in lines
+    assert any(line.startswith(f"  runtime: node {pinned_node()} (linux-") for line in lines), lines
     assert "bash sandboxed here (workspace-write): no" in lines
     assert any(line.startswith("  a bash call: refused: bash was not run") for line in lines)
 

@@ -10,6 +10,7 @@
  * @module
  */
 import type { Dispatcher } from "undici";
+import { guardHttpSockets } from "../../http-socket-guard.js";
 import { ModelError, type ModelProvider, type ModelRequest, type ModelStreamPart } from "../types.js";
 import { mapChunk, mapFinishReason, type ChunkResult } from "./chunks.js";
 import { describeNetworkError, httpFailure, isContextWindowMessage, serverErrorMessage } from "./errors.js";
@@ -39,6 +40,9 @@ function loadParser(): Promise<ParserModule> {
 /** Builds the dispatcher: `EnvHttpProxyAgent` when a proxy is configured, a plain `Agent` otherwise. */
 async function createDispatcher(settings: OpenAICompatibleSettings): Promise<Dispatcher> {
   const undici = await loadUndici();
+  // The last resort behind undici itself: an exception in a socket's handler fails that
+  // socket's request, never the process (http-socket-guard.ts).
+  guardHttpSockets((error, event) => settings.log("warn", `an HTTP connection failed in its '${event}' handler and was closed, failing its request: ${error.stack ?? error.message}`));
   const agentOptions = {
     connect: { timeout: settings.connectTimeoutMs || undefined },
     // Our own idle timer (watchdog.ts) is the real guard; these are a backstop a little above it.
@@ -48,7 +52,9 @@ async function createDispatcher(settings: OpenAICompatibleSettings): Promise<Dis
   const { httpProxy, httpsProxy, noProxy } = settings.proxy;
   if (httpProxy || httpsProxy) {
     // Values are always passed (possibly ""), so undici never falls back to process.env.
-    return new undici.EnvHttpProxyAgent({ ...agentOptions, httpProxy, httpsProxy, noProxy });
+    // proxyTunnel: CONNECT for http:// endpoints too, as docs/providers.md says (undici 8
+    // forwards plain-http requests to the proxy instead unless told).
+    return new undici.EnvHttpProxyAgent({ ...agentOptions, httpProxy, httpsProxy, noProxy, proxyTunnel: true });
   }
   return new undici.Agent(agentOptions);
 }

@@ -53,7 +53,9 @@ def _probe(binary: Path, report: Dict[str, Any]) -> None:
                                  session_root=root / "sessions", permission_mode="workspace-write") as harness:
                 init = harness.initialize_response
                 assert init is not None
+                runtime = init.server_info.runtime
                 report["bridge"] = {"version": init.server_info.version, "protocolVersion": init.protocol_version,
+                                    "runtime": None if runtime is None else runtime.model_dump(by_alias=True),
                                     "warnings": [str(w.message) for w in caught]}
                 status = init.sandbox
                 report["sandbox"] = {"mode": "workspace-write",
@@ -109,6 +111,9 @@ def render(report: Dict[str, Any]) -> str:
         return "\n".join(lines)
     same = "same as the SDK" if bridge["version"] == report["sdk"]["version"] else f"the SDK is {report['sdk']['version']}"
     lines.append(f"  version: {bridge['version']} ({same}), protocol {bridge['protocolVersion']}")
+    runtime = bridge.get("runtime")
+    if runtime:
+        lines.append(f"  runtime: node {runtime['node']} ({runtime['platform']}-{runtime['arch']})")
     sandbox = report["sandbox"]
     init = sandbox["initialize"] or {"bash": "unknown (a bridge older than the sandbox field)"}
     call = sandbox["bashCall"]

@@ -102,7 +102,8 @@ class JsonRpcError(HarnessError):
 class SessionBusyError(JsonRpcError):
     """-32001: a ``session/prompt`` for a session that already has one in flight
     (``kind == "session-busy"``), or that another bridge process on the same session root
-    writes now (``kind == "session-locked"``: retry once that turn ended)."""
+    writes now (``kind == "session-locked"``: retry once that turn ended), or the bridge had no
+    file descriptor left to open the session with (``kind == "out-of-descriptors"``: retry later)."""
 
 
 class NotInitializedError(JsonRpcError):

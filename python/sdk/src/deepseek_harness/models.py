@@ -201,9 +201,20 @@ class SessionEvent(WireModel):
 # ---------------------------------------------------------------------------
 
 
+class RuntimeInfo(WireModel):
+    """The Node.js the bridge runs on (``serverInfo.runtime``): the version the binary embeds
+    (pinned by the project, e.g. ``"24.22.3"``) and the build's target."""
+
+    node: str
+    platform: str
+    arch: str
+
+
 class ServerInfo(WireModel):
     name: str
     version: str
+    #: The bridge's runtime; ``None`` only from a bridge older than the field.
+    runtime: Optional[RuntimeInfo] = None
 
 
 class SandboxStatus(WireModel):

@@ -1,0 +1,54 @@
+/**
+ * What an `AgentRuntime` is built with (runtime.ts): where its notifications go, and its
+ * settings — provider, tools, store, client waits, MCP, compaction, the bound on running turns.
+ */
+import type { ApprovalPolicy, PermissionMode, SessionEvent, SubagentFinishedNotification, SubagentStartedNotification } from "../protocol/index.js";
+import type { ModelProvider } from "../providers/types.js";
+import type { Tool } from "../tools/types.js";
+import type { Logger } from "../log.js";
+import type { Redactor } from "../redact.js";
+import type { SessionStore } from "./store.js";
+
+/** Where the runtime's notifications go; each resolves when the client has room for more. */
+export interface RuntimeSink {
+  sessionEvent(sessionId: string, event: SessionEvent): Promise<void>;
+  subagentStarted(params: SubagentStartedNotification): Promise<void>;
+  subagentFinished(params: SubagentFinishedNotification): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  workspace: string;
+  provider: ModelProvider;
+  model: string;
+  system: string;
+  maxSteps: number;
+  maxTokens?: number;
+  permissionMode: PermissionMode;
+  /** The tools offered to top-level sessions (already filtered by mode and allow-list). */
+  tools: Tool[];
+  /** How deep subagents may nest: 1 lets top-level sessions start children that cannot start more. */
+  subagentDepth: number;
+  /** Absent: sessions are kept in memory only (a `MemorySessionStore`, never evicted). */
+  store?: SessionStore;
+  sink: RuntimeSink;
+  logger: Logger;
+  /** Cleans the bridge's secrets out of every session event before it is recorded or announced. */
+  redactor?: Redactor;
+  // Client tools and approvals
+  /** Which tool calls wait for the client's approval (default `never`). */
+  approvals?: ApprovalPolicy;
+  /** How long a client tool call or an approval waits for the client (default `DEFAULT_CLIENT_TOOL_TIMEOUT_MS`). */
+  clientToolTimeoutMs?: number;
+  // MCP servers
+  /** More tools, asked for at the start of every top-level turn (MCP tools: their set changes with `tools/list_changed`); never rejects. */
+  moreTools?: () => Promise<Tool[]>;
+  /** Why a tool the model called is not offered, when the source of `moreTools` knows. */
+  explainUnknownTool?: (name: string) => string | undefined;
+  // Compaction
+  /** The model's context window; default: `contextWindowOf(provider, model)`. */
+  contextWindow?: number;
+  /** Default `DEFAULT_COMPACT_AT`. */
+  compactAt?: number;
+  /** How many top-level turns run at once (default: from the open-file limit, turn-admission.ts). */
+  maxRunningTurns?: number;
+}

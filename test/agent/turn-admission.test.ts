@@ -1,0 +1,71 @@
+/** turn-admission.ts: the bound on running turns, its order, cancellation while waiting, and the default from the open-file limit. */
+import { describe, expect, it } from "vitest";
+import { OutOfDescriptorsError, TurnAdmission, defaultTurnLimit } from "../../src/agent/turn-admission.js";
+
+const emfile = () => Object.assign(new Error("EMFILE: too many open files"), { code: "EMFILE" });
+
+describe("TurnAdmission", () => {
+  it("runs at most `limit` turns and admits the waiting ones in order as turns end", async () => {
+    const gate = new TurnAdmission(2);
+    expect(gate.tryEnter()).toBe(true);
+    expect(gate.tryEnter()).toBe(true);
+    expect(gate.tryEnter()).toBe(false);
+    const order: number[] = [];
+    const waiting = [1, 2, 3].map((n) => gate.enter(new AbortController().signal).then((ok) => ok && order.push(n)));
+    expect(gate.counts).toEqual({ running: 2, waiting: 3 });
+    // A free slot never lets a newcomer pass the queue.
+    gate.leave();
+    expect(gate.tryEnter()).toBe(false);
+    gate.leave();
+    gate.leave();
+    await Promise.all(waiting);
+    expect(order).toEqual([1, 2, 3]);
+    expect(gate.counts).toEqual({ running: 2, waiting: 0 });
+  });
+
+  it("a waiting turn cancelled stops waiting, holds no slot, and the others keep their order", async () => {
+    const gate = new TurnAdmission(1);
+    expect(gate.tryEnter()).toBe(true);
+    const cancel = new AbortController();
+    const first = gate.enter(cancel.signal);
+    const second = gate.enter(new AbortController().signal);
+    cancel.abort();
+    expect(await first).toBe(false);
+    expect(gate.counts).toEqual({ running: 1, waiting: 1 });
+    gate.leave();
+    expect(await second).toBe(true);
+    const aborted = new AbortController();
+    aborted.abort();
+    expect(await gate.enter(aborted.signal)).toBe(false);
+  });
+
+  it("withDescriptors retries an open that ran out of descriptors once a turn ends, and passes other failures through", async () => {
+    const gate = new TurnAdmission(4);
+    gate.tryEnter();
+    let tries = 0;
+    const opened = gate.withDescriptors("s", () => {
+      if (++tries < 3) throw emfile();
+      return "open";
+    }, new AbortController().signal);
+    gate.leave();
+    expect(await opened).toBe("open");
+    expect(tries).toBe(3);
+    await expect(gate.withDescriptors("s", () => { throw new Error("corrupt"); }, new AbortController().signal)).rejects.toThrow("corrupt");
+    const cancel = new AbortController();
+    const waiting = gate.withDescriptors("s", () => { throw emfile(); }, cancel.signal);
+    cancel.abort();
+    expect(await waiting).toBeUndefined();
+    expect(new OutOfDescriptorsError("s").message).toMatch(/out of file descriptors.*retry later/);
+  });
+
+  it("the default bound follows the open-file limit, and HARNESS_MAX_RUNNING_TURNS overrides it", () => {
+    expect(defaultTurnLimit({}, 256)).toBe(24);
+    expect(defaultTurnLimit({}, 1024)).toBe(120);
+    expect(defaultTurnLimit({}, 64)).toBe(4);
+    expect(defaultTurnLimit({}, 1_048_576)).toBe(1024);
+    expect(defaultTurnLimit({}, undefined)).toBe(1024);
+    expect(defaultTurnLimit({ HARNESS_MAX_RUNNING_TURNS: "7" }, 256)).toBe(7);
+    expect(defaultTurnLimit({ HARNESS_MAX_RUNNING_TURNS: "0" }, 256)).toBe(24);
+    expect(defaultTurnLimit({ HARNESS_MAX_RUNNING_TURNS: "many" }, 256)).toBe(24);
+  });
+});
