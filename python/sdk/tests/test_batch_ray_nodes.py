@@ -1,8 +1,9 @@
 """Batches on a real multi-node Ray cluster on this machine (``ray.cluster_utils.Cluster``: a
 head and worker nodes, each its own raylet), through the real binary: a worker node lost
 mid-batch (``remove_node(..., allow_graceful=False)``, as when a machine is lost) with and
-without spare capacity, a worker that stops answering (SIGSTOP: a machine cut off), a worker
-killed with ``ray.kill``, and the batch command SIGKILLed and run again.
+without spare capacity, a worker that stops answering (SIGSTOP: a machine cut off), one that
+comes back after it was lost (SIGCONT: its late answers are never read), a worker killed with
+``ray.kill``, and the batch command SIGKILLed and run again.
 
 Worker nodes carry the custom resource ``hb: 1`` and the workers ask for it, so there is one
 worker per worker node and the head runs only the driver and the limiter. Each test that
@@ -19,6 +20,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -142,6 +145,34 @@ def run_with_fault(runner: RayBatchRunner, tasks: List[BatchTask], fault: Any, a
     return results
 
 
+def late_end(ref: Any) -> Any:
+    """How an abandoned call ended: its result, or the name of its error."""
+    try:
+        return ray.get(ref)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__
+
+
+def resume(pid: int) -> None:
+    """SIGCONT, if the process is still there (a killed one may have ended already)."""
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+def gone(pid: int) -> bool:
+    """Waits until process ``pid`` has ended (a zombie counts as ended); True then."""
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+
+
 def check_batch(results: List[BatchResult], tasks: List[BatchTask], tmp_path: Path) -> List[BatchResult]:
     """Exactly one ``ok`` result per task, each as its session log says; the retried results
     (a lost worker's result that arrived before it was found lost is a real answer: its
@@ -216,11 +247,93 @@ def test_a_worker_that_stops_answering_is_lost_without_waiting_for_ray(shared_cl
             results = run_with_fault(runner, tasks, stop)
         finally:
             for pid in stopped:  # let it take the kill Ray sent it
-                os.kill(pid, signal.SIGCONT)
+                resume(pid)
         counts = (runner.workers_lost, runner.workers_unplaced)
     retried = check_batch(results, tasks, tmp_path)
     assert 1 <= len(retried) <= 2
     assert counts == (1, 0)
+
+
+@pytest.mark.parametrize("kill_lands", [True, False], ids=["kill-lands", "kill-held-back"])
+def test_a_lost_worker_that_comes_back_is_never_read_nor_given_a_task(shared_cluster: NodeCluster, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      kill_lands: bool) -> None:
+    # A worker cut off (SIGSTOP) is lost after 3 s and its tasks (1 or 2) run again elsewhere; then
+    # it comes back (SIGCONT) while the batch still runs, its bridge's turns finished meanwhile.
+    # kill-lands: the kill the runner sent it is taken first, so its calls end late with
+    # ActorDiedError. kill-held-back: the kill never reached it (held here until the end, as
+    # over a cut network), so it finishes its abandoned turns and their results reach this
+    # driver. Either way the runner reads none of it: one result per task (the retried one),
+    # the replacement not lost for it, no permit counted twice, nothing new given to it.
+    options, tasks = slow_tasks(tmp_path)
+    stopped: List[int] = []
+    abandoned: List[Any] = []  # the lost worker's calls, kept here so their late ends can be read
+    held: List[Any] = []
+    real_kill = ray.kill
+    try:
+        with RayBatchRunner(options, workers=2, max_turns_in_flight=4, worker_concurrency=2, ping_seconds=0.5,
+                            lost_after_seconds=3, worker_options=ON_WORKER_NODE) as runner:
+            where = placed(runner)
+            victim = runner.workers[1]
+            replace = runner._replace
+
+            def spy_replace(slot: Any) -> None:
+                abandoned.extend(slot.refs)
+                replace(slot)
+
+            def kill(actor: Any, **kwargs: Any) -> None:
+                if not kill_lands and actor._actor_id == victim._actor_id:
+                    held.append(actor)
+                else:
+                    real_kill(actor, **kwargs)
+
+            monkeypatch.setattr(runner, "_replace", spy_replace)
+            monkeypatch.setattr(ray, "kill", kill)
+
+            done = threading.Event()
+
+            def stop() -> None:
+                stopped.append(where["w1.0"]["pid"])
+                os.kill(stopped[0], signal.SIGSTOP)
+
+                def revive_once_lost() -> None:
+                    while not runner.workers_lost and not done.is_set():
+                        time.sleep(0.05)
+                    resume(stopped[0])
+
+                threading.Thread(target=revive_once_lost, daemon=True).start()
+
+            try:
+                results = run_with_fault(runner, tasks, stop)
+            finally:
+                done.set()
+                for pid in stopped:
+                    resume(pid)
+            # Every abandoned call has ended by now, one way or the other.
+            late = call_within(120, lambda: [late_end(ref) for ref in abandoned])
+            late_results = [end for end in late if isinstance(end, BatchResult)]
+            stats = runner.stats()
+            given = None if kill_lands else call_within(60, ray.get, victim.info.remote())["runs"]
+            counts = (runner.workers_started, runner.workers_lost, runner.workers_unplaced)
+    finally:
+        for actor in held:  # the kill held back lands now
+            real_kill(actor, no_restart=True)
+
+    retried = check_batch(results, tasks, tmp_path)
+    assert 1 <= len(abandoned) <= 2 and len(retried) == len(abandoned), [(r.task_id, r.attempts) for r in results]
+    assert all(not r.worker.startswith("ray:w1.0@") for r in retried)
+    assert counts == (3, 1, 0), "the lost worker's late ends did not cost its replacement"
+    assert stats["in_flight"] == 0 and stats["max_in_flight"] <= 4, stats
+    if kill_lands:
+        assert not late_results, late  # they ended with the actor (ActorDiedError)
+    else:
+        # Its late results did arrive (here), and none of them is among the batch's.
+        assert len(late_results) == len(abandoned), late
+        assert {r.task_id for r in late_results} == {r.task_id for r in retried}
+        assert not {r.session_id for r in late_results} & {r.session_id for r in results}
+        from_victim = [r for r in results if r.worker.startswith("ray:w1.0@")]
+        assert given == len(from_victim) + len(abandoned), "the revived worker was given nothing more"
+    assert call_within(120, gone, stopped[0]), "the abandoned worker's process ends (killed)"
 
 
 def test_a_worker_killed_by_ray_kill_is_replaced_on_its_node(shared_cluster: NodeCluster, tmp_path: Path) -> None:
