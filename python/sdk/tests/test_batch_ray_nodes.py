@@ -351,6 +351,21 @@ def test_a_worker_killed_by_ray_kill_is_replaced_on_its_node(shared_cluster: Nod
     assert after["w1.1"]["node_id"] == where["w1.0"]["node_id"], "the freed capacity took the replacement"
 
 
+def test_workers_placed_while_no_batch_ran_are_not_given_up(shared_cluster: NodeCluster, tmp_path: Path) -> None:
+    # placement_timeout bounds the wait for a placement, not the time before the next batch:
+    # workers placed after start() (or a replacement placed after its batch ended) whose first
+    # answer no batch has taken in yet serve the next batch, however late it comes.
+    options, tasks = slow_tasks(tmp_path)
+    with RayBatchRunner(options, workers=2, max_turns_in_flight=4, worker_concurrency=2, placement_timeout=2,
+                        worker_options=ON_WORKER_NODE) as runner:
+        placed(runner)
+        time.sleep(3)  # past placement_timeout, the answers in but not yet read
+        results = call_within(120, runner.run, tasks[:4])
+        counts = (runner.workers_started, runner.workers_lost, runner.workers_unplaced)
+    assert [(r.task_id, r.status) for r in results] == [(t.id, "ok") for t in tasks[:4]], [r.error for r in results]
+    assert counts == (2, 0, 0)
+
+
 def test_batch_command_sigkilled_on_the_cluster_then_run_again(shared_cluster: NodeCluster, tmp_path: Path) -> None:
     write_script(tmp_path / "script.json", "finished", delay_ms=300, chunk=2)
     tasks, out = write_tasks(tmp_path, N), tmp_path / "results.jsonl"
