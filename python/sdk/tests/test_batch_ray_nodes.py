@@ -217,16 +217,18 @@ def test_a_node_lost_for_good_the_other_worker_finishes_then_none_left_is_answer
         assert 1 <= len(retried) <= 2
         assert {r.worker.split("@")[0] for r in retried} == {"ray:w0.0"}, "the survivor ran them again"
         assert {r.worker.split("@")[0] for r in results} <= {"ray:w0.0", "ray:w1.0"}, "the replacement ran nothing"
-        # The 10 turns left (>= 1.2 s each, 2 at once, the retried ones alone) outlast the 3 s
-        # given to the replacement's placement: it was given up, and the batch did not wait.
-        assert (runner.workers_lost, runner.workers_unplaced) == (1, 1)
+        # The replacement was (most likely: the turns left outlast its 3 s) given up meanwhile;
+        # not asserted here, as that is a race of clocks.
+        assert runner.workers_lost == 1 and runner.workers_unplaced <= 1
 
         # Then the last worker node goes too: a batch with no capacity left is answered, not hung.
         cluster.lose(where["w0.0"]["node_id"])
         last = call_within(120, runner.run, tasks[:2])
+        counts = (runner.workers_lost, runner.workers_unplaced)
     assert [(r.task_id, r.status, r.error["type"]) for r in last] == [
         ("task-00", "error", "NoWorkersError"), ("task-01", "error", "NoWorkersError")]
     assert all(r.attempts == 2 for r in last), "their first attempt died with the last worker"
+    assert counts == (2, 2), "both workers lost, both replacements given up unplaced"
 
 
 def test_a_worker_that_stops_answering_is_lost_without_waiting_for_ray(shared_cluster: NodeCluster,
@@ -258,13 +260,14 @@ def test_a_worker_that_stops_answering_is_lost_without_waiting_for_ray(shared_cl
 def test_a_lost_worker_that_comes_back_is_never_read_nor_given_a_task(shared_cluster: NodeCluster, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                       kill_lands: bool) -> None:
-    # A worker cut off (SIGSTOP) is lost after 3 s and its tasks (1 or 2) run again elsewhere; then
-    # it comes back (SIGCONT) while the batch still runs, its bridge's turns finished meanwhile.
-    # kill-lands: the kill the runner sent it is taken first, so its calls end late with
-    # ActorDiedError. kill-held-back: the kill never reached it (held here until the end, as
-    # over a cut network), so it finishes its abandoned turns and their results reach this
-    # driver. Either way the runner reads none of it: one result per task (the retried one),
-    # the replacement not lost for it, no permit counted twice, nothing new given to it.
+    # A worker cut off (SIGSTOP) is lost after 3 s and its tasks (1 or 2) run again elsewhere;
+    # once the runner has given it up it comes back (SIGCONT) while the batch still runs, its
+    # bridge's turns finished meanwhile. kill-lands: the runner's kill reaches it, so its calls
+    # end late, mostly with ActorDiedError (a result if it answered before the kill arrived).
+    # kill-held-back: the kill never reaches it (held here until the end, as over a cut
+    # network), so it finishes its abandoned turns and their results reach this driver. Either
+    # way the runner reads none of it: one result per task (the retried one), the replacement
+    # not lost for it, no permit counted twice, nothing new given to it, and its process ends.
     options, tasks = slow_tasks(tmp_path)
     stopped: List[int] = []
     abandoned: List[Any] = []  # the lost worker's calls, kept here so their late ends can be read
@@ -286,19 +289,21 @@ def test_a_lost_worker_that_comes_back_is_never_read_nor_given_a_task(shared_clu
                     held.append(actor)
                 else:
                     real_kill(actor, **kwargs)
+                if actor._actor_id == victim._actor_id:
+                    abandoned_now.set()
 
             monkeypatch.setattr(runner, "_replace", spy_replace)
             monkeypatch.setattr(ray, "kill", kill)
 
-            done = threading.Event()
+            done, abandoned_now = threading.Event(), threading.Event()
 
             def stop() -> None:
                 stopped.append(where["w1.0"]["pid"])
                 os.kill(stopped[0], signal.SIGSTOP)
 
-                def revive_once_lost() -> None:
-                    while not runner.workers_lost and not done.is_set():
-                        time.sleep(0.05)
+                def revive_once_lost() -> None:  # once the runner has given it up
+                    while not abandoned_now.wait(0.05) and not done.is_set():
+                        pass
                     resume(stopped[0])
 
                 threading.Thread(target=revive_once_lost, daemon=True).start()
@@ -324,9 +329,7 @@ def test_a_lost_worker_that_comes_back_is_never_read_nor_given_a_task(shared_clu
     assert all(not r.worker.startswith("ray:w1.0@") for r in retried)
     assert counts == (3, 1, 0), "the lost worker's late ends did not cost its replacement"
     assert stats["in_flight"] == 0 and stats["max_in_flight"] <= 4, stats
-    if kill_lands:
-        assert not late_results, late  # they ended with the actor (ActorDiedError)
-    else:
+    if not kill_lands:
         # Its late results did arrive (here), and none of them is among the batch's.
         assert len(late_results) == len(abandoned), late
         assert {r.task_id for r in late_results} == {r.task_id for r in retried}
