@@ -43,6 +43,9 @@ from deepseek_harness.ray import RayBatchRunner
 from test_batch_local import check_resumed, command, interrupt_when, read_results, write_tasks
 
 ON_WORKER_NODE = {"num_cpus": 0, "resources": {"hb": 1}}
+# The limiter's own check for dead holders, far off: the permits a lost worker held must come
+# back from the runner, at once.
+NO_WATCHDOG = 600
 N = 12
 
 
@@ -191,13 +194,15 @@ def test_a_node_lost_mid_batch_its_tasks_run_on_the_spare_node(own_cluster: Any,
     cluster = own_cluster(3)  # two workers, one spare node
     options, tasks = slow_tasks(tmp_path)
     with RayBatchRunner(options, workers=2, max_turns_in_flight=4, worker_concurrency=2,
-                        worker_options=ON_WORKER_NODE) as runner:
+                        limiter_check_seconds=NO_WATCHDOG, worker_options=ON_WORKER_NODE) as runner:
         where = placed(runner)
         spare = ({n.node_id for n in cluster.nodes} - {i["node_id"] for i in where.values()}).pop()
         results = run_with_fault(runner, tasks, lambda: cluster.lose(where["w1.0"]["node_id"]))
         after = placed(runner)
         counts = (runner.workers_started, runner.workers_lost, runner.workers_unplaced)
+        permits = runner.stats()["in_flight"]
     retried = check_batch(results, tasks, tmp_path)
+    assert permits == 0, "the lost worker's permits were given back"
     # The tasks in flight on the lost worker (its concurrency at most) ran again elsewhere.
     assert 1 <= len(retried) <= 2, [(r.task_id, r.attempts, r.worker) for r in results]
     assert all(not r.worker.startswith("ray:w1.0@") for r in retried)
@@ -238,7 +243,8 @@ def test_a_worker_that_stops_answering_is_lost_without_waiting_for_ray(shared_cl
     options, tasks = slow_tasks(tmp_path)
     stopped: List[int] = []
     with RayBatchRunner(options, workers=2, max_turns_in_flight=4, worker_concurrency=2, ping_seconds=0.5,
-                        lost_after_seconds=3, worker_options=ON_WORKER_NODE) as runner:
+                        lost_after_seconds=3, limiter_check_seconds=NO_WATCHDOG,
+                        worker_options=ON_WORKER_NODE) as runner:
         where = placed(runner)
 
         def stop() -> None:
@@ -251,9 +257,11 @@ def test_a_worker_that_stops_answering_is_lost_without_waiting_for_ray(shared_cl
             for pid in stopped:  # let it take the kill Ray sent it
                 resume(pid)
         counts = (runner.workers_lost, runner.workers_unplaced)
+        permits = runner.stats()["in_flight"]
     retried = check_batch(results, tasks, tmp_path)
     assert 1 <= len(retried) <= 2
     assert counts == (1, 0)
+    assert permits == 0, "the lost worker's permits were given back"
 
 
 @pytest.mark.parametrize("kill_lands", [True, False], ids=["kill-lands", "kill-held-back"])
@@ -275,7 +283,8 @@ def test_a_lost_worker_that_comes_back_is_never_read_nor_given_a_task(shared_clu
     real_kill = ray.kill
     try:
         with RayBatchRunner(options, workers=2, max_turns_in_flight=4, worker_concurrency=2, ping_seconds=0.5,
-                            lost_after_seconds=3, worker_options=ON_WORKER_NODE) as runner:
+                            lost_after_seconds=3, limiter_check_seconds=NO_WATCHDOG,
+                            worker_options=ON_WORKER_NODE) as runner:
             where = placed(runner)
             victim = runner.workers[1]
             replace = runner._replace
@@ -342,15 +351,17 @@ def test_a_lost_worker_that_comes_back_is_never_read_nor_given_a_task(shared_clu
 def test_a_worker_killed_by_ray_kill_is_replaced_on_its_node(shared_cluster: NodeCluster, tmp_path: Path) -> None:
     options, tasks = slow_tasks(tmp_path)
     with RayBatchRunner(options, workers=2, max_turns_in_flight=4, worker_concurrency=2,
-                        worker_options=ON_WORKER_NODE) as runner:
+                        limiter_check_seconds=NO_WATCHDOG, worker_options=ON_WORKER_NODE) as runner:
         where = placed(runner)
         victim = runner.workers[1]
         results = run_with_fault(runner, tasks, lambda: ray.kill(victim, no_restart=True))
         after = placed(runner)
         counts = (runner.workers_started, runner.workers_lost, runner.workers_unplaced)
+        permits = runner.stats()["in_flight"]
     retried = check_batch(results, tasks, tmp_path)
     assert 1 <= len(retried) <= 2
     assert counts == (3, 1, 0)
+    assert permits == 0, "the killed worker's permits were given back"
     assert after["w1.1"]["node_id"] == where["w1.0"]["node_id"], "the freed capacity took the replacement"
 
 
