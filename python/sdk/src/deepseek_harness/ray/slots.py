@@ -7,7 +7,7 @@ three states:
   is placed and constructed). Tasks queued on an actor Ray cannot place would wait with it,
   for ever when the capacity it needs is gone; so they wait in the runner instead, where any
   serving worker can take them. A slot starting for longer than ``placement_timeout`` gives up
-  (``retired``).
+  (``retired``), unless that first answer is in by then (it came while no batch was running).
 - ``serving``: it takes tasks. While it has tasks in flight it is pinged every
   ``ping_seconds``; a ping unanswered after ``lost_after_seconds``, or any call failing with
   a :data:`LOST` error, makes it *lost*.
