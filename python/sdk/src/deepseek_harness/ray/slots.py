@@ -7,7 +7,7 @@ three states:
   is placed and constructed). Tasks queued on an actor Ray cannot place would wait with it,
   for ever when the capacity it needs is gone; so they wait in the runner instead, where any
   serving worker can take them. A slot starting for longer than ``placement_timeout`` gives up
-  (``retired``).
+  (``retired``), unless that first answer is in by then (it came while no batch was running).
 - ``serving``: it takes tasks. While it has tasks in flight it is pinged every
   ``ping_seconds``; a ping unanswered after ``lost_after_seconds``, or any call failing with
   a :data:`LOST` error, makes it *lost*.
@@ -110,14 +110,17 @@ class Slot:
     def check(self, now: float, ping_seconds: float, lost_after: float, placement_timeout: float) -> Optional[str]:
         """Sends the ping that is due; what the slot's clock says: ``"lost"`` (a ping
         unanswered too long), ``"unplaced"`` (starting too long), or None."""
+        # A clock is judged only on an answer not in yet: one that came while the runner was not
+        # looking (no batch running, e.g. between start() and the first batch) is taken in by
+        # the runner's next wait, not mistaken for a timeout.
         if self.state == "starting":
             if self.waiting_since is not None and now - self.waiting_since >= placement_timeout:
-                return "unplaced"
+                return None if _answered(self.ready_ref) else "unplaced"
             return None
         if self.state != "serving" or not self.refs:
             return None
         if self.ping_ref is not None:
-            return "lost" if now - self.ping_sent >= lost_after else None
+            return "lost" if now - self.ping_sent >= lost_after and not _answered(self.ping_ref) else None
         if now >= self.next_ping:
             self.ping_ref = self.actor.ping.remote()
             self.ping_sent = now
@@ -134,6 +137,11 @@ class Slot:
     def answered_ping(self, now: float, ping_seconds: float) -> None:
         self.ping_ref = None
         self.next_ping = now + ping_seconds
+
+
+def _answered(ref: Any) -> bool:
+    """Whether ``ref`` (a ``ping``) has its answer (or its error) here already."""
+    return ref is not None and bool(ray.wait([ref], timeout=0)[0])
 
 
 def monotonic() -> float:

@@ -160,6 +160,8 @@ class HarnessWorker:
         self._limiter = limiter
         self._max_idle = max_idle_bridges
         self._pool: Optional[HarnessPool] = None
+        #: Task calls this actor has started running (its ``info``: what it was given).
+        self.runs = 0
 
     def _get_pool(self) -> HarnessPool:
         # Made on the actor's event loop (the pool's bridges belong to it).
@@ -170,6 +172,7 @@ class HarnessWorker:
         return self._pool
 
     async def run(self, task: BatchTask, attempts: int) -> BatchResult:
+        self.runs += 1
         return await self._get_pool().run(task, attempts)
 
     @ray.method(concurrency_group="control")
@@ -180,7 +183,7 @@ class HarnessWorker:
     async def info(self) -> Dict[str, Any]:
         pool = self._pool
         return {"name": self.name, "open_bridges": pool.open_bridges if pool else 0,
-                "bridges_started": pool.bridges_started if pool else 0,
+                "bridges_started": pool.bridges_started if pool else 0, "runs": self.runs,
                 "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
     async def close(self) -> None:
