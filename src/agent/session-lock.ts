@@ -178,9 +178,14 @@ function removeStale(file: string, ino: number): void {
   }
 }
 
-/** A lock file that could not be created or read (a read-only or foreign folder, a full disk): named, with its errno. */
-function cannot(sessionId: string, file: string, what: "create" | "read" | "take over", error: unknown): SessionLogError {
+/**
+ * A lock file that could not be created or read (a read-only or foreign folder, a full disk):
+ * named, with its errno. Running out of descriptors (EMFILE, ENFILE) is no fault of the lock
+ * file and passes through as it is: the turn admission waits for descriptors on that code.
+ */
+function cannot(sessionId: string, file: string, what: "create" | "read" | "take over", error: unknown): Error {
   const code = (error as NodeJS.ErrnoException).code ?? "";
+  if (code === "EMFILE" || code === "ENFILE") return error as NodeJS.ErrnoException;
   const why: Record<string, string> = { EACCES: "permission denied", EPERM: "not permitted", EROFS: "read-only file system", ENOSPC: "no space left" };
   return new SessionLogError(`cannot ${what} session ${sessionId}'s lock file ${file}: ${code}${why[code] ? ` (${why[code]})` : ""}; a session is written only under its lock`);
 }

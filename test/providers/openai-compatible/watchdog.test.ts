@@ -134,9 +134,11 @@ describe("timeouts and aborts", () => {
   });
 
   it("the first-token deadline stops counting at the first output", async () => {
-    const frames = [KEEP_ALIVE, frame(chunk({ content: "early" })), KEEP_ALIVE, KEEP_ALIVE, KEEP_ALIVE, frame(chunk({}, "stop")), DONE];
+    // The first output comes at ~200 ms, well inside the 1 s deadline even on a loaded machine;
+    // the stream then goes on for ~1.5 s, past it.
+    const frames = [KEEP_ALIVE, frame(chunk({ content: "early" })), ...Array(12).fill(KEEP_ALIVE), frame(chunk({}, "stop")), DONE];
     server.enqueue(sseReply(frames, { delayMs: 100 }));
-    const parts = await collect(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "250" }));
+    const parts = await collect(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "1000" }));
     expect(text(parts)).toBe("early");
     expect(parts.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
   });
