@@ -2,7 +2,7 @@
 // bridge writes for a streamed turn (session.event / assistant/chunk, one JSON.stringify per
 // line), in 64 KiB writes, honouring backpressure, with nothing else to do: what a Python
 // reader gets at best from a Node writer. It answers `initialize` and `session/prompt` like the
-// bridge, so bench/run.py reads it with the same raw reader.
+// bridge, so bench/sections/throughput.py reads it with the same raw reader.
 //   node bench/floor_writer.mjs --chunks N [--text 0123456789abcdef]
 import { createInterface } from "node:readline";
 import { once } from "node:events";

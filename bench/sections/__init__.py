@@ -1,0 +1,28 @@
+"""The benchmark sections, by the name `--only` takes, in the order a full run goes through them.
+
+Each is a module with `COUNTS` (its counts, a `common.Count` each: tiny under --quick, real
+otherwise) and `run(ctx: common.Context) -> common.Result`; its docstring says what it measures
+against what, and is what `bench/run.py --help` lists."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Dict
+
+from sections import (client_tools, cold, death, memory, resume, roundtrip, search, session_list, sessions, size, store,
+                      throughput)
+
+SECTIONS: Dict[str, ModuleType] = {
+    "cold": cold,
+    "throughput": throughput,
+    "roundtrip": roundtrip,
+    "memory": memory,
+    "size": size,
+    "store": store,
+    "death": death,
+    "search": search,
+    "sessions": sessions,
+    "resume": resume,
+    "session-list": session_list,
+    "client-tools": client_tools,
+}

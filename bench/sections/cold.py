@@ -1,0 +1,73 @@
+"""spawn -> `initialize` response: bin/harness-bridge and the plain bundle under node, against
+spawn -> exit of `node -e 0`; with the environment as it is, and again without
+NODE_EXTRA_CA_CERTS when it is set (Node loads it at every start)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import Callable, Dict, List, Tuple
+
+from common import Context, Count, Result, bridge_env, initialize_request, median
+
+COUNTS = {"runs": Count(quick=3, full=21)}
+
+
+def spawn_to_exit(cmd: List[str], env: Dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def spawn_to_initialize(cmd: List[str], env: Dict[str, str], request: bytes) -> float:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(request)
+    proc.stdin.flush()
+    answer = proc.stdout.readline()
+    elapsed = time.perf_counter() - start
+    proc.stdin.close()  # EOF: the bridge exits 0
+    proc.wait()
+    if b'"result"' not in answer:
+        raise RuntimeError(f"{cmd[0]}: no initialize result: {answer[:200]!r}")
+    return elapsed
+
+
+def run(ctx: Context) -> Result:
+    runs = ctx.count(COUNTS["runs"])
+    tmp = ctx.tmp
+    res = Result("Cold start: spawn -> initialize response (median)", ["environment", "what", "ms", "ratio vs node -e 0"])
+    request = initialize_request(str(tmp), "demo")
+    envs = [("as is", bridge_env(tmp))]
+    if "NODE_EXTRA_CA_CERTS" in os.environ:
+        without = bridge_env(tmp)
+        without.pop("NODE_EXTRA_CA_CERTS")
+        envs[0] = (f"NODE_EXTRA_CA_CERTS={os.environ['NODE_EXTRA_CA_CERTS']}", envs[0][1])
+        envs.append(("without NODE_EXTRA_CA_CERTS", without))
+    cases: List[Tuple[str, Callable[[Dict[str, str]], float]]] = [
+        ("node -e 0 (spawn -> exit)", lambda env: spawn_to_exit([ctx.node, "-e", "0"], env)),
+        ("bin/harness-bridge", lambda env: spawn_to_initialize([str(ctx.bin), "--stdio"], env, request)),
+        ("node build/harness-bridge.cjs", lambda env: spawn_to_initialize([ctx.node, str(ctx.bundle), "--stdio"], env, request)),
+    ]
+    first_ratio = None
+    for label, env in envs:
+        times: Dict[str, List[float]] = {name: [] for name, _ in cases}
+        for name, fn in cases:  # warm the page cache
+            fn(env)
+        for _ in range(runs):
+            for name, fn in cases:
+                times[name].append(fn(env))
+        base = median(times[cases[0][0]])
+        for name, _ in cases:
+            m = median(times[name])
+            res.row(label, name, f"{m * 1000:.1f}", f"{m / base:.2f}x")
+        ratio = median(times["bin/harness-bridge"]) / base
+        if first_ratio is None:
+            first_ratio = ratio
+            res.goal("cold start: bin within 1.15x of node -e 0 (environment as is)", f"{ratio:.2f}x", ratio <= 1.15)
+        else:
+            res.goal("cold start, without NODE_EXTRA_CA_CERTS (informational)", f"{ratio:.2f}x, +{(median(times['bin/harness-bridge']) - base) * 1000:.1f} ms", None)
+    res.notes.append(f"{runs} interleaved runs per row after one warm-up; the bridge runs with its default flags (session log on, in a temp root).")
+    return res
