@@ -46,9 +46,10 @@ def spawn_to_first_response(bin_path: Path, root: Path, workspace: Path, session
     return elapsed
 
 
-def node_run(code: str, arg: str) -> float:
+def node_run(node: str, code: str, arg: str) -> float:
+    """The baseline's time: `code` run by `node` (the pinned Node, the bridge's own runtime)."""
     start = time.perf_counter()
-    subprocess.run(["node", "-e", code, arg], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([node, "-e", code, arg], check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
@@ -81,11 +82,11 @@ def run(ctx: Context) -> Result:
         times: Dict[str, List[float]] = {"raw": [], "parse": [], "resume": []}
         # One warm-up of each (the page cache), then interleaved runs. Each resume appends its
         # turn (7 events) to the log: negligible beside N.
-        node_run(NODE_READ, str(log))
+        node_run(ctx.node, NODE_READ, str(log))
         spawn_to_first_response(bin_path, root, workspace, f"n{n}")
         for _ in range(runs):
-            times["raw"].append(node_run(NODE_READ, str(log)))
-            times["parse"].append(node_run(NODE_READ_PARSE, str(log)))
+            times["raw"].append(node_run(ctx.node, NODE_READ, str(log)))
+            times["parse"].append(node_run(ctx.node, NODE_READ_PARSE, str(log)))
             times["resume"].append(spawn_to_first_response(bin_path, root, workspace, f"n{n}"))
         raw, parse, resume = (median(times[k]) for k in ("raw", "parse", "resume"))
         # The same log once compacted at its end: the resume reads only the kept history.

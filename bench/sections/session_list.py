@@ -53,7 +53,7 @@ def run(ctx: Context) -> Result:
         return elapsed
 
     def readdir_stat() -> float:
-        out = subprocess.run(["node", "-e", NODE_READDIR_STAT, str(folder)], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run([ctx.node, "-e", NODE_READDIR_STAT, str(folder)], check=True, capture_output=True, text=True).stdout
         return float(out.strip())
 
     cold: List[float] = []
