@@ -18,12 +18,13 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from pydantic import ValidationError
 
 from ..errors import HarnessError, JsonRpcError, ProtocolError, RequestTimeoutError, TransportClosedError
 from .inbox import INF, AnyInbox, AsyncInbox, Closed, Pending
+from .request_params import SessionCancelParams
 from .process import BridgeProcess, PathLike, forget_at_exit, reap_at_exit
 from .router import Router
 
@@ -150,7 +151,7 @@ class Connection:
 
     # ------------------------------------------------------------------ requests
 
-    def _send(self, method: str, params: Optional[Dict[str, Any]], session_id: Optional[str] = None,
+    def _send(self, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
               allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> Pending:
         """Registers a waiter and writes the request. The write happens on the caller's thread
         (for the asyncio front: on the loop); requests are small and the bridge reads stdin
@@ -188,19 +189,20 @@ class Connection:
 
     def _try_cancel(self, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[Pending]:
         try:
-            return self._send("session/cancel", {"sessionId": session_id}, inbox=inbox)
+            params: SessionCancelParams = {"sessionId": session_id}
+            return self._send("session/cancel", params, inbox=inbox)
         except HarnessError as exc:
             log.debug("could not cancel session %s: %s", session_id, exc)
             return None
 
-    def _request(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None,
+    def _request(self, method: str, params: Optional[Mapping[str, Any]], *, timeout: Optional[float] = None,
                  allow_closing: bool = False) -> Any:
         pending = self._send(method, params, allow_closing=allow_closing)
         with self._waiting(pending, method, timeout) as deadline:
             item = pending.inbox.get(deadline)
         return self._outcome(item, method)
 
-    async def _arequest(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None) -> Any:
+    async def _arequest(self, method: str, params: Optional[Mapping[str, Any]], *, timeout: Optional[float] = None) -> Any:
         """:meth:`_request` for the asyncio front (a cancelled task just drops its waiter)."""
         pending = self._send(method, params, inbox=AsyncInbox(asyncio.get_running_loop()))
         with self._waiting(pending, method, timeout) as deadline:

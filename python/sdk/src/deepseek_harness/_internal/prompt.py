@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union, cast
 
 from ..errors import RequestTimeoutError
 from ..models import SessionCancelResponse, SessionPromptResponse, TextBlock
 from .connection import Connection, validate
 from .decode import NotificationCallback, deliver
 from .inbox import INF, AnyInbox, AsyncInbox
+from .request_params import SessionCancelParams, SessionPromptParams, TextBlockParams
 
 __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]
 
@@ -30,15 +31,16 @@ __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", 
 PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
 
 
-def content_blocks(blocks: PromptInput) -> List[Dict[str, Any]]:
+def content_blocks(blocks: PromptInput) -> List[TextBlockParams]:
     if isinstance(blocks, str):
         return [{"type": "text", "text": blocks}]
-    out: List[Dict[str, Any]] = []
+    # The bridge checks the blocks a caller passes (and answers -32602 to a bad one).
+    out: List[TextBlockParams] = []
     for b in blocks:
         if isinstance(b, TextBlock):
-            out.append(b.to_wire())
+            out.append(cast(TextBlockParams, b.to_wire()))
         elif isinstance(b, Mapping):
-            out.append(dict(b))
+            out.append(cast(TextBlockParams, dict(b)))
         else:
             raise TypeError(f"a content block must be a dict or TextBlock, not {type(b).__name__}")
     return out
@@ -70,7 +72,7 @@ class PromptCall:
         output_schema: Optional[Dict[str, Any]] = None,
     ) -> None:
         wire_blocks = content_blocks(blocks)
-        params: Dict[str, Any] = {"sessionId": session_id, "contentBlocks": wire_blocks}
+        params: SessionPromptParams = {"sessionId": session_id, "contentBlocks": wire_blocks}
         if output_schema is not None:
             params["outputSchema"] = output_schema
         if timeout is None:
@@ -241,5 +243,6 @@ async def arun_prompt(conn: Connection, session_id: str, blocks: PromptInput,
 async def acancel(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
     """``session/cancel`` for the asyncio front: True when a turn was in flight (it has settled
     ``aborted`` when this returns)."""
-    result = await conn._arequest("session/cancel", {"sessionId": session_id}, timeout=timeout)
+    params: SessionCancelParams = {"sessionId": session_id}
+    result = await conn._arequest("session/cancel", params, timeout=timeout)
     return validate(SessionCancelResponse, result, "session/cancel").cancelled

@@ -21,15 +21,20 @@ from ..sessions import (
 )
 from ..models import SessionCompactResponse
 from .connection import Connection, validate
+from .request_params import (
+    SessionCompactParams, SessionDeleteParams, SessionForkParams, SessionListParams, SessionReadParams,
+)
 
 __all__ = [
     "list_sessions", "alist_sessions", "read_page", "aread_page", "fork_session", "afork_session",
     "delete_session", "adelete_session", "compact_session", "acompact_session", "history", "ahistory", "session_log_path",
 ]
 
+_NO_PARAMS: SessionListParams = {}
 
-def _read_params(session_id: str, after_seq: Optional[int], limit: Optional[int]) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"sessionId": session_id}
+
+def _read_params(session_id: str, after_seq: Optional[int], limit: Optional[int]) -> SessionReadParams:
+    params: SessionReadParams = {"sessionId": session_id}
     if after_seq is not None:
         params["afterSeq"] = after_seq
     if limit is not None:
@@ -37,20 +42,20 @@ def _read_params(session_id: str, after_seq: Optional[int], limit: Optional[int]
     return params
 
 
-def _fork_params(session_id: str, new_session_id: str, turn: Optional[int]) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"sessionId": session_id, "newSessionId": new_session_id}
+def _fork_params(session_id: str, new_session_id: str, turn: Optional[int]) -> SessionForkParams:
+    params: SessionForkParams = {"sessionId": session_id, "newSessionId": new_session_id}
     if turn is not None:
         params["turn"] = turn
     return params
 
 
 def list_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
-    result = conn._request("session/list", {}, timeout=timeout)
+    result = conn._request("session/list", _NO_PARAMS, timeout=timeout)
     return list(validate(SessionListResponse, result, "session/list").sessions)
 
 
 async def alist_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
-    result = await conn._arequest("session/list", {}, timeout=timeout)
+    result = await conn._arequest("session/list", _NO_PARAMS, timeout=timeout)
     return list(validate(SessionListResponse, result, "session/list").sessions)
 
 
@@ -81,22 +86,22 @@ async def afork_session(conn: Connection, session_id: str, new_session_id: str, 
 
 
 def delete_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = conn._request("session/delete", {"sessionId": session_id}, timeout=timeout)
+    result = conn._request("session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
     return bool(validate(SessionDeleteResponse, result, "session/delete").deleted)
 
 
 async def adelete_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = await conn._arequest("session/delete", {"sessionId": session_id}, timeout=timeout)
+    result = await conn._arequest("session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
     return bool(validate(SessionDeleteResponse, result, "session/delete").deleted)
 
 
 def compact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = conn._request("session/compact", {"sessionId": session_id}, timeout=timeout)
+    result = conn._request("session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
     return validate(SessionCompactResponse, result, "session/compact").compacted
 
 
 async def acompact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = await conn._arequest("session/compact", {"sessionId": session_id}, timeout=timeout)
+    result = await conn._arequest("session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
     return validate(SessionCompactResponse, result, "session/compact").compacted
 
 
