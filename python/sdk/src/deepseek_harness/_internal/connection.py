@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from pydantic import ValidationError
 
@@ -26,9 +26,12 @@ from ..errors import HarnessError, JsonRpcError, ProtocolError, RequestTimeoutEr
 from .inbox import INF, AnyInbox, AsyncInbox, Closed, Pending
 from .request_params import SessionCancelParams
 from .process import BridgeProcess, PathLike, forget_at_exit, reap_at_exit
-from .router import Router
+from .router import Interceptor, Router
 
-__all__ = ["Connection", "validate"]
+__all__ = [
+    "Connection", "validate", "send", "request", "arequest", "outcome", "forget", "try_cancel",
+    "await_quietly", "answer_requests",
+]
 
 log = logging.getLogger("deepseek_harness")
 
@@ -249,3 +252,55 @@ class Connection:
 
     def _forget(self, pending: Pending) -> None:
         self._router.forget(pending)
+
+
+# ------------------------------------------------------------------ the internal package's API
+#
+# What the rest of _internal (prompts, the sessions API, client tools) does with a connection.
+# Functions of this module rather than public methods: HarnessClient is a Connection, and these
+# are not its users' API; the private names they reach stay inside the module that defines them.
+
+
+def send(conn: Connection, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
+         inbox: Optional[AnyInbox] = None) -> Pending:
+    """Writes a request whose answer (and, with ``session_id``, whose session's notifications)
+    go to ``inbox``; the caller waits on ``pending.inbox`` and reads the answer with :func:`outcome`."""
+    return conn._send(method, params, session_id, inbox=inbox)
+
+
+def request(conn: Connection, method: str, params: Optional[Mapping[str, Any]], *,
+            timeout: Optional[float] = None) -> Any:
+    """Sends a request and waits for its result (``timeout``: else the connection's default)."""
+    return conn._request(method, params, timeout=timeout)
+
+
+async def arequest(conn: Connection, method: str, params: Optional[Mapping[str, Any]], *,
+                   timeout: Optional[float] = None) -> Any:
+    """:func:`request`, awaiting."""
+    return await conn._arequest(method, params, timeout=timeout)
+
+
+def outcome(conn: Connection, item: Any, method: str) -> Any:
+    """The result of the answer ``item`` taken from an inbox; raises the error it carries."""
+    return conn._outcome(item, method)
+
+
+def forget(conn: Connection, pending: Pending) -> None:
+    """Drops a request's waiter: whatever still arrives for it is discarded."""
+    conn._forget(pending)
+
+
+def try_cancel(conn: Connection, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[Pending]:
+    """Sends ``session/cancel``; None when it could not be sent (the bridge is gone)."""
+    return conn._try_cancel(session_id, inbox)
+
+
+def await_quietly(conn: Connection, pending: Pending, timeout: float) -> None:
+    """Waits (at most ``timeout``) for a request's answer, dropping it and what comes before it."""
+    conn._await_quietly(pending, timeout)
+
+
+def answer_requests(conn: Connection, interceptor: Interceptor, on_settled: Callable[[Set[str]], None]) -> None:
+    """Makes ``interceptor`` the one who answers ``tool/request`` and ``permission/request``
+    (on the reader thread), and ``on_settled`` hear of every prompt answered."""
+    conn._router.set_interceptor(interceptor, on_settled)

@@ -20,7 +20,7 @@ from ..sessions import (
     history_event,
 )
 from ..models import SessionCompactResponse
-from .connection import Connection, validate
+from .connection import Connection, arequest, request, validate
 from .request_params import (
     SessionCompactParams, SessionDeleteParams, SessionForkParams, SessionListParams, SessionReadParams,
 )
@@ -50,58 +50,58 @@ def _fork_params(session_id: str, new_session_id: str, turn: Optional[int]) -> S
 
 
 def list_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
-    result = conn._request("session/list", _NO_PARAMS, timeout=timeout)
+    result = request(conn, "session/list", _NO_PARAMS, timeout=timeout)
     return list(validate(SessionListResponse, result, "session/list").sessions)
 
 
 async def alist_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
-    result = await conn._arequest("session/list", _NO_PARAMS, timeout=timeout)
+    result = await arequest(conn, "session/list", _NO_PARAMS, timeout=timeout)
     return list(validate(SessionListResponse, result, "session/list").sessions)
 
 
 def read_page(conn: Connection, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None,
               timeout: Optional[float] = None) -> SessionReadResponse:
-    result = conn._request("session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
+    result = request(conn, "session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
     page: SessionReadResponse = validate(SessionReadResponse, result, "session/read")
     return page
 
 
 async def aread_page(conn: Connection, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None,
                      timeout: Optional[float] = None) -> SessionReadResponse:
-    result = await conn._arequest("session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
+    result = await arequest(conn, "session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
     page: SessionReadResponse = validate(SessionReadResponse, result, "session/read")
     return page
 
 
 def fork_session(conn: Connection, session_id: str, new_session_id: str, turn: Optional[int] = None,
                  timeout: Optional[float] = None) -> str:
-    result = conn._request("session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
+    result = request(conn, "session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
     return str(validate(SessionForkResponse, result, "session/fork").session_id)
 
 
 async def afork_session(conn: Connection, session_id: str, new_session_id: str, turn: Optional[int] = None,
                         timeout: Optional[float] = None) -> str:
-    result = await conn._arequest("session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
+    result = await arequest(conn, "session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
     return str(validate(SessionForkResponse, result, "session/fork").session_id)
 
 
 def delete_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = conn._request("session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
+    result = request(conn, "session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
     return bool(validate(SessionDeleteResponse, result, "session/delete").deleted)
 
 
 async def adelete_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = await conn._arequest("session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
+    result = await arequest(conn, "session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
     return bool(validate(SessionDeleteResponse, result, "session/delete").deleted)
 
 
 def compact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = conn._request("session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
+    result = request(conn, "session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
     return validate(SessionCompactResponse, result, "session/compact").compacted
 
 
 async def acompact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = await conn._arequest("session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
+    result = await arequest(conn, "session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
     return validate(SessionCompactResponse, result, "session/compact").compacted
 
 
