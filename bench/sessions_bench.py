@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
-from deepseek_harness._internal.sessions import _workspace_folder
+from deepseek_harness._internal.session_requests import _workspace_folder
 
 NODE_READ = "require('fs').readFileSync(process.argv[1])"
 NODE_READ_PARSE = ("const t=require('fs').readFileSync(process.argv[1],'utf8');let n=0;"
