@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
-from deepseek_harness._internal.session_requests import _workspace_folder
+from deepseek_harness._internal.session_requests import workspace_folder
 
 NODE_READ = "require('fs').readFileSync(process.argv[1])"
 NODE_READ_PARSE = ("const t=require('fs').readFileSync(process.argv[1],'utf8');let n=0;"
@@ -136,7 +136,7 @@ def bench_resume(quick: bool, tmp: Path, result_cls: Callable[..., Any], bin_pat
     workspace.mkdir(exist_ok=True)
     (workspace / "turn.json").write_text(json.dumps({"steps": [{"text": "ok"}]}))
     root = tmp / "resume-root"
-    folder = root / _workspace_folder(str(workspace))
+    folder = root / workspace_folder(str(workspace))
     folder.mkdir(parents=True, exist_ok=True)
     res = result_cls("Resume: spawn -> first prompt response of a session with N logged events (median)",
                      ["events", "log MB", "raw read ms", "read+parse ms", "resume ms", "vs raw read", "vs read+parse", "µs/event",
@@ -196,7 +196,7 @@ def bench_session_list(quick: bool, tmp: Path, result_cls: Callable[..., Any], b
     workspace.mkdir(exist_ok=True)
     (workspace / "turn.json").write_text(json.dumps({"steps": [{"text": "ok"}]}))
     root = tmp / "list-root"
-    folder = root / _workspace_folder(str(workspace))
+    folder = root / workspace_folder(str(workspace))
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         write_log(folder / f"s{i}.jsonl", f"s{i}", 11, TIME0 + i * 1000)

@@ -28,6 +28,7 @@ from .request_params import (
 __all__ = [
     "list_sessions", "alist_sessions", "read_page", "aread_page", "fork_session", "afork_session",
     "delete_session", "adelete_session", "compact_session", "acompact_session", "history", "ahistory", "session_log_path",
+    "workspace_folder",
 ]
 
 _NO_PARAMS: SessionListParams = {}
@@ -143,7 +144,7 @@ async def ahistory(conn: Connection, session_id: str, page_size: int = READ_LIMI
         after = nxt
 
 
-def _workspace_folder(workspace: str) -> str:
+def workspace_folder(workspace: str) -> str:
     """The bridge's folder name of a workspace (src/agent/store.ts ``workspaceFolderName``):
     the basename with every character outside ``[A-Za-z0-9._-]`` replaced by ``_`` — one per
     UTF-16 unit, as JavaScript counts — cut to 48, then 12 hex digits of the path's sha256."""
@@ -187,4 +188,4 @@ def session_log_path(session_id: str, workspace: str, session_root: Optional[Uni
             state = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
         root = os.path.join(state, "harness-bridge")
     ws = _resolve(workspace, cwd)
-    return Path(_resolve(root, cwd)) / _workspace_folder(ws) / f"{session_id}.jsonl"
+    return Path(_resolve(root, cwd)) / workspace_folder(ws) / f"{session_id}.jsonl"
