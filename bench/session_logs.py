@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from common import line
-from deepseek_harness._internal.sessions import _workspace_folder
+from deepseek_harness._internal.session_requests import workspace_folder as sdk_workspace_folder
 
 __all__ = ["TIME0", "append_compaction", "read_until", "request", "workspace_folder", "write_log"]
 
@@ -88,5 +88,5 @@ def read_until(proc: "subprocess.Popen[bytes]", rid: int) -> Dict[str, Any]:
 
 def workspace_folder(workspace: Path) -> str:
     """The folder of the session root that holds `workspace`'s logs (the SDK's own rule)."""
-    folder: str = _workspace_folder(str(workspace))
+    folder: str = sdk_workspace_folder(str(workspace))
     return folder

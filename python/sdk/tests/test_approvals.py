@@ -21,7 +21,7 @@ from deepseek_harness import (
     ToolResultEvent,
     tool,
 )
-from deepseek_harness._internal.client_tools import POOL_THREAD_PREFIX
+from deepseek_harness._internal.tool_dispatch import POOL_THREAD_PREFIX
 
 from conftest import call_within, real_bridge_or_skip, run_async
 from test_client_tools import GUARD, async_harness, call, calls, harness, results, text_of

@@ -26,7 +26,7 @@ from deepseek_harness import (
     TransportClosedError,
     tool,
 )
-from deepseek_harness._internal.client_tools import POOL_THREAD_PREFIX
+from deepseek_harness._internal.tool_dispatch import POOL_THREAD_PREFIX
 from deepseek_harness.client_tools import split_tools
 
 from conftest import call_within, real_bridge_or_skip, run_async
@@ -697,7 +697,7 @@ def test_prompts_run_from_inside_tools_never_wait_for_the_workers_their_callers_
     # Three sessions' tools each run a prompt on the same harness, with a pool of two workers:
     # the two running hold both workers while their inner prompts' tools need one. Those jobs get
     # threads of their own (before: every call waited out the client-tool timeout).
-    import deepseek_harness._internal.client_tools as dispatch
+    import deepseek_harness._internal.tool_dispatch as dispatch
     monkeypatch.setattr(dispatch, "POOL_WORKERS", 2)
     holder: Dict[str, DeepSeekHarness] = {}
 

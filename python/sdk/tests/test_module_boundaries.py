@@ -56,3 +56,36 @@ def test_the_check_sees_relative_imports() -> None:
     assert ("_internal.connection", "Connection") in found
     internal = {module for path in (PACKAGE / "_internal").glob("*.py") for module, _, _ in relative_imports(path)}
     assert "results" in internal
+
+
+def _private_names_of(path: Path) -> set:
+    """The single-underscore names a module's classes define: methods and ``self._x`` attributes."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("_"):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_only_the_connection_module_reaches_into_a_connection() -> None:
+    # The rest of the package uses connection.py's functions (send, request, outcome, forget,
+    # answer_requests, ...): a Connection's and a Router's private names are theirs alone.
+    # HarnessClient, a Connection, uses its own through ``self``.
+    private = _private_names_of(PACKAGE / "_internal" / "connection.py") | _private_names_of(PACKAGE / "_internal" / "router.py")
+    assert {"_send", "_outcome", "_forget", "_router"} <= private
+    owners = {PACKAGE / "_internal" / "connection.py", PACKAGE / "_internal" / "router.py"}
+    offences = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path in owners:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in private and not (
+                    isinstance(node.value, ast.Name) and node.value.id == "self"):
+                offences.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: .{node.attr}")
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr in {"interceptor", "on_settled"}:
+                        offences.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: sets .{target.attr}")
+    assert offences == []

@@ -11,7 +11,8 @@ from typing import Any, Dict, List
 import pytest
 from pydantic import BaseModel
 
-from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness, JsonRpcError
+from deepseek_harness import (AsyncDeepSeekHarness, DeepSeekHarness, JsonRpcError, OutputReminderEvent, TurnStartEvent,
+                              event_from_notification)
 
 from conftest import real_bridge_or_skip, run_async
 
@@ -63,6 +64,18 @@ def test_a_value_never_valid_ends_output_invalid(tmp_path: Path) -> None:
     assert result.reason.kind == "output-invalid"
     assert "after 3 attempts" in (result.reason.message or "")
     assert result.output is None
+
+
+def test_a_plain_text_answer_is_a_typed_output_reminder_event(tmp_path: Path) -> None:
+    with harness(tmp_path, {"text": "plain"}, final({"answer": "y", "confidence": 1})) as h:
+        result = h.run("is it?", output_type=Verdict)
+    assert result.ok
+    typed = [event_from_notification(n) for n in result.notifications]
+    reminders = [ev for ev in typed if isinstance(ev, OutputReminderEvent)]
+    assert len(reminders) == 1 and (reminders[0].turn, reminders[0].attempt) == (1, 1)
+    assert "final_answer" in reminders[0].text
+    start = next(ev for ev in typed if isinstance(ev, TurnStartEvent))
+    assert start.output_schema == Verdict.model_json_schema()
 
 
 def test_a_bad_schema_is_the_requests_error_naming_the_field(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator, List, Mapping, Optional, Type
 
-from ._internal.client_tools import ToolDispatcher
+from ._internal.tool_dispatch import ToolDispatcher
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
-from ._internal import sessions as _sessions
+from ._internal import session_requests as _sessions
 from ._internal.output import output_spec
 from ._internal.process import child_env
 from ._internal.turn import StreamBuffer, TurnCollector

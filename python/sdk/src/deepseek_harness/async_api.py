@@ -41,7 +41,7 @@ from .api import DeepSeekHarness, new_session_id
 from ._internal.decode import NotificationCallback
 from ._internal.inbox import AsyncInbox
 from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
-from ._internal import sessions as _sessions
+from ._internal import session_requests as _sessions
 from .client import HarnessClient
 from .events import TurnEvent, event_from_notification
 from .models import InitializeResponse

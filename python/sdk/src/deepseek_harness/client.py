@@ -21,7 +21,7 @@ from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
-from ._internal.sessions import compact_session, delete_session, fork_session, list_sessions, read_page
+from ._internal.session_requests import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError, ProviderUnavailableError
 from .client_tool_models import SessionPermissionParams, SessionToolResultParams

@@ -3,7 +3,7 @@
 One model per session event type of the protocol (``user/message``, ``turn/start``,
 ``step/start``, ``assistant/chunk``, ``assistant/message``, ``tool/result``, ``turn/end``; the
 client tools' and approvals' ``tool/request``, ``permission/request``,
-``permission/decision``) and
+``permission/decision``; structured output's ``output/reminder``; ``context/compacted``) and
 per subagent notification (``subagent.started``, ``subagent.finished``). A session event's
 ``data`` fields sit on the event itself, next to ``session_id``, ``type``, ``seq`` and ``time``
 (``ev.text``, not ``ev.data["chunk"]["text"]``). ``assistant/chunk`` has one subclass per chunk
@@ -47,6 +47,7 @@ __all__ = [
     "PermissionRequestEvent",
     "PermissionDecisionEvent",
     "TurnEndEvent",
+    "OutputReminderEvent",
     "ContextCompactedEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
@@ -96,10 +97,11 @@ class UserMessageEvent(BaseSessionEvent):
 
 
 class TurnStartEvent(BaseSessionEvent):
-    """``turn/start``."""
+    """``turn/start``; ``output_schema`` is a structured turn's JSON Schema (None otherwise)."""
 
     type: Literal["turn/start"] = "turn/start"
     turn: int
+    output_schema: Optional[Dict[str, Any]] = None
 
 
 class StepStartEvent(BaseSessionEvent):
@@ -253,6 +255,17 @@ class TurnEndEvent(BaseSessionEvent):
     output: Any = None
 
 
+class OutputReminderEvent(BaseSessionEvent):
+    """``output/reminder``: the model answered a structured turn in plain text, and ``text`` went
+    back to it (as a user-role message, not a new turn) telling it to answer with the schema's
+    tool; ``attempt`` counts its answers from 1 (three end the turn ``output-invalid``)."""
+
+    type: Literal["output/reminder"] = "output/reminder"
+    turn: int
+    attempt: int
+    text: str
+
+
 class ContextCompactedEvent(BaseSessionEvent):
     """``context/compacted``: the history before ``kept_from_seq`` was replaced by ``summary``
     (docs/long-sessions.md). The token counts are estimates; ``trigger`` is ``"auto"``,
@@ -333,6 +346,7 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "permission/request": PermissionRequestEvent,
     "permission/decision": PermissionDecisionEvent,
     "turn/end": TurnEndEvent,
+    "output/reminder": OutputReminderEvent,
     "context/compacted": ContextCompactedEvent,
 }
 _CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {

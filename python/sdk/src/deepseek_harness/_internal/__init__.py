@@ -9,6 +9,13 @@
 * :mod:`.decode`: the fast path's decoding (a run of raw lines in one parse) and the one guard
   every frame passes;
 * :mod:`.connection`: a running bridge: lifecycle, writing requests, waiting for responses;
+  its functions (``send``, ``request``, ``outcome``, ``forget``, ``answer_requests``, ...) are
+  what the other modules here do with a connection, never its private names;
+* :mod:`.request_params`: the wire params of the requests built as dicts, typed;
+* :mod:`.session_requests`: the sessions API's requests (list, read, fork, delete, compact) and
+  history paging, for both fronts;
+* :mod:`.tool_dispatch`: running client tools and the approval callback
+  (:mod:`.tool_answers`: the answers they send);
 * :mod:`.prompt`: one ``session/prompt`` in flight, seen from its consumer (settle, cancel,
   timeout), for both fronts;
 * :mod:`.turn`: the turn collector and the stream buffer the blocking and asyncio fronts share.

@@ -18,16 +18,20 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from pydantic import ValidationError
 
 from ..errors import HarnessError, JsonRpcError, ProtocolError, RequestTimeoutError, TransportClosedError
 from .inbox import INF, AnyInbox, AsyncInbox, Closed, Pending
+from .request_params import SessionCancelParams
 from .process import BridgeProcess, PathLike, forget_at_exit, reap_at_exit
-from .router import Router
+from .router import Interceptor, Router
 
-__all__ = ["Connection", "validate"]
+__all__ = [
+    "Connection", "validate", "send", "request", "arequest", "outcome", "forget", "try_cancel",
+    "await_quietly", "answer_requests",
+]
 
 log = logging.getLogger("deepseek_harness")
 
@@ -150,7 +154,7 @@ class Connection:
 
     # ------------------------------------------------------------------ requests
 
-    def _send(self, method: str, params: Optional[Dict[str, Any]], session_id: Optional[str] = None,
+    def _send(self, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
               allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> Pending:
         """Registers a waiter and writes the request. The write happens on the caller's thread
         (for the asyncio front: on the loop); requests are small and the bridge reads stdin
@@ -188,19 +192,20 @@ class Connection:
 
     def _try_cancel(self, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[Pending]:
         try:
-            return self._send("session/cancel", {"sessionId": session_id}, inbox=inbox)
+            params: SessionCancelParams = {"sessionId": session_id}
+            return self._send("session/cancel", params, inbox=inbox)
         except HarnessError as exc:
             log.debug("could not cancel session %s: %s", session_id, exc)
             return None
 
-    def _request(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None,
+    def _request(self, method: str, params: Optional[Mapping[str, Any]], *, timeout: Optional[float] = None,
                  allow_closing: bool = False) -> Any:
         pending = self._send(method, params, allow_closing=allow_closing)
         with self._waiting(pending, method, timeout) as deadline:
             item = pending.inbox.get(deadline)
         return self._outcome(item, method)
 
-    async def _arequest(self, method: str, params: Optional[Dict[str, Any]], *, timeout: Optional[float] = None) -> Any:
+    async def _arequest(self, method: str, params: Optional[Mapping[str, Any]], *, timeout: Optional[float] = None) -> Any:
         """:meth:`_request` for the asyncio front (a cancelled task just drops its waiter)."""
         pending = self._send(method, params, inbox=AsyncInbox(asyncio.get_running_loop()))
         with self._waiting(pending, method, timeout) as deadline:
@@ -247,3 +252,55 @@ class Connection:
 
     def _forget(self, pending: Pending) -> None:
         self._router.forget(pending)
+
+
+# ------------------------------------------------------------------ the internal package's API
+#
+# What the rest of _internal (prompts, the sessions API, client tools) does with a connection.
+# Functions of this module rather than public methods: HarnessClient is a Connection, and these
+# are not its users' API; the private names they reach stay inside the module that defines them.
+
+
+def send(conn: Connection, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
+         inbox: Optional[AnyInbox] = None) -> Pending:
+    """Writes a request whose answer (and, with ``session_id``, whose session's notifications)
+    go to ``inbox``; the caller waits on ``pending.inbox`` and reads the answer with :func:`outcome`."""
+    return conn._send(method, params, session_id, inbox=inbox)
+
+
+def request(conn: Connection, method: str, params: Optional[Mapping[str, Any]], *,
+            timeout: Optional[float] = None) -> Any:
+    """Sends a request and waits for its result (``timeout``: else the connection's default)."""
+    return conn._request(method, params, timeout=timeout)
+
+
+async def arequest(conn: Connection, method: str, params: Optional[Mapping[str, Any]], *,
+                   timeout: Optional[float] = None) -> Any:
+    """:func:`request`, awaiting."""
+    return await conn._arequest(method, params, timeout=timeout)
+
+
+def outcome(conn: Connection, item: Any, method: str) -> Any:
+    """The result of the answer ``item`` taken from an inbox; raises the error it carries."""
+    return conn._outcome(item, method)
+
+
+def forget(conn: Connection, pending: Pending) -> None:
+    """Drops a request's waiter: whatever still arrives for it is discarded."""
+    conn._forget(pending)
+
+
+def try_cancel(conn: Connection, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[Pending]:
+    """Sends ``session/cancel``; None when it could not be sent (the bridge is gone)."""
+    return conn._try_cancel(session_id, inbox)
+
+
+def await_quietly(conn: Connection, pending: Pending, timeout: float) -> None:
+    """Waits (at most ``timeout``) for a request's answer, dropping it and what comes before it."""
+    conn._await_quietly(pending, timeout)
+
+
+def answer_requests(conn: Connection, interceptor: Interceptor, on_settled: Callable[[Set[str]], None]) -> None:
+    """Makes ``interceptor`` the one who answers ``tool/request`` and ``permission/request``
+    (on the reader thread), and ``on_settled`` hear of every prompt answered."""
+    conn._router.set_interceptor(interceptor, on_settled)

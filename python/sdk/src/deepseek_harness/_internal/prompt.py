@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union, cast
 
 from ..errors import RequestTimeoutError
 from ..models import SessionCancelResponse, SessionPromptResponse, TextBlock
-from .connection import Connection, validate
+from .connection import Connection, arequest, await_quietly, forget, outcome, send, try_cancel, validate
 from .decode import NotificationCallback, deliver
 from .inbox import INF, AnyInbox, AsyncInbox
+from .request_params import SessionCancelParams, SessionPromptParams, TextBlockParams
 
 __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]
 
@@ -30,15 +31,16 @@ __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", 
 PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
 
 
-def content_blocks(blocks: PromptInput) -> List[Dict[str, Any]]:
+def content_blocks(blocks: PromptInput) -> List[TextBlockParams]:
     if isinstance(blocks, str):
         return [{"type": "text", "text": blocks}]
-    out: List[Dict[str, Any]] = []
+    # The bridge checks the blocks a caller passes (and answers -32602 to a bad one).
+    out: List[TextBlockParams] = []
     for b in blocks:
         if isinstance(b, TextBlock):
-            out.append(b.to_wire())
+            out.append(cast(TextBlockParams, b.to_wire()))
         elif isinstance(b, Mapping):
-            out.append(dict(b))
+            out.append(cast(TextBlockParams, dict(b)))
         else:
             raise TypeError(f"a content block must be a dict or TextBlock, not {type(b).__name__}")
     return out
@@ -70,7 +72,7 @@ class PromptCall:
         output_schema: Optional[Dict[str, Any]] = None,
     ) -> None:
         wire_blocks = content_blocks(blocks)
-        params: Dict[str, Any] = {"sessionId": session_id, "contentBlocks": wire_blocks}
+        params: SessionPromptParams = {"sessionId": session_id, "contentBlocks": wire_blocks}
         if output_schema is not None:
             params["outputSchema"] = output_schema
         if timeout is None:
@@ -81,7 +83,7 @@ class PromptCall:
         self.response: Optional[SessionPromptResponse] = None
         #: True once the consumer is done with the inbox: answered, aborted or abandoned.
         self.settled = False
-        self.pending = client._send("session/prompt", params, session_id, inbox=inbox)
+        self.pending = send(client, "session/prompt", params, session_id, inbox=inbox)
         self.deadline = INF if timeout is None else time.monotonic() + timeout
 
     # -- shared ------------------------------------------------------------------------
@@ -95,7 +97,7 @@ class PromptCall:
 
     def _settle(self, item: Any) -> None:
         self.settled = True
-        result = self.client._outcome(item, "session/prompt")
+        result = outcome(self.client, item, "session/prompt")
         self.response = validate(SessionPromptResponse, result, "session/prompt")
 
     def _timeout_error(self) -> RequestTimeoutError:
@@ -108,8 +110,8 @@ class PromptCall:
         if self.settled:
             return
         self.settled = True
-        self.client._forget(self.pending)
-        self.client._try_cancel(self.session_id)
+        forget(self.client, self.pending)
+        try_cancel(self.client, self.session_id)
 
     # -- blocking front ----------------------------------------------------------------
 
@@ -132,19 +134,19 @@ class PromptCall:
             return
         self.settled = True
         client = self.client
-        cancel = client._try_cancel(self.session_id)
+        cancel = try_cancel(client, self.session_id)
         wait = client.shutdown_timeout_seconds
         deadline = time.monotonic() + wait
         try:
             while type(self.pending.inbox.get(deadline)) is list:
                 pass
         except TimeoutError:
-            client._forget(self.pending)
+            forget(client, self.pending)
             if cancel is not None:
-                client._forget(cancel)
+                forget(client, cancel)
             return
         if cancel is not None:
-            client._await_quietly(cancel, wait)
+            await_quietly(client, cancel, wait)
 
     # -- asyncio front -----------------------------------------------------------------
 
@@ -171,7 +173,7 @@ class PromptCall:
             return
         self.settled = True
         client = self.client
-        cancel = client._try_cancel(self.session_id, AsyncInbox(asyncio.get_running_loop()))
+        cancel = try_cancel(client, self.session_id, AsyncInbox(asyncio.get_running_loop()))
         wait = client.shutdown_timeout_seconds
         cancelled_again = False
         for pending in (self.pending, cancel):
@@ -187,9 +189,9 @@ class PromptCall:
                 except TimeoutError:
                     break
             if not answered:  # the bridge did not settle in time: stop waiting for it at all
-                client._forget(self.pending)
+                forget(client, self.pending)
                 if cancel is not None:
-                    client._forget(cancel)
+                    forget(client, cancel)
                 break
         if cancelled_again:
             raise asyncio.CancelledError
@@ -241,5 +243,6 @@ async def arun_prompt(conn: Connection, session_id: str, blocks: PromptInput,
 async def acancel(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
     """``session/cancel`` for the asyncio front: True when a turn was in flight (it has settled
     ``aborted`` when this returns)."""
-    result = await conn._arequest("session/cancel", {"sessionId": session_id}, timeout=timeout)
+    params: SessionCancelParams = {"sessionId": session_id}
+    result = await arequest(conn, "session/cancel", params, timeout=timeout)
     return validate(SessionCancelResponse, result, "session/cancel").cancelled

@@ -151,6 +151,11 @@ class Router:
         self.interceptor: Optional[Interceptor] = None
         self.on_settled: Optional[Callable[[Set[str]], None]] = None
 
+    def set_interceptor(self, interceptor: Interceptor, on_settled: Callable[[Set[str]], None]) -> None:
+        """Sets :attr:`interceptor` and :attr:`on_settled` (before the first prompt is sent)."""
+        self.interceptor = interceptor
+        self.on_settled = on_settled
+
     # -- waiters ---------------------------------------------------------------------------
 
     def add(self, pending: Pending, session_id: Optional[str]) -> None:

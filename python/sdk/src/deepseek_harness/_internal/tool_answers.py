@@ -1,5 +1,5 @@
 """The answers to ``tool/request`` and ``permission/request``, as the dispatcher
-(client_tools.py) sends them: every job ends in exactly one answer the bridge takes, whatever
+(tool_dispatch.py) sends them: every job ends in exactly one answer the bridge takes, whatever
 the user's function gave — its result or an error result, an allow or a deny — made from types
 and texts that always travel (UTF-8, JSON without NaN, under the bridge's line limit)."""
 

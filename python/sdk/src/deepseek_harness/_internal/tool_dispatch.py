@@ -33,7 +33,7 @@ from ..client_tools import ClientTool
 from ..errors import HarnessError
 from ..events import PermissionRequestEvent
 from ..models import Notification
-from .connection import Connection
+from .connection import Connection, answer_requests, arequest, request
 from .inbox import AsyncInbox, Pending
 from .tool_answers import Answer, Unanswerable, answered, ask, call_tool, permission_answer, tool_answer
 from .worker_pool import DaemonPool
@@ -81,9 +81,7 @@ class ToolDispatcher:
         self._tasks: Dict[str, Set[Tuple[asyncio.AbstractEventLoop, "asyncio.Task[None]"]]] = {}
 
     def attach(self) -> None:
-        router = self.conn._router
-        router.interceptor = self.handle
-        router.on_settled = self.settled
+        answer_requests(self.conn, self.handle, self.settled)
 
     # -- on the reader thread -------------------------------------------------------------
 
@@ -179,7 +177,7 @@ class ToolDispatcher:
             answer = answered(finish, None, exc)
         for attempt in _Attempts(answer, finish):
             with attempt:
-                self.conn._request(*attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
+                request(self.conn, *attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
 
     def _spawn(self, sid: str, loop: asyncio.AbstractEventLoop, ticket: "_Ticket", fn: Callable[[], Any],
                finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
@@ -219,7 +217,7 @@ class ToolDispatcher:
             answer = answered(finish, None, exc)
         for attempt in _Attempts(answer, finish):
             with attempt:
-                await self.conn._arequest(*attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
+                await arequest(self.conn, *attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
 
     def close(self) -> None:
         """Cancels the async jobs and shuts the pools down (queued jobs dropped; a sync function

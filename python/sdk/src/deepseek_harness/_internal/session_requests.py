@@ -20,16 +20,22 @@ from ..sessions import (
     history_event,
 )
 from ..models import SessionCompactResponse
-from .connection import Connection, validate
+from .connection import Connection, arequest, request, validate
+from .request_params import (
+    SessionCompactParams, SessionDeleteParams, SessionForkParams, SessionListParams, SessionReadParams,
+)
 
 __all__ = [
     "list_sessions", "alist_sessions", "read_page", "aread_page", "fork_session", "afork_session",
     "delete_session", "adelete_session", "compact_session", "acompact_session", "history", "ahistory", "session_log_path",
+    "workspace_folder",
 ]
 
+_NO_PARAMS: SessionListParams = {}
 
-def _read_params(session_id: str, after_seq: Optional[int], limit: Optional[int]) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"sessionId": session_id}
+
+def _read_params(session_id: str, after_seq: Optional[int], limit: Optional[int]) -> SessionReadParams:
+    params: SessionReadParams = {"sessionId": session_id}
     if after_seq is not None:
         params["afterSeq"] = after_seq
     if limit is not None:
@@ -37,66 +43,66 @@ def _read_params(session_id: str, after_seq: Optional[int], limit: Optional[int]
     return params
 
 
-def _fork_params(session_id: str, new_session_id: str, turn: Optional[int]) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"sessionId": session_id, "newSessionId": new_session_id}
+def _fork_params(session_id: str, new_session_id: str, turn: Optional[int]) -> SessionForkParams:
+    params: SessionForkParams = {"sessionId": session_id, "newSessionId": new_session_id}
     if turn is not None:
         params["turn"] = turn
     return params
 
 
 def list_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
-    result = conn._request("session/list", {}, timeout=timeout)
+    result = request(conn, "session/list", _NO_PARAMS, timeout=timeout)
     return list(validate(SessionListResponse, result, "session/list").sessions)
 
 
 async def alist_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
-    result = await conn._arequest("session/list", {}, timeout=timeout)
+    result = await arequest(conn, "session/list", _NO_PARAMS, timeout=timeout)
     return list(validate(SessionListResponse, result, "session/list").sessions)
 
 
 def read_page(conn: Connection, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None,
               timeout: Optional[float] = None) -> SessionReadResponse:
-    result = conn._request("session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
+    result = request(conn, "session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
     page: SessionReadResponse = validate(SessionReadResponse, result, "session/read")
     return page
 
 
 async def aread_page(conn: Connection, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None,
                      timeout: Optional[float] = None) -> SessionReadResponse:
-    result = await conn._arequest("session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
+    result = await arequest(conn, "session/read", _read_params(session_id, after_seq, limit), timeout=timeout)
     page: SessionReadResponse = validate(SessionReadResponse, result, "session/read")
     return page
 
 
 def fork_session(conn: Connection, session_id: str, new_session_id: str, turn: Optional[int] = None,
                  timeout: Optional[float] = None) -> str:
-    result = conn._request("session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
+    result = request(conn, "session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
     return str(validate(SessionForkResponse, result, "session/fork").session_id)
 
 
 async def afork_session(conn: Connection, session_id: str, new_session_id: str, turn: Optional[int] = None,
                         timeout: Optional[float] = None) -> str:
-    result = await conn._arequest("session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
+    result = await arequest(conn, "session/fork", _fork_params(session_id, new_session_id, turn), timeout=timeout)
     return str(validate(SessionForkResponse, result, "session/fork").session_id)
 
 
 def delete_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = conn._request("session/delete", {"sessionId": session_id}, timeout=timeout)
+    result = request(conn, "session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
     return bool(validate(SessionDeleteResponse, result, "session/delete").deleted)
 
 
 async def adelete_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = await conn._arequest("session/delete", {"sessionId": session_id}, timeout=timeout)
+    result = await arequest(conn, "session/delete", SessionDeleteParams(sessionId=session_id), timeout=timeout)
     return bool(validate(SessionDeleteResponse, result, "session/delete").deleted)
 
 
 def compact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = conn._request("session/compact", {"sessionId": session_id}, timeout=timeout)
+    result = request(conn, "session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
     return validate(SessionCompactResponse, result, "session/compact").compacted
 
 
 async def acompact_session(conn: Connection, session_id: str, timeout: Optional[float] = None) -> bool:
-    result = await conn._arequest("session/compact", {"sessionId": session_id}, timeout=timeout)
+    result = await arequest(conn, "session/compact", SessionCompactParams(sessionId=session_id), timeout=timeout)
     return validate(SessionCompactResponse, result, "session/compact").compacted
 
 
@@ -138,7 +144,7 @@ async def ahistory(conn: Connection, session_id: str, page_size: int = READ_LIMI
         after = nxt
 
 
-def _workspace_folder(workspace: str) -> str:
+def workspace_folder(workspace: str) -> str:
     """The bridge's folder name of a workspace (src/agent/store.ts ``workspaceFolderName``):
     the basename with every character outside ``[A-Za-z0-9._-]`` replaced by ``_`` — one per
     UTF-16 unit, as JavaScript counts — cut to 48, then 12 hex digits of the path's sha256."""
@@ -182,4 +188,4 @@ def session_log_path(session_id: str, workspace: str, session_root: Optional[Uni
             state = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
         root = os.path.join(state, "harness-bridge")
     ws = _resolve(workspace, cwd)
-    return Path(_resolve(root, cwd)) / _workspace_folder(ws) / f"{session_id}.jsonl"
+    return Path(_resolve(root, cwd)) / workspace_folder(ws) / f"{session_id}.jsonl"
