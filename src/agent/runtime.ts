@@ -12,10 +12,10 @@ import { runTurn, toolSpecs } from "./loop.js";
 import type { OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
-import { MemorySessionStore } from "./memory-store.js";
+import { MemorySessionStore } from "./store/memory-store.js";
 import { TurnAdmission, defaultTurnLimit, isOutOfDescriptors } from "./turn-admission.js";
-import type { SessionCatalog } from "./session-catalog.js";
-import type { SessionStore } from "./store.js";
+import type { SessionCatalog } from "./store/file-catalog.js";
+import type { SessionStore } from "./store/file-store.js";
 import type { RuntimeOptions } from "./runtime-options.js";
 
 export type { RuntimeOptions, RuntimeSink } from "./runtime-options.js";

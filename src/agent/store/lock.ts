@@ -40,7 +40,7 @@
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
-import { SessionLogError } from "./store.js";
+import { SessionLogError } from "./file-store.js";
 
 /** Who holds a lock. */
 export interface LockOwner {

@@ -22,14 +22,14 @@
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { jsonLine } from "../json-line.js";
-import type { SessionEvent, SessionListEntry, SessionReadResult } from "../protocol/index.js";
-import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
-import { SummaryTracker, writeMeta } from "./session-summary.js";
-import { acquireLock, releaseLock, type HeldLock } from "./session-lock.js";
-import { loadLog } from "./store-resume.js";
+import { jsonLine } from "../../json-line.js";
+import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
+import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./file-catalog.js";
+import { SummaryTracker, writeMeta } from "./summary.js";
+import { acquireLock, releaseLock, type HeldLock } from "./lock.js";
+import { loadLog } from "./resume.js";
 
-export { SessionLockedError } from "./session-lock.js";
+export { SessionLockedError } from "./lock.js";
 
 /** The first line of every session log. */
 export interface SessionHeader {
@@ -46,7 +46,7 @@ export interface SessionHeader {
   forkedFrom?: { sessionId: string; turn: number };
 }
 
-export { defaultSessionRoot } from "./session-root.js";
+export { defaultSessionRoot } from "./root.js";
 
 /** The folder of one workspace's sessions: readable name plus a hash of the absolute path. */
 export function workspaceFolderName(workspace: string): string {

@@ -13,12 +13,12 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../protocol/sessions-types.js";
-import type { SessionEvent } from "../protocol/types.js";
-import { SESSION_ID_PATTERN } from "../protocol/schemas.js";
+import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
+import type { SessionEvent } from "../../protocol/types.js";
+import { SESSION_ID_PATTERN } from "../../protocol/schemas.js";
 import { copyRange, eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
-import { metaPathOf, readMeta, scanLog, SummaryTracker, writeMeta } from "./session-summary.js";
-import { refuseSymlinkedFolder, SESSION_FILE_MODE, SessionLogError, type SessionHeader, type SessionLog } from "./store.js";
+import { metaPathOf, readMeta, scanLog, SummaryTracker, writeMeta } from "./summary.js";
+import { refuseSymlinkedFolder, SESSION_FILE_MODE, SessionLogError, type SessionHeader, type SessionLog } from "./file-store.js";
 
 /** Why a fork was refused. */
 export type ForkRefusal = { kind: "unknown-session" } | { kind: "session-exists" } | { kind: "unknown-turn"; turns: number };

@@ -9,11 +9,11 @@
  *
  * @module
  */
-import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../protocol/sessions-types.js";
-import type { SessionEvent } from "../protocol/types.js";
-import { isSessionId, sortEntries, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
-import { SummaryTracker } from "./session-summary.js";
-import type { SessionHeader, SessionLog } from "./store.js";
+import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
+import type { SessionEvent } from "../../protocol/types.js";
+import { isSessionId, sortEntries, type ForkRefusal, type SessionCatalog } from "./file-catalog.js";
+import { SummaryTracker } from "./summary.js";
+import type { SessionHeader, SessionLog } from "./file-store.js";
 
 interface Kept {
   header: SessionHeader;

@@ -13,10 +13,10 @@
  * @module
  */
 import * as fs from "node:fs";
-import { TITLE_MAX_CHARS, type SessionListEntry } from "../protocol/sessions-types.js";
-import type { SessionEvent, TextBlock } from "../protocol/types.js";
+import { TITLE_MAX_CHARS, type SessionListEntry } from "../../protocol/sessions-types.js";
+import type { SessionEvent, TextBlock } from "../../protocol/types.js";
 import { eachLine, lineHead } from "./log-lines.js";
-import type { SessionHeader } from "./store.js";
+import type { SessionHeader } from "./file-store.js";
 
 /** Whitespace is collapsed in at most this much of the first message (the title needs only its start). */
 const TITLE_SOURCE_CHARS = 4096;

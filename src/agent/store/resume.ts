@@ -14,9 +14,9 @@
  * @module
  */
 import * as fs from "node:fs";
-import type { SessionEvent } from "../protocol/index.js";
+import type { SessionEvent } from "../../protocol/index.js";
 import { eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
-import { SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./store.js";
+import { SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./file-store.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
