@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { JsonValue } from "./types.js";
+import type { JsonValue } from "./json.js";
 
 /** The name of the tool a structured turn's model answers with; its parameters are `outputSchema` (wrapped, see below). */
 export const FINAL_ANSWER_TOOL = "final_answer";
