@@ -6,5 +6,6 @@
 export * from "./types.js";
 export * from "./sessions-types.js";
 export * from "./output-types.js";
+export * from "./compaction-types.js";
 export * from "./mcp-types.js";
 export * from "./errors.js";

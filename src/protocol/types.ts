@@ -18,15 +18,9 @@ import type {
 } from "./client-tools-types.js";
 export * from "./client-tools-types.js";
 
+import type { ContextCompactedEventData, SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
-import type {
-  ContextCompactedEventData,
-  OutputInvalidReason,
-  OutputReminderEventData,
-  SessionCompactParams,
-  SessionCompactResult,
-  TurnOutput,
-} from "./output-types.js";
+import type { OutputInvalidReason, OutputReminderEventData, TurnOutput } from "./output-types.js";
 export type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 
 /** The protocol version this server speaks. */
@@ -141,7 +135,7 @@ export interface SessionEventDataMap {
   "tool/request": ToolRequestEventData;
   "permission/request": PermissionRequestEventData;
   "permission/decision": PermissionDecisionEventData;
-  // Structured output and compaction (output-types.ts).
+  // Structured output (output-types.ts) and compaction (compaction-types.ts).
   "output/reminder": OutputReminderEventData;
   "context/compacted": ContextCompactedEventData;
 }
