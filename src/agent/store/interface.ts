@@ -2,7 +2,8 @@
  * The session store's interface, apart from its implementations: what a session does with its
  * log (`SessionLog`) and what the sessions API asks of a store (`SessionCatalog`). The file
  * store (file-store.ts, file-catalog.ts) and the memory store of `--no-session-log`
- * (memory-store.ts) implement both; the runtime and the server see only these.
+ * (memory-store.ts) implement both; a session (agent/session.ts) and the sessions API
+ * (`AgentRuntime.catalog`) see only these.
  *
  * @module
  */
