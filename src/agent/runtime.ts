@@ -12,8 +12,7 @@ import { runTurn, toolSpecs } from "./loop.js";
 import type { OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
-import { MemorySessionStore } from "./store/memory-store.js";
-import type { SessionCatalog, SessionStore } from "./store/index.js";
+import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
 import { TurnAdmission, defaultTurnLimit, isOutOfDescriptors } from "./turn-admission.js";
 import type { RuntimeOptions } from "./runtime-options.js";
 

@@ -12,7 +12,7 @@
  * @module
  */
 export type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
-export { SESSION_DIR_MODE, SESSION_FILE_MODE, SessionLogError, workspaceFolderName, type SessionHeader } from "./log-format.js";
+export { SessionLogError, workspaceFolderName, type SessionHeader } from "./log-format.js";
 export { SessionLockedError } from "./lock.js";
 export { SessionStore } from "./file-store.js";
 export { MemorySessionStore } from "./memory-store.js";
