@@ -27,7 +27,7 @@ export type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 export const PROTOCOL_VERSION = 1 as const;
 
 // ---------------------------------------------------------------------------
-// Content blocks
+// Content blocks (`TextBlock` is in json.ts, the leaf the other protocol files import)
 // ---------------------------------------------------------------------------
 
 /** The model's reasoning (DeepSeek's `reasoning_content`). Appears in assistant content only. */
