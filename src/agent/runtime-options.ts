@@ -7,7 +7,7 @@ import type { ModelProvider } from "../providers/types.js";
 import type { Tool } from "../tools/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
-import type { SessionStore } from "./store.js";
+import type { SessionStore } from "./store/index.js";
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
 export interface RuntimeSink {

@@ -12,10 +12,8 @@ import { runTurn, toolSpecs } from "./loop.js";
 import type { OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
-import { MemorySessionStore } from "./memory-store.js";
+import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
 import { TurnAdmission, defaultTurnLimit, isOutOfDescriptors } from "./turn-admission.js";
-import type { SessionCatalog } from "./session-catalog.js";
-import type { SessionStore } from "./store.js";
 import type { RuntimeOptions } from "./runtime-options.js";
 
 export type { RuntimeOptions, RuntimeSink } from "./runtime-options.js";
@@ -260,7 +258,7 @@ export class AgentRuntime {
 
   /** A session's turn is over: it joins the idle ones, and the least recently used beyond the bound are unloaded. */
   private release(session: Session): void {
-    session.unlock(); // another process may write it now (store.ts)
+    session.unlock(); // another process may write it now (store/file-store.ts)
     if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)
     this.idle.delete(session.id);
     this.idle.add(session.id);

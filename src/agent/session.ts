@@ -15,7 +15,7 @@ import {
 import type { ModelMessage } from "../providers/types.js";
 import { historyEdited } from "../providers/history-tally.js";
 import { noRedaction, type Redactor } from "../redact.js";
-import type { SessionLog } from "./store.js";
+import type { SessionLog } from "./store/index.js";
 
 /** Where a session's events are announced (the server turns them into notifications). */
 export type EventAnnouncer = (sessionId: string, event: SessionEvent) => Promise<void>;

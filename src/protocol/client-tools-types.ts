@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { JsonObject, TextBlock } from "./types.js";
+import type { JsonObject, TextBlock } from "./json.js";
 
 
 /** A tool the client offers (`initialize.clientTools`); the client runs it and answers with `session/tool_result`. */

@@ -3,7 +3,8 @@
  *
  * @module
  */
-import type { JsonRpcErrorObject, JsonValue } from "./types.js";
+import type { JsonValue } from "./json.js";
+import type { JsonRpcErrorObject } from "./types.js";
 
 /** Error codes, as PROTOCOL.md's table defines them. */
 export const ErrorCode = {

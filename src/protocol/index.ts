@@ -5,6 +5,7 @@
  */
 export * from "./types.js";
 export * from "./sessions-types.js";
-export * from "./output-and-compaction.js";
+export * from "./output-types.js";
+export * from "./compaction-types.js";
 export * from "./mcp-types.js";
 export * from "./errors.js";

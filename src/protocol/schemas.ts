@@ -18,7 +18,7 @@ import { PERMISSION_MODES, THINKING_MODES, type InitializeParams, type Permissio
 import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
-import type { SessionCompactParams } from "./output-and-compaction.js";
+import type { SessionCompactParams } from "./compaction-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.

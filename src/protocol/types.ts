@@ -18,36 +18,17 @@ import type {
 } from "./client-tools-types.js";
 export * from "./client-tools-types.js";
 
-import type {
-  ContextCompactedEventData,
-  OutputInvalidReason,
-  OutputReminderEventData,
-  SessionCompactParams,
-  SessionCompactResult,
-  TurnOutput,
-} from "./output-and-compaction.js";
+import type { ContextCompactedEventData, SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
+import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
+import type { OutputInvalidReason, OutputReminderEventData, TurnOutput } from "./output-types.js";
+export type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 
 /** The protocol version this server speaks. */
 export const PROTOCOL_VERSION = 1 as const;
 
-/** A JSON-RPC request id: a string or a number, never `null`. */
-export type RequestId = string | number;
-
-/** A JSON value, as carried in frames. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-
-/** A JSON object. */
-export type JsonObject = { [key: string]: JsonValue };
-
 // ---------------------------------------------------------------------------
-// Content blocks
+// Content blocks (`TextBlock` is in json.ts, the leaf the other protocol files import)
 // ---------------------------------------------------------------------------
-
-/** Plain text. The only block a prompt may hold; tool results hold text blocks too. */
-export interface TextBlock {
-  type: "text";
-  text: string;
-}
 
 /** The model's reasoning (DeepSeek's `reasoning_content`). Appears in assistant content only. */
 export interface ReasoningBlock {
@@ -154,7 +135,7 @@ export interface SessionEventDataMap {
   "tool/request": ToolRequestEventData;
   "permission/request": PermissionRequestEventData;
   "permission/decision": PermissionDecisionEventData;
-  // Structured output and compaction (output-and-compaction.ts).
+  // Structured output (output-types.ts) and compaction (compaction-types.ts).
   "output/reminder": OutputReminderEventData;
   "context/compacted": ContextCompactedEventData;
 }

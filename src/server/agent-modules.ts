@@ -18,7 +18,7 @@
  */
 export interface AgentModules {
   runtime: typeof import("../agent/runtime.js");
-  store: typeof import("../agent/store.js");
+  store: typeof import("../agent/store/index.js");
   tools: typeof import("../tools/registry.js");
   /** Structured output; Ajv itself loads on the first prompt with an `outputSchema`. */
   output: typeof import("../agent/final-answer.js");
@@ -28,7 +28,7 @@ let loading: Promise<AgentModules> | undefined;
 
 /** Loads (once) and returns the agent modules. */
 export function loadAgentModules(): Promise<AgentModules> {
-  loading ??= Promise.all([import("../agent/runtime.js"), import("../agent/store.js"), import("../tools/registry.js"), import("../agent/final-answer.js")]).then(
+  loading ??= Promise.all([import("../agent/runtime.js"), import("../agent/store/index.js"), import("../tools/registry.js"), import("../agent/final-answer.js")]).then(
     ([runtime, store, tools, output]) => ({ runtime, store, tools, output }),
   );
   return loading;

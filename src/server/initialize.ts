@@ -16,7 +16,7 @@ import { PROVIDERS } from "../providers/registry.js";
 import { ProviderSettingError, ProviderUnavailableError } from "../providers/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
-import { defaultSessionRoot } from "../agent/session-root.js";
+import { defaultSessionRoot } from "../agent/store/root.js";
 // Types only: the runtime loads after the response (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { hideFromSandbox } from "../sandbox/hidden.js";

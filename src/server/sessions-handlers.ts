@@ -18,7 +18,7 @@ import {
   type SessionReadParams,
   type SessionReadResult,
 } from "../protocol/sessions-types.js";
-import type { SessionCompactParams, SessionCompactResult } from "../protocol/output-and-compaction.js";
+import type { SessionCompactParams, SessionCompactResult } from "../protocol/compaction-types.js";
 import type { Logger } from "../log.js";
 import type { Agent } from "./initialize.js";
 

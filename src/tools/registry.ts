@@ -2,7 +2,7 @@
  * The built-in tools, and which of them a session is offered.
  */
 import type { ClientToolSpec, PermissionMode } from "../protocol/index.js";
-import { FINAL_ANSWER_TOOL } from "../protocol/output-and-compaction.js";
+import { FINAL_ANSWER_TOOL } from "../protocol/output-types.js";
 import { RESERVED_TOOL_PREFIX, clientTool } from "./client-tool.js";
 import { bashTool } from "./bash.js";
 import { editFileTool } from "./edit-file.js";

@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentRuntime, SessionBusyError } from "../../src/agent/runtime.js";
-import { SessionLogError, SessionStore } from "../../src/agent/store.js";
+import { SessionLogError, SessionStore } from "../../src/agent/store/index.js";
 import type { SessionEvent, TurnEndReason } from "../../src/protocol/index.js";
 import { ScriptedProvider, type Script } from "../../src/providers/scripted.js";
 import type { ModelMessage, ModelProvider, ModelRequest } from "../../src/providers/types.js";

@@ -7,8 +7,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/agent/store.js";
-import { titleOf } from "../../src/agent/session-summary.js";
+import { SessionStore } from "../../src/agent/store/index.js";
+import { titleOf } from "../../src/agent/store/summary.js";
 import type { SessionEvent } from "../../src/protocol/index.js";
 
 let root: string;

@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/agent/store.js";
+import { SessionStore } from "../../src/agent/store/index.js";
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { workspaceFolderName } from "../../src/agent/store.js";
+import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { BINARY } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";

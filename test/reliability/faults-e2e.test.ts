@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { workspaceFolderName } from "../../src/agent/store.js";
+import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { DONE, FakeOpenAIServer, chunk, errorBody, frame, jsonReply, sseReply } from "../support/fake-openai-server.js";
 import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";

@@ -21,7 +21,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { workspaceFolderName } from "../../src/agent/store.js";
+import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { RawClient, initParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 import { fuzzParams, fuzzRuns } from "./support/fuzz-frames.js";

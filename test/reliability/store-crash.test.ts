@@ -16,7 +16,7 @@ import * as path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../src/protocol/index.js";
-import { SessionStore } from "../../src/agent/store.js";
+import { SessionStore } from "../../src/agent/store/index.js";
 import { fuzzParams, fuzzRuns } from "./support/fuzz-frames.js";
 
 let root: string;

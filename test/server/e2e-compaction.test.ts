@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { replayOffset } from "../../src/agent/store-resume.js";
+import { replayOffset } from "../../src/agent/store/resume.js";
 
 let ws: TempWorkspace;
 let root: string;

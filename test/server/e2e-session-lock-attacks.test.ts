@@ -1,5 +1,5 @@
 /**
- * The session lock (src/agent/session-lock.ts) against what an attacker or an accident leaves
+ * The session lock (src/agent/store/lock.ts) against what an attacker or an accident leaves
  * in the session root, through the built binary: a lock file that is a symlink, a folder or a
  * FIFO; one that is empty, corrupt, or dated in the future; owners that cannot be processes
  * (pid 0, -1, past pid_t); a live process that is no bridge; the bridge's own pid in a lock it
@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { workspaceFolderName } from "../../src/agent/store.js";
+import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { BINARY, RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 

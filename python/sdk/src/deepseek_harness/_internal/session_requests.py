@@ -145,7 +145,7 @@ async def ahistory(conn: Connection, session_id: str, page_size: int = READ_LIMI
 
 
 def workspace_folder(workspace: str) -> str:
-    """The bridge's folder name of a workspace (src/agent/store.ts ``workspaceFolderName``):
+    """The bridge's folder name of a workspace (src/agent/store/log-format.ts ``workspaceFolderName``):
     the basename with every character outside ``[A-Za-z0-9._-]`` replaced by ``_`` — one per
     UTF-16 unit, as JavaScript counts — cut to 48, then 12 hex digits of the path's sha256."""
     base = os.path.basename(workspace)

@@ -7,7 +7,7 @@
  * and at shutdown; a torn last line (the process killed mid-write) is dropped on load and cut
  * from the file so later appends start on a clean line.
  *
- * One writer per session across processes (session-lock.ts): a process writes a session only
+ * One writer per session across processes (lock.ts): a process writes a session only
  * while it holds the session's lock file, taken when the session is opened or a turn starts
  * (`SessionLog.lock`) and removed when the turn ends (`unlock`) or the log is closed. Another
  * process's prompt meanwhile is refused (`SessionLockedError`, -32001 `session-locked`); reads
@@ -19,90 +19,26 @@
  * Logs hold tool output, which may hold secrets: the session root and each workspace folder are
  * 0700 and every log 0600, whatever the umask, and existing ones are tightened when opened.
  */
-import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { jsonLine } from "../json-line.js";
-import type { SessionEvent, SessionListEntry, SessionReadResult } from "../protocol/index.js";
-import { FileCatalog, logPath, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
-import { SummaryTracker, writeMeta } from "./session-summary.js";
-import { acquireLock, releaseLock, type HeldLock } from "./session-lock.js";
-import { loadLog } from "./store-resume.js";
-
-export { SessionLockedError } from "./session-lock.js";
-
-/** The first line of every session log. */
-export interface SessionHeader {
-  type: "session-header";
-  version: 1;
-  sessionId: string;
-  workspace: string;
-  createdAt: number;
-  provider: string;
-  model: string;
-  /** Set for subagent sessions: the session whose `task` call created this one. */
-  parentSessionId?: string;
-  /** Set for forks (`session/fork`): the session and the turn the history was copied from. */
-  forkedFrom?: { sessionId: string; turn: number };
-}
-
-export { defaultSessionRoot } from "./session-root.js";
-
-/** The folder of one workspace's sessions: readable name plus a hash of the absolute path. */
-export function workspaceFolderName(workspace: string): string {
-  const name = path.basename(workspace).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 48) || "root";
-  const hash = createHash("sha256").update(workspace).digest("hex").slice(0, 12);
-  return `${name}-${hash}`;
-}
-
-/** Thrown when a log exists but cannot be read back (a corrupt line before the last one). */
-export class SessionLogError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SessionLogError";
-  }
-}
-
-/** One session's open log. */
-export interface SessionLog {
-  readonly header: SessionHeader;
-  /** The durable events found when the log was opened (empty for a new session), until `releaseLoaded`. */
-  readonly loadedEvents: SessionEvent[];
-  /** The session has absorbed `loadedEvents`: the log stops holding them (their wrappers are most of a resumed session's memory). */
-  releaseLoaded(): void;
-  append(event: SessionEvent): void;
-  /**
-   * Takes the session's lock for a turn (throws `SessionLockedError` when another process holds
-   * it). `false`: the file changed since this log last wrote it (another process wrote or
-   * deleted it): close this log and open the session again.
-   */
-  lock(): boolean;
-  /** Gives the lock up (the turn ended); the log stays open for the next `lock`. */
-  unlock(): void;
-  /** Whether the file still is what this log wrote (no other process wrote or deleted it since). */
-  current(): boolean;
-  /** fsync: what was appended survives a power loss. */
-  sync(): void;
-  close(): void;
-  /** What `session/list` says of this session now. */
-  entry(): SessionListEntry;
-}
-
-/** Mode of the session root and its workspace folders: the owner only. */
-export const SESSION_DIR_MODE = 0o700;
-/** Mode of a session log: the owner only. */
-export const SESSION_FILE_MODE = 0o600;
-
-/**
- * The workspace folder is made by the bridge; a symlink in its place was planted. Following it
- * would chmod, write and list wherever it points, so it is refused (the root itself may be a
- * symlink: it is the user's choice).
- */
-export function refuseSymlinkedFolder(dir: string): void {
-  if (fs.lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink()) {
-    throw new SessionLogError(`session folder ${dir} is a symlink; refusing to follow it (move it away to start afresh)`);
-  }
-}
+import { jsonLine } from "../../json-line.js";
+import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
+import { FileCatalog } from "./file-catalog.js";
+import type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
+import { acquireLock, releaseLock, type HeldLock } from "./lock.js";
+import {
+  lockPathOf,
+  logPath,
+  refuseSymlinkedFolder,
+  SESSION_DIR_MODE,
+  SESSION_FILE_MODE,
+  SessionLogError,
+  workspaceFolderName,
+  writeAll,
+  type SessionHeader,
+} from "./log-format.js";
+import { loadLog } from "./resume.js";
+import { SummaryTracker, writeMeta } from "./summary.js";
 
 /** Creates `dir` (and missing parents) and makes it `SESSION_DIR_MODE`, whatever the umask or its mode before. */
 function privateFolder(dir: string): void {
@@ -110,6 +46,7 @@ function privateFolder(dir: string): void {
   fs.chmodSync(dir, SESSION_DIR_MODE);
 }
 
+/** The file store of one workspace: its sessions' logs under `root`, opened for turns and served to the sessions API. */
 export class SessionStore implements SessionCatalog {
   readonly directory: string;
   private readonly root: string;
@@ -133,9 +70,9 @@ export class SessionStore implements SessionCatalog {
     this.foldersReady = true;
   }
 
-  /** The lock file beside a session's log (session-lock.ts). */
+  /** The lock file beside a session's log (lock.ts). */
   private lockOf(sessionId: string): string {
-    return `${this.pathOf(sessionId).slice(0, -".jsonl".length)}.lock`;
+    return lockPathOf(this.pathOf(sessionId));
   }
 
   /** Runs `use` under the session's lock, unless this process holds it already (the session is loaded and locked here). */
@@ -154,7 +91,7 @@ export class SessionStore implements SessionCatalog {
     return logPath(this.directory, sessionId);
   }
 
-  // The sessions API (session-catalog.ts).
+  // The sessions API (file-catalog.ts).
   readonly durable = true;
   private readonly catalog: FileCatalog;
 
@@ -197,7 +134,7 @@ export class SessionStore implements SessionCatalog {
    * under the session's lock, which the log holds on return (`SessionLockedError` when another
    * process holds it).
    */
-  open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
+  open(sessionId: string, header: NewSessionHeader): SessionLog {
     const file = this.pathOf(sessionId);
     this.ensureFolders();
     const lock = acquireLock(this.lockOf(sessionId), sessionId);
@@ -249,13 +186,7 @@ export class SessionStore implements SessionCatalog {
   };
 }
 
-/** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
-function writeAll(fd: number, data: string | Buffer): number {
-  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-  for (let offset = 0; offset < bytes.length; ) offset += fs.writeSync(fd, bytes, offset, bytes.length - offset);
-  return bytes.length;
-}
-
+/** One session's log file, held open for appends while the session is loaded. */
 class FileSessionLog implements SessionLog {
   private closed = false;
   /** Bytes of whole lines in the file: where a failed append is cut back to. */
@@ -288,7 +219,7 @@ class FileSessionLog implements SessionLog {
 
   lock(): boolean {
     if (this.closed) throw new Error(`session log ${this.file} is closed`);
-    this.held ??= acquireLock(`${this.file.slice(0, -".jsonl".length)}.lock`, this.header.sessionId);
+    this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId);
     return this.current();
   }
 

@@ -13,10 +13,10 @@
  * @module
  */
 import * as fs from "node:fs";
-import { TITLE_MAX_CHARS, type SessionListEntry } from "../protocol/sessions-types.js";
-import type { SessionEvent, TextBlock } from "../protocol/types.js";
+import { TITLE_MAX_CHARS, type SessionListEntry } from "../../protocol/sessions-types.js";
+import type { SessionEvent, TextBlock } from "../../protocol/types.js";
+import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead } from "./log-lines.js";
-import type { SessionHeader } from "./store.js";
 
 /** Whitespace is collapsed in at most this much of the first message (the title needs only its start). */
 const TITLE_SOURCE_CHARS = 4096;
@@ -76,15 +76,15 @@ export class SummaryTracker {
   }
 }
 
+/** Newest first: `updatedAt`, then `createdAt`, then id (for a stable order). */
+export function sortEntries(entries: SessionListEntry[]): SessionListEntry[] {
+  return entries.sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt || (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
+}
+
 /** The list entry of a header and what its events said. */
 export function entryOf(header: SessionHeader, seen: { title: string; updatedAt: number; turns: number }): SessionListEntry {
   const parent = header.parentSessionId !== undefined ? { parentSessionId: header.parentSessionId, origin: "task" as const } : header.forkedFrom ? { parentSessionId: header.forkedFrom.sessionId, origin: "fork" as const } : {};
   return { sessionId: header.sessionId, title: seen.title, createdAt: header.createdAt, updatedAt: seen.updatedAt, turns: seen.turns, ...parent };
-}
-
-/** The meta file of a log file (`x.jsonl` → `x.meta.json`). */
-export function metaPathOf(logFile: string): string {
-  return `${logFile.slice(0, -".jsonl".length)}.meta.json`;
 }
 
 /** A meta file is a few hundred bytes; anything much larger is not one. */
@@ -105,7 +105,7 @@ export function writeMeta(logFile: string, logSize: number, entry: SessionListEn
   try {
     // Never through what was planted under the temporary's name (a symlink would be written through).
     fs.rmSync(temporary, { force: true });
-    const fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+    const fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
     try {
       fs.writeSync(fd, `${JSON.stringify(meta)}\n`);
     } finally {
@@ -126,7 +126,7 @@ export function readMeta(logFile: string, sessionId: string, logSize: number): S
   let meta: MetaFile;
   try {
     // A regular file only, not through a symlink, never blocking on a FIFO planted in its place.
-    const fd = fs.openSync(metaPathOf(logFile), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    const fd = openForReading(metaPathOf(logFile));
     try {
       const stat = fs.fstatSync(fd);
       if (!stat.isFile() || stat.size > MAX_META_BYTES) return undefined;
@@ -154,8 +154,8 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
   let titled = false;
   eachLine(fd, 0, (line) => {
     if (!header) {
-      header = JSON.parse(line.toString("utf8")) as SessionHeader;
-      if (header?.type !== "session-header") throw new Error("the log does not start with a session header");
+      header = parseHeader(line);
+      if (!header) throw new Error("the log does not start with a session header");
       tracker = new SummaryTracker(header);
       return true;
     }

@@ -9,11 +9,11 @@
  *
  * @module
  */
-import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../protocol/sessions-types.js";
-import type { SessionEvent } from "../protocol/types.js";
-import { isSessionId, sortEntries, type ForkRefusal, type SessionCatalog } from "./session-catalog.js";
-import { SummaryTracker } from "./session-summary.js";
-import type { SessionHeader, SessionLog } from "./store.js";
+import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
+import type { SessionEvent } from "../../protocol/types.js";
+import type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
+import { isSessionId, type SessionHeader } from "./log-format.js";
+import { sortEntries, SummaryTracker } from "./summary.js";
 
 interface Kept {
   header: SessionHeader;
@@ -28,7 +28,7 @@ export class MemorySessionStore implements SessionCatalog {
 
   constructor(readonly workspace: string) {}
 
-  open(sessionId: string, header: Omit<SessionHeader, "type" | "version" | "sessionId" | "workspace" | "createdAt">): SessionLog {
+  open(sessionId: string, header: NewSessionHeader): SessionLog {
     if (!isSessionId(sessionId)) throw new Error(`not a session id: ${JSON.stringify(sessionId.slice(0, 200))}`);
     let kept = this.kept.get(sessionId);
     if (!kept) {

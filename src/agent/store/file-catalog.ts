@@ -1,77 +1,39 @@
 /**
  * The sessions API over the logs of one workspace folder: list, read, fork, delete
- * (shared/PROTOCOL.md, "Long sessions"). `SessionStore` (store.ts) and `MemorySessionStore`
- * (memory-store.ts, `--no-session-log`) both implement `SessionCatalog`.
+ * (shared/PROTOCOL.md, "Long sessions"); the file half of `SessionCatalog` (interface.ts),
+ * which `SessionStore` (file-store.ts) delegates to, taking the sessions' locks for fork and delete.
  *
- * Safety: a session id is a file name here, so every id is checked against the protocol's
- * pattern again before it becomes a path (no "/", NUL, "." or ".."), and logs are opened with
- * O_NOFOLLOW and O_NONBLOCK and must be regular files: a symlink, a folder or a FIFO planted
- * under a session's name is no session (it is not listed, read, forked or deleted), and
- * nothing here can block on one or read through it.
+ * Safety: a session id is a file name here, so every id becomes a path only through `logPath`
+ * (log-format.ts: checked against the protocol's pattern again), and logs are opened with
+ * `openLogForReading` (O_NOFOLLOW, O_NONBLOCK) and must be regular files: a symlink, a folder
+ * or a FIFO planted under a session's name is no session (it is not listed, read, forked or
+ * deleted), and nothing here can block on one or read through it.
  *
  * @module
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../protocol/sessions-types.js";
-import type { SessionEvent } from "../protocol/types.js";
-import { SESSION_ID_PATTERN } from "../protocol/schemas.js";
+import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
+import type { SessionEvent } from "../../protocol/types.js";
+import type { ForkRefusal, SessionLog } from "./interface.js";
+import {
+  isSessionId,
+  logPath,
+  metaPathOf,
+  openLogForReading,
+  parseHeader,
+  refuseSymlinkedFolder,
+  SESSION_FILE_MODE,
+  SessionLogError,
+  writeAll,
+  type SessionHeader,
+} from "./log-format.js";
 import { copyRange, eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
-import { metaPathOf, readMeta, scanLog, SummaryTracker, writeMeta } from "./session-summary.js";
-import { refuseSymlinkedFolder, SESSION_FILE_MODE, SessionLogError, type SessionHeader, type SessionLog } from "./store.js";
+import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
-/** Why a fork was refused. */
-export type ForkRefusal = { kind: "unknown-session" } | { kind: "session-exists" } | { kind: "unknown-turn"; turns: number };
-
-/** What a session store offers the sessions API. */
-export interface SessionCatalog {
-  /** Whether sessions outlive the process (a file store) or not (`--no-session-log`). */
-  readonly durable: boolean;
-  /** This workspace's sessions, newest `updatedAt` first; `problems` names logs that could not be listed. */
-  list(): { sessions: SessionListEntry[]; problems: string[] };
-  /** A page of durable events; `undefined` for an unknown session. */
-  read(sessionId: string, afterSeq: number | undefined, limit: number): SessionReadResult | undefined;
-  /** Copies the history up to the end of `turn` (default: all) into `newSessionId`. */
-  fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined;
-  /** Removes a session that no one has open (the runtime unloads it first); `false` when it did not exist. */
-  delete(sessionId: string): boolean;
-  /** The live entry of a session open in this process, if it is. */
-  openEntry(sessionId: string): SessionListEntry | undefined;
-}
-
-/** Newest first: `updatedAt`, then `createdAt`, then id (for a stable order). */
-export function sortEntries(entries: SessionListEntry[]): SessionListEntry[] {
-  return entries.sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt || (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
-}
-
-/** Whether `id` may name a session (the protocol's pattern; not "." or ".."). */
-export function isSessionId(id: string): boolean {
-  return SESSION_ID_PATTERN.test(id) && id !== "." && id !== "..";
-}
-
-/** The log file of `sessionId` in `directory`; throws on an id that is no session id (a caller's bug: ids are validated at the wire). */
-export function logPath(directory: string, sessionId: string): string {
-  if (!isSessionId(sessionId)) throw new Error(`not a session id: ${JSON.stringify(sessionId.slice(0, 200))}`);
-  return path.join(directory, `${sessionId}.jsonl`);
-}
-
-/** Opens a log for reading: a regular file only, never through a symlink, never blocking (a FIFO). `undefined`: no such log. */
-function openLog(file: string): number | undefined {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ELOOP" || code === "ENOTDIR" || code === "ENXIO") return undefined;
-    throw error;
-  }
-  if (fs.fstatSync(fd).isFile()) return fd;
-  fs.closeSync(fd);
-  return undefined;
-}
-
+/** Runs `use` on the log `file` opened for reading; `undefined` when there is no such log. */
 function withLog<T>(file: string, use: (fd: number) => T): T | undefined {
-  const fd = openLog(file);
+  const fd = openLogForReading(file);
   if (fd === undefined) return undefined;
   try {
     return use(fd);
@@ -84,20 +46,20 @@ function withLog<T>(file: string, use: (fd: number) => T): T | undefined {
 function headerOf(fd: number, file: string): { header: SessionHeader; end: number } | undefined {
   let found: { header: SessionHeader; end: number } | undefined;
   eachLine(fd, 0, (line, _start, end) => {
-    let header: SessionHeader;
+    let header: SessionHeader | undefined;
     try {
-      header = JSON.parse(line.toString("utf8")) as SessionHeader;
+      header = parseHeader(line);
     } catch {
       throw new SessionLogError(`session log ${file} has a corrupt header`);
     }
-    if (header?.type !== "session-header") throw new SessionLogError(`session log ${file} does not start with a session header`);
+    if (!header) throw new SessionLogError(`session log ${file} does not start with a session header`);
     found = { header, end };
     return false;
   });
   return found;
 }
 
-/** The file store's sessions API (store.ts delegates here). `openLogs`: the logs this process holds open. */
+/** The file store's sessions API (file-store.ts delegates here). `openLogs`: the logs this process holds open. */
 export class FileCatalog {
   constructor(
     private readonly directory: string,
@@ -246,7 +208,7 @@ export class FileCatalog {
     const stat = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!stat?.isFile()) return false;
     fs.unlinkSync(file);
-    // The lock file stays: the caller holds it, and removes it when it lets go (store.ts).
+    // The lock file stays: the caller holds it, and removes it when it lets go (file-store.ts).
     for (const extra of [metaPathOf(file), `${metaPathOf(file)}.tmp`]) fs.rmSync(extra, { force: true });
     return true;
   }
@@ -257,11 +219,10 @@ function writeFork(source: number, target: string, header: SessionHeader, from: 
   const fd = fs.openSync(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   try {
     fs.fchmodSync(fd, SESSION_FILE_MODE);
-    const line = Buffer.from(`${JSON.stringify(header)}\n`, "utf8");
-    for (let off = 0; off < line.length; ) off += fs.writeSync(fd, line, off, line.length - off);
+    const written = writeAll(fd, `${JSON.stringify(header)}\n`);
     copyRange(source, fd, from, to);
     fs.fsyncSync(fd);
-    return line.length + (to - from);
+    return written + (to - from);
   } catch (error) {
     fs.rmSync(target, { force: true });
     throw error;

@@ -40,7 +40,7 @@
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
-import { SessionLogError } from "./store.js";
+import { openForReading, SessionLogError, writeAll } from "./log-format.js";
 
 /** Who holds a lock. */
 export interface LockOwner {
@@ -137,7 +137,7 @@ function notALock(sessionId: string, file: string, what: string): SessionLogErro
 function holderOf(file: string, sessionId: string): { ino: number; owner: LockOwner | undefined; mtimeMs: number } | undefined {
   let fd: number;
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    fd = openForReading(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return undefined;
@@ -224,8 +224,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
     }
     let lock: HeldLock;
     try {
-      const line = Buffer.from(`${JSON.stringify(SELF)}\n`);
-      for (let off = 0; off < line.length; ) off += fs.writeSync(fd, line, off, line.length - off);
+      writeAll(fd, `${JSON.stringify(SELF)}\n`);
       lock = { file, ino: fs.fstatSync(fd).ino };
     } catch (error) {
       fs.rmSync(file, { force: true });

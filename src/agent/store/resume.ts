@@ -1,6 +1,6 @@
 /**
  * Loading a session log to resume it (`loadLog`: the header, the events, a torn last line cut)
- * and, after a compaction, where its replay may start: where a session log's replay may start, so that a session
+ * and, after a compaction, where its replay may start (`replayOffset`), so that a session
  * compacted once is resumed from its compacted history without reading what came before into
  * memory (agent/compaction.ts). The history before `context/compacted`'s `keptFromSeq` is the
  * summary: replaying from that event's line on rebuilds exactly what the session had.
@@ -14,9 +14,9 @@
  * @module
  */
 import * as fs from "node:fs";
-import type { SessionEvent } from "../protocol/index.js";
+import type { SessionEvent } from "../../protocol/index.js";
+import { openForReading, parseHeader, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
-import { SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./store.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -104,15 +104,17 @@ export interface LoadedLog {
 /**
  * Loads a session log for writing; `undefined` when not even its header is whole (killed
  * while writing it: start afresh). A torn last line is cut: the caller holds the session's
- * lock (store.ts), so it is no other process's write in progress.
+ * lock (file-store.ts), so it is no other process's write in progress.
  */
 export function loadLog(file: string): LoadedLog | undefined {
   // Read by lines from the file, not as one string: no copy of the whole log in memory beside
   // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
   // After a compaction only the header and the lines from the last `context/compacted`'s kept
-  // history on are read (store-resume.ts): the bytes between are never loaded.
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  // history on are read (`replayOffset`): the bytes between are never loaded.
+  const fd = openForReading(file);
   let header: SessionHeader | undefined;
+  /** The first line is JSON but no session header. */
+  let notAHeader = false;
   const events: SessionEvent[] = [];
   let size: number;
   let lines = 0;
@@ -130,16 +132,16 @@ export function loadLog(file: string): LoadedLog | undefined {
       const where = skipped ? `byte ${unparsable.start}` : `line ${unparsable.line}`;
       throw new SessionLogError(`session log ${file} is corrupt at ${where}; move it away to start the session afresh`);
     }
-    let value: unknown;
     try {
-      value = JSON.parse(bytes.toString("utf8"));
+      if (header) events.push(JSON.parse(bytes.toString("utf8")) as SessionEvent);
+      else {
+        header = parseHeader(bytes);
+        notAHeader = !header;
+      }
     } catch {
       // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
       unparsable = { start, line: lines };
-      return true;
     }
-    if (header) events.push(value as SessionEvent);
-    else header = value as SessionHeader;
     return true;
   };
   try {
@@ -164,10 +166,8 @@ export function loadLog(file: string): LoadedLog | undefined {
   }
   // Only lines followed by "\n" are whole; what follows the last one is a torn write.
   const goodBytes = unparsable ? unparsable.start : whole;
+  if (notAHeader) throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   if (!header) return undefined; // killed while writing the header: start afresh
-  if (header.type !== "session-header") {
-    throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
-  }
   if (goodBytes < size) fs.truncateSync(file, goodBytes);
   const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   fs.fchmodSync(appendFd, SESSION_FILE_MODE);
