@@ -111,6 +111,6 @@ def run(ctx: Context) -> Result:
                      "µs/event = (resume - new session) / N.")
     res.notes.append("Resuming must parse every event of the history the model is sent, so its floor is the read+parse "
                      "column. After a compaction only the header, the kept history and what follows are read "
-                     "(src/agent/store-resume.ts): 'after a compaction' is the same log with a context/compacted "
+                     "(src/agent/store/resume.ts): 'after a compaction' is the same log with a context/compacted "
                      "appended that keeps the history from its last assistant message on.")
     return res
