@@ -601,6 +601,33 @@ describe("durable sessions across processes", () => {
     }
   });
 
+  it("a log whose header line is corrupt but has events after it is refused, never written afresh over its history", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
+    try {
+      const dir = path.join(root, workspaceFolderName(ws.dir));
+      fs.mkdirSync(dir, { recursive: true });
+      const events = `{"type":"user/message","seq":1,"time":1,"data":{"content":[{"type":"text","text":"precious"}]}}\n{"type":"turn/start","seq":2,"time":1,"data":{"turn":1}}\n`;
+      fs.writeFileSync(path.join(dir, "hurt.jsonl"), `{"type":"session-head@@\n${events}`);
+      // A header torn by a kill (the only line, whole or not): the session starts afresh, as before.
+      fs.writeFileSync(path.join(dir, "torn.jsonl"), `{"type":"session-head`);
+      fs.writeFileSync(path.join(dir, "torn2.jsonl"), `{"type":"session-head@@\n`);
+      const c = await initialized("demo", {}, { args: ["--stdio", "--session-root", root] });
+      c.request(1, "session/prompt", promptParams("hurt"));
+      const { error } = await c.response(1);
+      expect(error?.code).toBe(-32603);
+      expect(error?.message).toContain("hurt.jsonl");
+      expect(error?.message).toMatch(/corrupt at line 1/);
+      expect(fs.readFileSync(path.join(dir, "hurt.jsonl"), "utf8")).toBe(`{"type":"session-head@@\n${events}`);
+      for (const [id, n] of [["torn", 2], ["torn2", 3]] as const) {
+        c.request(n, "session/prompt", promptParams(id));
+        expect((await c.response(n)).result.status).toBe("ok");
+        expect(fs.readFileSync(path.join(dir, `${id}.jsonl`), "utf8").split("\n")[0]).toContain('"type":"session-header"');
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it("a second process resumes the session: turn numbers and seq continue", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-root-"));
     try {

@@ -153,6 +153,11 @@ export function loadLog(file: string): LoadedLog | undefined {
       visit(bytes, start);
       return false;
     });
+    // An unparsable header with more after it is no torn write (a kill tears only the last
+    // line): starting afresh would write over the history that follows, so refuse it.
+    if (!header && unparsable && size > headerEnd) {
+      throw new SessionLogError(`session log ${file} is corrupt at line 1 (its header); move it away to start the session afresh`);
+    }
     if (header && !unparsable) {
       const from = replayOffset(fd, size, headerEnd);
       if (from > headerEnd) {
