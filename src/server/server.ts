@@ -26,7 +26,8 @@ import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
 import { answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
-import { compactSession, deleteSession, forkSession, listSessions, logFailure, readSession } from "./sessions-handlers.js";
+import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
+import { toRpcError } from "./rpc-errors.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -233,15 +234,13 @@ export class HarnessServer {
   private async prompt(raw: JsonObject | undefined): Promise<SessionPromptResult> {
     const agent = await this.requireRuntime("session/prompt");
     const { runtime, modules } = agent;
-    const { SessionBusyError, MissingTurnEndError } = modules.runtime;
     const params = await this.validate("sessionPromptParamsSchema", raw);
     let output: import("../agent/final-answer.js").OutputContract | undefined;
     if (params.outputSchema) {
       try {
         output = await modules.output.compileOutputSchema(params.outputSchema);
       } catch (error) {
-        if (!(error instanceof modules.output.OutputSchemaError)) throw error;
-        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.outputSchema: ${error.message}`, { kind: "invalid-params" });
+        throw toRpcError(modules, error);
       }
     }
     // From here to the registration below nothing awaits, so overlap is decided at once.
@@ -252,15 +251,16 @@ export class HarnessServer {
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
     } catch (error) {
-      if (error instanceof SessionBusyError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
-      logFailure(agent, error); // a corrupt log: -32603 session-log; another process's session: -32001 session-locked
+      // A busy session; a corrupt log; another process's session.
+      throw toRpcError(modules, error);
     }
     try {
       const reason = await settled;
       return { status: statusOf(reason), reason };
     } catch (error) {
-      if (error instanceof MissingTurnEndError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "missing-turn-end" });
-      logFailure(agent, error); // a prompt that waited to be admitted opened its session only then (agent/turn-admission.ts)
+      // A missing turn/end; the store's failures too: a prompt that waited to be admitted
+      // opened its session only then (agent/turn-admission.ts).
+      throw toRpcError(modules, error);
     }
   }
 
