@@ -3,14 +3,14 @@
  * in-flight turns, subagents, and the resources they hold.
  */
 import { randomUUID } from "node:crypto";
-import type { AssistantContentBlock, SubagentFinishedNotification, SubagentStartedNotification, TextBlock, TurnEndReason } from "../protocol/index.js";
+import type { AssistantContentBlock, JsonObject, SubagentFinishedNotification, SubagentStartedNotification, TextBlock, TurnEndReason } from "../protocol/index.js";
 import { statusOf } from "../protocol/index.js";
 import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { runTurn } from "./loop.js";
 import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
-import type { OutputContract } from "./final-answer.js";
+import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
 import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
@@ -97,6 +97,14 @@ export class AgentRuntime {
   /** The sessions API (`session/list`, `read`, `fork`, `delete`) over this runtime's store. */
   get catalog(): SessionCatalog {
     return this.store;
+  }
+
+  /**
+   * A prompt's `outputSchema`, compiled into the turn's `final_answer` tool and its check
+   * (final-answer.ts); throws `OutputSchemaError` naming what is wrong with the schema.
+   */
+  compileOutput(schema: JsonObject): Promise<OutputContract> {
+    return compileOutputSchema(schema);
   }
 
   /**

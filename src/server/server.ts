@@ -257,7 +257,7 @@ export class HarnessServer {
     let output: import("../agent/final-answer.js").OutputContract | undefined;
     if (params.outputSchema) {
       try {
-        output = await modules.output.compileOutputSchema(params.outputSchema);
+        output = await runtime.compileOutput(params.outputSchema);
       } catch (error) {
         throw toRpcError(modules, error);
       }
