@@ -27,7 +27,7 @@ const INDEX = join(root, "src/protocol/index.ts");
 /**
  * Methods the server dispatches that `RequestMap` does not list (the sessions API's types live in
  * sessions-types.ts): method → [params type, result type]. The test checks that this table and
- * `RequestMap` together are exactly the methods server.ts dispatches.
+ * `RequestMap` together are exactly the methods of server.ts's method table (`HarnessServer.methodNames`).
  */
 export const METHODS_OUTSIDE_REQUEST_MAP = {
   "session/list": ["SessionListParams", "SessionListResult"],

@@ -19,6 +19,7 @@ import type { ToolSpec } from "../providers/types.js";
 import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { MessageAssembler, argumentsTooDeep } from "./message-assembler.js";
 import { addUsage } from "./usage.js";
+import { requestTools } from "./offered-tools.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -45,17 +46,6 @@ export interface TurnConfig {
   context?: { window: number; compactAt: number };
 }
 
-/** What a model request says of each tool. */
-export function toolSpecs(tools: Iterable<Tool>): ToolSpec[] {
-  return Array.from(tools, ({ name, description, parameters }) => ({ name, description, parameters }));
-}
-
-/** The tools every request of this turn offers the model (the set is fixed for the turn). */
-function offeredTools(config: TurnConfig): ToolSpec[] {
-  const tools = toolSpecs(config.tools.values());
-  return config.output ? [...tools, config.output.tool] : tools;
-}
-
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
 export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
   // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
@@ -74,7 +64,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   /** After a summary that was no shorter than the history: the history's size past which another is worth a request. */
   let summaryWorthAsking: number | undefined;
   let retriedAfterRefusal = false;
-  const tools = offeredTools(config);
+  const tools = requestTools(config.tools.values(), config.output);
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
   const compaction: CompactionContext | undefined = config.context && { session, provider, model, system, maxTokens, tools, ...config.context, turn, signal };

@@ -3,13 +3,14 @@
  * in-flight turns, subagents, and the resources they hold.
  */
 import { randomUUID } from "node:crypto";
-import type { AssistantContentBlock, SubagentFinishedNotification, SubagentStartedNotification, TextBlock, TurnEndReason } from "../protocol/index.js";
+import type { AssistantContentBlock, JsonObject, SubagentFinishedNotification, SubagentStartedNotification, TextBlock, TurnEndReason } from "../protocol/index.js";
 import { statusOf } from "../protocol/index.js";
 import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
-import { runTurn, toolSpecs } from "./loop.js";
-import type { OutputContract } from "./final-answer.js";
+import { runTurn } from "./loop.js";
+import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
+import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
 import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
@@ -96,6 +97,14 @@ export class AgentRuntime {
   /** The sessions API (`session/list`, `read`, `fork`, `delete`) over this runtime's store. */
   get catalog(): SessionCatalog {
     return this.store;
+  }
+
+  /**
+   * A prompt's `outputSchema`, compiled into the turn's `final_answer` tool and its check
+   * (final-answer.ts); throws `OutputSchemaError` naming what is wrong with the schema.
+   */
+  compileOutput(schema: JsonObject): Promise<OutputContract> {
+    return compileOutputSchema(schema);
   }
 
   /**
@@ -201,11 +210,9 @@ export class AgentRuntime {
     if (!this.sessions.has(sessionId) && !this.options.store?.exists(sessionId)) return Promise.resolve(false);
     const session = this.session(sessionId);
     const controller = new AbortController();
-    const { provider, model, system, maxTokens, tools, moreTools, subagentDepth } = this.options;
+    const { provider, model, system, maxTokens, subagentDepth } = this.options;
     // The tools a top-level turn offers (MCP's included), so the provider's prefix cache serves the summary.
-    const offered = (moreTools ? moreTools().then((more) => [...tools, ...more]) : Promise.resolve(tools)).then((all) =>
-      toolSpecs(all.filter((t) => subagentDepth > 0 || t.name !== "task")),
-    );
+    const offered = Promise.resolve(topLevelTools(this.options)).then((all) => requestTools(toolsAtDepth(all, 0, subagentDepth)));
     const turn = session.nextTurnNumber() - 1;
     const done = offered
       .then((specs) => compactNow({ session, provider, model, system, maxTokens, tools: specs, ...this.context, turn, signal: controller.signal }, "request"))
@@ -308,13 +315,12 @@ export class AgentRuntime {
   }
 
   private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract): Promise<TurnEndReason> {
-    const { tools, moreTools } = this.options;
-    return this.run(session, content, signal, moreTools ? [...tools, ...(await moreTools())] : tools, 0, output);
+    const tools = topLevelTools(this.options);
+    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, output);
   }
 
   private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
-    const canDelegate = depth < this.options.subagentDepth;
-    const offered = canDelegate ? tools : tools.filter((t) => t.name !== "task");
+    const { subagentDepth } = this.options;
     try {
       return await runTurn(
         session,
@@ -327,8 +333,8 @@ export class AgentRuntime {
           maxTokens: this.options.maxTokens,
           workspace: this.options.workspace,
           permissionMode: this.options.permissionMode,
-          tools: new Map(offered.map((t) => [t.name, t])),
-          subagents: canDelegate ? this.spawnerFor(session, tools, depth + 1) : undefined,
+          tools: new Map(toolsAtDepth(tools, depth, subagentDepth).map((t) => [t.name, t])),
+          subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
           output,

@@ -26,7 +26,8 @@ import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
 import { answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
-import { compactSession, deleteSession, forkSession, listSessions, logFailure, readSession } from "./sessions-handlers.js";
+import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
+import { toRpcError } from "./rpc-errors.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -40,6 +41,10 @@ export interface ServerOptions extends ProcessSettings {
 }
 
 type Schemas = typeof import("../protocol/schemas.js");
+type ParamsSchema = keyof Schemas & `${string}ParamsSchema`;
+type Params<K extends ParamsSchema> = ReturnType<Schemas[K]["parse"]>;
+/** A method's handler, from its raw params to its result (see `HarnessServer.methods`). */
+type Method = (server: HarnessServer, params: JsonObject | undefined, method: string) => Promise<unknown>;
 
 /** Exit codes after a signal: 128 + the signal's number, except SIGTERM's clean 0 (PROTOCOL.md). */
 const SIGNAL_EXIT_CODES = { SIGTERM: 0, SIGINT: 130, SIGHUP: 129 } as const;
@@ -120,43 +125,60 @@ export class HarnessServer {
     if (this.stopping) {
       return Promise.reject(new RpcError(ErrorCode.ShuttingDown, `shutting down: ${method} was not run`, { kind: "shutting-down" }));
     }
-    switch (method) {
-      case "initialize":
-        return this.initialize(params);
-      case "session/prompt":
-        return this.prompt(params);
-      case "session/cancel":
-        return this.cancel(params);
-      case "shutdown":
-        return this.shutdown();
-      // Client tools and approvals
-      case "session/tool_result":
-        return this.toolResult(params);
-      case "session/permission":
-        return this.permission(params);
-      // The sessions API
-      case "session/list":
-      case "session/read":
-      case "session/fork":
-      case "session/delete":
-      case "session/compact":
-        return this.sessionsApi(method, params);
-      default:
-        return Promise.reject(
-          new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: initialize, session/prompt, session/cancel, session/tool_result, session/permission, session/list, session/read, session/fork, session/delete, session/compact, shutdown)`, {
-            kind: "method-not-found",
-          }),
-        );
+    const run = HarnessServer.methods.get(method);
+    if (!run) {
+      return Promise.reject(
+        new RpcError(ErrorCode.MethodNotFound, `method not found: ${method} (known: ${HarnessServer.methodNames.join(", ")})`, { kind: "method-not-found" }),
+      );
     }
+    return run(this, params, method);
   }
 
-  private async validate<K extends keyof Schemas & `${string}ParamsSchema`>(schema: K, params: JsonObject | undefined) {
+  /**
+   * A method that needs the runtime: sent before a successful `initialize` it is refused
+   * (-32002) before its params are checked against `schema`; then `run` gets them parsed.
+   */
+  private static withAgent<K extends ParamsSchema>(schema: K, run: (server: HarnessServer, params: Params<K>, agent: Agent) => unknown): Method {
+    return async (server, raw, method) => {
+      const agent = await server.requireRuntime(method);
+      return run(server, await server.validate(schema, raw), agent);
+    };
+  }
+
+  /**
+   * Every method the server answers, in the order the "method not found" answer lists them.
+   * Each runs synchronously up to its first await, so what `initialize` and `shutdown` change
+   * is seen by the requests read after them. `initialize` checks its params itself
+   * (initialize.ts); `shutdown` takes none.
+   */
+  private static readonly methods: ReadonlyMap<string, Method> = new Map<string, Method>([
+    ["initialize", (server, raw) => server.initialize(raw)],
+    ["session/prompt", HarnessServer.withAgent("sessionPromptParamsSchema", (server, params, agent) => server.prompt(params, agent))],
+    ["session/cancel", HarnessServer.withAgent("sessionCancelParamsSchema", (server, params, agent) => server.cancel(params, agent))],
+    // Client tools and approvals (client-answers.ts)
+    ["session/tool_result", HarnessServer.withAgent("sessionToolResultParamsSchema", (_, params, { runtime }) => answerToolResult(runtime, params))],
+    ["session/permission", HarnessServer.withAgent("sessionPermissionParamsSchema", (_, params, { runtime }) => answerPermission(runtime, params))],
+    // The sessions API (sessions-handlers.ts)
+    ["session/list", HarnessServer.withAgent("sessionListParamsSchema", (server, _, agent) => listSessions(agent, server.options.logger))],
+    ["session/read", HarnessServer.withAgent("sessionReadParamsSchema", (_, params, agent) => readSession(agent, params))],
+    ["session/fork", HarnessServer.withAgent("sessionForkParamsSchema", (_, params, agent) => forkSession(agent, params))],
+    ["session/delete", HarnessServer.withAgent("sessionDeleteParamsSchema", (_, params, agent) => deleteSession(agent, params))],
+    ["session/compact", HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params))],
+    ["shutdown", (server) => server.shutdown()],
+  ]);
+
+  /** The methods the server answers (the wire-shape test holds them against the protocol's types). */
+  static get methodNames(): string[] {
+    return [...HarnessServer.methods.keys()];
+  }
+
+  private async validate<K extends ParamsSchema>(schema: K, params: JsonObject | undefined): Promise<Params<K>> {
     const schemas = await this.loadSchemas();
     const parsed = schemas[schema].safeParse(params ?? {});
     if (!parsed.success) {
       throw new RpcError(ErrorCode.InvalidParams, `invalid params: ${schemas.describeIssues(parsed.error)}`, { kind: "invalid-params" });
     }
-    return parsed.data as ReturnType<Schemas[K]["parse"]>;
+    return parsed.data as Params<K>;
   }
 
   /** zod and the schemas: loaded after `initialize` answered (or by an `initialize` that needs them), not at start-up. */
@@ -230,18 +252,14 @@ export class HarnessServer {
     return this.agent;
   }
 
-  private async prompt(raw: JsonObject | undefined): Promise<SessionPromptResult> {
-    const agent = await this.requireRuntime("session/prompt");
+  private async prompt(params: Params<"sessionPromptParamsSchema">, agent: Agent): Promise<SessionPromptResult> {
     const { runtime, modules } = agent;
-    const { SessionBusyError, MissingTurnEndError } = modules.runtime;
-    const params = await this.validate("sessionPromptParamsSchema", raw);
     let output: import("../agent/final-answer.js").OutputContract | undefined;
     if (params.outputSchema) {
       try {
-        output = await modules.output.compileOutputSchema(params.outputSchema);
+        output = await runtime.compileOutput(params.outputSchema);
       } catch (error) {
-        if (!(error instanceof modules.output.OutputSchemaError)) throw error;
-        throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.outputSchema: ${error.message}`, { kind: "invalid-params" });
+        throw toRpcError(modules, error);
       }
     }
     // From here to the registration below nothing awaits, so overlap is decided at once.
@@ -252,51 +270,25 @@ export class HarnessServer {
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
     } catch (error) {
-      if (error instanceof SessionBusyError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
-      logFailure(agent, error); // a corrupt log: -32603 session-log; another process's session: -32001 session-locked
+      // A busy session; a corrupt log; another process's session.
+      throw toRpcError(modules, error);
     }
     try {
       const reason = await settled;
       return { status: statusOf(reason), reason };
     } catch (error) {
-      if (error instanceof MissingTurnEndError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "missing-turn-end" });
-      logFailure(agent, error); // a prompt that waited to be admitted opened its session only then (agent/turn-admission.ts)
+      // A missing turn/end; the store's failures too: a prompt that waited to be admitted
+      // opened its session only then (agent/turn-admission.ts).
+      throw toRpcError(modules, error);
     }
   }
 
-  private async cancel(raw: JsonObject | undefined): Promise<SessionCancelResult> {
-    const { runtime } = await this.requireRuntime("session/cancel");
-    const params = await this.validate("sessionCancelParamsSchema", raw);
+  private async cancel(params: Params<"sessionCancelParamsSchema">, { runtime }: Agent): Promise<SessionCancelResult> {
     const answer = this.prompts.get(params.sessionId);
     const cancelled = await runtime.cancel(params.sessionId);
     // See `prompts`: this puts the cancel response after the cancelled prompt's response.
     if (cancelled && answer) await answer.catch(() => undefined);
     return { cancelled };
-  }
-
-  /** `session/tool_result`: the answer of a client tool call the session waits for. */
-  private async toolResult(raw: JsonObject | undefined): Promise<Record<string, never>> {
-    const { runtime } = await this.requireRuntime("session/tool_result");
-    return answerToolResult(runtime, await this.validate("sessionToolResultParamsSchema", raw));
-  }
-
-  /** `session/permission`: the decision on a tool call the session waits to run. */
-  private async permission(raw: JsonObject | undefined): Promise<Record<string, never>> {
-    const { runtime } = await this.requireRuntime("session/permission");
-    return answerPermission(runtime, await this.validate("sessionPermissionParamsSchema", raw));
-  }
-
-  /** `session/list`, `session/read`, `session/fork`, `session/delete` (sessions-handlers.ts). */
-  private async sessionsApi(method: "session/list" | "session/read" | "session/fork" | "session/delete" | "session/compact", raw: JsonObject | undefined): Promise<unknown> {
-    const agent = await this.requireRuntime(method);
-    if (method === "session/list") {
-      await this.validate("sessionListParamsSchema", raw);
-      return listSessions(agent, this.options.logger);
-    }
-    if (method === "session/read") return readSession(agent, await this.validate("sessionReadParamsSchema", raw));
-    if (method === "session/fork") return forkSession(agent, await this.validate("sessionForkParamsSchema", raw));
-    if (method === "session/compact") return compactSession(agent, await this.validate("sessionCompactParamsSchema", raw));
-    return deleteSession(agent, await this.validate("sessionDeleteParamsSchema", raw));
   }
 
   /** Why turns are being aborted, once stopping. */

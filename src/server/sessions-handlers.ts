@@ -2,7 +2,7 @@
  * The sessions API's request handlers — `session/list`, `session/read`, `session/fork`,
  * `session/delete`, `session/compact` (shared/PROTOCOL.md, "Long sessions"; docs/PROTOCOL.md,
  * "Sessions API"; docs/long-sessions.md, "Compaction") —
- * mapping the store's answers to results and specific errors. They run on validated params
+ * mapping the store's answers to results and specific errors (its failures: rpc-errors.ts). They run on validated params
  * and a built runtime (server.ts does both).
  *
  * @module
@@ -21,24 +21,7 @@ import {
 import type { SessionCompactParams, SessionCompactResult } from "../protocol/compaction-types.js";
 import type { Logger } from "../log.js";
 import type { Agent } from "./initialize.js";
-
-/**
- * The store's failures: a corrupt log is `-32603` `session-log` like a prompt's; a session
- * another process has open for writing is `-32001` `session-locked`; no descriptor left to open
- * it with (EMFILE, ENFILE: a burst, a low `ulimit -n`) is `-32001` `out-of-descriptors`, to be
- * retried — never an internal error (docs/guarantees.md).
- */
-export function logFailure(agent: Agent, error: unknown): never {
-  const { SessionLogError, SessionLockedError } = agent.modules.store;
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if ((error as Error | undefined)?.name === "OutOfDescriptorsError" || code === "EMFILE" || code === "ENFILE") {
-    const message = (error as Error).name === "OutOfDescriptorsError" ? (error as Error).message : `the bridge is out of file descriptors (too many open files): ${(error as Error).message}; retry later, or raise the open-file limit (ulimit -n)`;
-    throw new RpcError(ErrorCode.SessionBusy, message, { kind: "out-of-descriptors" });
-  }
-  if (error instanceof SessionLogError) throw new RpcError(ErrorCode.InternalError, error.message, { kind: "session-log" });
-  if (error instanceof SessionLockedError) throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-locked", sessionId: error.sessionId });
-  throw error;
-}
+import { toRpcError } from "./rpc-errors.js";
 
 function unknownSession(sessionId: string, field = "sessionId"): RpcError {
   return new RpcError(ErrorCode.InvalidParams, `invalid params: params.${field}: no session '${sessionId}' in this workspace`, { kind: "unknown-session", sessionId });
@@ -49,7 +32,7 @@ export function listSessions(agent: Agent, logger: Logger): SessionListResult {
   try {
     listed = agent.runtime.catalog.list();
   } catch (error) {
-    logFailure(agent, error);
+    throw toRpcError(agent.modules, error);
   }
   const { sessions, problems } = listed;
   for (const problem of problems) logger.warn(`session/list left out a session log it could not read: ${problem}`);
@@ -61,7 +44,7 @@ export function readSession(agent: Agent, params: SessionReadParams): SessionRea
   try {
     page = agent.runtime.catalog.read(params.sessionId, params.afterSeq, params.limit ?? READ_LIMIT_DEFAULT);
   } catch (error) {
-    logFailure(agent, error);
+    throw toRpcError(agent.modules, error);
   }
   if (!page) throw unknownSession(params.sessionId);
   return page;
@@ -85,7 +68,7 @@ export function forkSession(agent: Agent, params: SessionForkParams): SessionFor
   try {
     refusal = runtime.catalog.fork(sessionId, newSessionId, turn);
   } catch (error) {
-    logFailure(agent, error);
+    throw toRpcError(agent.modules, error);
   }
   if (!refusal) return { sessionId: newSessionId };
   switch (refusal.kind) {
@@ -109,10 +92,7 @@ export function deleteSession(agent: Agent, params: SessionDeleteParams): Sessio
   try {
     return { deleted: agent.runtime.deleteSession(params.sessionId) };
   } catch (error) {
-    if (error instanceof agent.modules.runtime.SessionBusyError) {
-      throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "session-busy", sessionId: params.sessionId });
-    }
-    logFailure(agent, error);
+    throw toRpcError(agent.modules, error);
   }
 }
 
@@ -122,13 +102,9 @@ export async function compactSession(agent: Agent, params: SessionCompactParams)
   try {
     done = agent.runtime.compact(params.sessionId);
   } catch (error) {
-    if (error instanceof agent.modules.runtime.SessionBusyError) {
-      throw new RpcError(ErrorCode.SessionBusy, `session ${params.sessionId} is busy (a prompt or a compaction is in flight); compact it once it is idle`, {
-        kind: "session-busy",
-        sessionId: params.sessionId,
-      });
-    }
-    logFailure(agent, error);
+    throw toRpcError(agent.modules, error, {
+      busyMessage: `session ${params.sessionId} is busy (a prompt or a compaction is in flight); compact it once it is idle`,
+    });
   }
   return { compacted: await done };
 }

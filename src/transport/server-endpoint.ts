@@ -9,11 +9,11 @@
  * (awaited or not) is already ahead of it on the stream.
  */
 import type { Readable, Writable } from "node:stream";
-import { jsonLine } from "../json-line.js";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import type { JsonObject, NotificationMap, NotificationMethod, RequestId, ResponseFrame } from "../protocol/types.js";
 import { LineReader } from "./line-reader.js";
 import { parseInputLine } from "./input-frame.js";
+import { FrameWriter } from "./frame-writer.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 
@@ -61,29 +61,12 @@ export interface ServerEndpointOptions {
   logger?: Logger;
 }
 
-/** A frame in the backlog: a plain line, or the remaining pieces of a long one. */
-type BacklogFrame = { line: string; written: () => void } | { pieces: Iterator<Buffer>; written: () => void };
-
-/** The byte that ends a line, and so the last piece of a long frame (see `jsonLine`). */
-const NEWLINE = 0x0a;
-
-
 export class ServerEndpoint {
   private handler: RequestHandler | undefined;
   private readonly reader: LineReader;
+  private readonly writer: FrameWriter;
   private started = false;
   private closed = false;
-  private outputBroken = false;
-  private lastWrite: Promise<void> = Promise.resolve();
-  /** Frames waiting for the output to drain, behind a long frame that is written piece by piece. */
-  private backlog: BacklogFrame[] = [];
-  /** Bytes (UTF-16 units) of the backlog's plain frames. */
-  private backlogBytes = 0;
-  /** `pump` waits for the output's next `drain`. */
-  private pumpScheduled = false;
-  private drainWaiter: Promise<void> | undefined;
-  private releaseDrainWaiter: (() => void) | undefined;
-  private released = false;
   /** Input is paused because too much output waits for the client (see `maxQueuedOutputBytes`). */
   private throttled = false;
   private readonly onData = (chunk: Buffer | string) => this.reader.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
@@ -103,7 +86,12 @@ export class ServerEndpoint {
         this.writeError(null, ErrorCode.InvalidRequest, `line longer than ${options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES} bytes discarded`, "line-too-long"),
       onEnd: () => this.options.onInputEnd?.(),
     });
-    options.output.on("error", (error: Error) => this.breakOutput(error));
+    this.writer = new FrameWriter({
+      output: options.output,
+      maxQueuedOutputBytes: options.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES,
+      onOverfull: () => this.throttleInput(),
+      onBroken: (error) => this.options.onOutputClosed?.(error),
+    });
   }
 
   /** Sets the one request handler. Requests that arrive before it is set get -32603. */
@@ -129,8 +117,7 @@ export class ServerEndpoint {
    * emitted).
    */
   notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): Promise<void> {
-    const accepted = this.write({ jsonrpc: "2.0", method, params });
-    return accepted || this.released ? Promise.resolve() : this.waitForDrain();
+    return this.writer.whenRoom(this.write({ jsonrpc: "2.0", method, params }));
   }
 
   /**
@@ -139,13 +126,12 @@ export class ServerEndpoint {
    * drain deadline) even when the client has stopped reading.
    */
   releaseProducers(): void {
-    this.released = true;
-    this.releaseDrainWaiter?.();
+    this.writer.release();
   }
 
   /** Resolves when every frame written so far has been handed to the OS (or the output broke). */
   flush(): Promise<void> {
-    return this.lastWrite;
+    return this.writer.flush();
   }
 
   /** Stops reading input. Frames still being produced are written; nothing new is dispatched. */
@@ -199,79 +185,10 @@ export class ServerEndpoint {
     this.write({ jsonrpc: "2.0", id, error: { code, message: clean, data: { kind } } } as ResponseFrame);
   }
 
-  /**
-   * Returns whether the output is below its high-water mark. A frame holding a long string
-   * (a whole assistant message) is written one piece at a time as the output drains, and frames
-   * made meanwhile wait behind it, in order, in the backlog.
-   */
+  /** Writes a frame (frame-writer.ts); whether the output is below its high-water mark. */
   private write(frame: object): boolean {
-    if (this.outputBroken) return true;
-    const line = jsonLine(frame);
-    const output = this.options.output;
-    let accepted = true;
-    if (typeof line === "string" && this.backlog.length === 0) {
-      this.lastWrite = new Promise<void>((resolve) => {
-        accepted = output.write(line, () => resolve());
-      });
-    } else {
-      this.lastWrite = new Promise<void>((resolve) => {
-        this.backlog.push(typeof line === "string" ? { line, written: resolve } : { pieces: line[Symbol.iterator](), written: resolve });
-      });
-      if (typeof line === "string") this.backlogBytes += line.length;
-      // While the pump waits for `drain`, the output is full: the frame just waits its turn.
-      if (!this.pumpScheduled) this.pump();
-      accepted = this.backlog.length === 0 && !output.writableNeedDrain;
-    }
-    if (!accepted && this.queuedOutputBytes() > (this.options.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES)) this.throttleInput();
-    return accepted;
+    return this.writer.write(frame);
   }
-
-  /** Output waiting for the client: the stream's buffer and the frames in the backlog. */
-  private queuedOutputBytes(): number {
-    return this.options.output.writableLength + this.backlogBytes;
-  }
-
-  /**
-   * Writes the backlog until the output is over its high-water mark, then again on `drain`.
-   * Producers held by `notify()` go on once it is empty and the output has room.
-   */
-  private readonly pump = (): void => {
-    const output = this.options.output;
-    if (this.pumpScheduled) {
-      this.pumpScheduled = false;
-      output.off("drain", this.pump);
-      output.off("close", this.pump);
-    }
-    if (output.destroyed) this.dropBacklog();
-    while (this.backlog.length > 0 && !this.outputBroken) {
-      const head = this.backlog[0];
-      let room: boolean;
-      if ("line" in head) {
-        this.backlog.shift();
-        this.backlogBytes -= head.line.length;
-        room = output.write(head.line, () => head.written());
-      } else {
-        const next = head.pieces.next();
-        if (next.done) {
-          // Only reached for an empty sequence; jsonLine always ends a line with a piece.
-          this.backlog.shift();
-          head.written();
-          continue;
-        }
-        const piece = next.value;
-        const last = piece[piece.length - 1] === NEWLINE;
-        if (last) this.backlog.shift();
-        room = last ? output.write(piece, () => head.written()) : output.write(piece);
-      }
-      if (!room) {
-        this.pumpScheduled = true;
-        output.on("drain", this.pump);
-        output.on("close", this.pump);
-        return;
-      }
-    }
-    if (this.backlog.length === 0 && !output.writableNeedDrain) this.releaseDrainWaiter?.();
-  };
 
   /**
    * Stops reading input — at once, even in the middle of a chunk — until the output has drained
@@ -294,42 +211,5 @@ export class ServerEndpoint {
     };
     output.on("drain", resume);
     output.on("close", resume);
-  }
-
-  private waitForDrain(): Promise<void> {
-    if (this.outputBroken) return Promise.resolve();
-    this.drainWaiter ??= new Promise<void>((resolve) => {
-      const done = (event?: "drain") => {
-        // Behind a backlog the output drains piece by piece; the pump releases producers once it is empty.
-        if (event === "drain" && this.backlog.length > 0) return;
-        this.options.output.off("drain", onDrain);
-        this.options.output.off("close", done);
-        this.drainWaiter = undefined;
-        this.releaseDrainWaiter = undefined;
-        resolve();
-      };
-      const onDrain = () => done("drain");
-      this.releaseDrainWaiter = done;
-      this.options.output.on("drain", onDrain);
-      this.options.output.on("close", done);
-    });
-    return this.drainWaiter;
-  }
-
-  /** Gives up the backlog (the output broke or closed): its frames count as written, as they would after EPIPE. */
-  private dropBacklog(): void {
-    const dropped = this.backlog;
-    this.backlog = [];
-    this.backlogBytes = 0;
-    for (const frame of dropped) frame.written();
-  }
-
-  private breakOutput(error: Error): void {
-    if (this.outputBroken) return;
-    this.outputBroken = true;
-    this.dropBacklog();
-    this.lastWrite = Promise.resolve();
-    this.options.output.emit("drain");
-    this.options.onOutputClosed?.(error);
   }
 }

@@ -1,0 +1,179 @@
+/**
+ * The output half of the server endpoint (server-endpoint.ts): writes frames as NDJSON lines in
+ * the order they are produced, holds producers back while the client does not read, and says
+ * when too much output waits for it (the endpoint then stops reading input).
+ *
+ * A frame holding a long string (a whole assistant message) is encoded and written one piece at
+ * a time as the output drains, so a large frame never sits in memory twice; frames made
+ * meanwhile wait behind it, in order, in the backlog. (vscode-jsonrpc's `messageWriter.ts` keeps
+ * its writer apart from its connection the same way.)
+ *
+ * @module
+ */
+import type { Writable } from "node:stream";
+import { jsonLine } from "../json-line.js";
+
+export interface FrameWriterOptions {
+  /** Where frames go (stdout). Nothing else may write to it. */
+  output: Writable;
+  /** Output waiting for the client above which `onOverfull` is called. */
+  maxQueuedOutputBytes: number;
+  /** Called on a write that leaves more than `maxQueuedOutputBytes` waiting for the client. */
+  onOverfull: () => void;
+  /** Called once when the output can no longer be written (EPIPE: the client stopped listening). */
+  onBroken: (error: Error) => void;
+}
+
+/** A frame in the backlog: a plain line, or the remaining pieces of a long one. */
+type BacklogFrame = { line: string; written: () => void } | { pieces: Iterator<Buffer>; written: () => void };
+
+/** The byte that ends a line, and so the last piece of a long frame (see `jsonLine`). */
+const NEWLINE = 0x0a;
+
+export class FrameWriter {
+  private outputBroken = false;
+  private lastWrite: Promise<void> = Promise.resolve();
+  /** Frames waiting for the output to drain, behind a long frame that is written piece by piece. */
+  private backlog: BacklogFrame[] = [];
+  /** Bytes (UTF-16 units) of the backlog's plain frames. */
+  private backlogBytes = 0;
+  /** `pump` waits for the output's next `drain`. */
+  private pumpScheduled = false;
+  private drainWaiter: Promise<void> | undefined;
+  private releaseDrainWaiter: (() => void) | undefined;
+  private released = false;
+
+  constructor(private readonly options: FrameWriterOptions) {
+    options.output.on("error", (error: Error) => this.breakOutput(error));
+  }
+
+  /**
+   * Resolves once the output has room again (at once if it has room now, the producers were
+   * released, or the output broke): a producer that awaits it goes at the client's reading pace.
+   */
+  whenRoom(accepted: boolean): Promise<void> {
+    return accepted || this.released ? Promise.resolve() : this.waitForDrain();
+  }
+
+  /** Stops holding producers back: pending and future `whenRoom()` promises resolve at once. */
+  release(): void {
+    this.released = true;
+    this.releaseDrainWaiter?.();
+  }
+
+  /** Resolves when every frame written so far has been handed to the OS (or the output broke). */
+  flush(): Promise<void> {
+    return this.lastWrite;
+  }
+
+  /**
+   * Returns whether the output is below its high-water mark. A frame holding a long string
+   * (a whole assistant message) is written one piece at a time as the output drains, and frames
+   * made meanwhile wait behind it, in order, in the backlog.
+   */
+  write(frame: object): boolean {
+    if (this.outputBroken) return true;
+    const line = jsonLine(frame);
+    const output = this.options.output;
+    let accepted = true;
+    if (typeof line === "string" && this.backlog.length === 0) {
+      this.lastWrite = new Promise<void>((resolve) => {
+        accepted = output.write(line, () => resolve());
+      });
+    } else {
+      this.lastWrite = new Promise<void>((resolve) => {
+        this.backlog.push(typeof line === "string" ? { line, written: resolve } : { pieces: line[Symbol.iterator](), written: resolve });
+      });
+      if (typeof line === "string") this.backlogBytes += line.length;
+      // While the pump waits for `drain`, the output is full: the frame just waits its turn.
+      if (!this.pumpScheduled) this.pump();
+      accepted = this.backlog.length === 0 && !output.writableNeedDrain;
+    }
+    if (!accepted && this.queuedOutputBytes() > this.options.maxQueuedOutputBytes) this.options.onOverfull();
+    return accepted;
+  }
+
+  /** Output waiting for the client: the stream's buffer and the frames in the backlog. */
+  private queuedOutputBytes(): number {
+    return this.options.output.writableLength + this.backlogBytes;
+  }
+
+  /**
+   * Writes the backlog until the output is over its high-water mark, then again on `drain`.
+   * Producers held by `whenRoom()` go on once it is empty and the output has room.
+   */
+  private readonly pump = (): void => {
+    const output = this.options.output;
+    if (this.pumpScheduled) {
+      this.pumpScheduled = false;
+      output.off("drain", this.pump);
+      output.off("close", this.pump);
+    }
+    if (output.destroyed) this.dropBacklog();
+    while (this.backlog.length > 0 && !this.outputBroken) {
+      const head = this.backlog[0];
+      let room: boolean;
+      if ("line" in head) {
+        this.backlog.shift();
+        this.backlogBytes -= head.line.length;
+        room = output.write(head.line, () => head.written());
+      } else {
+        const next = head.pieces.next();
+        if (next.done) {
+          // Only reached for an empty sequence; jsonLine always ends a line with a piece.
+          this.backlog.shift();
+          head.written();
+          continue;
+        }
+        const piece = next.value;
+        const last = piece[piece.length - 1] === NEWLINE;
+        if (last) this.backlog.shift();
+        room = last ? output.write(piece, () => head.written()) : output.write(piece);
+      }
+      if (!room) {
+        this.pumpScheduled = true;
+        output.on("drain", this.pump);
+        output.on("close", this.pump);
+        return;
+      }
+    }
+    if (this.backlog.length === 0 && !output.writableNeedDrain) this.releaseDrainWaiter?.();
+  };
+
+  private waitForDrain(): Promise<void> {
+    if (this.outputBroken) return Promise.resolve();
+    this.drainWaiter ??= new Promise<void>((resolve) => {
+      const done = (event?: "drain") => {
+        // Behind a backlog the output drains piece by piece; the pump releases producers once it is empty.
+        if (event === "drain" && this.backlog.length > 0) return;
+        this.options.output.off("drain", onDrain);
+        this.options.output.off("close", done);
+        this.drainWaiter = undefined;
+        this.releaseDrainWaiter = undefined;
+        resolve();
+      };
+      const onDrain = () => done("drain");
+      this.releaseDrainWaiter = done;
+      this.options.output.on("drain", onDrain);
+      this.options.output.on("close", done);
+    });
+    return this.drainWaiter;
+  }
+
+  /** Gives up the backlog (the output broke or closed): its frames count as written, as they would after EPIPE. */
+  private dropBacklog(): void {
+    const dropped = this.backlog;
+    this.backlog = [];
+    this.backlogBytes = 0;
+    for (const frame of dropped) frame.written();
+  }
+
+  private breakOutput(error: Error): void {
+    if (this.outputBroken) return;
+    this.outputBroken = true;
+    this.dropBacklog();
+    this.lastWrite = Promise.resolve();
+    this.options.output.emit("drain");
+    this.options.onBroken(error);
+  }
+}
