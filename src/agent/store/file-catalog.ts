@@ -17,6 +17,7 @@ import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "
 import type { SessionEvent } from "../../protocol/types.js";
 import type { ForkRefusal, SessionLog } from "./interface.js";
 import {
+  forkHeader,
   isSessionId,
   logPath,
   metaPathOf,
@@ -181,16 +182,7 @@ export class FileCatalog {
         return true;
       });
       if (turn !== undefined && turn > turns) return { kind: "unknown-turn", turns };
-      const header: SessionHeader = {
-        type: "session-header",
-        version: 1,
-        sessionId: newSessionId,
-        workspace: this.workspace,
-        createdAt: Date.now(),
-        provider: head.header.provider,
-        model: head.header.model,
-        forkedFrom: { sessionId, turn: turn ?? turns },
-      };
+      const header = forkHeader(head.header, this.workspace, sessionId, newSessionId, turn ?? turns);
       const size = writeFork(fd, target, header, head.end, cut ?? end);
       const summary = new SummaryTracker(header);
       for (const event of copied) summary.absorb(event);

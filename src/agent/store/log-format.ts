@@ -117,6 +117,20 @@ export function parseHeader(line: Buffer): SessionHeader | undefined {
   return value?.type === "session-header" ? value : undefined;
 }
 
+/** The header of `newSessionId`, a fork of `sessionId` (whose header is `source`) at `turn`, made now. */
+export function forkHeader(source: SessionHeader, workspace: string, sessionId: string, newSessionId: string, turn: number): SessionHeader {
+  return {
+    type: "session-header",
+    version: 1,
+    sessionId: newSessionId,
+    workspace,
+    createdAt: Date.now(),
+    provider: source.provider,
+    model: source.model,
+    forkedFrom: { sessionId, turn },
+  };
+}
+
 /** `fs.writeSync` may write only part of its data (a full disk, a file size limit): loop until all is written. */
 export function writeAll(fd: number, data: string | Buffer): number {
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;

@@ -12,7 +12,7 @@
 import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
 import type { SessionEvent } from "../../protocol/types.js";
 import type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
-import { isSessionId, type SessionHeader } from "./log-format.js";
+import { forkHeader, isSessionId, type SessionHeader } from "./log-format.js";
 import { sortEntries, SummaryTracker } from "./summary.js";
 
 interface Kept {
@@ -106,16 +106,7 @@ export class MemorySessionStore implements SessionCatalog {
       if (event.type === "turn/start") turns = Math.max(turns, event.data.turn);
     }
     if (turn !== undefined && turn > turns) return { kind: "unknown-turn", turns };
-    const header: SessionHeader = {
-      type: "session-header",
-      version: 1,
-      sessionId: newSessionId,
-      workspace: this.workspace,
-      createdAt: Date.now(),
-      provider: source.header.provider,
-      model: source.header.model,
-      forkedFrom: { sessionId, turn: turn ?? turns },
-    };
+    const header = forkHeader(source.header, this.workspace, sessionId, newSessionId, turn ?? turns);
     // Events are never changed once recorded, so the fork can share them with its source.
     const events = source.events.slice(0, cut);
     const summary = new SummaryTracker(header);
