@@ -24,18 +24,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const FIXTURE = join(root, "test/fixtures/wire-shape.json");
 const INDEX = join(root, "src/protocol/index.ts");
 
-/**
- * Methods the server dispatches that `RequestMap` does not list (the sessions API's types live in
- * sessions-types.ts): method → [params type, result type]. The test checks that this table and
- * `RequestMap` together are exactly the methods of server.ts's method table (`HarnessServer.methodNames`).
- */
-export const METHODS_OUTSIDE_REQUEST_MAP = {
-  "session/list": ["SessionListParams", "SessionListResult"],
-  "session/read": ["SessionReadParams", "SessionReadResult"],
-  "session/fork": ["SessionForkParams", "SessionForkResult"],
-  "session/delete": ["SessionDeleteParams", "SessionDeleteResult"],
-};
-
 /** Types whose inside the shape does not follow (see the module comment). */
 const OPAQUE = new Set(["JsonValue", "JsonObject", "SessionEvent", "TurnOutput"]);
 
@@ -119,9 +107,6 @@ export function wireShape() {
   for (const prop of checker.getPropertiesOfType(typeNamed("RequestMap"))) {
     const entry = checker.getTypeOfSymbol(prop);
     methods[prop.name] = { params: pathsOf(checker, member(entry, "params")), result: pathsOf(checker, member(entry, "result")) };
-  }
-  for (const [method, [params, result]] of Object.entries(METHODS_OUTSIDE_REQUEST_MAP)) {
-    methods[method] = { params: pathsOf(checker, typeNamed(params)), result: pathsOf(checker, typeNamed(result)) };
   }
 
   const byKey = (o) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

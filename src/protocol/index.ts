@@ -4,6 +4,7 @@
  * @module
  */
 export * from "./types.js";
+export * from "./methods.js";
 export * from "./sessions-types.js";
 export * from "./output-types.js";
 export * from "./compaction-types.js";

@@ -12,13 +12,11 @@ import type {
   ClientToolSpec,
   PermissionDecisionEventData,
   PermissionRequestEventData,
-  SessionPermissionParams,
-  SessionToolResultParams,
   ToolRequestEventData,
 } from "./client-tools-types.js";
 export * from "./client-tools-types.js";
 
-import type { ContextCompactedEventData, SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
+import type { ContextCompactedEventData } from "./compaction-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 import type { OutputInvalidReason, OutputReminderEventData, TurnOutput } from "./output-types.js";
 export type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
@@ -280,19 +278,6 @@ export interface SessionCancelResult {
 /** Result of `shutdown`. */
 export type ShutdownResult = Record<string, never>;
 
-/** Method name → params and result. */
-export interface RequestMap {
-  initialize: { params: InitializeParams; result: InitializeResult };
-  "session/prompt": { params: SessionPromptParams; result: SessionPromptResult };
-  "session/cancel": { params: SessionCancelParams; result: SessionCancelResult };
-  shutdown: { params: Record<string, never> | undefined; result: ShutdownResult };
-  "session/tool_result": { params: SessionToolResultParams; result: Record<string, never> };
-  "session/permission": { params: SessionPermissionParams; result: Record<string, never> };
-  "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
-}
-
-/** The request method names. */
-export type RequestMethod = keyof RequestMap;
 
 // ---------------------------------------------------------------------------
 // Notifications
