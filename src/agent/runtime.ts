@@ -14,7 +14,8 @@ import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import { Session } from "./session.js";
 import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
-import { TurnAdmission, defaultTurnLimit, isOutOfDescriptors } from "./turn-admission.js";
+import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
+import { TurnAdmission, defaultTurnLimit } from "./turn-admission.js";
 import type { RuntimeOptions } from "./runtime-options.js";
 
 export type { RuntimeOptions, RuntimeSink } from "./runtime-options.js";

@@ -18,6 +18,7 @@
  * @module
  */
 import * as fs from "node:fs";
+import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 
 /** Descriptors set aside for the bridge itself (stdio, the MCP servers' pipes, sockets, logs being read). */
 const RESERVED_DESCRIPTORS = 64;
@@ -36,11 +37,6 @@ export class OutOfDescriptorsError extends Error {
   }
 }
 
-/** `EMFILE` (this process) or `ENFILE` (the system). */
-export function isOutOfDescriptors(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return code === "EMFILE" || code === "ENFILE";
-}
 
 /** The soft open-file limit of this process (/proc/self/limits), or `undefined` when unknown or unlimited. */
 export function openFileLimit(): number | undefined {

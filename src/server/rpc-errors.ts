@@ -10,6 +10,7 @@
  * @module
  */
 import { ErrorCode, RpcError } from "../protocol/errors.js";
+import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import type { AgentModules } from "./agent-modules.js";
 
 export interface RpcErrorContext {
@@ -39,8 +40,7 @@ export function toRpcError(modules: Pick<AgentModules, "runtime" | "store" | "ou
   if (error instanceof modules.output.OutputSchemaError) {
     return new RpcError(ErrorCode.InvalidParams, `invalid params: params.outputSchema: ${error.message}`, { kind: "invalid-params" });
   }
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if ((error as Error | undefined)?.name === "OutOfDescriptorsError" || code === "EMFILE" || code === "ENFILE") {
+  if ((error as Error | undefined)?.name === "OutOfDescriptorsError" || isOutOfDescriptors(error)) {
     const message = (error as Error).name === "OutOfDescriptorsError" ? (error as Error).message : `the bridge is out of file descriptors (too many open files): ${(error as Error).message}; retry later, or raise the open-file limit (ulimit -n)`;
     return new RpcError(ErrorCode.SessionBusy, message, { kind: "out-of-descriptors" });
   }

@@ -40,6 +40,7 @@
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
+import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import { openForReading, SessionLogError, writeAll } from "./log-format.js";
 
 /** Who holds a lock. */
@@ -184,8 +185,8 @@ function removeStale(file: string, ino: number): void {
  * file and passes through as it is: the turn admission waits for descriptors on that code.
  */
 function cannot(sessionId: string, file: string, what: "create" | "read" | "take over", error: unknown): Error {
+  if (isOutOfDescriptors(error)) return error as NodeJS.ErrnoException;
   const code = (error as NodeJS.ErrnoException).code ?? "";
-  if (code === "EMFILE" || code === "ENFILE") return error as NodeJS.ErrnoException;
   const why: Record<string, string> = { EACCES: "permission denied", EPERM: "not permitted", EROFS: "read-only file system", ENOSPC: "no space left" };
   return new SessionLogError(`cannot ${what} session ${sessionId}'s lock file ${file}: ${code}${why[code] ? ` (${why[code]})` : ""}; a session is written only under its lock`);
 }
