@@ -7,14 +7,26 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from common import line
 from deepseek_harness._internal.session_requests import workspace_folder as sdk_workspace_folder
 
-__all__ = ["TIME0", "append_compaction", "read_until", "request", "workspace_folder", "write_log"]
+__all__ = ["TIME0", "append_compaction", "log_folder", "read_until", "request", "workspace_folder", "write_log"]
 
 TIME0 = 1_700_000_000_000
+
+
+def log_folder(tmp: Path, name: str) -> Tuple[Path, Path, Path]:
+    """A workspace `tmp/<name>-ws` whose `turn.json` scripts a one-step turn, a session root
+    `tmp/<name>-root`, and the root's folder of that workspace's logs (made): (workspace, root, folder)."""
+    workspace = tmp / f"{name}-ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "turn.json").write_text(json.dumps({"steps": [{"text": "ok"}]}))
+    root = tmp / f"{name}-root"
+    folder = root / workspace_folder(workspace)
+    folder.mkdir(parents=True, exist_ok=True)
+    return workspace, root, folder
 
 
 def log_line(obj: Dict[str, Any]) -> str:

@@ -6,14 +6,13 @@ on what came before. Why the goal is against read + parse: bench/README.md, "Res
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 from common import Context, Count, Result, median
-from session_logs import append_compaction, read_until, request, workspace_folder, write_log
+from session_logs import append_compaction, log_folder, read_until, request, write_log
 
 COUNTS = {
     # The logs: 1 000 events, then ten times more each, up to this many.
@@ -59,12 +58,7 @@ def run(ctx: Context) -> Result:
     sizes = [1_000]
     while sizes[-1] < largest:
         sizes.append(sizes[-1] * 10)
-    workspace = tmp / "resume-ws"
-    workspace.mkdir(exist_ok=True)
-    (workspace / "turn.json").write_text(json.dumps({"steps": [{"text": "ok"}]}))
-    root = tmp / "resume-root"
-    folder = root / workspace_folder(workspace)
-    folder.mkdir(parents=True, exist_ok=True)
+    workspace, root, folder = log_folder(tmp, "resume")
     res = Result("Resume: spawn -> first prompt response of a session with N logged events (median)",
                      ["events", "log MB", "raw read ms", "read+parse ms", "resume ms", "vs raw read", "vs read+parse", "µs/event",
                       "after a compaction ms"])

@@ -4,13 +4,12 @@ readdir + stat of the same folder (timed inside that process)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from typing import List
 
 from common import Context, Count, Result, median
-from session_logs import TIME0, read_until, request, workspace_folder, write_log
+from session_logs import TIME0, log_folder, read_until, request, write_log
 
 COUNTS = {"sessions": Count(quick=500, full=10_000), "runs": Count(quick=1, full=5)}
 
@@ -22,12 +21,7 @@ NODE_READDIR_STAT = ("const fs=require('fs'),p=require('path'),d=process.argv[1]
 def run(ctx: Context) -> Result:
     tmp, bin_path = ctx.tmp, ctx.bin
     n, runs = ctx.count(COUNTS["sessions"]), ctx.count(COUNTS["runs"])
-    workspace = tmp / "list-ws"
-    workspace.mkdir(exist_ok=True)
-    (workspace / "turn.json").write_text(json.dumps({"steps": [{"text": "ok"}]}))
-    root = tmp / "list-root"
-    folder = root / workspace_folder(workspace)
-    folder.mkdir(parents=True, exist_ok=True)
+    workspace, root, folder = log_folder(tmp, "list")
     for i in range(n):
         write_log(folder / f"s{i}.jsonl", f"s{i}", 11, TIME0 + i * 1000)
     res = Result(f"session/list over {n:,} sessions, in a running bridge (median of {runs})",
