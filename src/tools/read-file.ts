@@ -109,7 +109,6 @@ export async function readLines(
   const out: string[] = [];
   let chars = 0;
   let last = offset - 1; // the last line shown
-  let full = false; // the output has what it may hold: stop at the next line
   for (;;) {
     signal.throwIfAborted();
     const { bytesRead } = await file.handle.read(chunk, 0, chunk.length, position);
@@ -127,25 +126,22 @@ export async function readLines(
     // At the end of the file its last piece is a line too, unless the file ended with a newline.
     pending = eof ? "" : (pieces.pop() as string);
     if (eof && pieces.length > 0 && pieces[pieces.length - 1] === "" && seen + pieces.length > 1) pieces.pop();
+    // The line at hand exists but is not shown: say so, with the total when the file is read whole.
+    const stopBefore = () => {
+      const rest = eof || position >= file.size ? ` of ${seen + pieces.length + (pending === "" ? 0 : 1)}` : ` of more than ${last}`;
+      out.push(`[showing lines ${offset}-${last}${rest}; read on with offset ${last + 1}]`);
+      return textOutput(out.join("\n"));
+    };
     for (let k = 0; k < pieces.length; k++) {
       const n = seen + k + 1;
       if (n < offset) continue;
-      if (full || n >= offset + limit) {
-        // A line past what is shown exists: say so, with the total when the file is read whole.
-        const rest = eof || position >= file.size ? ` of ${seen + pieces.length + (pending === "" ? 0 : 1)}` : ` of more than ${last}`;
-        out.push(`[showing lines ${offset}-${last}${rest}; read on with offset ${last + 1}]`);
-        return textOutput(out.join("\n"));
-      }
+      if (n >= offset + limit) return stopBefore();
       let line = pieces[k].replace(/\r$/, "");
       if (line.length > READ_FILE_MAX_LINE_CHARS) {
         line = `${line.slice(0, READ_FILE_MAX_LINE_CHARS)}… [line cut: ${line.length} characters]`;
       }
       const numbered = `${n}\t${line}`;
-      if (chars + numbered.length > READ_FILE_MAX_OUTPUT_CHARS) {
-        full = true;
-        k--; // this line is the one past what is shown
-        continue;
-      }
+      if (chars + numbered.length > READ_FILE_MAX_OUTPUT_CHARS) return stopBefore();
       out.push(numbered);
       chars += numbered.length + 1;
       last = n;
