@@ -20,6 +20,9 @@ import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { MessageAssembler, argumentsTooDeep } from "./message-assembler.js";
 import { addUsage } from "./usage.js";
 import { requestTools } from "./offered-tools.js";
+import type { Prices } from "../protocol/index.js";
+import type { SteerInbox } from "./steer.js";
+import { budgetSpent, withCost } from "./cost.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -44,6 +47,12 @@ export interface TurnConfig {
   explainUnknownTool?: (name: string) => string | undefined;
   /** The model's context window and the share of it that triggers compaction; absent: no compaction. */
   context?: { window: number; compactAt: number };
+  /** Steers of this turn (`session/steer`, steer.ts); absent: the turn cannot be steered (a subagent's). */
+  steers?: SteerInbox;
+  /** The model's prices (prices.ts); absent: usage carries no `costUsd`. */
+  prices?: Prices;
+  /** `session/prompt.maxCostUsd`: once the turn's cost reached it, no further model request. */
+  maxCostUsd?: number;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -77,14 +86,22 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       reason = { kind: "max-steps", limit: config.maxSteps };
       break;
     }
+    reason = budgetSpent(usage, config.maxCostUsd);
+    if (reason) break;
+    // Steers that came during the last step join the history now, after its tool results.
+    await config.steers?.drain(session, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
-      usage = addUsage(usage, done.usage);
+      usage = addUsage(usage, withCost(done.usage, config.prices));
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
       if (done.failed) compactionFailed = true;
       // One that saved nothing is asked for again once the history has grown by its length.
       if (done.noGainChars !== undefined) summaryWorthAsking = session.historyChars + done.noGainChars;
+      // The summary's request may have spent the budget; steers that came meanwhile join now.
+      reason = budgetSpent(usage, config.maxCostUsd);
+      if (reason) break;
+      await config.steers?.drain(session, signal);
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
@@ -93,14 +110,25 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
       retriedAfterRefusal = true;
       const done = await compactNow(compaction, "refused");
-      usage = addUsage(usage, done.usage);
-      if (done.compacted && !signal.aborted) {
+      usage = addUsage(usage, withCost(done.usage, config.prices));
+      const spent = budgetSpent(usage, config.maxCostUsd);
+      if (spent) outcome = { end: spent };
+      else if (done.compacted && !signal.aborted) {
         outcome = await runStep(session, config, tools, signal, turn, step, final);
         usage = addUsage(usage, outcome.usage);
       }
     }
     reason = outcome.end;
+    // A steer that came while the model wrote its answer is for the model: the turn goes on to
+    // answer it, if it may make another request (steps and budget left). Otherwise it ends as
+    // it would have, and the steer is refused; so is one for a structured turn whose answer
+    // was accepted.
+    if (reason?.kind === "completed" && config.steers?.pending && !final?.accepted && step < config.maxSteps && !budgetSpent(usage, config.maxCostUsd)) {
+      reason = undefined;
+    }
   }
+  // The turn is ending: steers still waiting, and later ones, are refused (steered: false).
+  config.steers?.close();
   const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
   await session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
   session.sync();
@@ -162,6 +190,7 @@ async function runStep(
   if (assembler.usage) session.lastPrompt = { inputTokens: assembler.usage.inputTokens, historyChars: charsAtRequest };
   const calls = assembler.toolCalls(turn, step);
   const finish = assembler.finishReason;
+  const usage = withCost(assembler.usage, config.prices);
   if (!failure && finish === "length") failure = { kind: "max-tokens" };
   if (!failure && finish !== "stop" && finish !== "tool-calls") {
     failure = { kind: "model-error", message: `the model stopped with finish reason '${finish}'` };
@@ -180,7 +209,7 @@ async function runStep(
       step,
       content,
       finishReason,
-      ...(assembler.usage ? { usage: assembler.usage } : {}),
+      ...(usage ? { usage } : {}),
     });
   }
 
@@ -188,20 +217,20 @@ async function runStep(
     const why = failure.kind === "aborted" ? "the turn was aborted before this tool call ran" : `not run: the step ended with ${failure.kind}`;
     for (const call of calls) await recordResult(session, call, { content: [{ type: "text", text: why }], isError: true }, 0);
     const refusedAsTooLong = failure.kind === "model-error" && failure.code === "context-window" && assembler.isEmpty();
-    return { end: failure, usage: assembler.usage, refusedAsTooLong };
+    return { end: failure, usage, refusedAsTooLong };
   }
   if (calls.length === 0) {
-    if (!final) return { end: { kind: "completed" }, usage: assembler.usage };
+    if (!final) return { end: { kind: "completed" }, usage };
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
     const reminder = final.remind();
-    if (final.exhausted) return { end: final.endReason(), usage: assembler.usage };
+    if (final.exhausted) return { end: final.endReason(), usage };
     await session.emit("output/reminder", { turn, attempt: final.attempts, text: reminder });
-    return { usage: assembler.usage };
+    return { usage };
   }
   await runToolCalls(session, config, signal, calls, final);
-  if (signal.aborted) return { end: { kind: "aborted" }, usage: assembler.usage };
-  if (final?.accepted) return { end: { kind: "completed" }, usage: assembler.usage };
-  return { end: final?.exhausted ? final.endReason() : undefined, usage: assembler.usage };
+  if (signal.aborted) return { end: { kind: "aborted" }, usage };
+  if (final?.accepted) return { end: { kind: "completed" }, usage };
+  return { end: final?.exhausted ? final.endReason() : undefined, usage };
 }
 
 function modelFailure(error: unknown): TurnEndReason {

@@ -17,6 +17,9 @@ import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./st
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { TurnAdmission, defaultTurnLimit } from "./turn-admission.js";
 import type { RuntimeOptions } from "./runtime-options.js";
+import type { Prices } from "../protocol/index.js";
+import { SteerInbox } from "./steer.js";
+import { pricesFor } from "./prices.js";
 
 export type { RuntimeOptions, RuntimeSink } from "./runtime-options.js";
 
@@ -54,6 +57,15 @@ interface Flight {
   turn: number;
   /** A `session/compact`, not a prompt: a prompt meanwhile is told so. */
   compacting?: true;
+  /** Where `session/steer` leaves its messages for the turn (absent for a compaction: nothing to steer). */
+  steers?: SteerInbox;
+}
+
+/** What a prompt asks of its turn beyond its content. */
+export interface TurnRequest {
+  output?: OutputContract;
+  /** `session/prompt.maxCostUsd` (agent/cost.ts). */
+  maxCostUsd?: number;
 }
 
 export class AgentRuntime {
@@ -71,6 +83,8 @@ export class AgentRuntime {
   private readonly gate: ToolGate | undefined;
   /** Where sessions are kept: the durable store, or memory. */
   private readonly store: SessionStore | MemorySessionStore;
+  /** The model's prices (`initialize.prices`, else the built-in table); `undefined`: no `costUsd`. */
+  readonly prices: Prices | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
@@ -78,6 +92,19 @@ export class AgentRuntime {
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     const policy = options.approvals ?? "never";
     this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
+    this.prices = pricesFor(options.provider.name, options.model, options.prices);
+  }
+
+  /**
+   * `session/steer`: hands `content` to the session's running turn (steer.ts). Resolves `true`
+   * once its `user/steer` is recorded, `false` when no top-level turn is in flight (none, a
+   * compaction, a subagent's, an unknown session: nothing is created) or the turn ends first.
+   * Synchronous up to the queueing, so steers keep the order of their requests.
+   */
+  steer(sessionId: string, content: TextBlock[]): Promise<boolean> {
+    const flight = this.flights.get(sessionId);
+    if (!flight?.steers || flight.controller.signal.aborted) return Promise.resolve(false);
+    return flight.steers.offer(content);
   }
 
   /** Hands a `session/tool_result` to the call waiting for it; `false`: no call of that session waits under that id. */
@@ -138,29 +165,31 @@ export class AgentRuntime {
    * Starts a turn. Synchronous up to the start, so a second prompt for the same session is
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
-  prompt(sessionId: string, content: TextBlock[], output?: OutputContract): Promise<TurnEndReason> {
+  prompt(sessionId: string, content: TextBlock[], request: TurnRequest = {}): Promise<TurnEndReason> {
     if (this.isBusy(sessionId)) {
       const compacting = this.flights.get(sessionId)?.compacting;
       throw new SessionBusyError(sessionId, compacting ? "is compacting (a session/compact is in flight); prompt it once the compaction has ended" : undefined);
     }
     const controller = new AbortController();
     // Beyond the bound of running turns, or out of descriptors: it waits (turn-admission.ts).
-    if (!this.admission.tryEnter()) return this.deferred(sessionId, content, controller, false, output);
+    if (!this.admission.tryEnter()) return this.deferred(sessionId, content, controller, false, request);
     let session: Session;
     try {
       session = this.session(sessionId);
     } catch (error) {
-      if (isOutOfDescriptors(error)) return this.deferred(sessionId, content, controller, true, output);
+      if (isOutOfDescriptors(error)) return this.deferred(sessionId, content, controller, true, request);
       this.admission.leave();
       throw error;
     }
     const turn = session.nextTurnNumber();
-    const settled = this.runTop(session, content, controller.signal, output).finally(() => {
+    const steers = new SteerInbox();
+    const settled = this.runTop(session, content, controller.signal, request, steers).finally(() => {
+      steers.close();
       this.flights.delete(sessionId);
       this.release(session);
       this.admission.leave();
     });
-    this.flights.set(sessionId, { controller, settled, turn });
+    this.flights.set(sessionId, { controller, settled, turn, steers });
     return settled;
   }
 
@@ -170,9 +199,11 @@ export class AgentRuntime {
    * last (its number is known once its log is open); cancelled before it started, it answers
    * `aborted` and records nothing. Failures to open the session reject, as `prompt` throws them.
    */
-  private deferred(sessionId: string, content: TextBlock[], controller: AbortController, holding: boolean, output?: OutputContract): Promise<TurnEndReason> {
+  private deferred(sessionId: string, content: TextBlock[], controller: AbortController, holding: boolean, request: TurnRequest): Promise<TurnEndReason> {
     const { signal } = controller;
-    const flight: Flight = { controller, settled: undefined as unknown as Promise<TurnEndReason>, turn: Number.MAX_SAFE_INTEGER };
+    // Steers sent while the prompt waits join its turn's first step (refused if it never starts).
+    const steers = new SteerInbox();
+    const flight: Flight = { controller, settled: undefined as unknown as Promise<TurnEndReason>, turn: Number.MAX_SAFE_INTEGER, steers };
     const run = async (): Promise<TurnEndReason> => {
       if (!holding && !(await this.admission.enter(signal))) return { kind: "aborted" };
       let session: Session | undefined;
@@ -184,13 +215,16 @@ export class AgentRuntime {
       if (!session) return { kind: "aborted" };
       flight.turn = session.nextTurnNumber();
       try {
-        return await this.runTop(session, content, signal, output);
+        return await this.runTop(session, content, signal, request, steers);
       } finally {
         this.release(session);
         this.admission.leave();
       }
     };
-    flight.settled = run().finally(() => this.flights.delete(sessionId));
+    flight.settled = run().finally(() => {
+      steers.close();
+      this.flights.delete(sessionId);
+    });
     this.flights.set(sessionId, flight);
     return flight.settled;
   }
@@ -315,12 +349,13 @@ export class AgentRuntime {
     return session;
   }
 
-  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract): Promise<TurnEndReason> {
+  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, request: TurnRequest, steers: SteerInbox): Promise<TurnEndReason> {
     const tools = topLevelTools(this.options);
-    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, output);
+    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, request, steers);
   }
 
-  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
+  /** Runs a turn; `request` and `steers` are a top-level prompt's (a subagent's turn has no budget of its own and cannot be steered). */
+  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, request: TurnRequest = {}, steers?: SteerInbox): Promise<TurnEndReason> {
     const { subagentDepth } = this.options;
     try {
       return await runTurn(
@@ -338,9 +373,12 @@ export class AgentRuntime {
           subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
-          output,
+          output: request.output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
+          steers,
+          prices: this.prices,
+          maxCostUsd: request.maxCostUsd,
         },
         signal,
       );

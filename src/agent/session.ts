@@ -119,6 +119,9 @@ export class Session {
     const { seq } = event;
     switch (event.type) {
       case "user/message":
+      // A steer (`session/steer`) is a user message in the middle of a turn: recorded only
+      // between steps (agent/steer.ts), so it never stands between a call and its result.
+      case "user/steer":
         // A log cut off mid-turn (the process was killed) can hold tool calls without results;
         // models refuse such a history, so each is answered before the next user message.
         for (const [callId, name] of this.unanswered) {

@@ -19,6 +19,7 @@ import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 import type { SessionCompactParams } from "./compaction-types.js";
+import type { SessionSteerParams } from "./turn-control-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -35,6 +36,8 @@ const sessionId = z
   );
 
 const positiveInt = z.int().check(z.positive());
+/** A price in US dollars: finite and not negative (JSON has no NaN or Infinity; a huge number is refused too). */
+const dollars = z.number().check(z.nonnegative(), z.lte(1e9));
 const milliseconds = z.int().check(z.nonnegative());
 
 /** Client tool names, as PROTOCOL.md "Client tools" fixes them. */
@@ -113,12 +116,21 @@ export const initializeParamsSchema = z.object({
   // Compaction
   contextWindow: z.optional(positiveInt.check(z.gte(1024), z.lte(2 ** 31 - 1))),
   compactAt: z.optional(z.number().check(z.gt(0), z.lte(1))),
+  // Turn control: the model's prices (turn-control-types.ts)
+  prices: z.optional(z.strictObject({ inputPerMTok: dollars, cacheHitPerMTok: z.optional(dollars), outputPerMTok: dollars })),
 });
 
 export const sessionPromptParamsSchema = z.object({
   sessionId,
   contentBlocks: z.array(z.object({ type: z.literal("text"), text: z.string() })).check(z.minLength(1)),
   outputSchema: z.optional(jsonObject),
+  // A budget of 0 would allow no request at all: it must be positive.
+  maxCostUsd: z.optional(dollars.check(z.positive())),
+});
+
+export const sessionSteerParamsSchema = z.object({
+  sessionId,
+  contentBlocks: textBlocks.check(z.minLength(1)),
 });
 
 export const sessionCancelParamsSchema = z.object({ sessionId });
@@ -170,7 +182,8 @@ const agree: [
   Same<z.infer<typeof sessionForkParamsSchema>, SessionForkParams>,
   Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
   Same<z.infer<typeof sessionCompactParamsSchema>, SessionCompactParams>,
-] = [true, true, true, true, true, true, true, true, true, true];
+  Same<z.infer<typeof sessionSteerParamsSchema>, SessionSteerParams>,
+] = [true, true, true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

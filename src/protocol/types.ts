@@ -19,6 +19,7 @@ export * from "./client-tools-types.js";
 import type { ContextCompactedEventData } from "./compaction-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 import type { OutputInvalidReason, OutputReminderEventData, TurnOutput } from "./output-types.js";
+import type { BudgetReason, Prices, UserSteerEventData } from "./turn-control-types.js";
 export type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 
 /** The protocol version this server speaks. */
@@ -72,7 +73,8 @@ export type TurnEndReason =
   | { kind: "max-steps"; limit: number }
   | { kind: "model-error"; message: string; httpStatus?: number; code?: string }
   | { kind: "internal-error"; message: string }
-  | OutputInvalidReason;
+  | OutputInvalidReason
+  | BudgetReason;
 
 /** The settled outcome of a turn. */
 export type TurnStatus = "ok" | "error" | "aborted";
@@ -93,6 +95,11 @@ export interface Usage {
   cacheHitTokens?: number;
   /** Input tokens not served from the prompt cache (DeepSeek's `prompt_cache_miss_tokens`); present when the provider reports them. */
   cacheMissTokens?: number;
+  /**
+   * What the request(s) cost in US dollars, when the model's prices are known (the built-in
+   * table, agent/prices.ts, or `initialize.prices`); absent otherwise, never a guess.
+   */
+  costUsd?: number;
 }
 
 // ---------------------------------------------------------------------------
@@ -136,6 +143,8 @@ export interface SessionEventDataMap {
   // Structured output (output-types.ts) and compaction (compaction-types.ts).
   "output/reminder": OutputReminderEventData;
   "context/compacted": ContextCompactedEventData;
+  // Turn control (turn-control-types.ts)
+  "user/steer": UserSteerEventData;
 }
 
 /** The session event type names. */
@@ -226,6 +235,8 @@ export interface InitializeParams {
   compactAt?: number;
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>` (mcp-types.ts). */
   mcpServers?: Record<string, McpServerConfig>;
+  /** Prices of the model, replacing the built-in table (turn-control-types.ts). */
+  prices?: Prices;
 }
 
 /** Result of `initialize`. */
@@ -257,6 +268,8 @@ export interface SessionPromptParams {
   contentBlocks: TextBlock[];
   /** A JSON Schema: the turn's answer is a value valid against it, carried as `turn/end.output`. */
   outputSchema?: JsonObject;
+  /** Once the turn's cost reached this many US dollars, no further model request starts (reason `budget`). */
+  maxCostUsd?: number;
 }
 
 /** Result of `session/prompt`: exactly these two fields, written after the turn settled. */

@@ -28,6 +28,7 @@ import { answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
 import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 import { toRpcError } from "./rpc-errors.js";
+import { checkBudget, steerSession } from "./turn-control-handlers.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -164,6 +165,8 @@ export class HarnessServer {
     ["session/fork", HarnessServer.withAgent("sessionForkParamsSchema", (_, params, agent) => forkSession(agent, params))],
     ["session/delete", HarnessServer.withAgent("sessionDeleteParamsSchema", (_, params, agent) => deleteSession(agent, params))],
     ["session/compact", HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params))],
+    // Turn control (turn-control-handlers.ts)
+    ["session/steer", HarnessServer.withAgent("sessionSteerParamsSchema", (_, params, agent) => steerSession(agent, params))],
     ["shutdown", (server) => server.shutdown()],
   ]);
 
@@ -254,6 +257,7 @@ export class HarnessServer {
 
   private async prompt(params: Params<"sessionPromptParamsSchema">, agent: Agent): Promise<SessionPromptResult> {
     const { runtime, modules } = agent;
+    checkBudget(agent, params);
     let output: import("../agent/final-answer.js").OutputContract | undefined;
     if (params.outputSchema) {
       try {
@@ -265,7 +269,7 @@ export class HarnessServer {
     // From here to the registration below nothing awaits, so overlap is decided at once.
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
-      settled = runtime.prompt(params.sessionId, params.contentBlocks, output);
+      settled = runtime.prompt(params.sessionId, params.contentBlocks, { output, maxCostUsd: params.maxCostUsd });
       // This prompt arrived before the shutdown (see `stopping`) but starts after it: it
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
