@@ -64,8 +64,11 @@ from .events import (
     TurnStartEvent,
     UnknownEvent,
     UserMessageEvent,
+    UserSteer,
+    UserSteerEvent,
     event_from_notification,
 )
+from .turn_control import Prices, SessionSteerResponse
 from .options import HarnessOptions
 from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
 from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
@@ -110,6 +113,10 @@ __all__ = [
     "TurnEvent",
     "BaseSessionEvent",
     "UserMessageEvent",
+    "UserSteer",
+    "UserSteerEvent",
+    "Prices",
+    "SessionSteerResponse",
     "TurnStartEvent",
     "StepStartEvent",
     "AssistantChunkEvent",

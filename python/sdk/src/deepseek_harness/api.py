@@ -24,6 +24,7 @@ from .models import InitializeResponse
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult, final_response_of, usage_of
 from .sessions import READ_LIMIT_DEFAULT, SessionInfo
+from . import turn_control as _turn_control
 
 __all__ = [
     "DeepSeekHarness",
@@ -170,6 +171,7 @@ class DeepSeekHarness:
             self._dispatcher = ToolDispatcher(self._client, client_tools, o.can_use_tool)
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
+        self._costs = _turn_control.SessionCosts()
 
     @property
     def client(self) -> HarnessClient:
@@ -207,6 +209,7 @@ class DeepSeekHarness:
                     mcp_servers=self.options.mcp_servers,
                     context_window=self.options.context_window,
                     compact_at=self.options.compact_at,
+                    prices=self.options.prices,
                     client_tools=self.client_tools or None,
                     approvals=self.options.approvals,
                     client_tool_timeout_seconds=self.options.client_tool_timeout_seconds,
@@ -242,14 +245,33 @@ class DeepSeekHarness:
         *,
         output_schema: Optional[Mapping[str, Any]] = None,
         output_type: Optional[Type[Any]] = None,
+        max_cost_usd: Optional[float] = None,
     ) -> TurnResult:
         """Runs one turn (in a new session unless ``session_id`` is given) and returns its result.
+
+        ``max_cost_usd``: once the turn's cost reached this many US dollars, no further model
+        request starts and the turn ends ``budget`` (status ``error``); it needs the model's
+        prices (DeepSeek's models, or ``prices=``), else :class:`~deepseek_harness.InvalidParamsError`
+        (``kind == "no-prices"``). See docs/cost.md.
 
         Structured output: with ``output_schema`` (a JSON Schema dict) or ``output_type`` (a
         pydantic model class, or any type pydantic can validate), the model answers with a value
         valid against the schema, in :attr:`TurnResult.output` (an ``output_type`` instance when
         given); with none after 3 tries the turn ends ``output-invalid`` (status ``error``)."""
-        return self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
+        return self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type, max_cost_usd)
+
+    def steer(self, session_id: str, input: PromptInput) -> bool:
+        """Adds a user message to the session's running turn (``session/steer``): it joins the
+        history before the turn's next model request, after the results of the tools already
+        running. Blocks until the bridge recorded it (True: a ``user/steer`` event) or refused
+        it (False: no turn in flight, or the turn ended first). Safe from another thread while
+        ``run()`` waits; never starts a turn."""
+        self.start()
+        return _turn_control.steer(self._client, session_id, input)
+
+    def session_cost_usd(self, session_id: str) -> Optional[float]:
+        """What the turns this harness ran in ``session_id`` cost (None: none was priced)."""
+        return self._costs.of(session_id)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> TurnStream:
         """Runs one turn (in a new session unless ``session_id`` is given) as a
@@ -283,13 +305,16 @@ class DeepSeekHarness:
                                           c.session_root, child_env(c.env), c.cwd, c.extra_args)
 
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
-             output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+             output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+             max_cost_usd: Optional[float] = None) -> TurnResult:
         spec = output_spec(output_schema, output_type)
         self.start()
         collector = TurnCollector(session_id, on_notification, spec)
         response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
-                              output_schema=spec.schema if spec else None)
-        return collector.result(response)
+                              output_schema=spec.schema if spec else None, max_cost_usd=max_cost_usd)
+        result = collector.result(response)
+        self._costs.add(session_id, result.cost_usd)
+        return result
 
 
 class Session:
@@ -304,9 +329,22 @@ class Session:
         return self.session_id
 
     def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
-            output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
-        """Runs one turn of this session (``output_schema`` / ``output_type``: see :meth:`DeepSeekHarness.run`)."""
-        return self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
+            output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+            max_cost_usd: Optional[float] = None) -> TurnResult:
+        """Runs one turn of this session (``output_schema`` / ``output_type`` / ``max_cost_usd``:
+        see :meth:`DeepSeekHarness.run`)."""
+        return self.harness._run(self.session_id, input, on_notification, output_schema, output_type, max_cost_usd)
+
+    def steer(self, input: PromptInput) -> bool:
+        """Adds ``input`` to this session's running turn: see :meth:`DeepSeekHarness.steer`.
+        Call it from another thread while :meth:`run` waits."""
+        return self.harness.steer(self.session_id, input)
+
+    @property
+    def cost_usd(self) -> Optional[float]:
+        """What this session's turns run by this harness cost in US dollars (the sum of their
+        :attr:`TurnResult.cost_usd`); None when none was priced."""
+        return self.harness.session_cost_usd(self.session_id)
 
     def stream(self, input: PromptInput) -> TurnStream:
         """Runs one turn of this session as a :class:`TurnStream`: typed events as they arrive,

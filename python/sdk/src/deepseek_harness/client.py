@@ -30,6 +30,7 @@ from .client_tools import ClientTool
 from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options
 from .sessions import SessionInfo, SessionReadResponse
+from . import turn_control as _turn_control
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
 __all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
@@ -130,6 +131,7 @@ class HarnessClient(Connection):
         mcp_servers: Optional[Mapping[str, McpServerConfig]] = None,
         context_window: Optional[int] = None,
         compact_at: Optional[float] = None,
+        prices: Optional[Any] = None,
         client_tools: Optional[Sequence[Union[ClientTool, Mapping[str, Any]]]] = None,
         approvals: Optional[str] = None,
         client_tool_timeout_seconds: Optional[float] = None,
@@ -212,6 +214,13 @@ class HarnessClient(Connection):
         params = SessionPermissionParams(session_id=session_id, request_id=request_id, decision=decision,
                                          message=message, arguments=dict(arguments) if arguments is not None else None)
         self._request("session/permission", params.to_wire(), timeout=timeout)
+
+    def session_steer(self, session_id: str, content_blocks: PromptInput, *, timeout: Optional[float] = None) -> bool:
+        """``session/steer``: adds a user message to the session's running turn (it joins the
+        history before the turn's next model request, after the results of the tools already
+        running). True once recorded; False when no turn is in flight or it ended first.
+        Safe to call from another thread while :meth:`session_prompt` waits."""
+        return _turn_control.steer(self, session_id, content_blocks, timeout)
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled

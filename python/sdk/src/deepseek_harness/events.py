@@ -32,6 +32,8 @@ __all__ = [
     "TurnEvent",
     "BaseSessionEvent",
     "UserMessageEvent",
+    "UserSteer",
+    "UserSteerEvent",
     "TurnStartEvent",
     "StepStartEvent",
     "TextDelta",
@@ -94,6 +96,23 @@ class UserMessageEvent(BaseSessionEvent):
     @property
     def text(self) -> str:
         return _texts(self.content, TextBlock)
+
+
+class UserSteer(BaseSessionEvent):
+    """``user/steer``: a user message added to the running turn by ``session.steer(...)``,
+    as recorded (after the results of the step before it, before the next model request)."""
+
+    type: Literal["user/steer"] = "user/steer"
+    id: str
+    content: List[ResultBlock] = Field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return _texts(self.content, TextBlock)
+
+
+#: The same class, named like the other events.
+UserSteerEvent = UserSteer
 
 
 class TurnStartEvent(BaseSessionEvent):
@@ -348,6 +367,7 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "turn/end": TurnEndEvent,
     "output/reminder": OutputReminderEvent,
     "context/compacted": ContextCompactedEvent,
+    "user/steer": UserSteer,
 }
 _CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {
     "text-delta": TextDeltaEvent,

@@ -94,6 +94,10 @@ class HarnessOptions:
             1M for DeepSeek's models).
         compact_at: compact a session before a request would pass this fraction of the
             window (default 0.8); see docs/long-sessions.md.
+        prices: the model's prices (a :class:`~deepseek_harness.Prices`, or a dict with the
+            wire's names): they replace the bridge's built-in table of DeepSeek's models, and
+            give ``TurnResult.cost_usd`` and ``max_cost_usd=`` a meaning for any model
+            (docs/cost.md).
 
     The bridge process (its command line and environment):
 
@@ -151,6 +155,7 @@ class HarnessOptions:
     model_request_timeout_seconds: Optional[float] = None
     context_window: Optional[int] = None
     compact_at: Optional[float] = None
+    prices: Optional[Any] = None
 
     bridge_bin: Optional[PathLike] = None
     session_root: Optional[PathLike] = None
@@ -190,6 +195,13 @@ def _tool_choice_wire(choice: Union[str, Mapping[str, str]]) -> Union[str, Dict[
     return dict(choice)
 
 
+def _prices_wire(value: Any) -> Any:
+    # Imported here: turn_control builds on the connection, which builds on this module.
+    from .turn_control import prices_wire
+
+    return prices_wire(value)
+
+
 def _milliseconds(seconds: float) -> int:
     return round(seconds * 1000)
 
@@ -215,6 +227,7 @@ INITIALIZE_FIELDS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("mcp_servers", "mcpServers", mcp_servers_wire),
     ("context_window", "contextWindow", lambda v: v),
     ("compact_at", "compactAt", lambda v: v),
+    ("prices", "prices", _prices_wire),
     ("client_tools", "clientTools", lambda v: [t.to_wire() if isinstance(t, ClientTool) else dict(t) for t in v]),
     ("approvals", "approvals", lambda v: v),
     ("client_tool_timeout_seconds", "clientToolTimeoutMs", _milliseconds),
