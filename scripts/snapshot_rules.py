@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId"}
 
@@ -59,11 +59,13 @@ def diff(expected: List[Any], actual: List[Any]) -> str:
     )
 
 
-def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
+def sdk_answers(scenario: Dict[str, Any], before_answer: Optional[Callable[[], None]] = None) -> Dict[str, Any]:
     """The SDK's harness options for a scenario's ``initialize`` additions (by option name), with
     its ``clientTools`` as ``@tool`` functions answering what ``toolResults`` says and its
     ``permission`` as the ``can_use_tool`` callback (the SDK answers them as the TypeScript runner
-    answers over the wire). Imports the SDK only when called."""
+    answers over the wire). ``before_answer`` runs in each tool before it returns (a
+    ``steerOn: tool/request`` scenario sends its steer there, so it is on the wire before the
+    tool's result, as the TypeScript runner sends it). Imports the SDK only when called."""
     import dataclasses
 
     import pydantic
@@ -81,6 +83,8 @@ def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
         text = "".join(block["text"] for block in answer["content"])
 
         def answer_it(text: str = text) -> str:
+            if before_answer is not None:
+                before_answer()
             return text
 
         made = tool(name=spec["name"], description=spec["description"], read_only=spec.get("readOnly", False))(answer_it)

@@ -27,6 +27,12 @@ export interface Scenario {
   toolResults?: Record<string, { content: unknown[]; isError?: boolean }>;
   /** What the client answers to every `permission/request` (the params of `session/permission` less the ids). */
   permission?: { decision: "allow" | "deny"; message?: string; arguments?: Record<string, unknown> };
+  /**
+   * On the first `session.event` of type `event`, the client sends `session/steer` with `text`
+   * (before it answers that event, when it is a `tool/request`); the steer must answer
+   * `{ steered: true }`.
+   */
+  steerOn?: { event: string; text: string };
   /** For HTTP providers: what the fake DeepSeek server answers (test/support/fake-deepseek.ts). */
   server?: import("./fake-deepseek.js").ServerTable;
 }
@@ -75,6 +81,8 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
   try {
     const response = await new Promise<unknown>((resolve, reject) => {
       let cancelled = false;
+      let steered = false;
+      const steerIds = new Set<number>();
       let nextId = 100;
       child.on("exit", (code) => reject(new Error(`bridge exited (${code}) before the prompt's response; stderr:\n${stderr}`)));
       lines.on("line", (line) => {
@@ -84,6 +92,7 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
           return;
         }
         if (typeof frame.id === "number" && frame.id >= 100 && frame.error) reject(new Error(`an answer was refused: ${JSON.stringify(frame.error)}`));
+        if (steerIds.has(frame.id) && frame.result?.steered !== true) reject(new Error(`the steer was not recorded: ${JSON.stringify(frame)}`));
         if (frame.id === 2) {
           if (frame.error) reject(new Error(`prompt failed: ${JSON.stringify(frame.error)}`));
           else resolve(frame.result);
@@ -97,6 +106,11 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
           }
           const event = frame.method === "session.event" ? frame.params.event : undefined;
           const sessionId = frame.params?.sessionId;
+          if (!steered && scenario.steerOn && event?.type === scenario.steerOn.event) {
+            steered = true;
+            steerIds.add(nextId);
+            send({ jsonrpc: "2.0", id: nextId++, method: "session/steer", params: { sessionId, contentBlocks: [{ type: "text", text: scenario.steerOn.text }] } });
+          }
           if (event?.type === "tool/request") {
             const result = scenario.toolResults?.[event.data.name];
             if (result) send({ jsonrpc: "2.0", id: nextId++, method: "session/tool_result", params: { sessionId, callId: event.data.callId, ...result } });
