@@ -252,7 +252,7 @@ class DeepSeekHarness:
         ``max_cost_usd``: once the turn's cost reached this many US dollars, no further model
         request starts and the turn ends ``budget`` (status ``error``); it needs the model's
         prices (DeepSeek's models, or ``prices=``), else :class:`~deepseek_harness.InvalidParamsError`
-        (``kind == "no-prices"``). See docs/cost.md.
+        (``kind == "no-prices"``). See docs/turn-control.md.
 
         Structured output: with ``output_schema`` (a JSON Schema dict) or ``output_type`` (a
         pydantic model class, or any type pydantic can validate), the model answers with a value

@@ -97,7 +97,7 @@ class HarnessOptions:
         prices: the model's prices (a :class:`~deepseek_harness.Prices`, or a dict with the
             wire's names): they replace the bridge's built-in table of DeepSeek's models, and
             give ``TurnResult.cost_usd`` and ``max_cost_usd=`` a meaning for any model
-            (docs/cost.md).
+            (docs/turn-control.md).
 
     The bridge process (its command line and environment):
 

@@ -50,7 +50,7 @@ class TurnResult:
     def cost_usd(self) -> Optional[float]:
         """What the turn cost in US dollars (``turn/end.usage.costUsd``, the sum of its model
         requests'); None when the model's prices are unknown (never a guess). With the built-in
-        DeepSeek table it is the peak-hour price, an upper bound (docs/cost.md)."""
+        DeepSeek table it is the peak-hour price, an upper bound (docs/turn-control.md)."""
         return self.usage.cost_usd if self.usage is not None else None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Union
 
-from pydantic import Field
+from pydantic import ConfigDict
 
 from ._internal.connection import Connection, arequest, request, validate
 from ._internal.prompt import PromptInput, content_blocks
@@ -23,14 +23,21 @@ from .models import WireModel
 __all__ = ["Prices", "SessionSteerResponse", "prices_wire", "steer", "asteer"]
 
 
+_WIRE_NAMES = {"input_per_mtok": "inputPerMTok", "cache_hit_per_mtok": "cacheHitPerMTok", "output_per_mtok": "outputPerMTok"}
+
+
 class Prices(WireModel):
     """A model's prices in US dollars per million tokens (``initialize.prices``): they replace
-    the bridge's built-in table (DeepSeek's models, docs/cost.md). ``cache_hit_per_mtok``
+    the bridge's built-in table (DeepSeek's models, docs/turn-control.md). ``cache_hit_per_mtok``
     absent: cache hits are priced as input."""
 
-    input_per_mtok: float = Field(alias="inputPerMTok")
-    cache_hit_per_mtok: Optional[float] = Field(default=None, alias="cacheHitPerMTok")
-    output_per_mtok: float = Field(alias="outputPerMTok")
+    # The wire spells "MTok" with a capital T, which camelCase generation would not; an alias
+    # generator (not Field(alias=...)) keeps the Python names the constructor's for type checkers.
+    model_config = ConfigDict(alias_generator=lambda name: _WIRE_NAMES[name], populate_by_name=True, extra="allow")
+
+    input_per_mtok: float
+    cache_hit_per_mtok: Optional[float] = None
+    output_per_mtok: float
 
 
 def prices_wire(value: Union[Prices, Mapping[str, Any]]) -> Dict[str, Any]:
