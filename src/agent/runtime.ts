@@ -104,7 +104,7 @@ export class AgentRuntime {
   steer(sessionId: string, content: TextBlock[]): Promise<boolean> {
     const flight = this.flights.get(sessionId);
     if (!flight?.steers || flight.controller.signal.aborted) return Promise.resolve(false);
-    return flight.steers.offer(content);
+    return flight.steers.offer(sessionId, content);
   }
 
   /** Hands a `session/tool_result` to the call waiting for it; `false`: no call of that session waits under that id. */

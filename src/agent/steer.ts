@@ -21,6 +21,21 @@ import { randomUUID } from "node:crypto";
 import type { TextBlock } from "../protocol/index.js";
 import type { Session } from "./session.js";
 
+/**
+ * How many steers may wait for one turn's next step boundary. Each holds a request open and its
+ * content in memory until then, and all of them join the next model request: a client that
+ * sends more is told to wait (`SteerQueueFullError`) instead of growing both without bound.
+ */
+export const MAX_WAITING_STEERS = 32;
+
+/** A steer refused because `MAX_WAITING_STEERS` already wait for the turn (-32001 `too-many-steers`). */
+export class SteerQueueFullError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} already has ${MAX_WAITING_STEERS} steers waiting for its next step; wait for their answers before sending more`);
+    this.name = "SteerQueueFullError";
+  }
+}
+
 interface Waiting {
   content: TextBlock[];
   settle: (steered: boolean) => void;
@@ -30,9 +45,10 @@ export class SteerInbox {
   private readonly waiting: Waiting[] = [];
   private closed = false;
 
-  /** Queues a steer; resolves `true` once it is recorded, `false` if the turn ends first. */
-  offer(content: TextBlock[]): Promise<boolean> {
+  /** Queues a steer; resolves `true` once it is recorded, `false` if the turn ends first. Throws `SteerQueueFullError` past `MAX_WAITING_STEERS`. */
+  offer(sessionId: string, content: TextBlock[]): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
+    if (this.waiting.length >= MAX_WAITING_STEERS) throw new SteerQueueFullError(sessionId);
     return new Promise((settle) => this.waiting.push({ content, settle }));
   }
 

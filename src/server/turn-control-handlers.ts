@@ -10,7 +10,17 @@ import type { Agent } from "./initialize.js";
 
 /** `session/steer`: answered once the steer was recorded (`true`) or refused (`false`); see AgentRuntime.steer. */
 export async function steerSession(agent: Agent, params: SessionSteerParams): Promise<SessionSteerResult> {
-  return { steered: await agent.runtime.steer(params.sessionId, params.contentBlocks) };
+  let steered: Promise<boolean>;
+  try {
+    steered = agent.runtime.steer(params.sessionId, params.contentBlocks);
+  } catch (error) {
+    // Too many steers already wait for the turn's next step (agent/steer.ts): -32001, retry later.
+    if (error instanceof Error && error.name === "SteerQueueFullError") {
+      throw new RpcError(ErrorCode.SessionBusy, error.message, { kind: "too-many-steers", sessionId: params.sessionId });
+    }
+    throw error;
+  }
+  return { steered: await steered };
 }
 
 /**

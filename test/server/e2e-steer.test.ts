@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
+import { MAX_WAITING_STEERS } from "../../src/agent/steer.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -120,6 +121,51 @@ describe("session/steer during a running turn", () => {
     expect((await c.response("p")).result.status).toBe("aborted");
     c.request("late", "session/steer", steerParams("s", "after the end"));
     expect((await c.response("late")).result).toEqual({ steered: false });
+    expect(types(c, "s")).not.toContain("user/steer");
+  });
+});
+
+describe("session/steer at the edges of a turn's life", () => {
+  it(`past ${MAX_WAITING_STEERS} steers waiting: -32001 too-many-steers; those waiting are recorded in order`, async () => {
+    const c = await started(TOOL_THEN_ANSWER);
+    c.request("p", "session/prompt", promptParams("s", "start"));
+    const request = await eventOf(c, "s", "tool/request");
+    const ids = Array.from({ length: MAX_WAITING_STEERS + 1 }, (_, i) => `st${i}`);
+    c.send(...ids.map((id, i) => RawClient.request(id, "session/steer", steerParams("s", `steer ${i}`))));
+    const refused = await c.response(ids.at(-1) as string);
+    expect(refused.error).toMatchObject({ code: -32001, data: { kind: "too-many-steers", sessionId: "s" } });
+    c.request("r", "session/tool_result", { sessionId: "s", callId: request.params.event.data.callId, content: [{ type: "text", text: "ok" }] });
+    for (const id of ids.slice(0, -1)) expect((await c.response(id)).result).toEqual({ steered: true });
+    expect((await c.response("p")).result.status).toBe("ok");
+    const texts = c.events("s").filter((e) => e.type === "user/steer").map((e) => e.data.content[0].text);
+    expect(texts).toEqual(ids.slice(0, -1).map((_, i) => `steer ${i}`));
+  });
+
+  it("end of input with a steer waiting: the turn goes on, the steer is answered, the bridge exits 0", async () => {
+    const c = await started(TOOL_THEN_ANSWER);
+    c.request("p", "session/prompt", promptParams("s", "start"));
+    await eventOf(c, "s", "tool/request");
+    c.request("a", "session/steer", steerParams("s", "one more thing"));
+    // No tool result can come now: the client tool call ends with an error result, then the steer joins.
+    c.end();
+    expect((await c.response("a")).result).toEqual({ steered: true });
+    expect((await c.response("p")).result.status).toBe("ok");
+    expect((await c.exit()).code).toBe(0);
+    const seen = types(c, "s").filter((t) => t !== "assistant/chunk");
+    expect(seen.slice(seen.indexOf("tool/result"))).toEqual(["tool/result", "user/steer", "step/start", "assistant/message", "turn/end"]);
+  });
+
+  it("shutdown with a steer waiting: the turn is aborted, the steer refused and nothing recorded", async () => {
+    const c = await started(TOOL_THEN_ANSWER);
+    c.request("p", "session/prompt", promptParams("s", "start"));
+    await eventOf(c, "s", "tool/request");
+    c.request("a", "session/steer", steerParams("s", "one more thing"));
+    // A steer read after the shutdown is refused as every request then is (-32003).
+    c.send(RawClient.request("bye", "shutdown"), RawClient.request("late", "session/steer", steerParams("s", "after shutdown")));
+    expect((await c.response("a")).result).toEqual({ steered: false });
+    expect((await c.response("p")).result.status).toBe("aborted");
+    expect((await c.response("bye")).result).toEqual({});
+    expect((await c.response("late")).error).toMatchObject({ code: -32003 });
     expect(types(c, "s")).not.toContain("user/steer");
   });
 });
