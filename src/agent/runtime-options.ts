@@ -8,6 +8,15 @@ import type { Tool } from "../tools/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 import type { SessionStore } from "./store/index.js";
+import type { OutputContract } from "./final-answer.js";
+
+/** What a prompt asks of its turn beyond its content (`session/prompt`'s other params). */
+export interface TurnRequest {
+  /** A structured turn's compiled `outputSchema` (final-answer.ts). */
+  output?: OutputContract;
+  /** `session/prompt.maxCostUsd` (cost.ts). */
+  maxCostUsd?: number;
+}
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
 export interface RuntimeSink {

@@ -16,12 +16,12 @@ import { Session } from "./session.js";
 import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { TurnAdmission, defaultTurnLimit } from "./turn-admission.js";
-import type { RuntimeOptions } from "./runtime-options.js";
+import type { RuntimeOptions, TurnRequest } from "./runtime-options.js";
 import type { Prices } from "../protocol/index.js";
 import { SteerInbox } from "./steer.js";
 import { pricesFor } from "./prices.js";
 
-export type { RuntimeOptions, RuntimeSink } from "./runtime-options.js";
+export type { RuntimeOptions, RuntimeSink, TurnRequest } from "./runtime-options.js";
 
 /** Thrown by `prompt` when the session already has a turn in flight. */
 export class SessionBusyError extends Error {
@@ -61,12 +61,6 @@ interface Flight {
   steers?: SteerInbox;
 }
 
-/** What a prompt asks of its turn beyond its content. */
-export interface TurnRequest {
-  output?: OutputContract;
-  /** `session/prompt.maxCostUsd` (agent/cost.ts). */
-  maxCostUsd?: number;
-}
 
 export class AgentRuntime {
   private readonly sessions = new Map<string, Session>();
@@ -96,9 +90,8 @@ export class AgentRuntime {
   }
 
   /**
-   * `session/steer`: hands `content` to the session's running turn (steer.ts). Resolves `true`
-   * once its `user/steer` is recorded, `false` when no top-level turn is in flight (none, a
-   * compaction, a subagent's, an unknown session: nothing is created) or the turn ends first.
+   * `session/steer` (steer.ts): `true` once recorded; `false` when no top-level turn is in flight
+   * (none, a compaction, a subagent's, an unknown session: nothing is created) or it ends first.
    * Synchronous up to the queueing, so steers keep the order of their requests.
    */
   steer(sessionId: string, content: TextBlock[]): Promise<boolean> {
