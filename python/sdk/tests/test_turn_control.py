@@ -262,3 +262,16 @@ def test_bad_prices_are_refused_by_the_bridge(tmp_path: Path, prices: Any) -> No
         assert caught.value.code == -32602 and "params.prices" in str(caught.value)
     finally:
         h.close()
+
+
+def test_the_low_level_client_steers_and_budgets(tmp_path: Path) -> None:
+    from deepseek_harness import HarnessClient
+
+    model = script(tmp_path, [[{"toolCalls": [{"id": "c1", "name": "read_file", "arguments": {"path": "x"}}], "usage": STEP1},
+                               {"text": "done", "usage": STEP2}]])
+    with HarnessClient(bridge_bin=real_bridge_or_skip(), session_root=tmp_path / "sessions") as client:
+        client.initialize(tmp_path, "scripted", model, prices=PRICES)
+        assert client.session_steer("s", "no turn yet") is False
+        response = client.session_prompt("s", "go", max_cost_usd=0.001)
+        assert response.status == "error" and response.reason.kind == "budget"
+        assert response.reason.limit_usd == 0.001 and response.reason.cost_usd == pytest.approx(COST1, abs=1e-12)

@@ -184,6 +184,7 @@ class HarnessClient(Connection):
         on_notification: Optional[NotificationCallback] = None,
         *,
         timeout: Optional[float] = None,
+        max_cost_usd: Optional[float] = None,
     ) -> SessionPromptResponse:
         """Runs one turn and returns its settled ``{status, reason}``.
 
@@ -193,9 +194,10 @@ class HarnessClient(Connection):
         written before the response have been delivered when this returns. If it raises, the
         turn is cancelled on the bridge and the exception is re-raised here once the turn has
         settled. On timeout (``timeout``, else ``request_timeout_seconds``) the turn is
-        cancelled and :class:`RequestTimeoutError` is raised.
+        cancelled and :class:`RequestTimeoutError` is raised. ``max_cost_usd``: the turn's budget
+        in US dollars (``session/prompt.maxCostUsd``; a ``budget`` end once reached).
         """
-        return run_prompt(self, session_id, content_blocks, on_notification, timeout)
+        return run_prompt(self, session_id, content_blocks, on_notification, timeout, max_cost_usd=max_cost_usd)
 
     def session_tool_result(self, session_id: str, call_id: str, text: str, *, is_error: bool = False,
                             timeout: Optional[float] = None) -> None:
