@@ -61,7 +61,6 @@ interface Flight {
   steers?: SteerInbox;
 }
 
-
 export class AgentRuntime {
   private readonly sessions = new Map<string, Session>();
   private readonly flights = new Map<string, Flight>();
