@@ -72,7 +72,7 @@ def sdk_answers(scenario: Dict[str, Any], before_answer: Optional[Callable[[], N
 
     from deepseek_harness import Allow, Deny, PermissionRequestEvent, PermissionResult, tool
 
-    names = {"contextWindow": "context_window", "compactAt": "compact_at", "approvals": "approvals"}
+    names = {"contextWindow": "context_window", "compactAt": "compact_at", "approvals": "approvals", "prices": "prices"}
     initialize = dict(scenario.get("initialize", {}))
     options: Dict[str, Any] = {}
     tools = []

@@ -33,6 +33,8 @@ export interface Scenario {
    * `{ steered: true }`.
    */
   steerOn?: { event: string; text: string };
+  /** `session/prompt.maxCostUsd`: the turn's budget. */
+  maxCostUsd?: number;
   /** For HTTP providers: what the fake DeepSeek server answers (test/support/fake-deepseek.ts). */
   server?: import("./fake-deepseek.js").ServerTable;
 }
@@ -121,7 +123,8 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
         }
       });
       send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: workspace, provider, model, ...scenario.initialize } });
-      send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "snap", contentBlocks: [{ type: "text", text: scenario.prompt }] } });
+      const budget = scenario.maxCostUsd !== undefined ? { maxCostUsd: scenario.maxCostUsd } : {};
+      send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "snap", contentBlocks: [{ type: "text", text: scenario.prompt }], ...budget } });
     });
     return { notifications, response, workspace, sessionRoot };
   } finally {

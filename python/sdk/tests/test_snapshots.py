@@ -64,7 +64,7 @@ def test_scripted_scenario_matches_snapshot(directory: Path, tmp_path: Path) -> 
                 cancelled.set()
                 harness.cancel("snap")  # from the callback: callbacks run on the caller's thread
 
-        result = harness.run(scenario["prompt"], session_id="snap", on_notification=watch)
+        result = harness.run(scenario["prompt"], session_id="snap", on_notification=watch, max_cost_usd=scenario.get("maxCostUsd"))
         for pending in steers:
             assert outcome(harness.client, pending.inbox.get(time.monotonic() + 30), "session/steer") == {"steered": True}
 
