@@ -110,6 +110,20 @@ describe("session/steer during a running turn", () => {
     expect(types(c, "s")).not.toContain("user/steer");
   });
 
+  it("a structured turn whose answer was accepted ends with it: a steer during that step is refused", async () => {
+    const c = await started({
+      turns: [{ steps: [{ text: "y".repeat(60), chunkSize: 1, delayMs: 25, toolCalls: [{ id: "f", name: "final_answer", arguments: { answer: "42" } }] }, { text: "never asked" }] }],
+    });
+    const schema = { type: "object", properties: { answer: { type: "string" } }, required: ["answer"] };
+    c.request("p", "session/prompt", { ...promptParams("s", "answer"), outputSchema: schema });
+    await eventOf(c, "s", "assistant/chunk");
+    c.request("a", "session/steer", steerParams("s", "actually, explain it"));
+    expect((await c.response("a")).result).toEqual({ steered: false });
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    expect(c.events("s").at(-1).data.output).toEqual({ answer: "42" });
+    expect(types(c, "s")).not.toContain("user/steer");
+  });
+
   it("a cancelled turn refuses its waiting steer and any later one; nothing is recorded", async () => {
     const c = await started({ turns: [{ steps: [{ text: "thinking", chunkSize: 100, hang: true }] }] });
     c.request("p", "session/prompt", promptParams("s", "take your time"));
