@@ -11,6 +11,7 @@ own, once it is recorded or refused).
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, Mapping, Optional, Union
 
 from pydantic import ConfigDict
@@ -77,8 +78,6 @@ class SessionCosts:
     (sync sessions run turns on any thread)."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self._totals: Dict[str, float] = {}
 
