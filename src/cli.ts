@@ -272,7 +272,7 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
   const redactor = secretRedactor(PROVIDER_KEY_VARIABLES.map((name) => env[name]));
   const logger = createStderrLogger(options.logLevel, undefined, redactor.active ? redactor.text : undefined);
   // The default root is resolved by the server with the store, which loads after initialize.
-  // An empty HARNESS_SESSION_ROOT is unset (it used to make every prompt fail: mkdir '').
+  // An empty HARNESS_SESSION_ROOT counts as unset: as a path it would make every prompt fail (mkdir '').
   const sessionRoot = options.sessionRoot ?? (process.env.HARNESS_SESSION_ROOT || undefined);
   let server: HarnessServer | undefined;
   const endpoint = new ServerEndpoint({
