@@ -71,7 +71,10 @@ export function listSessions(directory: string): { sessions: SessionListEntry[];
       const entry = readMeta(file, id, fs.lstatSync(file).size) ?? scanned(file, id);
       if (entry) sessions.push(entry);
     } catch (error) {
-      problems.push(`${dirent.name}: ${(error as Error).message}`);
+      // The store's scan gives up on some damaged lines; the session is still worth showing.
+      const header = headerOnly(directory, id);
+      if (header) sessions.push({ sessionId: id, title: "", createdAt: header.createdAt, updatedAt: header.createdAt, turns: 0 });
+      problems.push(`${dirent.name}: ${header ? "listed from its header only: " : ""}${(error as Error).message}`);
     }
   }
   return { sessions: sortEntries(sessions), problems };
@@ -86,6 +89,16 @@ function scanned(file: string, id: string): SessionListEntry | undefined {
     return found ? { ...found.entry, sessionId: id } : undefined;
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/** The header of a log whose summary could not be scanned (from its first page: bounded). */
+function headerOnly(directory: string, id: string): SessionHeader | undefined {
+  try {
+    const page = readPage(directory, id, 0);
+    return typeof page === "object" && typeof page.header?.createdAt === "number" ? page.header : undefined;
+  } catch {
+    return undefined;
   }
 }
 
