@@ -145,7 +145,7 @@ export function helpText(): string {
   const indent = " ".repeat(2 + width);
   return [
     "Usage: harness-bridge --stdio [options]",
-    "       harness-bridge view [--session-root <dir>] [--workspace <dir>] [--port <n>]   (a read-only session viewer on 127.0.0.1)",
+    "       harness-bridge view [options]   (a read-only session viewer: view --help)",
     "",
     // Nothing here points at a file: a user of the bare binary has no checkout to look in.
     ...wrap("A DeepSeek coding-agent runtime serving directional JSON-RPC 2.0 over stdio, one JSON object per line.", HELP_WIDTH),
