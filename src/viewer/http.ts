@@ -22,7 +22,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ASSETS } from "./assets.js";
 import { isSessionId } from "../agent/store/log-format.js";
-import { listSessions, readPage } from "./log-reader.js";
+import { listSessions, readPage, type ListCache } from "./log-reader.js";
 
 export const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -53,16 +53,17 @@ export function isLoopbackHost(host: string | undefined, port: number): boolean 
 }
 
 export function viewerHandler(context: ViewerContext): (request: IncomingMessage, response: ServerResponse) => void {
+  const cache: ListCache = new Map();
   return (request, response) => {
     try {
-      route(context, request, response);
+      route(context, cache, request, response);
     } catch (error) {
       send(response, 500, "application/json", JSON.stringify({ error: (error as Error).message }));
     }
   };
 }
 
-function route(context: ViewerContext, request: IncomingMessage, response: ServerResponse): void {
+function route(context: ViewerContext, cache: ListCache, request: IncomingMessage, response: ServerResponse): void {
   if (!isLoopbackHost(request.headers.host, context.port())) return send(response, 403, "text/plain", "forbidden: this viewer answers to 127.0.0.1, localhost or [::1] only\n");
   if (request.method !== "GET" && request.method !== "HEAD") {
     response.setHeader("Allow", "GET, HEAD");
@@ -72,7 +73,7 @@ function route(context: ViewerContext, request: IncomingMessage, response: Serve
   const asset = ASSETS[url.pathname];
   if (asset) return send(response, 200, asset.type, asset.body);
   if (url.pathname === "/api/sessions") {
-    const { sessions, problems } = listSessions(context.directory);
+    const { sessions, problems } = listSessions(context.directory, cache);
     return json(response, 200, { workspace: context.workspace, sessionRoot: context.sessionRoot, sessions, problems });
   }
   const match = /^\/api\/sessions\/([^/]+)\/lines$/.exec(url.pathname);

@@ -50,8 +50,15 @@ export interface SessionPage {
   more: boolean;
 }
 
+/**
+ * Entries scanned from logs, by file, with the size and mtime they were scanned at. The page
+ * polls the list every few seconds, and a running session's meta is stale until its turn ends:
+ * without this, its whole log would be scanned again at every poll. One entry per log file.
+ */
+export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry }>;
+
 /** The workspace folder's sessions, newest first, and what could not be listed. Never writes. */
-export function listSessions(directory: string): { sessions: SessionListEntry[]; problems: string[] } {
+export function listSessions(directory: string, cache: ListCache = new Map()): { sessions: SessionListEntry[]; problems: string[] } {
   let names: fs.Dirent[];
   try {
     refuseSymlinkedFolder(directory);
@@ -68,8 +75,14 @@ export function listSessions(directory: string): { sessions: SessionListEntry[];
     if (!isSessionId(id)) continue;
     const file = path.join(directory, dirent.name);
     try {
-      const entry = readMeta(file, id, fs.lstatSync(file).size) ?? scanned(file, id);
-      if (entry) sessions.push(entry);
+      const { size, mtimeMs } = fs.lstatSync(file);
+      const known = cache.get(file);
+      let entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : undefined;
+      entry ??= readMeta(file, id, size) ?? scanned(file, id);
+      if (entry) {
+        cache.set(file, { size, mtimeMs, entry });
+        sessions.push(entry);
+      }
     } catch (error) {
       // The store's scan gives up on some damaged lines; the session is still worth showing.
       const header = headerOnly(directory, id);

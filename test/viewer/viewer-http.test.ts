@@ -144,6 +144,10 @@ describe("what it reads", () => {
     ]);
     await get("/api/sessions/older/lines?from=0");
     expect(snapshot()).toEqual(before);
+    // A log that grows (a turn running elsewhere) is listed anew, not from what was seen before.
+    fs.appendFileSync(path.join(folder, "older.jsonl"), `${event(3, "turn/start", { turn: 2 })}\n`);
+    const again = JSON.parse((await get("/api/sessions")).body);
+    expect(again.sessions.find((s: { sessionId: string }) => s.sessionId === "older").turns).toBe(2);
     expect(fs.readFileSync(path.join(folder, "older.meta.json"), "utf8")).toBe("{stale");
   });
 

@@ -255,7 +255,11 @@ async function follow(id) {
 // --- the session list -------------------------------------------------------------------------
 
 function selected() {
-  return decodeURIComponent(location.hash.slice(1));
+  try {
+    return decodeURIComponent(location.hash.slice(1));
+  } catch {
+    return ""; // a hand-typed hash that is no encoding: no session
+  }
 }
 
 async function refreshList() {
@@ -271,7 +275,7 @@ async function refreshList() {
   const current = selected();
   list.replaceChildren(
     ...data.sessions.map((s) => {
-      const link = h("a", null, h("span", "title", s.title || "(no prompt yet)"), h("span", "sub", `${s.sessionId} · ${s.turns} turn(s) · ${new Date(s.updatedAt).toLocaleString()}`));
+      const link = h("a", null, h("span", "title", s.title || "(no prompt yet)"), h("span", "sub", `${s.sessionId} · ${s.turns} turn(s) · ${new Date(s.updatedAt).toLocaleString()}${s.parentSessionId ? ` · ${s.origin === "fork" ? "fork" : "subagent"} of ${s.parentSessionId}` : ""}`));
       link.href = `#${encodeURIComponent(s.sessionId)}`;
       const li = h("li", s.sessionId === current ? "session selected" : "session", link);
       li.dataset.sessionId = s.sessionId;
