@@ -98,6 +98,9 @@ export function runViewer(args: string[]): void {
     return;
   }
   const chosen = options;
+  // A reader that went away (`view | head -1`) must not crash the server with EPIPE.
+  process.stdout.on("error", () => {});
+  process.stderr.on("error", () => {});
   startViewer(chosen).then(
     (server) => {
       const url = `http://${VIEWER_HOST}:${(server.address() as AddressInfo).port}/`;
