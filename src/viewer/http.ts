@@ -4,7 +4,8 @@
  *   GET /                                    the page (assets.ts)
  *   GET /viewer.js, /viewer.css              its script and style
  *   GET /api/sessions                        the workspace's sessions, as session/list lists them
- *   GET /api/sessions/<id>/lines?from=<n>    a page of the log from byte offset n (log-reader.ts)
+ *   GET /api/sessions/<id>/lines?from=<n>    a page of the log from byte offset n (log-reader.ts),
+ *                                 ?from=tail  or the header and the last few MiB of it
  *
  * Invariants, and why:
  * - Only a loopback `Host` is served (`127.0.0.1:<port>`, `localhost:<port>`, `[::1]:<port>`);
@@ -86,8 +87,8 @@ function route(context: ViewerContext, cache: ListCache, request: IncomingMessag
     }
     if (!isSessionId(id)) return json(response, 400, { error: "not a session id" });
     const rawFrom = url.searchParams.get("from") ?? "0";
-    if (!/^\d{1,15}$/.test(rawFrom)) return json(response, 400, { error: "from must be a byte offset" });
-    const page = readPage(context.directory, id, Number(rawFrom));
+    if (rawFrom !== "tail" && !/^\d{1,15}$/.test(rawFrom)) return json(response, 400, { error: "from must be a byte offset or tail" });
+    const page = readPage(context.directory, id, rawFrom === "tail" ? "tail" : Number(rawFrom));
     if (page === "unknown-session") return json(response, 404, { error: "no such session" });
     if (page === "bad-cursor") return json(response, 409, { error: "the log changed under this cursor: read it again from 0" });
     return json(response, 200, page);

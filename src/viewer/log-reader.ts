@@ -33,6 +33,8 @@ export const PAGE_EVENTS = 200;
 export const PAGE_BYTES = 2 * 1024 * 1024;
 /** Longest line sent whole; a longer one is named, not held. */
 export const LINE_CAP = 1024 * 1024;
+/** A page from the tail starts at most this far before the end (the first line start after). */
+export const TAIL_BYTES = 4 * 1024 * 1024;
 /** How much of an unparsable line is shown. */
 const UNPARSABLE_SHOWN = 2000;
 const HEAD_BYTES = 256;
@@ -48,6 +50,8 @@ export interface SessionPage {
   next: number;
   /** More whole lines follow `next` now (ask again at once). */
   more: boolean;
+  /** For a page from the tail: the bytes of events before it that were not read. */
+  skipped?: number;
 }
 
 /**
@@ -119,10 +123,12 @@ function headerOnly(directory: string, id: string): SessionHeader | undefined {
 export type PageRefusal = "unknown-session" | "bad-cursor";
 
 /**
- * The page of `sessionId`'s log from byte `from` (0: from the top, the header included).
- * `sessionId` must be a session id (checked again by `logPath`).
+ * The page of `sessionId`'s log from byte `from` (0: from the top, the header included), or,
+ * for "tail", its header and the lines of about its last `TAIL_BYTES` (a log of a million
+ * events opens at its end; `skipped` says how much was left out). `sessionId` must be a session
+ * id (checked again by `logPath`).
  */
-export function readPage(directory: string, sessionId: string, from: number): SessionPage | PageRefusal {
+export function readPage(directory: string, sessionId: string, from: number | "tail"): SessionPage | PageRefusal {
   const file = logPath(directory, sessionId);
   try {
     refuseSymlinkedFolder(directory);
@@ -133,8 +139,17 @@ export function readPage(directory: string, sessionId: string, from: number): Se
   if (fd === undefined) return "unknown-session";
   try {
     const size = fs.fstatSync(fd).size;
+    let header: SessionHeader | undefined;
+    let skipped: number | undefined;
+    if (from === "tail") {
+      from = size > TAIL_BYTES ? lineStartAfter(fd, size - TAIL_BYTES, size) : 0;
+      if (from > 0) {
+        scanLines(fd, 0, (line) => ((header = headerOf(line.body)), false));
+        skipped = from;
+      }
+    }
     if (from > size || (from > 0 && !startsLine(fd, from))) return "bad-cursor";
-    const page: SessionPage = { events: [], next: from, more: false };
+    const page: SessionPage = { events: [], next: from, more: false, ...(header ? { header } : {}), ...(skipped ? { skipped } : {}) };
     let bytes = 0;
     scanLines(fd, from, (line) => {
       if (page.events.length >= PAGE_EVENTS || (page.events.length > 0 && bytes + line.bytes > PAGE_BYTES)) {
@@ -153,6 +168,19 @@ export function readPage(directory: string, sessionId: string, from: number): Se
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The first line start after byte `at` (past the "\n" that ends the line holding it); 0 when no whole line ends before `size`: read from the top. */
+function lineStartAfter(fd: number, at: number, size: number): number {
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  for (let position = at; position < size; ) {
+    const read = fs.readSync(fd, chunk, 0, chunk.length, position);
+    if (read === 0) break;
+    const newline = chunk.subarray(0, read).indexOf(10);
+    if (newline !== -1) return position + newline + 1 < size ? position + newline + 1 : 0;
+    position += read;
+  }
+  return 0;
 }
 
 function startsLine(fd: number, at: number): boolean {

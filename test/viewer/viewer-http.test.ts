@@ -290,3 +290,42 @@ describe("harness-bridge view (the binary)", () => {
     }
   });
 });
+
+describe("a huge log", () => {
+  it("opens at its tail: the header, the last few MiB of events, and how much was left out; then follows on", async () => {
+    const { TAIL_BYTES } = await import("../../src/viewer/log-reader.js");
+    const lines = [header("huge")];
+    const filler = "y".repeat(1000);
+    let bytes = 0;
+    let seq = 0;
+    while (bytes < TAIL_BYTES * 2) {
+      const line = event(++seq, "tool/result", { callId: `c${seq}`, name: "bash", content: [{ type: "text", text: filler }], isError: false, durationMs: 1 });
+      lines.push(line);
+      bytes += line.length + 1;
+    }
+    const file = writeLog("huge", lines);
+    const size = fs.statSync(file).size;
+    const page = JSON.parse((await get("/api/sessions/huge/lines?from=tail")).body);
+    expect(page.header.sessionId).toBe("huge");
+    expect(page.skipped).toBeGreaterThan(TAIL_BYTES / 2);
+    expect(page.skipped).toBeLessThanOrEqual(size - TAIL_BYTES + 2000);
+    // It starts on a whole event, and from there on nothing is missing up to the end.
+    const seqs: number[] = page.events.map((e: { seq: number }) => e.seq);
+    let next = page.next;
+    for (let more = page.more; more; ) {
+      const p = JSON.parse((await get(`/api/sessions/huge/lines?from=${next}`)).body);
+      seqs.push(...p.events.map((e: { seq: number }) => e.seq));
+      next = p.next;
+      more = p.more;
+    }
+    expect(seqs.at(-1)).toBe(seq);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => seqs[0]! + i));
+    expect(next).toBe(size);
+    // A small log's tail is all of it.
+    writeLog("small", [header("small"), event(1, "turn/start", { turn: 1 })]);
+    const small = JSON.parse((await get("/api/sessions/small/lines?from=tail")).body);
+    expect(small.skipped).toBeUndefined();
+    expect(small.header.sessionId).toBe("small");
+    expect(small.events.map((e: { type: string }) => e.type)).toEqual(["turn/start"]);
+  });
+});

@@ -225,3 +225,23 @@ def test_unknown_and_damaged_lines_show_as_text(ws: Workspace, browser: WebDrive
         assert expected in text, expected
     assert XSS_SCRIPT in text and XSS_IMG in text
     assert browser.js("return [window.__xss === undefined, document.querySelectorAll('#timeline img, #timeline script').length]") == [True, 0]
+
+
+def test_a_huge_log_opens_at_its_tail_and_can_show_everything(ws: Workspace, browser: WebDriver) -> None:
+    _first_turn(ws, "other")  # makes the workspace folder
+    folder = next(ws.root.glob("*"))
+    header = {"type": "session-header", "version": 1, "sessionId": "huge", "workspace": str(ws.dir), "createdAt": 1, "provider": "scripted", "model": "x"}
+    lines = [json.dumps(header),
+             json.dumps({"type": "user/message", "seq": 1, "time": 2, "data": {"id": "m", "content": [{"type": "text", "text": "the very first prompt"}]}})]
+    for seq in range(2, 130):  # ~6.4 MiB: more than the tail the page opens with
+        lines.append(json.dumps({"type": "tool/result", "seq": seq, "time": 3, "data": {"callId": f"c{seq}", "name": "bash",
+                                                                                       "content": [{"type": "text", "text": f"output {seq} " + "z" * 50_000}], "isError": False, "durationMs": 1}}))
+    (folder / "huge.jsonl").write_text("".join(f"{line}\n" for line in lines))
+    browser.get(f"{ws.url}#huge")
+    browser.wait_for("return document.getElementById('timeline').innerText.includes('output 129 ')", "the last event")
+    text = browser.js("return document.getElementById('timeline').innerText")
+    assert "MiB of earlier events are not shown" in text and "the very first prompt" not in text
+    browser.js("document.querySelector('#timeline button').click()")
+    browser.wait_for("const t = document.getElementById('timeline').innerText; return t.includes('the very first prompt') && t.includes('output 129 ')",
+                     "the whole log")
+    assert "MiB of earlier events are not shown" not in browser.js("return document.getElementById('timeline').innerText")

@@ -202,12 +202,13 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function follow(id) {
+/** Follows session `id`'s log: from its tail ("tail": the last few MiB), or from `from` (0: all of it). */
+async function follow(id, from = "tail") {
   const mine = ++generation;
   const timeline = document.getElementById("timeline");
   timeline.replaceChildren();
   document.getElementById("session-head").replaceChildren(h("h2", null, id));
-  view = { id, cursor: 0, calls: new Map() };
+  view = { id, cursor: from, calls: new Map() };
   while (mine === generation) {
     let page;
     try {
@@ -236,6 +237,11 @@ async function follow(id) {
         h("h2", null, String(hd.sessionId)),
         h("div", "meta", `${String(hd.provider)} / ${String(hd.model)} · created ${new Date(hd.createdAt).toLocaleString()}`),
       );
+    }
+    if (page.skipped) {
+      const all = h("button", null, "show them");
+      all.addEventListener("click", () => follow(id, 0));
+      timeline.append(h("li", "event damaged", `${(page.skipped / 1048576).toFixed(1)} MiB of earlier events are not shown. `, all));
     }
     for (const event of page.events) {
       let el;
