@@ -225,9 +225,10 @@ class HarnessClient(Connection):
         ``context`` for post-tool, ``continue_with`` for stop. Raises
         :class:`InvalidParamsError`: ``kind == "unknown-hook"`` for a hook nobody waits for, and
         for a field that hook does not take (the hook still waits)."""
-        params = SessionHookParams(session_id=session_id, hook_id=hook_id, block=block, context=context,
-                                   content=[TextBlock(text=content)] if content is not None else None,
-                                   is_error=is_error, continue_=continue_with)
+        params = SessionHookParams.model_validate({
+            "sessionId": session_id, "hookId": hook_id, "block": block, "context": context,
+            "content": [TextBlock(text=content)] if content is not None else None,
+            "isError": is_error, "continue": continue_with})
         self._request("session/hook", params.to_wire(), timeout=timeout)
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:

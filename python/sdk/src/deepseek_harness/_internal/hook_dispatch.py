@@ -36,7 +36,7 @@ def hook_job(hooks: Hooks, sid: str, n: Notification, data: Dict[str, Any]) -> O
     """What runs for one ``hook/request`` (the function, the answer's maker, whether it is
     async); None for a request the SDK cannot answer (malformed: logged)."""
     hook_id, hook = data.get("hookId"), data.get("hook")
-    if not isinstance(hook_id, str) or hook not in HOOK_NAMES.values():
+    if not isinstance(hook_id, str) or not isinstance(hook, str) or hook not in HOOK_NAMES.values():
         log.warning("ignoring a hook/request without a hookId or with an unknown hook: %r", data)
         return None
     fn = hooks.function_for(hook)
