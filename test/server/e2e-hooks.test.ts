@@ -245,6 +245,45 @@ describe("answers nobody waits for", () => {
   });
 });
 
+describe("which sessions and waits", () => {
+  it("a subagent's tool calls meet post-tool under the child's session id; stop is asked of the top-level turn only", async () => {
+    const script = {
+      turns: [{ steps: [{ toolCalls: [{ id: "t", name: "task", arguments: { prompt: "read a.txt" } }] }, { text: "parent done" }] }],
+      subagent: { turns: [{ steps: [{ toolCalls: [{ id: "cr", name: "read_file", arguments: { path: "a.txt" } }] }, { text: "child done" }] }] },
+    };
+    const c = await initialized(script, { hooks: ["post-tool", "stop"] });
+    c.request("p", "session/prompt", promptParams("s"));
+    const started = await c.waitFrame((f) => f.method === "subagent.started");
+    const child = started.params.childSessionId;
+    const childHook = await event(c, child, "hook/request");
+    expect(childHook.data).toMatchObject({ hook: "post-tool", callId: "cr", name: "read_file" });
+    c.request("h1", "session/hook", hook(child, childHook.data.hookId));
+    const parentPost = await event(c, "s", "hook/request");
+    expect(parentPost.data).toMatchObject({ hook: "post-tool", callId: "t", name: "task" });
+    c.request("h2", "session/hook", hook("s", parentPost.data.hookId));
+    const stop = await event(c, "s", "hook/request", 2);
+    expect(stop.data).toMatchObject({ hook: "stop", text: "parent done" });
+    c.request("h3", "session/hook", hook("s", stop.data.hookId));
+    expect((await c.response("p")).result.status).toBe("ok");
+    expect(ofType(c, child, "hook/request").map((e) => e.data.hook)).toEqual(["post-tool"]);
+  });
+
+  it("a session/permission or session/tool_result carrying a hookId settles nothing; the hook still waits", async () => {
+    const c = await initialized(turns([{ text: "done" }]), { hooks: ["stop"] });
+    c.request("p", "session/prompt", promptParams("s"));
+    const { data } = await event(c, "s", "hook/request");
+    c.request("perm", "session/permission", { sessionId: "s", requestId: data.hookId, decision: "allow" });
+    expect((await c.response("perm")).error?.data?.kind).toBe("unknown-request");
+    c.request("tool", "session/tool_result", { sessionId: "s", callId: data.hookId, content: [] });
+    expect((await c.response("tool")).error?.data?.kind).toBe("unknown-call");
+    expect(ofType(c, "s", "hook/decision")).toEqual([]);
+    c.request("ok", "session/hook", hook("s", data.hookId));
+    expect((await c.response("ok")).result).toEqual({});
+    expect((await c.response("p")).result.status).toBe("ok");
+    expect(ofType(c, "s", "hook/decision")).toHaveLength(1);
+  });
+});
+
 describe("no answer", () => {
   it("past clientToolTimeoutMs the hook is skipped, the decision says so, and the turn goes on", async () => {
     const c = await initialized(oneTurn({ text: "done" }), { hooks: ["stop"], clientToolTimeoutMs: 50 });
