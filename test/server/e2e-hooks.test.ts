@@ -53,15 +53,20 @@ const sessionRoot = () => {
 };
 
 describe("initialize.hooks", () => {
-  it("an unknown hook name is -32602 naming params.hooks, and the bridge keeps serving", async () => {
+  it("an unknown hook name is -32602 naming params.hooks, and the bridge keeps serving; a name given twice counts once", async () => {
     const c = new RawClient();
     clients.push(c);
     c.request("bad", "initialize", { ...initParams(ws.dir), provider: "scripted", hooks: ["stop", "pre-tool"] });
     const refused = await c.response("bad");
     expect(refused.error).toMatchObject({ code: -32602, data: { kind: "invalid-params" } });
     expect(refused.error?.message).toContain("params.hooks.1");
-    c.request("ok", "initialize", { ...initParams(ws.dir), provider: "scripted", hooks: ["stop"] });
+    c.request("ok", "initialize", { ...initParams(ws.dir, ws.script("s.json", oneTurn({ text: "done" }))), provider: "scripted", hooks: ["stop", "stop"] });
     expect((await c.response("ok")).error).toBeUndefined();
+    c.request("p", "session/prompt", promptParams("s"));
+    const { data } = await event(c, "s", "hook/request");
+    c.request("h", "session/hook", hook("s", data.hookId));
+    expect((await c.response("p")).result.status).toBe("ok");
+    expect(ofType(c, "s", "hook/request")).toHaveLength(1);
   });
 
   it("without hooks no hook event is recorded and session/hook finds nothing to answer", async () => {
@@ -127,6 +132,38 @@ describe("prompt-submit (over the DeepSeek-shaped fake: what the model is sent)"
     expect((await c.response("p2")).result.status).toBe("ok");
     expect(userTexts(1)).toEqual(["fix the bug\nThe repository uses tabs.", "and now?"]);
     expect(server.problems).toEqual([]);
+  });
+});
+
+describe("stop over the DeepSeek-shaped fake", () => {
+  it("a continue after an exchange with tool calls is a history DeepSeek takes (reasoning_content kept where thinking mode needs it)", async () => {
+    const server = new FakeDeepSeek();
+    const url = await server.start();
+    try {
+      const reasoning = (text: string) => ({ delta: { role: "assistant", content: null, reasoning_content: text } });
+      const usage = { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } };
+      server.table = {
+        "read a": [
+          { events: [reasoning("read it"), { delta: { tool_calls: [{ index: 0, id: "call_r", type: "function", function: { name: "read_file", arguments: '{"path":"a.txt"}' } }] } }, { delta: {}, finish_reason: "tool_calls" }, usage] },
+          { events: [reasoning("done"), { delta: { content: "a says: contents of a" } }, { delta: {}, finish_reason: "stop" }, usage] },
+        ],
+        "say it in French": [{ events: [reasoning("ok"), { delta: { content: "a dit : contents of a" } }, { delta: {}, finish_reason: "stop" }, usage] }],
+      };
+      const c = await initialized({}, { hooks: ["stop"] }, undefined, fakeDeepSeekEnv(url), "deepseek", "deepseek-chat");
+      c.request("p", "session/prompt", promptParams("s", "read a"));
+      const first = await event(c, "s", "hook/request");
+      c.request("h1", "session/hook", hook("s", first.data.hookId, { continue: "say it in French" }));
+      const second = await event(c, "s", "hook/request", 2);
+      expect(second.data.text).toBe("a dit : contents of a");
+      c.request("h2", "session/hook", hook("s", second.data.hookId));
+      expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+      expect(server.problems).toEqual([]);
+      const last = server.requests[2].messages;
+      expect(last.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+      expect(last[2].reasoning_content).toBe("read it");
+    } finally {
+      await server.stop();
+    }
   });
 });
 
