@@ -386,6 +386,26 @@ describe("a session resumed after the bridge died while a hook waited", () => {
     expect(events[1].data).toMatchObject({ callId: "r", isError: false, content: data.content });
   });
 
+  it("a prompt-submit hook: recorded as skipped, and the interrupted prompt stays in the history like any interrupted turn's", async () => {
+    const root = sessionRoot();
+    const args = ["--stdio", "--session-root", root];
+    const script = ws.script("s.json", turns([{ text: "never" }], [{ text: "resumed" }]));
+    const first = await initialized({}, { hooks: ["prompt-submit"] }, args, undefined, "scripted", script);
+    first.request("p", "session/prompt", promptParams("s", "one"));
+    const { data } = await event(first, "s", "hook/request");
+    first.kill("SIGKILL");
+    await first.exit();
+
+    const second = await initialized({}, {}, args, undefined, "scripted", script);
+    second.request("p", "session/prompt", promptParams("s", "two"));
+    expect((await second.response("p")).result.status).toBe("ok");
+    expect(types(second, "s")).toEqual(["hook/decision", "user/message", "turn/start", "step/start", "assistant/message", "turn/end"]);
+    expect(second.events("s")[0].data).toEqual({ hookId: data.hookId, hook: "prompt-submit", skipped: expect.stringContaining("bridge stopped") });
+    second.request("r", "session/read", { sessionId: "s" });
+    const logged = (await second.response("r")).result.events.map((e: any) => e.type);
+    expect(logged.filter((t: string) => t === "user/message")).toHaveLength(2);
+  });
+
   it("a stop hook: recorded as skipped once, and the resumed session goes on", async () => {
     const root = sessionRoot();
     const args = ["--stdio", "--session-root", root];
