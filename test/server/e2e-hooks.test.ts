@@ -1,66 +1,28 @@
 /**
  * Hooks end to end, over the raw wire against the built binary (PROTOCOL.md "Turn control"):
  * `initialize.hooks` makes turns wait at `prompt-submit`, `post-tool` and `stop` for
- * `session/hook`; what each answer does to the turn and to the history the model sees; the
- * answers refused (unknown, another session's, answered twice, a field the hook does not take);
- * no answer (deadline, end of input) as a recorded skip; cancel while a hook waits; a session
- * resumed after a bridge died while a hook waited.
+ * `session/hook`; what each answer does to the turn and to the history the model sees (the
+ * DeepSeek-shaped fake shows what is sent); which sessions and calls meet which hook. The
+ * refused answers, no answer, cancel and resume: e2e-hooks-waits.test.ts.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
+import { hookKit } from "../support/hook-kit.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
-import { oneTurn, tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+import { oneTurn, turns } from "../support/scripts.js";
 
-let ws: TempWorkspace;
-const clients: RawClient[] = [];
-const roots: string[] = [];
-
-beforeEach(() => {
-  ws = tempWorkspace("hb-hooks-");
-  ws.file("a.txt", "contents of a\n");
-});
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.dispose()));
-  ws.cleanup();
-  for (const root of roots.splice(0)) fs.rmSync(root, { recursive: true, force: true });
-});
-
-async function initialized(script: object, extra: object, args = ["--stdio", "--no-session-log"], env?: NodeJS.ProcessEnv, provider = "scripted", model?: string): Promise<RawClient> {
-  const c = new RawClient({ args, env });
-  clients.push(c);
-  c.request("init", "initialize", { ...initParams(ws.dir, model ?? ws.script("s.json", script as any)), provider, ...extra });
-  expect((await c.response("init")).error).toBeUndefined();
-  return c;
-}
-
-function event(c: RawClient, sessionId: string, type: string, n = 1): Promise<any> {
-  return c
-    .waitFrame((f) => f.method === "session.event" && f.params.sessionId === sessionId && c.events(sessionId).filter((e) => e.type === type).length >= n, `${type} #${n} in ${sessionId}`)
-    .then(() => c.events(sessionId).filter((e) => e.type === type)[n - 1]);
-}
-
-const ofType = (c: RawClient, sessionId: string, type: string) => c.events(sessionId).filter((e) => e.type === type);
-const types = (c: RawClient, sessionId: string) => c.events(sessionId).map((e) => e.type).filter((t) => t !== "assistant/chunk");
-const hook = (sessionId: string, hookId: string, answer: object = {}) => ({ sessionId, hookId, ...answer });
-const sessionRoot = () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-hooks-root-"));
-  roots.push(root);
-  return root;
-};
+const kit = hookKit("hb-hooks-");
+const { initialized, event, ofType, types, hook } = kit;
 
 describe("initialize.hooks", () => {
   it("an unknown hook name is -32602 naming params.hooks, and the bridge keeps serving; a name given twice counts once", async () => {
     const c = new RawClient();
-    clients.push(c);
-    c.request("bad", "initialize", { ...initParams(ws.dir), provider: "scripted", hooks: ["stop", "pre-tool"] });
+    kit.clients.push(c);
+    c.request("bad", "initialize", { ...initParams(kit.ws.dir), provider: "scripted", hooks: ["stop", "pre-tool"] });
     const refused = await c.response("bad");
     expect(refused.error).toMatchObject({ code: -32602, data: { kind: "invalid-params" } });
     expect(refused.error?.message).toContain("params.hooks.1");
-    c.request("ok", "initialize", { ...initParams(ws.dir, ws.script("s.json", oneTurn({ text: "done" }))), provider: "scripted", hooks: ["stop", "stop"] });
+    c.request("ok", "initialize", { ...initParams(kit.ws.dir, kit.ws.script("s.json", oneTurn({ text: "done" }))), provider: "scripted", hooks: ["stop", "stop"] });
     expect((await c.response("ok")).error).toBeUndefined();
     c.request("p", "session/prompt", promptParams("s"));
     const { data } = await event(c, "s", "hook/request");
@@ -247,41 +209,6 @@ describe("stop", () => {
   });
 });
 
-describe("answers nobody waits for", () => {
-  it("unknown, another session's, answered twice: -32602 unknown-hook; the hook still waits for the right answer", async () => {
-    const c = await initialized(turns([{ text: "done" }]), { hooks: ["stop"] });
-    c.request("p", "session/prompt", promptParams("s"));
-    const { data } = await event(c, "s", "hook/request");
-    c.request("unknown", "session/hook", hook("s", "hook_nope"));
-    expect((await c.response("unknown")).error).toMatchObject({ code: -32602, data: { kind: "unknown-hook", hookId: "hook_nope" } });
-    c.request("other", "session/hook", hook("other-session", data.hookId, { continue: "x" }));
-    expect((await c.response("other")).error).toMatchObject({ code: -32602, data: { kind: "unknown-hook", sessionId: "other-session" } });
-    expect(ofType(c, "s", "hook/decision")).toEqual([]);
-    c.request("ok", "session/hook", hook("s", data.hookId));
-    expect((await c.response("ok")).result).toEqual({});
-    c.request("again", "session/hook", hook("s", data.hookId));
-    expect((await c.response("again")).error).toMatchObject({ code: -32602, data: { kind: "unknown-hook" } });
-    expect((await c.response("p")).result.status).toBe("ok");
-  });
-
-  it("a field the hook does not take, a misspelled field or an empty continue is -32602, and the hook still waits", async () => {
-    const c = await initialized(turns([{ text: "done" }]), { hooks: ["stop"] });
-    c.request("p", "session/prompt", promptParams("s"));
-    const { data } = await event(c, "s", "hook/request");
-    c.request("block", "session/hook", hook("s", data.hookId, { block: "no" }));
-    const refused = await c.response("block");
-    expect(refused.error).toMatchObject({ code: -32602, data: { kind: "invalid-params" } });
-    expect(refused.error?.message).toContain("params.block");
-    c.request("typo", "session/hook", hook("s", data.hookId, { continu: "go on" }));
-    expect((await c.response("typo")).error?.code).toBe(-32602);
-    c.request("empty", "session/hook", hook("s", data.hookId, { continue: "" }));
-    expect((await c.response("empty")).error?.message).toContain("params.continue");
-    c.request("ok", "session/hook", hook("s", data.hookId));
-    expect((await c.response("ok")).result).toEqual({});
-    expect((await c.response("p")).result.status).toBe("ok");
-  });
-});
-
 describe("which sessions and waits", () => {
   it("a subagent's tool calls meet post-tool under the child's session id; stop is asked of the top-level turn only", async () => {
     const script = {
@@ -318,111 +245,5 @@ describe("which sessions and waits", () => {
     expect((await c.response("ok")).result).toEqual({});
     expect((await c.response("p")).result.status).toBe("ok");
     expect(ofType(c, "s", "hook/decision")).toHaveLength(1);
-  });
-});
-
-describe("no answer", () => {
-  it("past clientToolTimeoutMs the hook is skipped, the decision says so, and the turn goes on", async () => {
-    const c = await initialized(oneTurn({ text: "done" }), { hooks: ["stop"], clientToolTimeoutMs: 50 });
-    c.request("p", "session/prompt", promptParams("s"));
-    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
-    const decision = ofType(c, "s", "hook/decision")[0].data;
-    expect(decision).toEqual({ hookId: expect.any(String), hook: "stop", skipped: expect.stringContaining("clientToolTimeoutMs") });
-  });
-
-  it("end of input skips a waiting hook; the turn settles and the bridge exits 0", async () => {
-    const c = await initialized(readPostTool(), { hooks: ["post-tool"] });
-    c.request("p", "session/prompt", promptParams("s"));
-    await event(c, "s", "hook/request");
-    c.child.stdin.end();
-    expect((await c.response("p")).result.status).toBe("ok");
-    expect(ofType(c, "s", "hook/decision")[0].data.skipped).toContain("closed its input");
-    expect(ofType(c, "s", "tool/result")[0].data.content[0].text).toContain("contents of a");
-    expect((await c.exit()).code).toBe(0);
-  });
-
-  it("cancel while a hook waits: no decision is recorded, the turn is aborted, the session is reusable", async () => {
-    const c = await initialized(turns([{ text: "done" }], [{ text: "again" }]), { hooks: ["stop"] });
-    c.request("p", "session/prompt", promptParams("s"));
-    const { data } = await event(c, "s", "hook/request");
-    c.request("c", "session/cancel", { sessionId: "s" });
-    expect((await c.response("c")).result).toEqual({ cancelled: true });
-    expect((await c.response("p")).result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
-    expect(ofType(c, "s", "hook/decision")).toEqual([]);
-    c.request("late", "session/hook", hook("s", data.hookId));
-    expect((await c.response("late")).error?.data?.kind).toBe("unknown-hook");
-    c.request("p2", "session/prompt", promptParams("s", "two"));
-    const next = await event(c, "s", "hook/request", 2);
-    c.request("h", "session/hook", hook("s", next.data.hookId));
-    expect((await c.response("p2")).result.status).toBe("ok");
-    // The abandoned hook is not settled again at the next turn's start: the turn that asked it ended.
-    expect(ofType(c, "s", "hook/decision")).toHaveLength(1);
-  });
-});
-
-function readPostTool() {
-  return turns([{ toolCalls: [{ id: "r", name: "read_file", arguments: { path: "a.txt" } }] }, { text: "done" }], [{ text: "resumed" }]);
-}
-
-describe("a session resumed after the bridge died while a hook waited", () => {
-  it("a post-tool hook: recorded as skipped, and the tool's output becomes its result", async () => {
-    const root = sessionRoot();
-    const args = ["--stdio", "--session-root", root];
-    const script = ws.script("s.json", readPostTool());
-    const first = await initialized({}, { hooks: ["post-tool"] }, args, undefined, "scripted", script);
-    first.request("p", "session/prompt", promptParams("s", "one"));
-    const { data } = await event(first, "s", "hook/request");
-    first.kill("SIGKILL");
-    await first.exit();
-
-    const second = await initialized({}, { hooks: ["post-tool"] }, args, undefined, "scripted", script);
-    second.request("late", "session/hook", hook("s", data.hookId));
-    expect((await second.response("late")).error?.data?.kind).toBe("unknown-hook");
-    second.request("p", "session/prompt", promptParams("s", "two"));
-    expect((await second.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
-    const events = second.events("s");
-    expect(events.slice(0, 3).map((e) => e.type)).toEqual(["hook/decision", "tool/result", "user/message"]);
-    expect(events[0].data).toEqual({ hookId: data.hookId, hook: "post-tool", skipped: expect.stringContaining("bridge stopped") });
-    expect(events[1].data).toMatchObject({ callId: "r", isError: false, content: data.content });
-  });
-
-  it("a prompt-submit hook: recorded as skipped, and the interrupted prompt stays in the history like any interrupted turn's", async () => {
-    const root = sessionRoot();
-    const args = ["--stdio", "--session-root", root];
-    const script = ws.script("s.json", turns([{ text: "never" }], [{ text: "resumed" }]));
-    const first = await initialized({}, { hooks: ["prompt-submit"] }, args, undefined, "scripted", script);
-    first.request("p", "session/prompt", promptParams("s", "one"));
-    const { data } = await event(first, "s", "hook/request");
-    first.kill("SIGKILL");
-    await first.exit();
-
-    const second = await initialized({}, {}, args, undefined, "scripted", script);
-    second.request("p", "session/prompt", promptParams("s", "two"));
-    expect((await second.response("p")).result.status).toBe("ok");
-    expect(types(second, "s")).toEqual(["hook/decision", "user/message", "turn/start", "step/start", "assistant/message", "turn/end"]);
-    expect(second.events("s")[0].data).toEqual({ hookId: data.hookId, hook: "prompt-submit", skipped: expect.stringContaining("bridge stopped") });
-    second.request("r", "session/read", { sessionId: "s" });
-    const logged = (await second.response("r")).result.events.map((e: any) => e.type);
-    expect(logged.filter((t: string) => t === "user/message")).toHaveLength(2);
-  });
-
-  it("a stop hook: recorded as skipped once, and the resumed session goes on", async () => {
-    const root = sessionRoot();
-    const args = ["--stdio", "--session-root", root];
-    const script = ws.script("s.json", turns([{ text: "done" }], [{ text: "resumed" }]));
-    const first = await initialized({}, { hooks: ["stop"] }, args, undefined, "scripted", script);
-    first.request("p", "session/prompt", promptParams("s", "one"));
-    const { data } = await event(first, "s", "hook/request");
-    first.kill("SIGKILL");
-    await first.exit();
-
-    const second = await initialized({}, {}, args, undefined, "scripted", script);
-    second.request("p", "session/prompt", promptParams("s", "two"));
-    expect((await second.response("p")).result.status).toBe("ok");
-    expect(second.events("s")[0]).toMatchObject({ type: "hook/decision", data: { hookId: data.hookId, hook: "stop", skipped: expect.any(String) } });
-    expect(ofType(second, "s", "assistant/message")[0].data.content).toEqual([{ type: "text", text: "resumed" }]);
-    second.request("p2", "session/prompt", promptParams("s", "three"));
-    expect((await second.response("p2")).result.status).toBe("ok");
-    expect(ofType(second, "s", "hook/decision")).toHaveLength(1);
   });
 });
