@@ -7,6 +7,7 @@
  * @module
  */
 import type { SessionPermissionParams, SessionToolResultParams } from "./client-tools-types.js";
+import type { SessionHookParams } from "./hooks-types.js";
 import type { SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
 import type {
   SessionDeleteParams,
@@ -41,6 +42,7 @@ export interface RequestMap {
   "session/read": { params: SessionReadParams; result: SessionReadResult };
   "session/fork": { params: SessionForkParams; result: SessionForkResult };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult };
+  "session/hook": { params: SessionHookParams; result: Record<string, never> };
 }
 
 /** The request method names. */

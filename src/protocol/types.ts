@@ -15,6 +15,8 @@ import type {
   ToolRequestEventData,
 } from "./client-tools-types.js";
 export * from "./client-tools-types.js";
+import type { BlockedReason, HookDecisionEventData, HookName, HookRequestEventData } from "./hooks-types.js";
+export * from "./hooks-types.js";
 
 import type { ContextCompactedEventData } from "./compaction-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
@@ -72,7 +74,8 @@ export type TurnEndReason =
   | { kind: "max-steps"; limit: number }
   | { kind: "model-error"; message: string; httpStatus?: number; code?: string }
   | { kind: "internal-error"; message: string }
-  | OutputInvalidReason;
+  | OutputInvalidReason
+  | BlockedReason;
 
 /** The settled outcome of a turn. */
 export type TurnStatus = "ok" | "error" | "aborted";
@@ -136,6 +139,9 @@ export interface SessionEventDataMap {
   // Structured output (output-types.ts) and compaction (compaction-types.ts).
   "output/reminder": OutputReminderEventData;
   "context/compacted": ContextCompactedEventData;
+  // Hooks (hooks-types.ts)
+  "hook/request": HookRequestEventData;
+  "hook/decision": HookDecisionEventData;
 }
 
 /** The session event type names. */
@@ -226,6 +232,8 @@ export interface InitializeParams {
   compactAt?: number;
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>` (mcp-types.ts). */
   mcpServers?: Record<string, McpServerConfig>;
+  /** The hook points at which turns wait for `session/hook` (hooks-types.ts); absent or empty: none. */
+  hooks?: HookName[];
 }
 
 /** Result of `initialize`. */

@@ -28,12 +28,12 @@ __all__ = ["Router", "Subscriber"]
 
 log = logging.getLogger("deepseek_harness")
 
-#: Events the client must answer (client tools, approvals). With an interceptor set, the reader
-#: decodes a fast-path line that may be one (:func:`may_ask`) and hands it over.
-ANSWER_TYPES = frozenset({"tool/request", "permission/request"})
+#: Events the client must answer (client tools, approvals, hooks). With an interceptor set, the
+#: reader decodes a fast-path line that may be one (:func:`may_ask`) and hands it over.
+ANSWER_TYPES = frozenset({"tool/request", "permission/request", "hook/request"})
 # What follows the session id of a fast-path line: the bridge writes the event's type first.
 _EVENT_TYPE = b'","event":{"type":"'
-_ASKING = (b'tool/request"', b'permission/request"')
+_ASKING = (b'tool/request"', b'permission/request"', b'hook/request"')
 
 
 def may_ask(line: bytes, end: int) -> bool:
@@ -44,7 +44,7 @@ def may_ask(line: bytes, end: int) -> bool:
     if not line.startswith(_EVENT_TYPE, end):
         return True
     start = end + len(_EVENT_TYPE)
-    return line.startswith(_ASKING[0], start) or line.startswith(_ASKING[1], start)
+    return line.startswith(_ASKING[0], start) or line.startswith(_ASKING[1], start) or line.startswith(_ASKING[2], start)
 
 #: Called on the reader thread with an event to answer and the prompt it is routed to (or None).
 #: It must not block: it hands the work to a pool or an event loop.
