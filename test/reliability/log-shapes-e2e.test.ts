@@ -40,6 +40,8 @@ const DAMAGED: Array<[string, string, RegExp]> = [
   ["content-number", '{"type":"assistant/message","seq":3,"time":4,"data":{"content":7}}', /data\.content is not a list of content blocks/],
   ["null-block", '{"type":"tool/result","seq":3,"time":4,"data":{"callId":"c","name":"bash","content":[null],"isError":false}}', /data\.content\[0\] is not a content block/],
   ["bad-turn", '{"type":"turn/start","seq":3,"time":4,"data":{"turn":"two"}}', /data\.turn is not a turn number/],
+  ["hook-continue", '{"type":"hook/decision","seq":3,"time":4,"data":{"hookId":"h","hook":"stop","continue":5}}', /data\.continue is not a string/],
+  ["hook-no-id", '{"type":"hook/request","seq":3,"time":4,"data":{"hook":"stop"}}', /data\.hookId and data\.hook are not strings/],
   ["no-seq", '{"type":"user/message","time":4,"data":{"content":[]}}', /no seq number/],
 ];
 

@@ -25,6 +25,12 @@ function blocksProblem(value: unknown, field: string): string | undefined {
   return undefined;
 }
 
+/** The first of `fields` that is present but not a string. */
+function optionalStrings(data: Record<string, unknown>, fields: string[]): string | undefined {
+  const bad = fields.find((field) => data[field] !== undefined && typeof data[field] !== "string");
+  return bad && `data.${bad} is not a string`;
+}
+
 const isCount = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 
 const CHECKS: Record<string, Check> = {
@@ -34,6 +40,11 @@ const CHECKS: Record<string, Check> = {
     typeof d.callId !== "string" || typeof d.name !== "string" ? "data.callId and data.name are not strings" : blocksProblem(d.content, "data.content"),
   "output/reminder": (d) => (typeof d.text === "string" ? undefined : "data.text is not a string"),
   "turn/start": (d) => (isCount(d.turn) ? undefined : "data.turn is not a turn number"),
+  "hook/request": (d) => (typeof d.hookId === "string" && typeof d.hook === "string" ? undefined : "data.hookId and data.hook are not strings"),
+  "hook/decision": (d) =>
+    typeof d.hookId !== "string" || typeof d.hook !== "string"
+      ? "data.hookId and data.hook are not strings"
+      : optionalStrings(d, ["skipped", "block", "context", "continue"]),
   "context/compacted": (d) =>
     !isCount(d.turn) || !isCount(d.keptFromSeq) ? "data.turn and data.keptFromSeq are not numbers" : typeof d.summary === "string" ? undefined : "data.summary is not a string",
 };
