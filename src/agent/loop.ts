@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { MAX_JSON_DEPTH } from "../json-depth.js";
-import type { AssistantContentBlock, FinishReason, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { AssistantContentBlock, FinishReason, JsonObject, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
 import { ModelError, type ModelProvider } from "../providers/types.js";
 import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { ToolGate } from "./client-requests.js";
@@ -23,6 +23,7 @@ import { requestTools } from "./offered-tools.js";
 import type { Prices } from "../protocol/index.js";
 import type { SteerInbox } from "./steer.js";
 import { budgetSpent, withCost } from "./cost.js";
+import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -53,12 +54,16 @@ export interface TurnConfig {
   prices?: Prices;
   /** `session/prompt.maxCostUsd`: once the turn's cost reached it, no further model request. */
   maxCostUsd?: number;
+  /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
+  hooks?: TurnHooks;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
 export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
   // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
   // client tool or approval was pending) get one now, durably, before the history goes on.
+  // Hooks it left waiting are recorded as skipped first (a post-tool hook's output is its result).
+  await settleLeftoverHooks(session);
   for (const { callId, name } of session.unansweredCalls()) {
     const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
     await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
@@ -77,6 +82,9 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
   const compaction: CompactionContext | undefined = config.context && { session, provider, model, system, maxTokens, tools, ...config.context, turn, signal };
+  // The prompt-submit hook may end the turn before any model request (agent/hooks.ts).
+  const verdict = config.hooks?.promptSubmit ? await config.hooks.promptSubmit(session, content, signal) : "go";
+  if (verdict !== "go") reason = verdict;
   for (let step = 1; reason === undefined; step++) {
     if (signal.aborted) {
       reason = { kind: "aborted" };
@@ -122,9 +130,17 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     // A steer that came while the model wrote its answer is for the model: the turn goes on to
     // answer it, if it may make another request (steps and budget left). Otherwise it ends as
     // it would have, and the steer is refused; so is one for a structured turn whose answer
-    // was accepted.
-    if (reason?.kind === "completed" && config.steers?.pending && !final?.accepted && step < config.maxSteps && !budgetSpent(usage, config.maxCostUsd)) {
-      reason = undefined;
+    // was accepted. A turn that goes on for a steer has not ended: no stop hook is asked.
+    const steered = () =>
+      reason?.kind === "completed" && config.steers?.pending === true && !final?.accepted && step < config.maxSteps && !budgetSpent(usage, config.maxCostUsd);
+    if (steered()) reason = undefined;
+    // The model ended the turn with an answer: a stop hook may send it back to work (agent/hooks.ts).
+    else if (outcome.answer !== undefined && config.hooks?.stop) {
+      const stop = await config.hooks.stop(session, outcome.answer, signal);
+      if (stop === "aborted") reason = { kind: "aborted" };
+      else if (stop.continue !== undefined) reason = undefined;
+      // A steer that came while the stop hook waited, as above.
+      else if (steered()) reason = undefined;
     }
   }
   // The turn is ending: steers still waiting, and later ones, are refused (steered: false).
@@ -141,6 +157,8 @@ interface StepOutcome {
   usage?: Usage;
   /** The model refused the request as too long for its context window, before it streamed anything. */
   refusedAsTooLong?: boolean;
+  /** The turn completes with this step's plain answer (its text): what a stop hook is asked about. */
+  answer?: string;
 }
 
 async function runStep(
@@ -220,7 +238,10 @@ async function runStep(
     return { end: failure, usage, refusedAsTooLong };
   }
   if (calls.length === 0) {
-    if (!final) return { end: { kind: "completed" }, usage };
+    if (!final) {
+      const answer = assembler.blocks().filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
+      return { end: { kind: "completed" }, usage, answer };
+    }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
     const reminder = final.remind();
     if (final.exhausted) return { end: final.endReason(), usage };
@@ -258,8 +279,10 @@ async function runToolCalls(session: Session, config: TurnConfig, signal: AbortS
     }
     const outcomes = batch.map((call) => executeTool(session, config, signal, call, final));
     for (let k = 0; k < batch.length; k++) {
-      const { output, durationMs } = await outcomes[k];
-      await recordResult(session, batch[k], output, durationMs);
+      const { output, durationMs, ranWith } = await outcomes[k];
+      // A tool that ran meets the post-tool hook before its result is recorded (agent/hooks.ts).
+      const hooked = ranWith && config.hooks?.postTool && !signal.aborted ? await config.hooks.postTool(session, batch[k], ranWith, output, signal) : output;
+      await recordResult(session, batch[k], hooked, durationMs);
     }
     i += batch.length;
   }
@@ -271,7 +294,7 @@ async function executeTool(
   signal: AbortSignal,
   call: ToolCallBlock,
   final?: FinalAnswer,
-): Promise<{ output: ToolOutput; durationMs: number }> {
+): Promise<{ output: ToolOutput; durationMs: number; ranWith?: JsonObject }> {
   let started = performance.now();
   const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
   const error = (text: string) => done({ content: [{ type: "text", text }], isError: true });
@@ -306,11 +329,11 @@ async function executeTool(
       subagents: config.subagents,
       client: config.client,
     });
-    return done(output);
+    return { ...done(output), ranWith: args };
   } catch (caught) {
     if (signal.aborted) return error(`the ${call.name} call was aborted`);
-    if (caught instanceof ToolError) return error(caught.message);
-    return error(`${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+    const failed = error(caught instanceof ToolError ? caught.message : `${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+    return { ...failed, ranWith: args };
   }
 }
 

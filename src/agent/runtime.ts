@@ -8,6 +8,8 @@ import { statusOf } from "../protocol/index.js";
 import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
+import { HookPoints, type HookAnswerOutcome } from "./hooks.js";
+import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
 import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
@@ -74,6 +76,8 @@ export class AgentRuntime {
   /** Client tool calls and approvals waiting for the client's request. */
   private readonly waits: ClientWaits;
   private readonly gate: ToolGate | undefined;
+  /** The hook points of `initialize.hooks`; absent: none asked for. */
+  private readonly hooks: HookPoints | undefined;
   /** Where sessions are kept: the durable store, or memory. */
   private readonly store: SessionStore | MemorySessionStore;
   /** The model's prices (`initialize.prices`, else the built-in table); `undefined`: no `costUsd`. */
@@ -85,7 +89,13 @@ export class AgentRuntime {
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     const policy = options.approvals ?? "never";
     this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
+    this.hooks = options.hooks?.length ? new HookPoints(options.hooks, this.waits) : undefined;
     this.prices = pricesFor(options.provider.name, options.model, options.prices);
+  }
+
+  /** Hands a `session/hook` to the hook waiting for it (agent/hooks.ts). */
+  answerHook(sessionId: string, hookId: string, answer: HookAnswer): HookAnswerOutcome {
+    return this.hooks?.answer(sessionId, hookId, answer) ?? { kind: "unknown" };
   }
 
   /**
@@ -368,6 +378,7 @@ export class AgentRuntime {
           output: request.output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
+          hooks: this.hooks?.forDepth(depth),
           steers,
           prices: this.prices,
           maxCostUsd: request.maxCostUsd,

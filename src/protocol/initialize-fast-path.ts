@@ -86,6 +86,8 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (params.contextWindow !== undefined || params.compactAt !== undefined) return undefined;
   // And prices (turn control).
   if (params.prices !== undefined) return undefined;
+  // And hooks.
+  if (params.hooks !== undefined) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).
   const result: InitializeParams = { cwd, provider, model };
   if (maxTokens !== undefined) result.maxTokens = maxTokens;

@@ -20,6 +20,7 @@ import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, t
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 import type { SessionCompactParams } from "./compaction-types.js";
 import type { SessionSteerParams } from "./turn-control-types.js";
+import { HOOK_NAMES, type HookName, type SessionHookParams } from "./hooks-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -118,6 +119,8 @@ export const initializeParamsSchema = z.object({
   compactAt: z.optional(z.number().check(z.gt(0), z.lte(1))),
   // Turn control: the model's prices (turn-control-types.ts)
   prices: z.optional(z.strictObject({ inputPerMTok: dollars, cacheHitPerMTok: z.optional(dollars), outputPerMTok: dollars })),
+  // Hooks: an unknown name is -32602 naming the field (a typo must not silently disable a hook).
+  hooks: z.optional(z.array(z.enum(HOOK_NAMES as [HookName, ...HookName[]]))),
 });
 
 export const sessionPromptParamsSchema = z.object({
@@ -152,6 +155,19 @@ export const sessionPermissionParamsSchema = z.object({
   arguments: z.optional(jsonObject),
 });
 
+// Strict: a misspelled answer field (`continu`) must be refused, not dropped as if the hook had
+// answered `{}`. Which fields a given hook takes is checked against the waiting hook (agent/hooks.ts).
+export const sessionHookParamsSchema = z.strictObject({
+  sessionId,
+  hookId: z.string(),
+  // Non-empty: a block says why, and a continue says what to do next.
+  block: z.optional(z.string().check(z.minLength(1))),
+  context: z.optional(z.string()),
+  content: z.optional(textBlocks),
+  isError: z.optional(z.boolean()),
+  continue: z.optional(z.string().check(z.minLength(1))),
+});
+
 // The sessions API (sessions-types.ts)
 export const sessionListParamsSchema = z.object({});
 
@@ -183,7 +199,8 @@ const agree: [
   Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
   Same<z.infer<typeof sessionCompactParamsSchema>, SessionCompactParams>,
   Same<z.infer<typeof sessionSteerParamsSchema>, SessionSteerParams>,
-] = [true, true, true, true, true, true, true, true, true, true, true];
+  Same<z.infer<typeof sessionHookParamsSchema>, SessionHookParams>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

@@ -15,6 +15,8 @@ import type {
   ToolRequestEventData,
 } from "./client-tools-types.js";
 export * from "./client-tools-types.js";
+import type { BlockedReason, HookDecisionEventData, HookName, HookRequestEventData } from "./hooks-types.js";
+export * from "./hooks-types.js";
 
 import type { ContextCompactedEventData } from "./compaction-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
@@ -74,7 +76,8 @@ export type TurnEndReason =
   | { kind: "model-error"; message: string; httpStatus?: number; code?: string }
   | { kind: "internal-error"; message: string }
   | OutputInvalidReason
-  | BudgetReason;
+  | BudgetReason
+  | BlockedReason;
 
 /** The settled outcome of a turn. */
 export type TurnStatus = "ok" | "error" | "aborted";
@@ -145,6 +148,9 @@ export interface SessionEventDataMap {
   "context/compacted": ContextCompactedEventData;
   // Turn control (turn-control-types.ts)
   "user/steer": UserSteerEventData;
+  // Hooks (hooks-types.ts)
+  "hook/request": HookRequestEventData;
+  "hook/decision": HookDecisionEventData;
 }
 
 /** The session event type names. */
@@ -237,6 +243,8 @@ export interface InitializeParams {
   mcpServers?: Record<string, McpServerConfig>;
   /** Prices of the model, replacing the built-in table (turn-control-types.ts). */
   prices?: Prices;
+  /** The hook points at which turns wait for `session/hook` (hooks-types.ts); absent or empty: none. */
+  hooks?: HookName[];
 }
 
 /** Result of `initialize`. */

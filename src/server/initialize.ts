@@ -182,6 +182,8 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         compactAt: params.compactAt,
         // Turn control
         prices: params.prices,
+        // Hooks
+        hooks: params.hooks,
       });
       return { runtime, modules };
     });

@@ -26,6 +26,7 @@ from .api import DeepSeekHarness, Session, StreamItem, TurnResult, TurnStream, n
 from .async_api import AsyncDeepSeekHarness, AsyncSession, AsyncTurnStream
 from .client import HarnessClient, NotificationSubscription
 from .client_tools import Allow, ClientTool, Deny, PermissionResult, tool
+from .hooks import Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
 from .errors import (
     BridgeNotFoundError,
     ErrorCode,
@@ -59,6 +60,8 @@ from .events import (
     ToolResultEvent,
     TurnEndEvent,
     ContextCompactedEvent,
+    HookDecisionEvent,
+    HookRequestEvent,
     OutputReminderEvent,
     TurnEvent,
     TurnStartEvent,
@@ -105,6 +108,11 @@ __all__ = [
     "Allow",
     "Deny",
     "PermissionResult",
+    # hooks
+    "Hooks",
+    "PromptSubmitAnswer",
+    "PostToolAnswer",
+    "StopAnswer",
     # asyncio
     "AsyncDeepSeekHarness",
     "AsyncSession",
@@ -134,6 +142,8 @@ __all__ = [
     "TurnEndEvent",
     "ContextCompactedEvent",
     "OutputReminderEvent",
+    "HookRequestEvent",
+    "HookDecisionEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",

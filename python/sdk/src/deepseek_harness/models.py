@@ -123,8 +123,9 @@ class TurnEndReason(WireModel):
 
     Known kinds: ``completed``, ``aborted``, ``max-tokens``, ``max-steps`` (``limit``),
     ``model-error`` (``message``, ``http_status``, ``code``), ``internal-error``
-    (``message``), ``budget`` (``limit_usd``, ``cost_usd``: the prompt's ``max_cost_usd`` was
-    reached). Unknown kinds are kept as they are (extra fields allowed) and map to
+    (``message``), ``blocked`` (``message``: a prompt-submit hook's reason), ``budget``
+    (``limit_usd``, ``cost_usd``: the prompt's ``max_cost_usd`` was reached). Unknown kinds are
+    kept as they are (extra fields allowed) and map to
     status ``error``.
     """
 
