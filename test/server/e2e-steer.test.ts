@@ -124,6 +124,39 @@ describe("session/steer during a running turn", () => {
     expect(types(c, "s")).not.toContain("user/steer");
   });
 
+  it("with a stop hook: an answer with a steer waiting is not the end (no stop hook asked for it); the next answer is", async () => {
+    const c = await started({ turns: [{ steps: [{ text: "z".repeat(60), chunkSize: 1, delayMs: 25 }, { text: "answered the steer" }] }] }, { hooks: ["stop"] });
+    c.request("p", "session/prompt", promptParams("s", "write"));
+    await eventOf(c, "s", "assistant/chunk");
+    c.request("a", "session/steer", steerParams("s", "and shorter"));
+    expect((await c.response("a")).result).toEqual({ steered: true });
+    const request = await eventOf(c, "s", "hook/request");
+    expect(request.params.event.data).toMatchObject({ hook: "stop", text: "answered the steer" });
+    c.request("h", "session/hook", { sessionId: "s", hookId: request.params.event.data.hookId });
+    expect((await c.response("p")).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+    const seen = types(c, "s").filter((t) => t !== "assistant/chunk");
+    expect(seen).toEqual([
+      "user/message", "turn/start", "step/start", "assistant/message", "user/steer", "step/start", "assistant/message", "hook/request", "hook/decision", "turn/end",
+    ]);
+  });
+
+  it("a steer that comes while the stop hook waits keeps the turn going when the hook lets it end", async () => {
+    const c = await started({ turns: [{ steps: [{ text: "first answer" }, { text: "answered the steer" }] }] }, { hooks: ["stop"] });
+    c.request("p", "session/prompt", promptParams("s", "write"));
+    const first = await eventOf(c, "s", "hook/request");
+    // The steer is read before the hook's answer: it waits; the hook lets the turn end; the steer wins.
+    c.send(
+      RawClient.request("a", "session/steer", steerParams("s", "one more thing")),
+      RawClient.request("h1", "session/hook", { sessionId: "s", hookId: first.params.event.data.hookId }),
+    );
+    expect((await c.response("a")).result).toEqual({ steered: true });
+    const second = await c.waitFrame((f) => f.method === "session.event" && f.params.event.type === "hook/request" && f.params.event.data.hookId !== first.params.event.data.hookId, "the second stop hook");
+    c.request("h2", "session/hook", { sessionId: "s", hookId: second.params.event.data.hookId });
+    expect((await c.response("p")).result.status).toBe("ok");
+    const seen = types(c, "s").filter((t) => t !== "assistant/chunk");
+    expect(seen.slice(seen.indexOf("hook/decision"))).toEqual(["hook/decision", "user/steer", "step/start", "assistant/message", "hook/request", "hook/decision", "turn/end"]);
+  });
+
   it("a cancelled turn refuses its waiting steer and any later one; nothing is recorded", async () => {
     const c = await started({ turns: [{ steps: [{ text: "thinking", chunkSize: 100, hang: true }] }] });
     c.request("p", "session/prompt", promptParams("s", "take your time"));
