@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { MAX_JSON_DEPTH } from "../json-depth.js";
-import type { AssistantContentBlock, FinishReason, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { AssistantContentBlock, FinishReason, JsonObject, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
 import { ModelError, type ModelProvider } from "../providers/types.js";
 import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { ToolGate } from "./client-requests.js";
@@ -44,6 +44,16 @@ export interface TurnConfig {
   explainUnknownTool?: (name: string) => string | undefined;
   /** The model's context window and the share of it that triggers compaction; absent: no compaction. */
   context?: { window: number; compactAt: number };
+  /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
+  checkpoints?: { forTurn(turn: number): TurnCheckpoint };
+  /** This turn's recorder (set by `runTurn` from `checkpoints`). */
+  recorder?: TurnCheckpoint;
+}
+
+/** What the loop asks of a turn's checkpoint: told before each tool call, finished before `turn/end`. */
+export interface TurnCheckpoint {
+  beforeTool(name: string, readOnly: boolean, args: JsonObject): Promise<void>;
+  finish(session: Session): Promise<void>;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -57,6 +67,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   await session.emit("user/message", { id: `msg_${randomUUID()}`, content });
   const turn = session.nextTurnNumber();
   await session.emit("turn/start", config.output ? { turn, outputSchema: config.output.schema } : { turn });
+  if (config.checkpoints) config = { ...config, recorder: config.checkpoints.forTurn(turn) };
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
   let reason: TurnEndReason | undefined;
@@ -102,6 +113,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     reason = outcome.end;
   }
   const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
+  await config.recorder?.finish(session);
   await session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
   session.sync();
   return reason;
@@ -266,6 +278,11 @@ async function executeTool(
     if ("refused" in verdict) return done(verdict.refused);
     args = verdict.run;
     started = performance.now(); // the duration is the tool's, not the time the approval took
+  }
+  // Before the tool may change the workspace: what undoes it is kept (not counted in its duration).
+  if (config.recorder) {
+    await config.recorder.beforeTool(call.name, tool.readOnly, args);
+    started = performance.now();
   }
   try {
     const output = await tool.execute(args, {

@@ -39,6 +39,9 @@ export class Session {
   lastAssistantContent: AssistantContentBlock[] | undefined;
   /** Tool calls of the last assistant message that have no result yet (callId → tool name). */
   private readonly unanswered = new Map<string, string>();
+  /** The `seq` of each turn's user message (turns replayed since the last compaction): where a rewind cuts the history. */
+  private readonly turnStarts = new Map<number, number>();
+  private lastUserSeq = 0;
 
   constructor(
     readonly id: string,
@@ -103,6 +106,17 @@ export class Session {
     historyEdited(this.messages);
   }
 
+  /**
+   * Whether the history can be cut back to before `turn` (`session/rewound`): its user message
+   * is in the history, not folded into a compaction summary made after it started.
+   */
+  canCutTo(turn: number): boolean {
+    const start = this.turnStarts.get(turn);
+    if (start === undefined) return false;
+    const first = this.messages[0];
+    return !(first?.role === "user" && first.synthetic === "summary" && this.messageSeqs[0] > start);
+  }
+
   /** The `seq` of the event message `index` came from. */
   seqOfMessage(index: number): number {
     return this.messageSeqs[index];
@@ -112,6 +126,36 @@ export class Session {
     this.messages.push(message);
     this.messageSeqs.push(seq);
     this.historyChars += messageChars(message);
+  }
+
+  /**
+   * `session/rewound`: the history loses turn `turn` and every later one (turn numbers go on
+   * from the last one). Calls the kept history leaves without a result are unanswered again,
+   * and get one before the next user message, as after a crash. A turn folded into a later
+   * compaction summary is not cut (the runtime refuses that rewind; a log edited to hold one
+   * keeps its history).
+   */
+  private cutTo(turn: number): void {
+    const start = this.turnStarts.get(turn);
+    if (start === undefined || !this.canCutTo(turn)) return;
+    let cut = this.messageSeqs.findIndex((s) => s >= start);
+    if (cut < 0) cut = this.messages.length;
+    this.messages.splice(cut);
+    this.messageSeqs.splice(cut);
+    for (const t of [...this.turnStarts.keys()]) if (t >= turn) this.turnStarts.delete(t);
+    this.historyChars = this.messages.reduce((n, m) => n + messageChars(m), 0);
+    this.lastPrompt = undefined;
+    this.unanswered.clear();
+    this.lastAssistantContent = undefined;
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const m = this.messages[i];
+      if (m.role !== "assistant") continue;
+      this.lastAssistantContent = m.content;
+      const answered = new Set(this.messages.slice(i + 1).flatMap((r) => (r.role === "tool" ? [r.callId] : [])));
+      for (const block of m.content) if (block.type === "tool-call" && !answered.has(block.id)) this.unanswered.set(block.id, block.name);
+      break;
+    }
+    historyEdited(this.messages);
   }
 
   private absorb(event: SessionEvent): void {
@@ -127,9 +171,14 @@ export class Session {
         }
         this.unanswered.clear();
         this.push({ role: "user", content: event.data.content }, seq);
+        this.lastUserSeq = seq;
         break;
       case "turn/start":
         this.turns = Math.max(this.turns, event.data.turn);
+        this.turnStarts.set(event.data.turn, this.lastUserSeq);
+        break;
+      case "session/rewound":
+        this.cutTo(event.data.turn);
         break;
       case "assistant/message":
         this.lastAssistantContent = event.data.content;

@@ -8,6 +8,7 @@
  */
 import type { SessionPermissionParams, SessionToolResultParams } from "./client-tools-types.js";
 import type { SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
+import type { SessionRewindParams, SessionRewindResult } from "./checkpoint-types.js";
 import type {
   SessionDeleteParams,
   SessionDeleteResult,
@@ -41,6 +42,7 @@ export interface RequestMap {
   "session/read": { params: SessionReadParams; result: SessionReadResult };
   "session/fork": { params: SessionForkParams; result: SessionForkResult };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult };
+  "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
 }
 
 /** The request method names. */

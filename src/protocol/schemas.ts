@@ -19,6 +19,7 @@ import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 import type { SessionCompactParams } from "./compaction-types.js";
+import type { SessionRewindParams } from "./checkpoint-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -157,6 +158,15 @@ export const sessionForkParamsSchema = z.object({
 
 export const sessionDeleteParamsSchema = z.object({ sessionId });
 
+// Checkpoints and rewind (checkpoint-types.ts)
+export const sessionRewindParamsSchema = z.object({
+  sessionId,
+  turn: positiveInt,
+  files: z.optional(z.boolean()),
+  conversation: z.optional(z.boolean()),
+  force: z.optional(z.boolean()),
+});
+
 // Compile-time agreement between the schemas and the documented wire types.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const agree: [
@@ -170,7 +180,8 @@ const agree: [
   Same<z.infer<typeof sessionForkParamsSchema>, SessionForkParams>,
   Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
   Same<z.infer<typeof sessionCompactParamsSchema>, SessionCompactParams>,
-] = [true, true, true, true, true, true, true, true, true, true];
+  Same<z.infer<typeof sessionRewindParamsSchema>, SessionRewindParams>,
+] = [true, true, true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

@@ -17,6 +17,7 @@ import type {
 export * from "./client-tools-types.js";
 
 import type { ContextCompactedEventData } from "./compaction-types.js";
+import type { CheckpointEventData, CheckpointSkippedEventData, SessionRewoundEventData } from "./checkpoint-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 import type { OutputInvalidReason, OutputReminderEventData, TurnOutput } from "./output-types.js";
 export type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
@@ -136,6 +137,10 @@ export interface SessionEventDataMap {
   // Structured output (output-types.ts) and compaction (compaction-types.ts).
   "output/reminder": OutputReminderEventData;
   "context/compacted": ContextCompactedEventData;
+  // Checkpoints and rewind (checkpoint-types.ts).
+  checkpoint: CheckpointEventData;
+  "checkpoint/skipped": CheckpointSkippedEventData;
+  "session/rewound": SessionRewoundEventData;
 }
 
 /** The session event type names. */

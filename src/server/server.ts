@@ -28,6 +28,7 @@ import { answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
 import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 import { toRpcError } from "./rpc-errors.js";
+import { rewindSession } from "./rewind-handler.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -164,6 +165,8 @@ export class HarnessServer {
     ["session/fork", HarnessServer.withAgent("sessionForkParamsSchema", (_, params, agent) => forkSession(agent, params))],
     ["session/delete", HarnessServer.withAgent("sessionDeleteParamsSchema", (_, params, agent) => deleteSession(agent, params))],
     ["session/compact", HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params))],
+    // Checkpoints and rewind (rewind-handler.ts)
+    ["session/rewind", HarnessServer.withAgent("sessionRewindParamsSchema", (_, params, agent) => rewindSession(agent, params))],
     ["shutdown", (server) => server.shutdown()],
   ]);
 
