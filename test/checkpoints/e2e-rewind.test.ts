@@ -82,11 +82,17 @@ describe("session/rewind refusals and conflicts", () => {
     const first = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1, conversation: false });
     expect(first).toEqual({ restored: [], removed: ["new.txt"], conflicts: ["keep.txt"], unrestored: [] });
     expect(rig.read("keep.txt")).toBe("the user's own edit\n");
-    // Files only: the history keeps turns 1 and 2, so turn 1 can be rewound again; keep.txt's
-    // changes were spent by the first rewind, so force now has nothing left to put back.
+    // Files only: the history keeps turns 1 and 2, so turn 1 can be rewound again; what the
+    // first rewind did is done, and the conflict it left is what force now overwrites.
     const again = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1, force: true });
-    expect(again.restored).toEqual([]);
-    expect(rig.read("keep.txt")).toBe("the user's own edit\n");
+    expect(again).toEqual({ restored: ["keep.txt"], removed: [], conflicts: [], unrestored: [] });
+    expect(rig.read("keep.txt")).toBe("original\n");
+    expect(rig.read("new.txt")).toBeUndefined();
+    // That rewind also cut the history (conversation defaults to true): turn 1 is gone, and a
+    // third rewind of it is refused without touching the files.
+    fs.writeFileSync(path.join(rig.ws.dir, "keep.txt"), "later\n");
+    expect((await rig.call(c, "session/rewind", { sessionId: "s", turn: 1, force: true })).error).toMatchObject({ code: -32602, data: { kind: "unknown-turn" } });
+    expect(rig.read("keep.txt")).toBe("later\n");
   });
 
   it("force overwrites a conflicting file with its content from before the turn", async () => {

@@ -48,7 +48,7 @@ export async function rewindSession(session: Session, checkpoints: SessionCheckp
   if (files) {
     const done = rewindFiles(checkpoints, view, turn, params.force ?? false);
     Object.assign(result, { restored: done.restored, removed: done.removed, conflicts: done.conflicts, unrestored: done.unrestored });
-    checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states }], true);
+    checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states, conflicts: done.conflicts }], true);
   } else {
     checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: [] }], true);
   }

@@ -3,8 +3,9 @@
  * were before `turn`, from the session's checkpoint journal (store.ts), which survives a
  * restart.
  *
- * - The turns undone are the journal's turn records numbered `turn` or later that no earlier
- *   file rewind already undid ("spent": a later rewind record with a turn ≤ theirs). A turn
+ * - The turns undone are the journal's turn records numbered `turn` or later, less what an
+ *   earlier file rewind of a turn ≤ theirs already handled ("spent"): only the paths it left
+ *   as conflicts stay, so a rewind refused for a conflict can be asked again with `force`. A turn
  *   whose record is missing (the bridge was killed mid-turn) is undone from the captures
  *   journaled before its file tools wrote.
  * - Each path goes back to its state before the first of those turns that changed it: its
@@ -77,7 +78,16 @@ export function readJournal(records: JournalRecord[]): JournalView {
         break;
       }
       case "rewind":
-        if (r.files) for (const t of turns) if (t.turn >= r.turn) t.spent = true;
+        if (r.files) {
+          const left = new Set(r.conflicts ?? []);
+          for (const t of turns) {
+            if (t.turn < r.turn || t.spent) continue;
+            t.entries = t.entries.filter((e) => left.has(e.path));
+            t.uncovered = [];
+            t.skipped = [];
+            t.spent = t.entries.length === 0;
+          }
+        }
         if (r.conversation) for (let t = r.turn; t <= r.lastTurn; t++) cut.add(t);
         for (const s of r.states) lastWritten.set(s.path, s.state);
         break;

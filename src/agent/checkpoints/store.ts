@@ -40,8 +40,8 @@ export type JournalRecord =
   | { type: "turn"; turn: number; kind: "files" | "git"; entries: ChangedPath[]; uncovered: string[]; skipped: string[] }
   /** A path whose previous content was not kept. */
   | { type: "skip"; turn: number; path: string }
-  /** A rewind: the states it left (`states`), and whether it restored files and cut the history. */
-  | { type: "rewind"; turn: number; lastTurn: number; files: boolean; conversation: boolean; states: Array<{ path: string; state: PathState }> };
+  /** A rewind: the states it left (`states`), the paths it left as conflicts, and whether it restored files and cut the history. */
+  | { type: "rewind"; turn: number; lastTurn: number; files: boolean; conversation: boolean; states: Array<{ path: string; state: PathState }>; conflicts?: string[] };
 
 const HASH = /^[0-9a-f]{64}$/;
 
@@ -208,7 +208,7 @@ function wellFormed(r: JournalRecord): boolean {
     case "turn":
       return Array.isArray(r.entries) && r.entries.every((e) => safe(e.path) && goodState(e.before) && (e.after === undefined || goodState(e.after))) && Array.isArray(r.uncovered) && Array.isArray(r.skipped);
     case "rewind":
-      return Array.isArray(r.states) && r.states.every((s) => safe(s.path) && goodState(s.state));
+      return Array.isArray(r.states) && r.states.every((s) => safe(s.path) && goodState(s.state)) && (r.conflicts === undefined || (Array.isArray(r.conflicts) && r.conflicts.every(safe)));
     default:
       return false;
   }
