@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from deepseek_harness import events as ev
 from deepseek_harness import models
 from deepseek_harness import sessions
+from deepseek_harness import checkpoints
 from deepseek_harness._internal import request_params as rp
 from deepseek_harness.client_tool_models import SessionPermissionParams, SessionToolResultParams
 from deepseek_harness.options import INITIALIZE_FIELDS
@@ -42,6 +43,7 @@ METHODS: Dict[str, Tuple[Any, Any]] = {
     "session/read": (rp.SessionReadParams, sessions.SessionReadResponse),
     "session/fork": (rp.SessionForkParams, sessions.SessionForkResponse),
     "session/delete": (rp.SessionDeleteParams, sessions.SessionDeleteResponse),
+    "session/rewind": (checkpoints.SessionRewindParams, checkpoints.RewindResult),
     "shutdown": (None, None),
 }
 

@@ -59,6 +59,9 @@ from .events import (
     ToolResultEvent,
     TurnEndEvent,
     ContextCompactedEvent,
+    CheckpointEvent,
+    CheckpointSkippedEvent,
+    SessionRewoundEvent,
     OutputReminderEvent,
     TurnEvent,
     TurnStartEvent,
@@ -67,6 +70,7 @@ from .events import (
     event_from_notification,
 )
 from .options import HarnessOptions
+from .checkpoints import CheckpointInfo, RewindResult, UnrestoredTurn
 from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
 from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
 from .models import (
@@ -126,6 +130,12 @@ __all__ = [
     "PermissionDecisionEvent",
     "TurnEndEvent",
     "ContextCompactedEvent",
+    "CheckpointEvent",
+    "CheckpointSkippedEvent",
+    "SessionRewoundEvent",
+    "CheckpointInfo",
+    "RewindResult",
+    "UnrestoredTurn",
     "OutputReminderEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",

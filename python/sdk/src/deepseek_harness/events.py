@@ -49,6 +49,9 @@ __all__ = [
     "TurnEndEvent",
     "OutputReminderEvent",
     "ContextCompactedEvent",
+    "CheckpointEvent",
+    "CheckpointSkippedEvent",
+    "SessionRewoundEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",
@@ -280,6 +283,38 @@ class ContextCompactedEvent(BaseSessionEvent):
     trigger: str
 
 
+class CheckpointEvent(BaseSessionEvent):
+    """``checkpoint``: what turn ``turn`` recorded so that :meth:`Session.rewind
+    <deepseek_harness.Session.rewind>` can undo it (docs/checkpoints.md): ``files`` workspace
+    files it changed; ``kind`` ``"git"`` (a snapshot of the work tree: bash's changes covered)
+    or ``"files"`` (the file tools' writes only; ``uncovered`` names the other writing tools
+    that ran, whose changes a rewind cannot undo)."""
+
+    type: Literal["checkpoint"] = "checkpoint"
+    turn: int
+    files: int
+    kind: str
+    uncovered: Optional[List[str]] = None
+
+
+class CheckpointSkippedEvent(BaseSessionEvent):
+    """``checkpoint/skipped``: the previous content of ``paths`` was not kept (``reason``
+    ``"size-cap"``: the session's checkpoint cap was reached; ``"unreadable"``), so a rewind
+    cannot put them back."""
+
+    type: Literal["checkpoint/skipped"] = "checkpoint/skipped"
+    turn: int
+    paths: List[str]
+    reason: str
+
+
+class SessionRewoundEvent(BaseSessionEvent):
+    """``session/rewound``: the history was cut back to before ``turn`` (the log keeps the rest)."""
+
+    type: Literal["session/rewound"] = "session/rewound"
+    turn: int
+
+
 class SubagentStartedEvent(TurnEvent):
     """``subagent.started``: a ``task`` tool call created the child session ``child_session_id``
     (its events follow, with that ``session_id``)."""
@@ -348,6 +383,9 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "turn/end": TurnEndEvent,
     "output/reminder": OutputReminderEvent,
     "context/compacted": ContextCompactedEvent,
+    "checkpoint": CheckpointEvent,
+    "checkpoint/skipped": CheckpointSkippedEvent,
+    "session/rewound": SessionRewoundEvent,
 }
 _CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {
     "text-delta": TextDeltaEvent,
