@@ -101,6 +101,15 @@ def test_async_conflict_force_and_busy(real):
     run_async(scenario())
 
 
+def test_the_client_method(real):
+    prepare(real.workspace, git=False)
+    c = real.initialized_client(SCRIPT)
+    c.session_prompt("s", "go on")
+    result = c.session_rewind("s", 1, conversation=False)
+    assert isinstance(result, RewindResult)
+    assert (result.restored, result.removed) == (["keep.txt"], ["new.txt"])
+
+
 def test_a_busy_session_is_not_rewound(real):
     prepare(real.workspace, git=False)
     h = real.harness({"turns": [SCRIPT["turns"][0], SCRIPT["turns"][3]]})
