@@ -47,22 +47,26 @@ export function sameContent(a: PathState, b: PathState): boolean {
 export function safeRelative(rel: string): string | undefined {
   if (typeof rel !== "string" || rel.length === 0 || rel.length > 4096 || rel.includes("\0")) return undefined;
   if (path.isAbsolute(rel)) return undefined;
+  // Already normal (what git lists): no empty, "." or ".." segment, no trailing slash.
+  if (!NOT_NORMAL.test(rel)) return rel;
   const norm = path.normalize(rel);
   if (norm === "." || norm === ".." || norm.startsWith(`..${path.sep}`) || norm.endsWith(path.sep)) return undefined;
   return norm;
 }
 
-/** The stat fields that tell a file changed (the snapshot's cache key). */
+const NOT_NORMAL = /(^|\/)\.{0,2}(\/|$)/;
+
+/** The stat fields that tell a file changed (the snapshot's cache key; times in ms with their sub-ms fraction). */
 export interface StatKey {
-  ino: string;
-  size: string;
-  mtime: string;
-  ctime: string;
+  ino: number;
+  size: number;
+  mtime: number;
+  ctime: number;
   mode: number;
 }
 
-export function statKey(st: fs.BigIntStats): StatKey {
-  return { ino: String(st.ino), size: String(st.size), mtime: String(st.mtimeNs), ctime: String(st.ctimeNs), mode: Number(st.mode) };
+export function statKey(st: fs.Stats): StatKey {
+  return { ino: st.ino, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, mode: st.mode };
 }
 
 export function sameStat(a: StatKey | undefined, b: StatKey): boolean {
@@ -79,14 +83,20 @@ export interface ReadPath {
 }
 
 /**
+ * The real paths of folders, resolved once per pass over many paths (a snapshot): a folder
+ * swapped meanwhile is still caught where it matters, on the descriptor of a file read.
+ */
+export type FolderCache = Map<string, string | undefined>;
+
+/**
  * Reads the state of `rel` under the real root `root`. `known` is a cached stat and hash: when
  * the file's stat still matches it, the file is not read again (`bytes` is then absent).
  */
-export function readState(root: string, rel: string, known?: { stat: StatKey; hash: string }): ReadPath {
+export function readState(root: string, rel: string, known?: { stat: StatKey; hash: string }, folders?: FolderCache): ReadPath {
   const absolute = path.join(root, rel);
-  let st: fs.BigIntStats | undefined;
+  let st: fs.Stats | undefined;
   try {
-    st = fs.lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+    st = fs.lstatSync(absolute, { throwIfNoEntry: false });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // A path through something that is not a folder (or a loop of links) holds no file.
@@ -96,11 +106,14 @@ export function readState(root: string, rel: string, known?: { stat: StatKey; ha
   if (st === undefined) return { state: null };
   // The folder it is in must be the folder of that name in the workspace, reached without a link.
   const dir = path.dirname(absolute);
-  let realDir: string;
-  try {
-    realDir = fs.realpathSync(dir);
-  } catch {
-    return { state: { t: "other" } };
+  let realDir = folders?.get(dir);
+  if (realDir === undefined || !folders?.has(dir)) {
+    try {
+      realDir = fs.realpathSync.native(dir);
+    } catch {
+      realDir = undefined;
+    }
+    folders?.set(dir, realDir);
   }
   if (realDir !== dir) return { state: { t: "other" } };
   if (st.isSymbolicLink()) {
@@ -111,10 +124,10 @@ export function readState(root: string, rel: string, known?: { stat: StatKey; ha
     }
   }
   if (!st.isFile()) return { state: { t: "other" } };
-  const mode = Number(st.mode) & 0o7777;
+  const mode = st.mode & 0o7777;
   const key = statKey(st);
-  if (known && sameStat(known.stat, key)) return { state: { t: "file", hash: known.hash, mode, size: Number(st.size) }, stat: key };
-  if (st.size > BigInt(MAX_CHECKPOINT_FILE_BYTES)) return { state: { t: "other" }, unreadable: true };
+  if (known && sameStat(known.stat, key)) return { state: { t: "file", hash: known.hash, mode, size: st.size }, stat: key };
+  if (st.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: true };
   let fd: number;
   try {
     fd = fs.openSync(absolute, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
@@ -124,13 +137,13 @@ export function readState(root: string, rel: string, known?: { stat: StatKey; ha
     return { state: { t: "other" }, unreadable: code !== "ELOOP" };
   }
   try {
-    const held = fs.fstatSync(fd, { bigint: true });
-    if (!held.isFile() || held.size > BigInt(MAX_CHECKPOINT_FILE_BYTES)) return { state: { t: "other" }, unreadable: held.isFile() };
+    const held = fs.fstatSync(fd);
+    if (!held.isFile() || held.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: held.isFile() };
     // Verified on the descriptor: the very file at root/rel, not one a swapped folder led to.
     if (process.platform === "linux" && fs.readlinkSync(`/proc/self/fd/${fd}`) !== absolute) return { state: { t: "other" } };
-    const bytes = readWhole(fd, Number(held.size));
+    const bytes = readWhole(fd, held.size);
     const heldKey = statKey(held);
-    return { state: { t: "file", hash: sha256(bytes), mode: Number(held.mode) & 0o7777, size: bytes.length }, bytes, stat: heldKey };
+    return { state: { t: "file", hash: sha256(bytes), mode: held.mode & 0o7777, size: bytes.length }, bytes, stat: heldKey };
   } catch {
     return { state: { t: "other" }, unreadable: true };
   } finally {

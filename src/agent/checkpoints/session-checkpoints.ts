@@ -7,10 +7,10 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { isHiddenPath } from "../../sandbox/hidden.js";
+import { isHiddenPath, wantedHidden } from "../../sandbox/hidden.js";
 import { isInside } from "../../tools/path-inside.js";
 import { isGitWorkTree, listWorkTree } from "./git-listing.js";
-import { readState, safeRelative, type PathState, type StatKey } from "./path-state.js";
+import { readState, safeRelative, type FolderCache, type PathState, type StatKey } from "./path-state.js";
 import type { CheckpointStore } from "./store.js";
 
 /** What keeping a path's current content came to. */
@@ -60,11 +60,11 @@ export class SessionCheckpoints {
     return safeRelative(path.relative(this.root, real));
   }
 
-  /** The state of `rel` now, its content kept in the store (unless over the cap or unreadable). */
-  keep(rel: string): Kept {
+  /** The state of `rel` now, its content kept in the store (unless over the cap or unreadable). `folders`: shared by one pass over many paths. */
+  keep(rel: string, folders?: FolderCache): Kept {
     const known = this.cache.get(rel);
-    let read = readState(this.root, rel, known);
-    if (read.state?.t === "file" && !read.bytes && !this.store.has(read.state.hash)) read = readState(this.root, rel);
+    let read = readState(this.root, rel, known, folders);
+    if (read.state?.t === "file" && !read.bytes && !this.store.has(read.state.hash)) read = readState(this.root, rel, undefined, folders);
     if (read.unreadable) return { state: read.state, skipped: "unreadable" };
     if (read.state?.t === "file" && read.stat) this.cache.set(rel, { stat: read.stat, hash: read.state.hash });
     if (read.state?.t === "file" && read.bytes && !this.store.put(read.state.hash, read.bytes)) return { state: read.state, skipped: "size-cap" };
@@ -72,8 +72,8 @@ export class SessionCheckpoints {
   }
 
   /** The state of `rel` now, its content not kept (a turn's end, a conflict check). */
-  look(rel: string): PathState {
-    const read = readState(this.root, rel, this.cache.get(rel));
+  look(rel: string, folders?: FolderCache): PathState {
+    const read = readState(this.root, rel, this.cache.get(rel), folders);
     if (read.state?.t === "file" && read.stat) this.cache.set(rel, { stat: read.stat, hash: read.state.hash });
     return read.state;
   }
@@ -82,12 +82,29 @@ export class SessionCheckpoints {
   async listed(): Promise<string[] | undefined> {
     const listed = await listWorkTree(this.workspace);
     if (!listed) return undefined;
+    // Never copied into the store: credential stores and the session logs (a home folder as
+    // workspace holds them). Checked per file only when one of them is inside the workspace.
+    const hidden = hiddenInside(this.root);
     const out: string[] = [];
     for (const entry of listed) {
       const rel = safeRelative(entry);
-      // Never copied into the store: credential stores and the session logs (a home folder as workspace holds them).
-      if (rel !== undefined && !isHiddenPath(path.join(this.root, rel), this.root)) out.push(rel);
+      if (rel !== undefined && !(hidden && isHiddenPath(path.join(this.root, rel), this.root))) out.push(rel);
     }
     return out;
   }
+}
+
+/** Whether a hidden path (sandbox/hidden.ts) lies inside `root`, by name or real path. */
+function hiddenInside(root: string): boolean {
+  for (const p of wantedHidden(process.env)) {
+    const named = path.resolve(p);
+    let real = named;
+    try {
+      real = fs.realpathSync(p);
+    } catch {
+      // not there: its name still counts
+    }
+    if ((isInside(root, named) && named !== root) || (isInside(root, real) && real !== root)) return true;
+  }
+  return false;
 }

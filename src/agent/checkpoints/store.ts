@@ -51,6 +51,8 @@ export class CheckpointStore {
   private readonly journalFile: string;
   private ready = false;
   private usedBytes: number | undefined;
+  /** Hashes known to be kept (a snapshot asks for thousands): blobs are never removed while the store is open. */
+  private readonly known = new Set<string>();
 
   constructor(
     sessionFolder: string,
@@ -92,8 +94,11 @@ export class CheckpointStore {
 
   /** Whether the content `hash` is kept. */
   has(hash: string): boolean {
+    if (this.known.has(hash)) return true;
     this.ensure();
-    return fs.lstatSync(this.blobPath(hash), { throwIfNoEntry: false })?.isFile() === true;
+    const kept = fs.lstatSync(this.blobPath(hash), { throwIfNoEntry: false })?.isFile() === true;
+    if (kept) this.known.add(hash);
+    return kept;
   }
 
   /**
@@ -116,6 +121,7 @@ export class CheckpointStore {
       fs.closeSync(fd);
     }
     fs.renameSync(temp, file);
+    this.known.add(hash);
     this.usedBytes = this.used() + bytes.length;
     return true;
   }

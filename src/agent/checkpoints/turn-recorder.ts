@@ -75,8 +75,9 @@ export class TurnRecorder {
     const listed = await cp.listed();
     if (!listed) return undefined;
     const snapshot = new Map<string, PathState>();
+    const folders = new Map<string, string | undefined>();
     for (const rel of listed) {
-      const kept = cp.keep(rel);
+      const kept = cp.keep(rel, folders);
       snapshot.set(rel, kept.state);
       if (kept.skipped) this.skipped.set(rel, kept.skipped);
     }
@@ -105,10 +106,11 @@ export class TurnRecorder {
     const cp = this.checkpoints;
     const entries: ChangedPath[] = [];
     const seen = new Set<string>();
+    const folders = new Map<string, string | undefined>();
     const add = (rel: string, before: PathState) => {
       if (seen.has(rel)) return;
       seen.add(rel);
-      const after = cp.look(rel);
+      const after = cp.look(rel, folders);
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
     };
     if (this.snapshot) {
