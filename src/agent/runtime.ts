@@ -145,6 +145,14 @@ export class AgentRuntime {
     return deleted;
   }
 
+  /**
+   * After a `session/fork` of `sessionId` at `turn` (default: all) into `newSessionId`: the
+   * fork gets the checkpoints of the turns it copied, so it can rewind their files too.
+   */
+  forkCheckpoints(sessionId: string, newSessionId: string, turn: number | undefined): void {
+    this.checkpointsOf(sessionId).store.copyTo(this.checkpointsOf(newSessionId).store, turn ?? Number.MAX_SAFE_INTEGER);
+  }
+
   /** A session's checkpoints (made on first use). */
   private checkpointsOf(sessionId: string): SessionCheckpoints {
     let known = this.checkpoints.get(sessionId);

@@ -152,3 +152,24 @@ describe("rewind after a restart", () => {
     expect(tokens.get(4)).toBe(tokens.get(2));
   });
 });
+
+describe("forks", () => {
+  it("a fork taken before a rewind keeps the history, and can rewind the files of the turns it copied", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge();
+    await rig.prompt(c, "s");
+    await rig.prompt(c, "s");
+    await rig.ok(c, "session/fork", { sessionId: "s", newSessionId: "kept" });
+    await rig.ok(c, "session/fork", { sessionId: "s", newSessionId: "at1", turn: 1 });
+    expect(await rig.ok(c, "session/rewind", { sessionId: "s", turn: 2 })).toMatchObject({ restored: ["keep.txt"], conflicts: [] });
+    expect(rig.read("keep.txt")).toBe("turn1\n");
+    // The fork still holds both turns: its history and their checkpoint events.
+    const kept = await rig.events(c, "kept");
+    expect(kept.filter((e) => e.type === "checkpoint").map((e) => e.data.turn)).toEqual([1, 2]);
+    expect(kept.some((e) => e.type === "session/rewound")).toBe(false);
+    // The fork at turn 1 rewinds turn 1's files: the content the session last wrote is turn 1's again.
+    expect(await rig.ok(c, "session/rewind", { sessionId: "at1", turn: 1 })).toEqual({ restored: ["keep.txt"], removed: ["new.txt"], conflicts: [], unrestored: [] });
+    expect(rig.read("keep.txt")).toBe("original\n");
+    expect(rig.read("new.txt")).toBeUndefined();
+  });
+});

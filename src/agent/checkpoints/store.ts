@@ -187,6 +187,40 @@ export class CheckpointStore {
     return records;
   }
 
+  /**
+   * A fork's store (`session/fork` at `turn`): the journal's records of turns up to `turn`,
+   * and the rewinds made before turn `turn + 1` started (`lastTurn ≤ turn`: the fork's log
+   * holds their `session/rewound`), with the contents they name, hard-linked (copied where a
+   * link cannot be made). Nothing of the source changes.
+   */
+  copyTo(target: CheckpointStore, turn: number): void {
+    const records = this.journal().filter((r) => (r.type === "rewind" ? r.lastTurn <= turn : r.turn <= turn));
+    if (records.length === 0) return;
+    target.ensure();
+    const hashes = new Set<string>();
+    const note = (s: PathState | undefined) => {
+      if (s?.t === "file") hashes.add(s.hash);
+    };
+    for (const r of records) {
+      if (r.type === "capture") note(r.before);
+      if (r.type === "turn") for (const e of r.entries) note(e.before);
+      if (r.type === "rewind") for (const s of r.states) note(s.state);
+    }
+    for (const hash of hashes) {
+      if (!this.has(hash) || target.has(hash)) continue;
+      const to = target.blobPath(hash);
+      fs.mkdirSync(path.dirname(to), { recursive: true, mode: SESSION_DIR_MODE });
+      try {
+        fs.linkSync(this.blobPath(hash), to);
+      } catch {
+        const bytes = this.get(hash);
+        if (bytes) target.put(hash, bytes);
+      }
+    }
+    target.usedBytes = undefined;
+    target.append(records, true);
+  }
+
   /** Removes the store (the session was deleted). */
   remove(): void {
     if (fs.lstatSync(this.folder, { throwIfNoEntry: false })?.isDirectory()) fs.rmSync(this.folder, { recursive: true, force: true });
