@@ -153,6 +153,18 @@ describe("rewind after a restart", () => {
   });
 });
 
+describe("without a session log", () => {
+  it("checkpoints go to a private temporary folder of the process, and rewind works the same", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge(undefined, process.env, {}, ["--stdio", "--no-session-log"]);
+    await rig.prompt(c, "s");
+    await rig.prompt(c, "s");
+    expect(await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 })).toEqual({ restored: ["keep.txt"], removed: ["new.txt"], conflicts: [], unrestored: [] });
+    expect(rig.read("keep.txt")).toBe("original\n");
+    expect(fs.readdirSync(rig.root)).toEqual([]);
+  });
+});
+
 describe("forks", () => {
   it("a fork taken before a rewind keeps the history, and can rewind the files of the turns it copied", async () => {
     rig = new Rig(false);

@@ -55,8 +55,8 @@ export class Rig {
     }
   }
 
-  async bridge(script: object = THREE_TURNS, env: NodeJS.ProcessEnv = process.env, extra: object = {}): Promise<RawClient> {
-    const c = new RawClient({ args: ["--stdio", "--session-root", this.root], env });
+  async bridge(script: object = THREE_TURNS, env: NodeJS.ProcessEnv = process.env, extra: object = {}, args = ["--stdio", "--session-root", this.root]): Promise<RawClient> {
+    const c = new RawClient({ args, env });
     this.clients.push(c);
     this.ws.script(".script.json", script as never);
     if (this.gitRepo) fs.appendFileSync(path.join(this.ws.dir, ".git", "info", "exclude"), ".script.json\n");
