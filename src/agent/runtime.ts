@@ -400,7 +400,7 @@ export class AgentRuntime {
           output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
-          checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpointsOf(session.id), turn) },
+          checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpointsOf(session.id), turn, this.options.permissionMode) },
         },
         signal,
       );

@@ -161,3 +161,19 @@ describe("the checkpoint store", () => {
     expect(fs.existsSync(store)).toBe(false);
   });
 });
+
+describe("full permission mode", () => {
+  it("a file tool's write outside the workspace is never restored, and the turn says it is not covered", async () => {
+    rig = new Rig(false);
+    const outside = outsideDir();
+    const target = path.join(outside, "out.txt");
+    const script = turns([{ toolCalls: [{ name: "write_file", arguments: { path: target, content: "written\n" } }] }, { text: "one" }]);
+    const c = await rig.bridge(script, process.env, { permissionMode: "full" });
+    await rig.prompt(c, "s");
+    expect(fs.readFileSync(target, "utf8")).toBe("written\n");
+    expect((await rig.events(c, "s")).filter((e) => e.type === "checkpoint").map((e) => e.data)).toEqual([{ turn: 1, files: 0, kind: "files", uncovered: ["write_file"] }]);
+    const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(result).toEqual({ restored: [], removed: [], conflicts: [], unrestored: [{ turn: 1, tools: ["write_file"], paths: [] }] });
+    expect(fs.readFileSync(target, "utf8")).toBe("written\n");
+  });
+});

@@ -185,3 +185,22 @@ describe("forks", () => {
     expect(rig.read("new.txt")).toBeUndefined();
   });
 });
+
+describe("compaction", () => {
+  it("a turn folded into a later summary cannot be cut from the history (turn-compacted), but its files can be rewound", async () => {
+    rig = new Rig(false);
+    const script = {
+      turns: [{ steps: [{ toolCalls: [{ name: "write_file", arguments: { path: "new.txt", content: "new\n" } }] }, { text: "one" }] }, { steps: [{ text: "two" }] }],
+      compaction: { steps: [{ text: "SUMMARY: wrote new.txt" }] },
+    };
+    const c = await rig.bridge(script);
+    await rig.prompt(c, "s", `Write new.txt. ${"Some long context. ".repeat(200)}`);
+    await rig.prompt(c, "s");
+    expect((await rig.ok(c, "session/compact", { sessionId: "s" })).compacted).toBe(true);
+    const refused = await rig.call(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(refused.error).toMatchObject({ code: -32602, data: { kind: "turn-compacted" } });
+    expect(rig.read("new.txt")).toBe("new\n");
+    expect(await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1, conversation: false })).toEqual({ restored: [], removed: ["new.txt"], conflicts: [], unrestored: [] });
+    expect((await rig.events(c, "s")).some((e) => e.type === "session/rewound")).toBe(false);
+  });
+});

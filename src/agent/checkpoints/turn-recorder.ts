@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { JsonObject } from "../../protocol/index.js";
+import type { JsonObject, PermissionMode } from "../../protocol/index.js";
 import type { Session } from "../session.js";
 import { sameState, type PathState } from "./path-state.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
@@ -33,6 +33,8 @@ export class TurnRecorder {
   constructor(
     private readonly checkpoints: SessionCheckpoints,
     private readonly turn: number,
+    /** The session's permission mode: in `full` the file tools may write outside the workspace. */
+    private readonly mode: PermissionMode = "workspace-write",
   ) {}
 
   /**
@@ -57,8 +59,13 @@ export class TurnRecorder {
     }
     if (FILE_TOOLS.has(name) && typeof args.path === "string") {
       const rel = cp.keyOf(args.path);
-      // Outside the workspace (full mode) or hidden: the tool refuses or writes where no rewind may.
-      if (rel === undefined || this.captured.has(rel) || this.snapshot?.has(rel)) return;
+      // Outside the workspace or hidden: a confined tool refuses it; in `full` mode it writes
+      // where no rewind may, and the turn says so.
+      if (rel === undefined) {
+        if (this.mode === "full") this.uncovered.add(name);
+        return;
+      }
+      if (this.captured.has(rel) || this.snapshot?.has(rel)) return;
       const kept = cp.keep(rel);
       this.captured.set(rel, kept.state);
       if (kept.skipped) {
