@@ -154,14 +154,21 @@ describe("rewind after a restart", () => {
 });
 
 describe("without a session log", () => {
-  it("checkpoints go to a private temporary folder of the process, and rewind works the same", async () => {
+  it("checkpoints go to a private temporary folder of the process, removed when it exits, and rewind works the same", async () => {
     rig = new Rig(false);
-    const c = await rig.bridge(undefined, process.env, {}, ["--stdio", "--no-session-log"]);
+    const tmp = fs.mkdtempSync(path.join(rig.root, "tmp-"));
+    const c = await rig.bridge(undefined, { ...process.env, TMPDIR: tmp }, {}, ["--stdio", "--no-session-log"]);
     await rig.prompt(c, "s");
     await rig.prompt(c, "s");
+    const stores = fs.readdirSync(tmp).filter((n) => n.startsWith("harness-checkpoints-"));
+    expect(stores).toHaveLength(1);
+    expect(fs.statSync(path.join(tmp, stores[0])).mode & 0o777).toBe(0o700);
     expect(await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 })).toEqual({ restored: ["keep.txt"], removed: ["new.txt"], conflicts: [], unrestored: [] });
     expect(rig.read("keep.txt")).toBe("original\n");
-    expect(fs.readdirSync(rig.root)).toEqual([]);
+    expect(fs.readdirSync(rig.root)).toEqual([path.basename(tmp)]);
+    await rig.ok(c, "shutdown");
+    await c.exit();
+    expect(fs.readdirSync(tmp).filter((n) => n.startsWith("harness-checkpoints-"))).toEqual([]);
   });
 });
 
