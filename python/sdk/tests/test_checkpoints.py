@@ -11,7 +11,8 @@ from typing import Any, Dict
 
 import pytest
 
-from deepseek_harness import CheckpointInfo, InvalidParamsError, RewindResult, SessionBusyError, UnrestoredTurn
+from deepseek_harness import (CheckpointEvent, CheckpointInfo, InvalidParamsError, RewindResult, SessionBusyError,
+                              SessionRewoundEvent, UnrestoredTurn)
 
 from conftest import run_async
 
@@ -45,8 +46,12 @@ def test_plain_folder_checkpoints_and_rewind(real):
     prepare(real.workspace, git=False)
     h = real.harness(SCRIPT)
     s = h.start_session("s")
-    for _ in range(3):
-        assert s.run("go on").status == "ok"
+    results = [s.run("go on") for _ in range(3)]
+    assert all(r.status == "ok" for r in results)
+    # Each turn's events hold its checkpoint just before its turn/end; history() types it.
+    assert [[e.type for e in r.events][-2:] for r in results] == [["checkpoint", "turn/end"]] * 3
+    typed = [e for e in s.history() if isinstance(e, CheckpointEvent)]
+    assert [(c.turn, c.kind, c.files, c.uncovered) for c in typed] == [(1, "files", 2, None), (2, "files", 1, None), (3, "files", 0, ["bash"])]
     cps = s.checkpoints()
     assert all(isinstance(c, CheckpointInfo) for c in cps)
     assert [(c.turn, c.kind, c.files, c.uncovered) for c in cps] == [(1, "files", 2, []), (2, "files", 1, []), (3, "files", 0, ["bash"])]
@@ -60,6 +65,7 @@ def test_plain_folder_checkpoints_and_rewind(real):
     assert read(real.workspace, "doomed.txt") is None and read(real.workspace, "made.txt") == "made\n"
     # The history no longer holds turns 2 and 3: neither do the checkpoints.
     assert [c.turn for c in s.checkpoints()] == [1]
+    assert [e.turn for e in s.history() if isinstance(e, SessionRewoundEvent)] == [2]
     with pytest.raises(InvalidParamsError):
         s.rewind(3)
 
