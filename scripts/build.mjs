@@ -82,15 +82,34 @@ const mcpExternal = {
     build.onResolve({ filter: /\/mcp\/index\.js$/ }, (args) => (args.importer.endsWith(path.join("server", "mcp-loader.ts")) ? { path: args.path, external: true } : undefined));
   },
 };
+// The session viewer (src/viewer/index.ts, `harness-bridge view`) is a chunk of its own in the
+// same way (src/viewer-loader.ts, `__VIEWER_CHUNK__`): --stdio never evaluates it. Its page's
+// files are embedded in it as strings (`?raw` imports, the raw-text plugin).
+const viewerChunkName = "viewer.cjs";
+const viewerChunk = path.join(buildDir, viewerChunkName);
+const viewerExternal = {
+  name: "viewer-chunk-external",
+  setup(build) {
+    build.onResolve({ filter: /\/viewer\/index\.js$/ }, (args) => (args.importer.endsWith("viewer-loader.ts") ? { path: args.path, external: true } : undefined));
+  },
+};
+const rawText = {
+  name: "raw-text",
+  setup(build) {
+    build.onResolve({ filter: /\?raw$/ }, (args) => ({ path: path.resolve(args.resolveDir, args.path.slice(0, -"?raw".length)), namespace: "raw-text" }));
+    build.onLoad({ filter: /.*/, namespace: "raw-text" }, (args) => ({ contents: fs.readFileSync(args.path, "utf8"), loader: "text" }));
+  },
+};
 await esbuild.build({
   ...common,
   entryPoints: [path.join(root, "src", "main.ts")],
   outfile: bundle,
-  define: { ...defines, ...landlockDefine, __MCP_CHUNK__: JSON.stringify(mcpChunkName) },
-  plugins: [mcpExternal],
+  define: { ...defines, ...landlockDefine, __MCP_CHUNK__: JSON.stringify(mcpChunkName), __VIEWER_CHUNK__: JSON.stringify(viewerChunkName) },
+  plugins: [mcpExternal, viewerExternal],
 });
 await esbuild.build({ ...common, entryPoints: [path.join(root, "src", "mcp", "index.ts")], outfile: mcpChunk, define: defines });
-step(`bundle ${fs.statSync(bundle).size} bytes, MCP chunk ${fs.statSync(mcpChunk).size} bytes`);
+await esbuild.build({ ...common, entryPoints: [path.join(root, "src", "viewer", "index.ts")], outfile: viewerChunk, define: defines, plugins: [rawText] });
+step(`bundle ${fs.statSync(bundle).size} bytes, MCP chunk ${fs.statSync(mcpChunk).size} bytes, viewer chunk ${fs.statSync(viewerChunk).size} bytes`);
 
 
 /**
@@ -120,7 +139,7 @@ const target = targetNode();
 // --hash-seed is not: it would be rejected, and start-up would lose what the cache saves).
 const blob = `sea-prep-${arch}.blob`;
 const seaConfig = `sea-config-${arch}.json`;
-fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: { [mcpChunkName]: mcpChunkName, ...landlockAsset } }));
+fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: { [mcpChunkName]: mcpChunkName, [viewerChunkName]: viewerChunkName, ...landlockAsset } }));
 try {
   execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--experimental-sea-config", seaConfig], {
     cwd: buildDir,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId"}
+ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId", "hookId"}
 
 
 def normalize_stream(frames: List[Any], workspace: str, session_root: str) -> List[Any]:
@@ -89,6 +89,7 @@ def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
         tools.append(dataclasses.replace(made, parameters=spec["parameters"], arguments_model=anything))
     if tools:
         options["tools"] = tools
+    initialize.pop("hooks", None)  # asked for by the Hooks made from the scenario's "hooks" below
     options.update({names[k]: v for k, v in initialize.items()})
     permission = scenario.get("permission")
     if permission is not None:
@@ -98,4 +99,31 @@ def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
             return Deny(permission.get("message", ""))
 
         options["can_use_tool"] = can_use_tool
+    if scenario.get("hooks"):
+        options["hooks"] = sdk_hooks(scenario["hooks"])
     return options
+
+
+def sdk_hooks(answers: Dict[str, List[Dict[str, Any]]]) -> Any:
+    """A scenario's ``hooks`` (by hook name, the wire answers in order; past the list: ``{}``)
+    as the SDK's ``Hooks``, each function returning the next answer in the SDK's types."""
+    from deepseek_harness import Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
+
+    def answering(name: str) -> Any:
+        queue = list(answers.get(name, []))
+
+        def answer(event: Any) -> Any:
+            given = queue.pop(0) if queue else {}
+            if not given:
+                return None
+            if name == "prompt-submit":
+                return PromptSubmitAnswer(block=given.get("block"), context=given.get("context"))
+            if name == "post-tool":
+                content = given.get("content")
+                return PostToolAnswer(content="".join(b["text"] for b in content) if content is not None else None,
+                                      is_error=given.get("isError"), context=given.get("context"))
+            return StopAnswer(continue_with=given.get("continue"))
+
+        return answer if name in answers else None
+
+    return Hooks(prompt_submit=answering("prompt-submit"), post_tool=answering("post-tool"), stop=answering("stop"))

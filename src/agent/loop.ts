@@ -20,6 +20,7 @@ import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { MessageAssembler, argumentsTooDeep } from "./message-assembler.js";
 import { addUsage } from "./usage.js";
 import { requestTools } from "./offered-tools.js";
+import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -44,6 +45,8 @@ export interface TurnConfig {
   explainUnknownTool?: (name: string) => string | undefined;
   /** The model's context window and the share of it that triggers compaction; absent: no compaction. */
   context?: { window: number; compactAt: number };
+  /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
+  hooks?: TurnHooks;
   /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
   checkpoints?: { forTurn(turn: number): TurnCheckpoint };
   /** This turn's recorder (set by `runTurn` from `checkpoints`). */
@@ -60,6 +63,8 @@ export interface TurnCheckpoint {
 export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
   // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
   // client tool or approval was pending) get one now, durably, before the history goes on.
+  // Hooks it left waiting are recorded as skipped first (a post-tool hook's output is its result).
+  await settleLeftoverHooks(session);
   for (const { callId, name } of session.unansweredCalls()) {
     const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
     await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
@@ -79,6 +84,9 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
   const compaction: CompactionContext | undefined = config.context && { session, provider, model, system, maxTokens, tools, ...config.context, turn, signal };
+  // The prompt-submit hook may end the turn before any model request (agent/hooks.ts).
+  const verdict = config.hooks?.promptSubmit ? await config.hooks.promptSubmit(session, content, signal) : "go";
+  if (verdict !== "go") reason = verdict;
   for (let step = 1; reason === undefined; step++) {
     if (signal.aborted) {
       reason = { kind: "aborted" };
@@ -111,6 +119,12 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       }
     }
     reason = outcome.end;
+    // The model ended the turn with an answer: a stop hook may send it back to work (agent/hooks.ts).
+    if (outcome.answer !== undefined && config.hooks?.stop) {
+      const stop = await config.hooks.stop(session, outcome.answer, signal);
+      if (stop === "aborted") reason = { kind: "aborted" };
+      else if (stop.continue !== undefined) reason = undefined;
+    }
   }
   const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
   await config.recorder?.finish(session);
@@ -125,6 +139,8 @@ interface StepOutcome {
   usage?: Usage;
   /** The model refused the request as too long for its context window, before it streamed anything. */
   refusedAsTooLong?: boolean;
+  /** The turn completes with this step's plain answer (its text): what a stop hook is asked about. */
+  answer?: string;
 }
 
 async function runStep(
@@ -203,7 +219,10 @@ async function runStep(
     return { end: failure, usage: assembler.usage, refusedAsTooLong };
   }
   if (calls.length === 0) {
-    if (!final) return { end: { kind: "completed" }, usage: assembler.usage };
+    if (!final) {
+      const answer = assembler.blocks().filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
+      return { end: { kind: "completed" }, usage: assembler.usage, answer };
+    }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
     const reminder = final.remind();
     if (final.exhausted) return { end: final.endReason(), usage: assembler.usage };
@@ -241,8 +260,10 @@ async function runToolCalls(session: Session, config: TurnConfig, signal: AbortS
     }
     const outcomes = batch.map((call) => executeTool(session, config, signal, call, final));
     for (let k = 0; k < batch.length; k++) {
-      const { output, durationMs } = await outcomes[k];
-      await recordResult(session, batch[k], output, durationMs);
+      const { output, durationMs, ranWith } = await outcomes[k];
+      // A tool that ran meets the post-tool hook before its result is recorded (agent/hooks.ts).
+      const hooked = ranWith && config.hooks?.postTool && !signal.aborted ? await config.hooks.postTool(session, batch[k], ranWith, output, signal) : output;
+      await recordResult(session, batch[k], hooked, durationMs);
     }
     i += batch.length;
   }
@@ -254,7 +275,7 @@ async function executeTool(
   signal: AbortSignal,
   call: ToolCallBlock,
   final?: FinalAnswer,
-): Promise<{ output: ToolOutput; durationMs: number }> {
+): Promise<{ output: ToolOutput; durationMs: number; ranWith?: JsonObject }> {
   let started = performance.now();
   const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
   const error = (text: string) => done({ content: [{ type: "text", text }], isError: true });
@@ -294,11 +315,11 @@ async function executeTool(
       subagents: config.subagents,
       client: config.client,
     });
-    return done(output);
+    return { ...done(output), ranWith: args };
   } catch (caught) {
     if (signal.aborted) return error(`the ${call.name} call was aborted`);
-    if (caught instanceof ToolError) return error(caught.message);
-    return error(`${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+    const failed = error(caught instanceof ToolError ? caught.message : `${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+    return { ...failed, ranWith: args };
   }
 }
 

@@ -2,7 +2,7 @@
  * What an `AgentRuntime` is built with (runtime.ts): where its notifications go, and its
  * settings — provider, tools, store, client waits, MCP, compaction, the bound on running turns.
  */
-import type { ApprovalPolicy, PermissionMode, SessionEvent, SubagentFinishedNotification, SubagentStartedNotification } from "../protocol/index.js";
+import type { ApprovalPolicy, HookName, PermissionMode, SessionEvent, SubagentFinishedNotification, SubagentStartedNotification } from "../protocol/index.js";
 import type { ModelProvider } from "../providers/types.js";
 import type { Tool } from "../tools/types.js";
 import type { Logger } from "../log.js";
@@ -51,4 +51,6 @@ export interface RuntimeOptions {
   compactAt?: number;
   /** How many top-level turns run at once (default: from the open-file limit, turn-admission.ts). */
   maxRunningTurns?: number;
+  /** The hook points turns wait at (`initialize.hooks`, agent/hooks.ts); they wait as long as client tools do. */
+  hooks?: HookName[];
 }

@@ -8,6 +8,8 @@ import { statusOf } from "../protocol/index.js";
 import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
+import { HookPoints, type HookAnswerOutcome } from "./hooks.js";
+import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
 import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
@@ -83,6 +85,8 @@ export class AgentRuntime {
   /** Client tool calls and approvals waiting for the client's request. */
   private readonly waits: ClientWaits;
   private readonly gate: ToolGate | undefined;
+  /** The hook points of `initialize.hooks`; absent: none asked for. */
+  private readonly hooks: HookPoints | undefined;
   /** Where sessions are kept: the durable store, or memory. */
   private readonly store: SessionStore | MemorySessionStore;
   /** Each session's checkpoints (agent/checkpoints/), beside its log (or in a private temporary folder without one). */
@@ -94,6 +98,12 @@ export class AgentRuntime {
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     const policy = options.approvals ?? "never";
     this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
+    this.hooks = options.hooks?.length ? new HookPoints(options.hooks, this.waits) : undefined;
+  }
+
+  /** Hands a `session/hook` to the hook waiting for it (agent/hooks.ts). */
+  answerHook(sessionId: string, hookId: string, answer: HookAnswer): HookAnswerOutcome {
+    return this.hooks?.answer(sessionId, hookId, answer) ?? { kind: "unknown" };
   }
 
   /** Hands a `session/tool_result` to the call waiting for it; `false`: no call of that session waits under that id. */
@@ -401,6 +411,7 @@ export class AgentRuntime {
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
           checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpointsOf(session.id), turn, this.options.permissionMode) },
+          hooks: this.hooks?.forDepth(depth),
         },
         signal,
       );

@@ -8,9 +8,12 @@
 import {
   LIVE_ONLY_EVENT_TYPES,
   type AssistantContentBlock,
+  type HookDecisionEventData,
+  type HookRequestEventData,
   type SessionEvent,
   type SessionEventDataMap,
   type SessionEventType,
+  type TextBlock,
 } from "../protocol/index.js";
 import type { ModelMessage } from "../providers/types.js";
 import { historyEdited } from "../providers/history-tally.js";
@@ -42,6 +45,8 @@ export class Session {
   /** The `seq` of each turn's user message (turns replayed since the last compaction): where a rewind cuts the history. */
   private readonly turnStarts = new Map<number, number>();
   private lastUserSeq = 0;
+  /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
+  private readonly pendingHooks = new Map<string, HookRequestEventData>();
 
   constructor(
     readonly id: string,
@@ -78,6 +83,11 @@ export class Session {
   /** The tool calls of the last assistant message that have no result yet; at a turn's start, those a stopped bridge left. */
   unansweredCalls(): Array<{ callId: string; name: string }> {
     return [...this.unanswered].map(([callId, name]) => ({ callId, name }));
+  }
+
+  /** Hook requests a stopped bridge left without a decision (agent/hooks.ts `settleLeftoverHooks`). */
+  leftoverHooks(): HookRequestEventData[] {
+    return [...this.pendingHooks.values()];
   }
 
   /** Makes what was appended durable. */
@@ -158,6 +168,32 @@ export class Session {
     historyEdited(this.messages);
   }
 
+  /**
+   * What a hook's answer does to the history (agent/hooks.ts): a prompt-submit `block` takes the
+   * turn's user message out (the model never sees a blocked prompt, in this turn or a later
+   * one); its `context` is appended to that message as a text block; a stop hook's `continue`
+   * joins as a user-role message within the turn (synthetic: it starts no turn). The user
+   * message is the last one: a prompt-submit hook runs before anything else of its turn.
+   */
+  private applyHookDecision(decision: HookDecisionEventData, seq: number): void {
+    if (decision.skipped !== undefined) return;
+    const last = this.messages.length - 1;
+    const userMessage = last >= 0 && this.messages[last].role === "user" && !(this.messages[last] as { synthetic?: string }).synthetic;
+    if (decision.hook === "prompt-submit" && userMessage) {
+      if (decision.block !== undefined) {
+        this.historyChars -= messageChars(this.messages[last]);
+        this.messages.pop();
+        this.messageSeqs.pop();
+        historyEdited(this.messages);
+      } else if (decision.context) {
+        const message = this.messages[last];
+        this.replaceMessage(last, { ...message, content: [...(message.content as TextBlock[]), { type: "text", text: decision.context }] } as ModelMessage);
+      }
+    } else if (decision.hook === "stop" && decision.continue !== undefined) {
+      this.push({ role: "user", content: [{ type: "text", text: decision.continue }], synthetic: "hook" }, seq);
+    }
+  }
+
   private absorb(event: SessionEvent): void {
     if (event.seq > this.seq) this.seq = event.seq;
     const { seq } = event;
@@ -179,6 +215,17 @@ export class Session {
         break;
       case "session/rewound":
         this.cutTo(event.data.turn);
+        break;
+      case "turn/end":
+        // A hook still waiting when its turn ended was abandoned by a cancel: not a leftover.
+        this.pendingHooks.clear();
+        break;
+      case "hook/request":
+        this.pendingHooks.set(event.data.hookId, event.data);
+        break;
+      case "hook/decision":
+        this.pendingHooks.delete(event.data.hookId);
+        this.applyHookDecision(event.data, seq);
         break;
       case "assistant/message":
         this.lastAssistantContent = event.data.content;

@@ -7,6 +7,7 @@
  * @module
  */
 import type { SessionPermissionParams, SessionToolResultParams } from "./client-tools-types.js";
+import type { SessionHookParams } from "./hooks-types.js";
 import type { SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
 import type { SessionRewindParams, SessionRewindResult } from "./checkpoint-types.js";
 import type {
@@ -43,6 +44,7 @@ export interface RequestMap {
   "session/fork": { params: SessionForkParams; result: SessionForkResult };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult };
   "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
+  "session/hook": { params: SessionHookParams; result: Record<string, never> };
 }
 
 /** The request method names. */

@@ -20,6 +20,7 @@ import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, t
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 import type { SessionCompactParams } from "./compaction-types.js";
 import type { SessionRewindParams } from "./checkpoint-types.js";
+import { HOOK_NAMES, type HookName, type SessionHookParams } from "./hooks-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -114,6 +115,8 @@ export const initializeParamsSchema = z.object({
   // Compaction
   contextWindow: z.optional(positiveInt.check(z.gte(1024), z.lte(2 ** 31 - 1))),
   compactAt: z.optional(z.number().check(z.gt(0), z.lte(1))),
+  // Hooks: an unknown name is -32602 naming the field (a typo must not silently disable a hook).
+  hooks: z.optional(z.array(z.enum(HOOK_NAMES as [HookName, ...HookName[]]))),
 });
 
 export const sessionPromptParamsSchema = z.object({
@@ -139,6 +142,19 @@ export const sessionPermissionParamsSchema = z.object({
   decision: z.enum(["allow", "deny"]),
   message: z.optional(z.string()),
   arguments: z.optional(jsonObject),
+});
+
+// Strict: a misspelled answer field (`continu`) must be refused, not dropped as if the hook had
+// answered `{}`. Which fields a given hook takes is checked against the waiting hook (agent/hooks.ts).
+export const sessionHookParamsSchema = z.strictObject({
+  sessionId,
+  hookId: z.string(),
+  // Non-empty: a block says why, and a continue says what to do next.
+  block: z.optional(z.string().check(z.minLength(1))),
+  context: z.optional(z.string()),
+  content: z.optional(textBlocks),
+  isError: z.optional(z.boolean()),
+  continue: z.optional(z.string().check(z.minLength(1))),
 });
 
 // The sessions API (sessions-types.ts)
@@ -181,7 +197,8 @@ const agree: [
   Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
   Same<z.infer<typeof sessionCompactParamsSchema>, SessionCompactParams>,
   Same<z.infer<typeof sessionRewindParamsSchema>, SessionRewindParams>,
-] = [true, true, true, true, true, true, true, true, true, true, true];
+  Same<z.infer<typeof sessionHookParamsSchema>, SessionHookParams>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

@@ -15,6 +15,8 @@ import type {
   ToolRequestEventData,
 } from "./client-tools-types.js";
 export * from "./client-tools-types.js";
+import type { BlockedReason, HookDecisionEventData, HookName, HookRequestEventData } from "./hooks-types.js";
+export * from "./hooks-types.js";
 
 import type { ContextCompactedEventData } from "./compaction-types.js";
 import type { CheckpointEventData, CheckpointSkippedEventData, SessionRewoundEventData } from "./checkpoint-types.js";
@@ -73,7 +75,8 @@ export type TurnEndReason =
   | { kind: "max-steps"; limit: number }
   | { kind: "model-error"; message: string; httpStatus?: number; code?: string }
   | { kind: "internal-error"; message: string }
-  | OutputInvalidReason;
+  | OutputInvalidReason
+  | BlockedReason;
 
 /** The settled outcome of a turn. */
 export type TurnStatus = "ok" | "error" | "aborted";
@@ -141,6 +144,9 @@ export interface SessionEventDataMap {
   checkpoint: CheckpointEventData;
   "checkpoint/skipped": CheckpointSkippedEventData;
   "session/rewound": SessionRewoundEventData;
+  // Hooks (hooks-types.ts)
+  "hook/request": HookRequestEventData;
+  "hook/decision": HookDecisionEventData;
 }
 
 /** The session event type names. */
@@ -231,6 +237,8 @@ export interface InitializeParams {
   compactAt?: number;
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>` (mcp-types.ts). */
   mcpServers?: Record<string, McpServerConfig>;
+  /** The hook points at which turns wait for `session/hook` (hooks-types.ts); absent or empty: none. */
+  hooks?: HookName[];
 }
 
 /** Result of `initialize`. */

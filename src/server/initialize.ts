@@ -180,6 +180,8 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         // Compaction
         contextWindow: params.contextWindow,
         compactAt: params.compactAt,
+        // Hooks
+        hooks: params.hooks,
       });
       return { runtime, modules };
     });

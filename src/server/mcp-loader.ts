@@ -28,7 +28,8 @@ export function loadMcp(): Promise<McpModule> {
   return loading;
 }
 
-function evaluateChunk(name: string): McpModule {
+/** Evaluates the bundle chunk `name` (an SEA asset, else a file beside the main bundle) and returns its exports; also used by viewer-loader.ts. */
+export function evaluateChunk(name: string): McpModule {
   let code: string | undefined;
   try {
     const sea = require("node:sea") as { isSea(): boolean; getAsset(key: string, encoding: string): string };

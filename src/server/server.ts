@@ -24,7 +24,7 @@ import type { ServerEndpoint } from "../transport/server-endpoint.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
-import { answerPermission, answerToolResult } from "./client-answers.js";
+import { answerHook, answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
 import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 import { toRpcError } from "./rpc-errors.js";
@@ -159,6 +159,7 @@ export class HarnessServer {
     // Client tools and approvals (client-answers.ts)
     ["session/tool_result", HarnessServer.withAgent("sessionToolResultParamsSchema", (_, params, { runtime }) => answerToolResult(runtime, params))],
     ["session/permission", HarnessServer.withAgent("sessionPermissionParamsSchema", (_, params, { runtime }) => answerPermission(runtime, params))],
+    ["session/hook", HarnessServer.withAgent("sessionHookParamsSchema", (_, params, { runtime }) => answerHook(runtime, params))],
     // The sessions API (sessions-handlers.ts)
     ["session/list", HarnessServer.withAgent("sessionListParamsSchema", (server, _, agent) => listSessions(agent, server.options.logger))],
     ["session/read", HarnessServer.withAgent("sessionReadParamsSchema", (_, params, agent) => readSession(agent, params))],

@@ -27,6 +27,8 @@ export interface Scenario {
   toolResults?: Record<string, { content: unknown[]; isError?: boolean }>;
   /** What the client answers to every `permission/request` (the params of `session/permission` less the ids). */
   permission?: { decision: "allow" | "deny"; message?: string; arguments?: Record<string, unknown> };
+  /** What the client answers to each `hook/request`, by hook name, in order (the params of `session/hook` less the ids; past the list: `{}`). */
+  hooks?: Record<string, Array<Record<string, unknown>>>;
   /** For HTTP providers: what the fake DeepSeek server answers (test/support/fake-deepseek.ts). */
   server?: import("./fake-deepseek.js").ServerTable;
 }
@@ -76,6 +78,7 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
     const response = await new Promise<unknown>((resolve, reject) => {
       let cancelled = false;
       let nextId = 100;
+      const hooksAsked: Record<string, number> = {};
       child.on("exit", (code) => reject(new Error(`bridge exited (${code}) before the prompt's response; stderr:\n${stderr}`)));
       lines.on("line", (line) => {
         const frame = JSON.parse(line);
@@ -100,6 +103,11 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
           if (event?.type === "tool/request") {
             const result = scenario.toolResults?.[event.data.name];
             if (result) send({ jsonrpc: "2.0", id: nextId++, method: "session/tool_result", params: { sessionId, callId: event.data.callId, ...result } });
+          }
+          if (event?.type === "hook/request" && scenario.hooks) {
+            const answer = scenario.hooks[event.data.hook]?.[hooksAsked[event.data.hook] ?? 0] ?? {};
+            hooksAsked[event.data.hook] = (hooksAsked[event.data.hook] ?? 0) + 1;
+            send({ jsonrpc: "2.0", id: nextId++, method: "session/hook", params: { sessionId, hookId: event.data.hookId, ...answer } });
           }
           if (event?.type === "permission/request" && scenario.permission) {
             send({ jsonrpc: "2.0", id: nextId++, method: "session/permission", params: { sessionId, requestId: event.data.requestId, ...scenario.permission } });

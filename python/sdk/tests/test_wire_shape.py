@@ -27,6 +27,7 @@ from deepseek_harness import sessions
 from deepseek_harness import checkpoints
 from deepseek_harness._internal import request_params as rp
 from deepseek_harness.client_tool_models import SessionPermissionParams, SessionToolResultParams
+from deepseek_harness.hooks import SessionHookParams
 from deepseek_harness.options import INITIALIZE_FIELDS
 
 FIXTURE = Path(__file__).resolve().parents[3] / "test" / "fixtures" / "wire-shape.json"
@@ -39,6 +40,7 @@ METHODS: Dict[str, Tuple[Any, Any]] = {
     "session/compact": (rp.SessionCompactParams, models.SessionCompactResponse),
     "session/tool_result": (SessionToolResultParams, None),
     "session/permission": (SessionPermissionParams, None),
+    "session/hook": (SessionHookParams, None),
     "session/list": (rp.SessionListParams, sessions.SessionListResponse),
     "session/read": (rp.SessionReadParams, sessions.SessionReadResponse),
     "session/fork": (rp.SessionForkParams, sessions.SessionForkResponse),

@@ -26,6 +26,7 @@ from .api import DeepSeekHarness, Session, StreamItem, TurnResult, TurnStream, n
 from .async_api import AsyncDeepSeekHarness, AsyncSession, AsyncTurnStream
 from .client import HarnessClient, NotificationSubscription
 from .client_tools import Allow, ClientTool, Deny, PermissionResult, tool
+from .hooks import Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
 from .errors import (
     BridgeNotFoundError,
     ErrorCode,
@@ -62,6 +63,8 @@ from .events import (
     CheckpointEvent,
     CheckpointSkippedEvent,
     SessionRewoundEvent,
+    HookDecisionEvent,
+    HookRequestEvent,
     OutputReminderEvent,
     TurnEvent,
     TurnStartEvent,
@@ -106,6 +109,11 @@ __all__ = [
     "Allow",
     "Deny",
     "PermissionResult",
+    # hooks
+    "Hooks",
+    "PromptSubmitAnswer",
+    "PostToolAnswer",
+    "StopAnswer",
     # asyncio
     "AsyncDeepSeekHarness",
     "AsyncSession",
@@ -137,6 +145,8 @@ __all__ = [
     "RewindResult",
     "UnrestoredTurn",
     "OutputReminderEvent",
+    "HookRequestEvent",
+    "HookDecisionEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",

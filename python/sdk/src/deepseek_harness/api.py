@@ -22,6 +22,7 @@ from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
 from .client_tools import split_tools
 from .events import TurnEvent, event_from_notification
+from .hooks import Hooks
 from .models import InitializeResponse
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult, final_response_of, usage_of
@@ -162,14 +163,18 @@ class DeepSeekHarness:
         if o.can_use_tool is not None and o.approvals in (None, "never"):
             # Silently never calling it would let every call through that the caller meant to review.
             raise ValueError("can_use_tool= is asked only with approvals='writes' or 'always'; say which calls it reviews")
+        if o.hooks is not None and not isinstance(o.hooks, Hooks):
+            raise TypeError(f"hooks= takes a Hooks(prompt_submit=..., post_tool=..., stop=...), not {type(o.hooks).__name__}")
         self.tools = builtin
         #: The client tools offered (from ``tools``).
         self.client_tools = client_tools
         self.instructions = o.instructions
         self._client = HarnessClient(options=o)
         self._dispatcher: Optional[ToolDispatcher] = None
-        if client_tools or o.approvals not in (None, "never"):
-            self._dispatcher = ToolDispatcher(self._client, client_tools, o.can_use_tool)
+        # Hooks with no function ask for nothing: no hook point, no dispatcher.
+        hooks = self._hooks = o.hooks if o.hooks is not None and o.hooks.wire_names() else None
+        if client_tools or o.approvals not in (None, "never") or hooks is not None:
+            self._dispatcher = ToolDispatcher(self._client, client_tools, o.can_use_tool, hooks)
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
 
@@ -212,6 +217,7 @@ class DeepSeekHarness:
                     client_tools=self.client_tools or None,
                     approvals=self.options.approvals,
                     client_tool_timeout_seconds=self.options.client_tool_timeout_seconds,
+                    hooks=self._hooks,
                 )
             except BaseException:
                 self.close()

@@ -29,6 +29,7 @@ from .errors import ProtocolError, ProviderUnavailableError
 from .client_tool_models import SessionPermissionParams, SessionToolResultParams
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse, TextBlock
 from .client_tools import ClientTool
+from .hooks import Hooks, SessionHookParams
 from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options
 from .sessions import SessionInfo, SessionReadResponse
@@ -135,6 +136,7 @@ class HarnessClient(Connection):
         client_tools: Optional[Sequence[Union[ClientTool, Mapping[str, Any]]]] = None,
         approvals: Optional[str] = None,
         client_tool_timeout_seconds: Optional[float] = None,
+        hooks: Optional[Union[Hooks, Sequence[str]]] = None,
         timeout: Optional[float] = None,
     ) -> InitializeResponse:
         """Sends ``initialize``; checks the protocol version (raises :class:`ProtocolError`
@@ -145,7 +147,9 @@ class HarnessClient(Connection):
         ``{name, description, parameters, readOnly?}`` dicts) and ``approvals`` are offered, but
         this client runs nothing itself: answer each ``tool/request`` with
         :meth:`session_tool_result` and each ``permission/request`` with
-        :meth:`session_permission` (``DeepSeekHarness`` does that for you)."""
+        :meth:`session_permission` (``DeepSeekHarness`` does that for you); likewise ``hooks``
+        (hook point names, or a :class:`Hooks` for its points): answer each ``hook/request``
+        with :meth:`session_hook`."""
         params: Dict[str, Any] = {
             "cwd": os.path.abspath(os.fspath(cwd)),
             "provider": provider,
@@ -214,6 +218,20 @@ class HarnessClient(Connection):
         params = SessionPermissionParams(session_id=session_id, request_id=request_id, decision=decision,
                                          message=message, arguments=dict(arguments) if arguments is not None else None)
         self._request("session/permission", params.to_wire(), timeout=timeout)
+
+    def session_hook(self, session_id: str, hook_id: str, *, block: Optional[str] = None, context: Optional[str] = None,
+                     content: Optional[str] = None, is_error: Optional[bool] = None, continue_with: Optional[str] = None,
+                     timeout: Optional[float] = None) -> None:
+        """``session/hook``: answers the ``hook/request`` ``hook_id`` (no field: change nothing).
+        ``block``/``context`` for prompt-submit, ``content`` (one text block)/``is_error``/
+        ``context`` for post-tool, ``continue_with`` for stop. Raises
+        :class:`InvalidParamsError`: ``kind == "unknown-hook"`` for a hook nobody waits for, and
+        for a field that hook does not take (the hook still waits)."""
+        params = SessionHookParams.model_validate({
+            "sessionId": session_id, "hookId": hook_id, "block": block, "context": context,
+            "content": [TextBlock(text=content)] if content is not None else None,
+            "isError": is_error, "continue": continue_with})
+        self._request("session/hook", params.to_wire(), timeout=timeout)
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled

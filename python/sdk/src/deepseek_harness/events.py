@@ -3,7 +3,8 @@
 One model per session event type of the protocol (``user/message``, ``turn/start``,
 ``step/start``, ``assistant/chunk``, ``assistant/message``, ``tool/result``, ``turn/end``; the
 client tools' and approvals' ``tool/request``, ``permission/request``,
-``permission/decision``; structured output's ``output/reminder``; ``context/compacted``) and
+``permission/decision``; structured output's ``output/reminder``; ``context/compacted``; the
+hooks' ``hook/request`` and ``hook/decision``) and
 per subagent notification (``subagent.started``, ``subagent.finished``). A session event's
 ``data`` fields sit on the event itself, next to ``session_id``, ``type``, ``seq`` and ``time``
 (``ev.text``, not ``ev.data["chunk"]["text"]``). ``assistant/chunk`` has one subclass per chunk
@@ -52,6 +53,8 @@ __all__ = [
     "CheckpointEvent",
     "CheckpointSkippedEvent",
     "SessionRewoundEvent",
+    "HookRequestEvent",
+    "HookDecisionEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",
@@ -315,6 +318,45 @@ class SessionRewoundEvent(BaseSessionEvent):
     turn: int
 
 
+class HookRequestEvent(BaseSessionEvent):
+    """``hook/request``: the turn waits at the hook point ``hook`` (``"prompt-submit"``,
+    ``"post-tool"`` or ``"stop"``) for its answer; the ``Hooks`` callback of that point receives
+    this event. Its fields by hook: prompt-submit ``content`` (the prompt); post-tool
+    ``call_id``, ``name``, ``arguments``, ``content`` and ``is_error`` (the tool's result, before
+    it is recorded); stop ``text`` (the model's answer). The others are None."""
+
+    type: Literal["hook/request"] = "hook/request"
+    hook_id: str
+    hook: str
+    content: Optional[List[ResultBlock]] = None
+    call_id: Optional[str] = None
+    name: Optional[str] = None
+    arguments: Optional[Dict[str, Any]] = None
+    is_error: Optional[bool] = None
+    text: Optional[str] = None
+
+    @property
+    def content_text(self) -> str:
+        """The text of ``content``: the prompt (prompt-submit) or the tool's output (post-tool)."""
+        return _texts(self.content or [], TextBlock)
+
+
+class HookDecisionEvent(BaseSessionEvent):
+    """``hook/decision``: how the hook request ``hook_id`` was answered: the answer's fields as
+    given, or ``skipped`` (why no answer came: the deadline, a closed input, a bridge that
+    stopped). A cancelled turn records none."""
+
+    type: Literal["hook/decision"] = "hook/decision"
+    hook_id: str
+    hook: str
+    skipped: Optional[str] = None
+    block: Optional[str] = None
+    context: Optional[str] = None
+    content: Optional[List[ResultBlock]] = None
+    is_error: Optional[bool] = None
+    continue_: Optional[str] = Field(default=None, alias="continue")
+
+
 class SubagentStartedEvent(TurnEvent):
     """``subagent.started``: a ``task`` tool call created the child session ``child_session_id``
     (its events follow, with that ``session_id``)."""
@@ -386,6 +428,8 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "checkpoint": CheckpointEvent,
     "checkpoint/skipped": CheckpointSkippedEvent,
     "session/rewound": SessionRewoundEvent,
+    "hook/request": HookRequestEvent,
+    "hook/decision": HookDecisionEvent,
 }
 _CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {
     "text-delta": TextDeltaEvent,

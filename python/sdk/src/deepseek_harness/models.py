@@ -123,7 +123,7 @@ class TurnEndReason(WireModel):
 
     Known kinds: ``completed``, ``aborted``, ``max-tokens``, ``max-steps`` (``limit``),
     ``model-error`` (``message``, ``http_status``, ``code``), ``internal-error``
-    (``message``). Unknown kinds are kept as they are (extra fields allowed) and map to
+    (``message``), ``blocked`` (``message``: a prompt-submit hook's reason). Unknown kinds are kept as they are (extra fields allowed) and map to
     status ``error``.
     """
 
