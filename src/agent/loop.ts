@@ -56,6 +56,16 @@ export interface TurnConfig {
   maxCostUsd?: number;
   /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
   hooks?: TurnHooks;
+  /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
+  checkpoints?: { forTurn(turn: number): TurnCheckpoint };
+  /** This turn's recorder (set by `runTurn` from `checkpoints`). */
+  recorder?: TurnCheckpoint;
+}
+
+/** What the loop asks of a turn's checkpoint: told before each tool call, finished before `turn/end`. */
+export interface TurnCheckpoint {
+  beforeTool(name: string, readOnly: boolean, args: JsonObject): Promise<void>;
+  finish(session: Session): Promise<void>;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -71,6 +81,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   await session.emit("user/message", { id: `msg_${randomUUID()}`, content });
   const turn = session.nextTurnNumber();
   await session.emit("turn/start", config.output ? { turn, outputSchema: config.output.schema } : { turn });
+  if (config.checkpoints) config = { ...config, recorder: config.checkpoints.forTurn(turn) };
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
   let reason: TurnEndReason | undefined;
@@ -146,6 +157,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   // The turn is ending: steers still waiting, and later ones, are refused (steered: false).
   config.steers?.close();
   const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
+  await config.recorder?.finish(session);
   await session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
   session.sync();
   return reason;
@@ -318,6 +330,11 @@ async function executeTool(
     if ("refused" in verdict) return done(verdict.refused);
     args = verdict.run;
     started = performance.now(); // the duration is the tool's, not the time the approval took
+  }
+  // Before the tool may change the workspace: what undoes it is kept (not counted in its duration).
+  if (config.recorder) {
+    await config.recorder.beforeTool(call.name, tool.readOnly, args);
+    started = performance.now();
   }
   try {
     const output = await tool.execute(args, {

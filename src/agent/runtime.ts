@@ -22,6 +22,12 @@ import type { RuntimeOptions, TurnRequest } from "./runtime-options.js";
 import type { Prices } from "../protocol/index.js";
 import { SteerInbox } from "./steer.js";
 import { pricesFor } from "./prices.js";
+import type { SessionRewindParams, SessionRewindResult } from "../protocol/index.js";
+import { CheckpointStore } from "./checkpoints/store.js";
+import { SessionCheckpoints } from "./checkpoints/session-checkpoints.js";
+import { TurnRecorder } from "./checkpoints/turn-recorder.js";
+import { rewindSession } from "./checkpoints/rewind-session.js";
+import { privateCheckpointFolder } from "./checkpoints/memory-folder.js";
 
 export type { RuntimeOptions, RuntimeSink, TurnRequest } from "./runtime-options.js";
 
@@ -33,6 +39,14 @@ export class SessionBusyError extends Error {
   ) {
     super(`session ${sessionId} ${why}`);
     this.name = "SessionBusyError";
+  }
+}
+
+/** Thrown by `rewind` for a session this workspace does not have. */
+export class UnknownSessionError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`no session '${sessionId}' in this workspace`);
+    this.name = "UnknownSessionError";
   }
 }
 
@@ -82,6 +96,8 @@ export class AgentRuntime {
   private readonly store: SessionStore | MemorySessionStore;
   /** The model's prices (`initialize.prices`, else the built-in table); `undefined`: no `costUsd`. */
   readonly prices: Prices | undefined;
+  /** Each session's checkpoints (agent/checkpoints/), beside its log (or in a private temporary folder without one). */
+  private readonly checkpoints = new Map<string, SessionCheckpoints>();
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
@@ -150,7 +166,50 @@ export class AgentRuntime {
       this.idle.delete(sessionId);
       loaded.close();
     }
-    return this.store.delete(sessionId);
+    const deleted = this.store.delete(sessionId);
+    if (deleted) {
+      this.checkpointsOf(sessionId).store.remove();
+      this.checkpoints.delete(sessionId);
+    }
+    return deleted;
+  }
+
+  /**
+   * After a `session/fork` of `sessionId` at `turn` (default: all) into `newSessionId`: the
+   * fork gets the checkpoints of the turns it copied, so it can rewind their files too.
+   */
+  forkCheckpoints(sessionId: string, newSessionId: string, turn: number | undefined): void {
+    this.checkpointsOf(sessionId).store.copyTo(this.checkpointsOf(newSessionId).store, turn ?? Number.MAX_SAFE_INTEGER);
+  }
+
+  /** A session's checkpoints (made on first use). */
+  private checkpointsOf(sessionId: string): SessionCheckpoints {
+    let known = this.checkpoints.get(sessionId);
+    if (!known) {
+      const folder = this.options.store ? this.options.store.directory : privateCheckpointFolder();
+      known = new SessionCheckpoints(new CheckpointStore(folder, sessionId), this.options.workspace);
+      this.checkpoints.set(sessionId, known);
+    }
+    return known;
+  }
+
+  /**
+   * `session/rewind` (checkpoints/rewind-session.ts): busy like a prompt while it runs, under
+   * the session's lock. Throws `SessionBusyError`, `UnknownSessionError`, `RewindRefusal`.
+   */
+  rewind(sessionId: string, params: SessionRewindParams): Promise<SessionRewindResult> {
+    if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId, "has a turn in flight; cancel it or wait for it to end before rewinding it");
+    if (!this.sessions.has(sessionId) && !this.options.store?.exists(sessionId)) throw new UnknownSessionError(sessionId);
+    const session = this.session(sessionId);
+    const controller = new AbortController();
+    const done = Promise.resolve()
+      .then(() => rewindSession(session, this.checkpointsOf(sessionId), params))
+      .finally(() => {
+        this.flights.delete(sessionId);
+        this.release(session);
+      });
+    this.flights.set(sessionId, { controller, settled: done.then((): TurnEndReason => ({ kind: "completed" })), turn: session.nextTurnNumber() });
+    return done;
   }
 
   /** The number of the turn a session runs now, if it runs one. */
@@ -378,6 +437,7 @@ export class AgentRuntime {
           output: request.output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
+          checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpointsOf(session.id), turn, this.options.permissionMode) },
           hooks: this.hooks?.forDepth(depth),
           steers,
           prices: this.prices,

@@ -42,6 +42,9 @@ export class Session {
   lastAssistantContent: AssistantContentBlock[] | undefined;
   /** Tool calls of the last assistant message that have no result yet (callId → tool name). */
   private readonly unanswered = new Map<string, string>();
+  /** The `seq` of each turn's user message (turns replayed since the last compaction): where a rewind cuts the history. */
+  private readonly turnStarts = new Map<number, number>();
+  private lastUserSeq = 0;
   /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
   private readonly pendingHooks = new Map<string, HookRequestEventData>();
 
@@ -113,6 +116,17 @@ export class Session {
     historyEdited(this.messages);
   }
 
+  /**
+   * Whether the history can be cut back to before `turn` (`session/rewound`): its user message
+   * is in the history, not folded into a compaction summary made after it started.
+   */
+  canCutTo(turn: number): boolean {
+    const start = this.turnStarts.get(turn);
+    if (start === undefined) return false;
+    const first = this.messages[0];
+    return !(first?.role === "user" && first.synthetic === "summary" && this.messageSeqs[0] > start);
+  }
+
   /** The `seq` of the event message `index` came from. */
   seqOfMessage(index: number): number {
     return this.messageSeqs[index];
@@ -122,6 +136,36 @@ export class Session {
     this.messages.push(message);
     this.messageSeqs.push(seq);
     this.historyChars += messageChars(message);
+  }
+
+  /**
+   * `session/rewound`: the history loses turn `turn` and every later one (turn numbers go on
+   * from the last one). Calls the kept history leaves without a result are unanswered again,
+   * and get one before the next user message, as after a crash. A turn folded into a later
+   * compaction summary is not cut (the runtime refuses that rewind; a log edited to hold one
+   * keeps its history).
+   */
+  private cutTo(turn: number): void {
+    const start = this.turnStarts.get(turn);
+    if (start === undefined || !this.canCutTo(turn)) return;
+    let cut = this.messageSeqs.findIndex((s) => s >= start);
+    if (cut < 0) cut = this.messages.length;
+    this.messages.splice(cut);
+    this.messageSeqs.splice(cut);
+    for (const t of [...this.turnStarts.keys()]) if (t >= turn) this.turnStarts.delete(t);
+    this.historyChars = this.messages.reduce((n, m) => n + messageChars(m), 0);
+    this.lastPrompt = undefined;
+    this.unanswered.clear();
+    this.lastAssistantContent = undefined;
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const m = this.messages[i];
+      if (m.role !== "assistant") continue;
+      this.lastAssistantContent = m.content;
+      const answered = new Set(this.messages.slice(i + 1).flatMap((r) => (r.role === "tool" ? [r.callId] : [])));
+      for (const block of m.content) if (block.type === "tool-call" && !answered.has(block.id)) this.unanswered.set(block.id, block.name);
+      break;
+    }
+    historyEdited(this.messages);
   }
 
   /**
@@ -166,9 +210,14 @@ export class Session {
         }
         this.unanswered.clear();
         this.push({ role: "user", content: event.data.content }, seq);
+        this.lastUserSeq = seq;
         break;
       case "turn/start":
         this.turns = Math.max(this.turns, event.data.turn);
+        this.turnStarts.set(event.data.turn, this.lastUserSeq);
+        break;
+      case "session/rewound":
+        this.cutTo(event.data.turn);
         break;
       case "turn/end":
         // A hook still waiting when its turn ended was abandoned by a cancel: not a leftover.

@@ -9,5 +9,6 @@ export * from "./sessions-types.js";
 export * from "./output-types.js";
 export * from "./compaction-types.js";
 export * from "./turn-control-types.js";
+export * from "./checkpoint-types.js";
 export * from "./mcp-types.js";
 export * from "./errors.js";

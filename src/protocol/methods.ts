@@ -10,6 +10,7 @@ import type { SessionPermissionParams, SessionToolResultParams } from "./client-
 import type { SessionHookParams } from "./hooks-types.js";
 import type { SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
 import type { SessionSteerParams, SessionSteerResult } from "./turn-control-types.js";
+import type { SessionRewindParams, SessionRewindResult } from "./checkpoint-types.js";
 import type {
   SessionDeleteParams,
   SessionDeleteResult,
@@ -44,6 +45,7 @@ export interface RequestMap {
   "session/fork": { params: SessionForkParams; result: SessionForkResult };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult };
   "session/steer": { params: SessionSteerParams; result: SessionSteerResult };
+  "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
   "session/hook": { params: SessionHookParams; result: Record<string, never> };
 }
 

@@ -20,6 +20,7 @@ import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, t
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 import type { SessionCompactParams } from "./compaction-types.js";
 import type { SessionSteerParams } from "./turn-control-types.js";
+import type { SessionRewindParams } from "./checkpoint-types.js";
 import { HOOK_NAMES, type HookName, type SessionHookParams } from "./hooks-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
@@ -185,6 +186,15 @@ export const sessionForkParamsSchema = z.object({
 
 export const sessionDeleteParamsSchema = z.object({ sessionId });
 
+// Checkpoints and rewind (checkpoint-types.ts)
+export const sessionRewindParamsSchema = z.object({
+  sessionId,
+  turn: positiveInt,
+  files: z.optional(z.boolean()),
+  conversation: z.optional(z.boolean()),
+  force: z.optional(z.boolean()),
+});
+
 // Compile-time agreement between the schemas and the documented wire types.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const agree: [
@@ -199,8 +209,9 @@ const agree: [
   Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
   Same<z.infer<typeof sessionCompactParamsSchema>, SessionCompactParams>,
   Same<z.infer<typeof sessionSteerParamsSchema>, SessionSteerParams>,
+  Same<z.infer<typeof sessionRewindParamsSchema>, SessionRewindParams>,
   Same<z.infer<typeof sessionHookParamsSchema>, SessionHookParams>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

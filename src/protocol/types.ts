@@ -19,6 +19,7 @@ import type { BlockedReason, HookDecisionEventData, HookName, HookRequestEventDa
 export * from "./hooks-types.js";
 
 import type { ContextCompactedEventData } from "./compaction-types.js";
+import type { CheckpointEventData, CheckpointSkippedEventData, SessionRewoundEventData } from "./checkpoint-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 import type { OutputInvalidReason, OutputReminderEventData, TurnOutput } from "./output-types.js";
 import type { BudgetReason, Prices, UserSteerEventData } from "./turn-control-types.js";
@@ -148,6 +149,10 @@ export interface SessionEventDataMap {
   "context/compacted": ContextCompactedEventData;
   // Turn control (turn-control-types.ts)
   "user/steer": UserSteerEventData;
+  // Checkpoints and rewind (checkpoint-types.ts).
+  checkpoint: CheckpointEventData;
+  "checkpoint/skipped": CheckpointSkippedEventData;
+  "session/rewound": SessionRewoundEventData;
   // Hooks (hooks-types.ts)
   "hook/request": HookRequestEventData;
   "hook/decision": HookDecisionEventData;

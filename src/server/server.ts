@@ -29,6 +29,7 @@ import { canMove, type ServerPhase } from "./lifecycle.js";
 import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 import { toRpcError } from "./rpc-errors.js";
 import { checkBudget, steerSession } from "./turn-control-handlers.js";
+import { rewindSession } from "./rewind-handler.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -168,6 +169,8 @@ export class HarnessServer {
     ["session/compact", HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params))],
     // Turn control (turn-control-handlers.ts)
     ["session/steer", HarnessServer.withAgent("sessionSteerParamsSchema", (_, params, agent) => steerSession(agent, params))],
+    // Checkpoints and rewind (rewind-handler.ts)
+    ["session/rewind", HarnessServer.withAgent("sessionRewindParamsSchema", (_, params, agent) => rewindSession(agent, params))],
     ["shutdown", (server) => server.shutdown()],
   ]);
 

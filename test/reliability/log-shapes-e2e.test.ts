@@ -43,6 +43,7 @@ const DAMAGED: Array<[string, string, RegExp]> = [
   ["bad-turn", '{"type":"turn/start","seq":3,"time":4,"data":{"turn":"two"}}', /data\.turn is not a turn number/],
   ["hook-continue", '{"type":"hook/decision","seq":3,"time":4,"data":{"hookId":"h","hook":"stop","continue":5}}', /data\.continue is not a string/],
   ["hook-no-id", '{"type":"hook/request","seq":3,"time":4,"data":{"hook":"stop"}}', /data\.hookId and data\.hook are not strings/],
+  ["rewound-turn", '{"type":"session/rewound","seq":3,"time":4,"data":{"turn":"1"}}', /session\/rewound event's data\.turn is not a turn number/],
   ["no-seq", '{"type":"user/message","time":4,"data":{"content":[]}}', /no seq number/],
 ];
 

@@ -73,7 +73,7 @@ describe("session/steer during a running turn", () => {
     const seen = types(c, "s").filter((t) => t !== "assistant/chunk");
     expect(seen).toEqual([
       "user/message", "turn/start", "step/start", "assistant/message", "tool/request", "tool/result",
-      "user/steer", "user/steer", "step/start", "assistant/message", "turn/end",
+      "user/steer", "user/steer", "step/start", "assistant/message", "checkpoint", "turn/end",
     ]);
     const steers = c.events("s").filter((e) => e.type === "user/steer");
     expect(steers.map((e) => e.data.content[0].text)).toEqual(["also run the tests", "and lint"]);
@@ -199,7 +199,7 @@ describe("session/steer at the edges of a turn's life", () => {
     expect((await c.response("p")).result.status).toBe("ok");
     expect((await c.exit()).code).toBe(0);
     const seen = types(c, "s").filter((t) => t !== "assistant/chunk");
-    expect(seen.slice(seen.indexOf("tool/result"))).toEqual(["tool/result", "user/steer", "step/start", "assistant/message", "turn/end"]);
+    expect(seen.slice(seen.indexOf("tool/result"))).toEqual(["tool/result", "user/steer", "step/start", "assistant/message", "checkpoint", "turn/end"]);
   });
 
   it("shutdown with a steer waiting: the turn is aborted, the steer refused and nothing recorded", async () => {
@@ -279,7 +279,7 @@ describe("session/steer with no turn to steer", () => {
     expect((await c.response("a")).result).toEqual({ steered: true });
     expect((await c.response("p")).result.status).toBe("ok");
     const seen = types(c, "s").filter((t) => t !== "assistant/chunk");
-    expect(seen.slice(seen.indexOf("tool/result"))).toEqual(["tool/result", "user/steer", "context/compacted", "step/start", "assistant/message", "turn/end"]);
+    expect(seen.slice(seen.indexOf("tool/result"))).toEqual(["tool/result", "user/steer", "context/compacted", "step/start", "assistant/message", "checkpoint", "turn/end"]);
     // The steer is kept after the summary (it is newer than what was summarized).
     const steer = c.events("s").find((e) => e.type === "user/steer");
     const compacted = c.events("s").find((e) => e.type === "context/compacted");

@@ -91,7 +91,7 @@ def check_steered_turn(result: Any, answers: List[bool]) -> None:
     assert result.ok and result.final_response == "tests pass, and I saw your note"
     types = [e.type for e in result.events]
     after = types[types.index("tool/result"):]
-    assert after == ["tool/result", "user/steer", "user/steer", "step/start", "assistant/message", "turn/end"]
+    assert after == ["tool/result", "user/steer", "user/steer", "step/start", "assistant/message", "checkpoint", "turn/end"]
     steers = [e for e in result.events if e.type == "user/steer"]
     assert [s.data["content"][0]["text"] for s in steers] == ["also run the linter", "and the type checker"]
 
@@ -181,7 +181,7 @@ def test_async_steer_from_another_task_while_run_awaits(tmp_path: Path) -> None:
     assert steered is True and idle is False
     assert result.ok
     types = [e.type for e in result.events]
-    assert types[types.index("tool/result"):] == ["tool/result", "user/steer", "step/start", "assistant/message", "turn/end"]
+    assert types[types.index("tool/result"):] == ["tool/result", "user/steer", "step/start", "assistant/message", "checkpoint", "turn/end"]
     assert result.cost_usd == pytest.approx(COST1 + COST2, abs=1e-12)
     assert total == pytest.approx(COST1 + COST2, abs=1e-12)
 

@@ -25,6 +25,7 @@ from deepseek_harness import events as ev
 from deepseek_harness import models
 from deepseek_harness import sessions
 from deepseek_harness import turn_control
+from deepseek_harness import checkpoints
 from deepseek_harness._internal import request_params as rp
 from deepseek_harness.client_tool_models import SessionPermissionParams, SessionToolResultParams
 from deepseek_harness.hooks import SessionHookParams
@@ -46,6 +47,7 @@ METHODS: Dict[str, Tuple[Any, Any]] = {
     "session/fork": (rp.SessionForkParams, sessions.SessionForkResponse),
     "session/delete": (rp.SessionDeleteParams, sessions.SessionDeleteResponse),
     "session/steer": (rp.SessionSteerParams, turn_control.SessionSteerResponse),
+    "session/rewind": (checkpoints.SessionRewindParams, checkpoints.RewindResult),
     "shutdown": (None, None),
 }
 

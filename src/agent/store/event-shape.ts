@@ -41,6 +41,8 @@ const CHECKS: Record<string, Check> = {
     typeof d.callId !== "string" || typeof d.name !== "string" ? "data.callId and data.name are not strings" : blocksProblem(d.content, "data.content"),
   "output/reminder": (d) => (typeof d.text === "string" ? undefined : "data.text is not a string"),
   "turn/start": (d) => (isCount(d.turn) ? undefined : "data.turn is not a turn number"),
+  // Cuts the history back (agent/session.ts cutTo).
+  "session/rewound": (d) => (isCount(d.turn) ? undefined : "data.turn is not a turn number"),
   "hook/request": (d) => (typeof d.hookId === "string" && typeof d.hook === "string" ? undefined : "data.hookId and data.hook are not strings"),
   "hook/decision": (d) =>
     typeof d.hookId !== "string" || typeof d.hook !== "string"

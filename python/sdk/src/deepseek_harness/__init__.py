@@ -60,6 +60,9 @@ from .events import (
     ToolResultEvent,
     TurnEndEvent,
     ContextCompactedEvent,
+    CheckpointEvent,
+    CheckpointSkippedEvent,
+    SessionRewoundEvent,
     HookDecisionEvent,
     HookRequestEvent,
     OutputReminderEvent,
@@ -73,6 +76,7 @@ from .events import (
 )
 from .turn_control import Prices, SessionSteerResponse
 from .options import HarnessOptions
+from .checkpoints import CheckpointInfo, RewindResult, UnrestoredTurn
 from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
 from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
 from .models import (
@@ -141,6 +145,12 @@ __all__ = [
     "PermissionDecisionEvent",
     "TurnEndEvent",
     "ContextCompactedEvent",
+    "CheckpointEvent",
+    "CheckpointSkippedEvent",
+    "SessionRewoundEvent",
+    "CheckpointInfo",
+    "RewindResult",
+    "UnrestoredTurn",
     "OutputReminderEvent",
     "HookRequestEvent",
     "HookDecisionEvent",

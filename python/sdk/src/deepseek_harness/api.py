@@ -14,6 +14,8 @@ from ._internal.tool_dispatch import ToolDispatcher
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
 from ._internal import session_requests as _sessions
+from . import checkpoints as _checkpoints
+from .checkpoints import CheckpointInfo, RewindResult
 from ._internal.output import output_spec
 from ._internal.process import child_env
 from ._internal.turn import StreamBuffer, TurnCollector
@@ -388,6 +390,23 @@ class Session:
         :class:`~deepseek_harness.SessionBusyError` while a turn runs."""
         self.harness.start()
         return _sessions.delete_session(self.harness.client, self.session_id)
+
+    def rewind(self, turn: int, files: bool = True, conversation: bool = True, force: bool = False) -> "RewindResult":
+        """Undoes turns ``turn`` and later (``session/rewind``; docs/checkpoints.md): with
+        ``files``, the workspace files they changed are put back as they were before ``turn``
+        (files they created are removed); with ``conversation``, the history is cut back to
+        before ``turn``. A file someone else changed since is left alone and listed in
+        ``conflicts`` unless ``force``. Fork first (:meth:`fork`) to keep a way back. Raises
+        :class:`~deepseek_harness.SessionBusyError` while a turn runs and
+        :class:`~deepseek_harness.InvalidParamsError` for an unknown turn or session."""
+        self.harness.start()
+        return _checkpoints.rewind_session(self.harness.client, self.session_id, turn, files, conversation, force)
+
+    def checkpoints(self) -> "List[CheckpointInfo]":
+        """The checkpoints of this session's turns still in its history (turn, kind, files),
+        read from its log."""
+        self.harness.start()
+        return _checkpoints.list_checkpoints(self.harness.client, self.session_id)
 
     def compact(self) -> bool:
         """Summarizes this session's older history now (``session/compact``); True when it was

@@ -42,6 +42,8 @@ from ._internal.decode import NotificationCallback
 from ._internal.inbox import AsyncInbox
 from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
 from ._internal import session_requests as _sessions
+from . import checkpoints as _checkpoints
+from .checkpoints import CheckpointInfo, RewindResult
 from .client import HarnessClient
 from .events import TurnEvent, event_from_notification
 from .models import InitializeResponse
@@ -288,6 +290,16 @@ class AsyncSession:
         """Deletes the session's log; False when there was none; SessionBusyError while a turn runs."""
         await self.harness.start()
         return await _sessions.adelete_session(self.harness.client, self.session_id)
+
+    async def rewind(self, turn: int, files: bool = True, conversation: bool = True, force: bool = False) -> "RewindResult":
+        """:meth:`Session.rewind <deepseek_harness.Session.rewind>`, awaiting."""
+        await self.harness.start()
+        return await _checkpoints.arewind_session(self.harness.client, self.session_id, turn, files, conversation, force)
+
+    async def checkpoints(self) -> "List[CheckpointInfo]":
+        """:meth:`Session.checkpoints <deepseek_harness.Session.checkpoints>`, awaiting."""
+        await self.harness.start()
+        return await _checkpoints.alist_checkpoints(self.harness.client, self.session_id)
 
     async def compact(self) -> bool:
         """:meth:`Session.compact <deepseek_harness.Session.compact>`, awaiting."""

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
+if TYPE_CHECKING:
+    from .checkpoints import RewindResult
 from ._internal.session_requests import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError, ProviderUnavailableError
@@ -272,6 +274,15 @@ class HarnessClient(Connection):
         """``session/compact``: summarizes the session's older history now; True when a
         ``context/compacted`` was recorded. Raises SessionBusyError while a turn runs."""
         return compact_session(self, session_id, timeout)
+
+    def session_rewind(self, session_id: str, turn: int, *, files: bool = True, conversation: bool = True,
+                       force: bool = False, timeout: Optional[float] = None) -> "RewindResult":
+        """``session/rewind``: undoes turns ``turn`` and later (files and/or history); a file
+        changed by someone else since is a conflict unless ``force``. Raises SessionBusyError
+        while a turn runs, InvalidParamsError for an unknown turn or session."""
+        from .checkpoints import rewind_session
+
+        return rewind_session(self, session_id, turn, files, conversation, force, timeout)
 
     def shutdown(self, *, timeout: Optional[float] = None) -> None:
         """Sends ``shutdown`` only (the process then exits); :meth:`close` does this and more."""

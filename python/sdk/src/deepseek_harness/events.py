@@ -52,6 +52,9 @@ __all__ = [
     "TurnEndEvent",
     "OutputReminderEvent",
     "ContextCompactedEvent",
+    "CheckpointEvent",
+    "CheckpointSkippedEvent",
+    "SessionRewoundEvent",
     "HookRequestEvent",
     "HookDecisionEvent",
     "SubagentStartedEvent",
@@ -302,6 +305,38 @@ class ContextCompactedEvent(BaseSessionEvent):
     trigger: str
 
 
+class CheckpointEvent(BaseSessionEvent):
+    """``checkpoint``: what turn ``turn`` recorded so that :meth:`Session.rewind
+    <deepseek_harness.Session.rewind>` can undo it (docs/checkpoints.md): ``files`` workspace
+    files it changed; ``kind`` ``"git"`` (a snapshot of the work tree: bash's changes covered)
+    or ``"files"`` (the file tools' writes only; ``uncovered`` names the other writing tools
+    that ran, whose changes a rewind cannot undo)."""
+
+    type: Literal["checkpoint"] = "checkpoint"
+    turn: int
+    files: int
+    kind: str
+    uncovered: Optional[List[str]] = None
+
+
+class CheckpointSkippedEvent(BaseSessionEvent):
+    """``checkpoint/skipped``: the previous content of ``paths`` was not kept (``reason``
+    ``"size-cap"``: the session's checkpoint cap was reached; ``"unreadable"``), so a rewind
+    cannot put them back."""
+
+    type: Literal["checkpoint/skipped"] = "checkpoint/skipped"
+    turn: int
+    paths: List[str]
+    reason: str
+
+
+class SessionRewoundEvent(BaseSessionEvent):
+    """``session/rewound``: the history was cut back to before ``turn`` (the log keeps the rest)."""
+
+    type: Literal["session/rewound"] = "session/rewound"
+    turn: int
+
+
 class HookRequestEvent(BaseSessionEvent):
     """``hook/request``: the turn waits at the hook point ``hook`` (``"prompt-submit"``,
     ``"post-tool"`` or ``"stop"``) for its answer; the ``Hooks`` callback of that point receives
@@ -410,6 +445,9 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "output/reminder": OutputReminderEvent,
     "context/compacted": ContextCompactedEvent,
     "user/steer": UserSteer,
+    "checkpoint": CheckpointEvent,
+    "checkpoint/skipped": CheckpointSkippedEvent,
+    "session/rewound": SessionRewoundEvent,
     "hook/request": HookRequestEvent,
     "hook/decision": HookDecisionEvent,
 }
