@@ -20,6 +20,7 @@ import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { MessageAssembler, argumentsTooDeep } from "./message-assembler.js";
 import { addUsage } from "./usage.js";
 import { requestTools } from "./offered-tools.js";
+import type { TurnTrace } from "./turn-trace.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -44,6 +45,8 @@ export interface TurnConfig {
   explainUnknownTool?: (name: string) => string | undefined;
   /** The model's context window and the share of it that triggers compaction; absent: no compaction. */
   context?: { window: number; compactAt: number };
+  /** The turn's spans, when tracing is on (turn-trace.ts); the loop marks where each model request and tool call begins and ends. */
+  trace?: TurnTrace;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
@@ -129,6 +132,7 @@ async function runStep(
   let failure: TurnEndReason | undefined;
   /** The stream failed (threw) rather than finishing. */
   let cutShort = false;
+  const chatSpan = config.trace?.chat(step);
   try {
     const stream = config.provider.stream(
       {
@@ -171,6 +175,7 @@ async function runStep(
   const finishReason: FinishReason =
     failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" && (finish === undefined || cutShort) ? "error" : (finish as string);
 
+  chatSpan?.end({ finishReason, usage: assembler.usage, content: () => [...assembler.blocks(), ...calls], failure });
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content: AssistantContentBlock[] = [...assembler.blocks(), ...calls];
@@ -227,7 +232,8 @@ async function runToolCalls(session: Session, config: TurnConfig, signal: AbortS
     if (config.tools.get(calls[i].name)?.readOnly) {
       while (i + batch.length < calls.length && config.tools.get(calls[i + batch.length].name)?.readOnly) batch.push(calls[i + batch.length]);
     }
-    const outcomes = batch.map((call) => executeTool(session, config, signal, call, final));
+    const run = (call: ToolCallBlock) => executeTool(session, config, signal, call, final);
+    const outcomes = batch.map((call) => (config.trace ? config.trace.tool(call, () => run(call)) : run(call)));
     for (let k = 0; k < batch.length; k++) {
       const { output, durationMs } = await outcomes[k];
       await recordResult(session, batch[k], output, durationMs);

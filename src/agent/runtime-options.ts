@@ -8,6 +8,7 @@ import type { Tool } from "../tools/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 import type { SessionStore } from "./store/index.js";
+import type { Tracer } from "./turn-trace.js";
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
 export interface RuntimeSink {
@@ -51,4 +52,7 @@ export interface RuntimeOptions {
   compactAt?: number;
   /** How many top-level turns run at once (default: from the open-file limit, turn-admission.ts). */
   maxRunningTurns?: number;
+  // Tracing
+  /** Present when the OTEL variables ask for traces (server/tracing-loader.ts). */
+  tracer?: Tracer;
 }

@@ -138,24 +138,24 @@ export class AgentRuntime {
    * Starts a turn. Synchronous up to the start, so a second prompt for the same session is
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
-  prompt(sessionId: string, content: TextBlock[], output?: OutputContract): Promise<TurnEndReason> {
+  prompt(sessionId: string, content: TextBlock[], output?: OutputContract, traceparent?: string): Promise<TurnEndReason> {
     if (this.isBusy(sessionId)) {
       const compacting = this.flights.get(sessionId)?.compacting;
       throw new SessionBusyError(sessionId, compacting ? "is compacting (a session/compact is in flight); prompt it once the compaction has ended" : undefined);
     }
     const controller = new AbortController();
     // Beyond the bound of running turns, or out of descriptors: it waits (turn-admission.ts).
-    if (!this.admission.tryEnter()) return this.deferred(sessionId, content, controller, false, output);
+    if (!this.admission.tryEnter()) return this.deferred(sessionId, content, controller, false, output, traceparent);
     let session: Session;
     try {
       session = this.session(sessionId);
     } catch (error) {
-      if (isOutOfDescriptors(error)) return this.deferred(sessionId, content, controller, true, output);
+      if (isOutOfDescriptors(error)) return this.deferred(sessionId, content, controller, true, output, traceparent);
       this.admission.leave();
       throw error;
     }
     const turn = session.nextTurnNumber();
-    const settled = this.runTop(session, content, controller.signal, output).finally(() => {
+    const settled = this.runTop(session, content, controller.signal, output, traceparent).finally(() => {
       this.flights.delete(sessionId);
       this.release(session);
       this.admission.leave();
@@ -170,7 +170,7 @@ export class AgentRuntime {
    * last (its number is known once its log is open); cancelled before it started, it answers
    * `aborted` and records nothing. Failures to open the session reject, as `prompt` throws them.
    */
-  private deferred(sessionId: string, content: TextBlock[], controller: AbortController, holding: boolean, output?: OutputContract): Promise<TurnEndReason> {
+  private deferred(sessionId: string, content: TextBlock[], controller: AbortController, holding: boolean, output?: OutputContract, traceparent?: string): Promise<TurnEndReason> {
     const { signal } = controller;
     const flight: Flight = { controller, settled: undefined as unknown as Promise<TurnEndReason>, turn: Number.MAX_SAFE_INTEGER };
     const run = async (): Promise<TurnEndReason> => {
@@ -184,7 +184,7 @@ export class AgentRuntime {
       if (!session) return { kind: "aborted" };
       flight.turn = session.nextTurnNumber();
       try {
-        return await this.runTop(session, content, signal, output);
+        return await this.runTop(session, content, signal, output, traceparent);
       } finally {
         this.release(session);
         this.admission.leave();
@@ -248,6 +248,11 @@ export class AgentRuntime {
   /** Resolves when no turn is in flight. */
   async settled(): Promise<void> {
     while (this.flights.size > 0) await Promise.allSettled([...this.flights.values()].map((f) => f.settled));
+  }
+
+  /** Sends the spans not yet exported (tracing on only); resolves within the tracer's bound. */
+  flushTraces(): Promise<void> {
+    return this.options.tracer?.shutdown() ?? Promise.resolve();
   }
 
   /** fsyncs and closes every session log. */
@@ -315,15 +320,25 @@ export class AgentRuntime {
     return session;
   }
 
-  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract): Promise<TurnEndReason> {
+  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract, traceparent?: string): Promise<TurnEndReason> {
     const tools = topLevelTools(this.options);
-    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, output);
+    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, output, traceparent);
   }
 
-  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
+  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract, traceparent?: string): Promise<TurnEndReason> {
     const { subagentDepth } = this.options;
+    // The turn's span (tracing on only): a child of the client's span, or of the `task` call running this subagent.
+    const trace = this.options.tracer?.turn({
+      sessionId: session.id,
+      parentSessionId: session.parentSessionId,
+      turn: session.nextTurnNumber(),
+      model: this.options.model,
+      provider: this.options.provider.name,
+      traceparent,
+      input: content,
+    });
     try {
-      return await runTurn(
+      const reason = await runTurn(
         session,
         content,
         {
@@ -341,10 +356,14 @@ export class AgentRuntime {
           output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
+          trace,
         },
         signal,
       );
+      trace?.end(reason);
+      return reason;
     } catch (error) {
+      trace?.end({ kind: "internal-error", message: (error as Error).message });
       throw new MissingTurnEndError(session.id, error);
     }
   }

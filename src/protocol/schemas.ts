@@ -119,6 +119,7 @@ export const sessionPromptParamsSchema = z.object({
   sessionId,
   contentBlocks: z.array(z.object({ type: z.literal("text"), text: z.string() })).check(z.minLength(1)),
   outputSchema: z.optional(jsonObject),
+  traceparent: z.optional(z.string()),
 });
 
 export const sessionCancelParamsSchema = z.object({ sessionId });

@@ -257,6 +257,11 @@ export interface SessionPromptParams {
   contentBlocks: TextBlock[];
   /** A JSON Schema: the turn's answer is a value valid against it, carried as `turn/end.output`. */
   outputSchema?: JsonObject;
+  /**
+   * W3C Trace Context: with tracing on, the turn's span is this span's child. One that does not
+   * parse is ignored (the turn starts a trace of its own), as the W3C spec asks of a receiver.
+   */
+  traceparent?: string;
 }
 
 /** Result of `session/prompt`: exactly these two fields, written after the turn settled. */
