@@ -16,11 +16,13 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
 
 func components() (otelcol.Factories, error) {
 	var err error
-	factories := otelcol.Factories{}
+	// The collector's own telemetry (its logs; the tests switch its metrics off).
+	factories := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory())
 	if err != nil {
 		return factories, err

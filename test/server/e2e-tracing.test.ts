@@ -11,6 +11,7 @@ import * as http from "node:http";
 import type * as net from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Collector, otelcolHere, otelcolNote, type ReceivedSpan } from "../support/otel-collector.js";
+import { everything } from "../support/mcp-servers.js";
 import { RawClient, initParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
@@ -160,6 +161,52 @@ describe.skipIf(!otelcolHere)(`spans through a real OpenTelemetry Collector${ote
     expect(output[0].parts).toEqual(expect.arrayContaining([{ type: "text", content: "looking" }, expect.objectContaining({ type: "tool_call", name: "read_file", id: "call_read" })]));
     expect(JSON.stringify(collector.received)).not.toContain(KEY);
   });
+
+  it("has an execute_tool span for MCP and client tools too, and error.type on a failed call", async () => {
+    ws.script("tools.json", {
+      turns: [
+        {
+          steps: [
+            {
+              toolCalls: [
+                { id: "call_mcp", name: "mcp__everything__echo", arguments: { message: "hi" } },
+                { id: "call_client", name: "lookup", arguments: { word: "harness" } },
+                { id: "call_missing", name: "read_file", arguments: { path: "no-such-file.md" } },
+              ],
+            },
+            { text: "done" },
+          ],
+        },
+      ],
+    });
+    const lookup = { name: "lookup", description: "Looks a word up", parameters: { type: "object", properties: { word: { type: "string" } } } };
+    const c = bridge({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint });
+    c.request(1, "initialize", initParams(ws.dir, "tools.json", { clientTools: [lookup], mcpServers: { everything: everything() } }));
+    expect((await c.response(1)).error).toBeUndefined();
+    c.request(2, "session/prompt", { sessionId: "tools", contentBlocks: [{ type: "text", text: "go" }] });
+    await c.waitFrame((f) => f.method === "session.event" && f.params.event.type === "tool/request", "the client tool's request");
+    c.request("answer", "session/tool_result", { sessionId: "tools", callId: "call_client", content: [{ type: "text", text: "not in the dictionary" }], isError: true });
+    expect((await c.response(2)).result.status).toBe("ok");
+    c.request(3, "shutdown");
+    await c.response(3);
+    await c.exited;
+    const spans = await collector.waitForSpans(6);
+    const top = byName(spans, "invoke_agent harness-bridge")[0];
+    // No traceparent: the turn starts a trace of its own, and its spans are in it.
+    expect(top.parentSpanId).toBeUndefined();
+    const tool = (name: string) => byName(spans, `execute_tool ${name}`)[0];
+    for (const name of ["mcp__everything__echo", "lookup", "read_file"]) {
+      expect(tool(name).parentSpanId).toBe(top.spanId);
+      expect(tool(name).traceId).toBe(top.traceId);
+    }
+    expect(tool("mcp__everything__echo").attributes).toMatchObject({ "gen_ai.tool.name": "mcp__everything__echo", "gen_ai.tool.call.id": "call_mcp", "gen_ai.tool.type": "extension" });
+    expect(tool("mcp__everything__echo").attributes["error.type"]).toBeUndefined();
+    expect(tool("lookup").attributes).toMatchObject({ "gen_ai.tool.call.id": "call_client", "error.type": "tool_error" });
+    expect(tool("lookup").status?.code).toBe(2); // ERROR
+    expect(tool("read_file").attributes).toMatchObject({ "gen_ai.tool.call.id": "call_missing", "error.type": "tool_error" });
+    // Content stays out of the error too (no opt-in): the client's answer is not in any span.
+    expect(JSON.stringify(collector.received)).not.toContain("not in the dictionary");
+  });
 });
 
 /** A local OTLP receiver that records requests; `answer: false` accepts and never answers (a hung collector). */
@@ -203,7 +250,7 @@ describe("the exporter, without a collector", () => {
     }
   });
 
-  it("exports nothing with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, and nothing without the variables", async () => {
+  it("exports nothing with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, though an endpoint is set", async () => {
     const receiver = await plainReceiver();
     try {
       for (const off of [{ OTEL_SDK_DISABLED: "true" }, { OTEL_TRACES_EXPORTER: "none" }]) {

@@ -24,6 +24,7 @@ from .connection import Connection, arequest, await_quietly, forget, outcome, se
 from .decode import NotificationCallback, deliver
 from .inbox import INF, AnyInbox, AsyncInbox
 from .request_params import SessionCancelParams, SessionPromptParams, TextBlockParams
+from .tracing import current_traceparent
 
 __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]
 
@@ -75,6 +76,10 @@ class PromptCall:
         params: SessionPromptParams = {"sessionId": session_id, "contentBlocks": wire_blocks}
         if output_schema is not None:
             params["outputSchema"] = output_schema
+        # The caller's span (opentelemetry-api installed, a span current here): the turn nests under it.
+        traceparent = current_traceparent()
+        if traceparent is not None:
+            params["traceparent"] = traceparent
         if timeout is None:
             timeout = client.request_timeout_seconds
         self.client = client

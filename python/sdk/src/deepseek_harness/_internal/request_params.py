@@ -41,6 +41,8 @@ class _PromptRequired(TypedDict):
 
 class SessionPromptParams(_PromptRequired, total=False):
     outputSchema: Dict[str, Any]
+    #: W3C Trace Context of the caller's current span (``deepseek_harness._internal.tracing``).
+    traceparent: str
 
 
 class SessionReadParams(SessionIdParams, total=False):
