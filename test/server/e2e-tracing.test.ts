@@ -250,6 +250,28 @@ describe("the exporter, without a collector", () => {
     }
   });
 
+  it("ignores a traceparent that does not parse: the turn runs, as a trace of its own", async () => {
+    const receiver = await plainReceiver();
+    try {
+      const c = bridge({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
+      c.request(1, "initialize", initParams(ws.dir, "demo"));
+      await c.response(1);
+      c.request(2, "session/prompt", { sessionId: "bad-parent", contentBlocks: [{ type: "text", text: "hi" }], traceparent: "00-not-a-trace-context-01" });
+      expect((await c.response(2)).result.status).toBe("ok");
+      c.request(3, "session/prompt", { sessionId: "bad-parent", contentBlocks: [{ type: "text", text: "hi" }], traceparent: 42 });
+      expect((await c.response(3)).error).toMatchObject({ code: -32602 }); // not a string: refused like any ill-typed param
+      c.request(4, "shutdown");
+      await c.response(4);
+      await c.exited;
+      const spans = receiver.got.flatMap((g) => JSON.parse(g.body).resourceSpans[0].scopeSpans[0].spans);
+      const turn = spans.find((s: any) => s.name === "invoke_agent harness-bridge");
+      expect(turn.parentSpanId).toBeUndefined();
+      expect(turn.traceId).toMatch(/^[0-9a-f]{32}$/);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("exports nothing with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, though an endpoint is set", async () => {
     const receiver = await plainReceiver();
     try {
