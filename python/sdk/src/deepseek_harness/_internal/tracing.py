@@ -9,6 +9,7 @@ contextvars give the caller's span for the sync and the async API alike.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Optional
 
 __all__ = ["current_traceparent"]
@@ -22,10 +23,9 @@ def _otel_trace() -> Any:
     global _trace
     if _trace is _UNSET:
         try:
-            from opentelemetry import trace
+            _trace = importlib.import_module("opentelemetry.trace")
         except ImportError:
-            trace = None
-        _trace = trace
+            _trace = None
     return _trace
 
 
