@@ -30,6 +30,7 @@ const MCP_PREFIX = "mcp__";
 class OpenSpan {
   readonly context: SpanContext;
   readonly attributes: Record<string, AttributeValue>;
+  private readonly parentSpanId: string | undefined;
   private readonly startNs = nowNs();
   private status: SpanData["status"];
   private ended = false;
@@ -45,8 +46,6 @@ class OpenSpan {
     this.parentSpanId = parent?.spanId;
     this.attributes = attributes;
   }
-
-  private readonly parentSpanId: string | undefined;
 
   fail(errorType: string, message?: string): void {
     this.attributes["error.type"] = errorType;
