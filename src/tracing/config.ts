@@ -25,6 +25,12 @@ export interface TracingConfig {
   maxBatch: number;
   /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: messages, tool arguments and results go into spans. */
   captureContent: boolean;
+  /**
+   * The most characters of one content attribute (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, else
+   * OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default 16384, where the spec's default is no limit): a tool
+   * result can be megabytes, and the export queue holds up to maxQueue spans.
+   */
+  contentLimit: number;
 }
 
 const DEFAULT_ENDPOINT = "http://localhost:4318";
@@ -59,6 +65,7 @@ export function readConfig(env: NodeJS.ProcessEnv, version: string): TracingConf
     maxQueue: positive(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
     maxBatch: positive(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512),
     captureContent: isTrue(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
+    contentLimit: positive(env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT ?? env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, 16_384),
   };
 }
 

@@ -66,7 +66,7 @@ export class GenAiTracer implements Tracer {
 
   constructor(
     private readonly exporter: SpanExporter,
-    private readonly options: { captureContent: boolean; redactor?: Redactor },
+    private readonly options: { captureContent: boolean; contentLimit: number; redactor?: Redactor },
   ) {}
 
   turn(info: TurnInfo): TurnTrace {
@@ -104,10 +104,11 @@ export class GenAiTracer implements Tracer {
     return this.options.captureContent;
   }
 
-  /** Content as a span attribute: JSON, through the redactor (content is recorded only when captured). */
+  /** Content as a span attribute: JSON, through the redactor, cut at the limit (content is recorded only when captured). */
   json(value: unknown): string {
-    const text = JSON.stringify(value);
-    return this.options.redactor?.active ? this.options.redactor.text(text) : text;
+    const raw = JSON.stringify(value);
+    const text = this.options.redactor?.active ? this.options.redactor.text(raw) : raw;
+    return text.length > this.options.contentLimit ? text.slice(0, this.options.contentLimit) : text;
   }
 
   turnEnded(): void {

@@ -22,5 +22,5 @@ export function createTracer(env: NodeJS.ProcessEnv, version: string, logger: Lo
     return undefined;
   }
   logger.info(`tracing: exporting spans to ${config.url}${config.captureContent ? " with message content" : ""}`);
-  return new GenAiTracer(new SpanExporter(config, version, logger), { captureContent: config.captureContent, redactor });
+  return new GenAiTracer(new SpanExporter(config, version, logger), { captureContent: config.captureContent, contentLimit: config.contentLimit, redactor });
 }

@@ -272,6 +272,20 @@ describe("the exporter, without a collector", () => {
     }
   });
 
+  it("cuts captured content at OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", async () => {
+    const receiver = await plainReceiver();
+    try {
+      await tracedTurn({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true", OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: "24" });
+      const spans = receiver.got.flatMap((g) => JSON.parse(g.body).resourceSpans[0].scopeSpans[0].spans);
+      const content = spans.flatMap((s: any) => s.attributes).filter((a: any) => /messages|arguments|result/.test(a.key));
+      expect(content.length).toBeGreaterThan(0);
+      for (const a of content) expect(a.value.stringValue.length).toBeLessThanOrEqual(24);
+      expect(content.find((a: any) => a.key === "gen_ai.tool.call.result").value.stringValue).toHaveLength(24);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("exports nothing with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, though an endpoint is set", async () => {
     const receiver = await plainReceiver();
     try {
