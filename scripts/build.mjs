@@ -74,11 +74,21 @@ const defines = { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta
 // Chunks of their own, each loaded only by the runs that need it: the MCP client
 // (src/mcp/index.ts, the MCP SDK), by an `initialize` that configures MCP servers
 // (src/server/mcp-loader.ts); the tracer (src/tracing/index.ts), when an OTEL variable asks for
-// traces (src/server/tracing-loader.ts). In the main bundle each one's import stays external
-// and unused, and a define names the chunk to evaluate instead (src/server/chunk.ts).
+// traces (src/server/tracing-loader.ts); the session viewer (src/viewer/index.ts, `harness-bridge
+// view`, src/viewer-loader.ts), which --stdio never evaluates, its page's files embedded in it as
+// strings (`?raw` imports, the raw-text plugin). In the main bundle each one's import stays
+// external and unused, and a define names the chunk to evaluate instead (src/server/chunk.ts).
+const rawText = {
+  name: "raw-text",
+  setup(build) {
+    build.onResolve({ filter: /\?raw$/ }, (args) => ({ path: path.resolve(args.resolveDir, args.path.slice(0, -"?raw".length)), namespace: "raw-text" }));
+    build.onLoad({ filter: /.*/, namespace: "raw-text" }, (args) => ({ contents: fs.readFileSync(args.path, "utf8"), loader: "text" }));
+  },
+};
 const chunks = [
   { name: "mcp-client.cjs", entry: path.join("mcp", "index.ts"), importer: path.join("server", "mcp-loader.ts"), specifier: /\/mcp\/index\.js$/, define: "__MCP_CHUNK__" },
   { name: "tracing.cjs", entry: path.join("tracing", "index.ts"), importer: path.join("server", "tracing-loader.ts"), specifier: /\/tracing\/index\.js$/, define: "__TRACING_CHUNK__" },
+  { name: "viewer.cjs", entry: path.join("viewer", "index.ts"), importer: "viewer-loader.ts", specifier: /\/viewer\/index\.js$/, define: "__VIEWER_CHUNK__", plugins: [rawText] },
 ];
 const chunksExternal = {
   name: "chunks-external",
@@ -96,7 +106,7 @@ await esbuild.build({
   plugins: [chunksExternal],
 });
 for (const chunk of chunks) {
-  await esbuild.build({ ...common, entryPoints: [path.join(root, "src", chunk.entry)], outfile: path.join(buildDir, chunk.name), define: defines });
+  await esbuild.build({ ...common, entryPoints: [path.join(root, "src", chunk.entry)], outfile: path.join(buildDir, chunk.name), define: defines, plugins: chunk.plugins ?? [] });
 }
 step(`bundle ${fs.statSync(bundle).size} bytes; chunks: ${chunks.map((c) => `${c.name} ${fs.statSync(path.join(buildDir, c.name)).size} bytes`).join(", ")}`);
 
