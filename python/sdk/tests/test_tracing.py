@@ -89,6 +89,16 @@ def test_a_blocking_run_under_a_span_makes_the_turn_its_child(real: Backend, rec
     assert root["traceId"] != f"{TRACE_ID:032x}"
 
 
+def test_a_stream_iterated_under_a_span_makes_the_turn_its_child(real: Backend, receiver: Receiver) -> None:
+    harness = real.harness(env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
+    with client_span():
+        items = list(harness.stream("What is in README.md?"))
+    assert items[-1].status == "ok"
+    harness.close()
+    (span,) = receiver.turn_spans()
+    assert (span["traceId"], span["parentSpanId"]) == (f"{TRACE_ID:032x}", f"{SPAN_ID:016x}")
+
+
 def test_an_async_run_under_a_span_makes_the_turn_its_child(real: Backend, receiver: Receiver) -> None:
     async def main() -> None:
         async with real.async_harness(env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}) as harness:
