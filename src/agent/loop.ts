@@ -70,7 +70,17 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   const tools = requestTools(config.tools.values(), config.output);
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
-  const compaction: CompactionContext | undefined = config.context && { session, provider, model, system, maxTokens, tools, ...config.context, turn, signal };
+  const compaction: CompactionContext | undefined = config.context && {
+    session,
+    provider: config.trace ? config.trace.summarizing(provider) : provider,
+    model,
+    system,
+    maxTokens,
+    tools,
+    ...config.context,
+    turn,
+    signal,
+  };
   for (let step = 1; reason === undefined; step++) {
     if (signal.aborted) {
       reason = { kind: "aborted" };

@@ -7,6 +7,7 @@
  * @module
  */
 import type { AssistantContentBlock, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { ModelProvider } from "../providers/types.js";
 import type { ToolOutput } from "../tools/types.js";
 
 /** Starts the spans of turns; one per runtime. */
@@ -37,6 +38,8 @@ export interface TurnTrace {
   chat(step: number): ChatSpan;
   /** Runs a tool call inside its span (`execute_tool {name}`): a subagent it starts nests under it. */
   tool<T extends { output: ToolOutput }>(call: ToolCallBlock, run: () => Promise<T>): Promise<T>;
+  /** `provider` with each request in a chat span marked `harness.compaction`: what compaction's summarizing requests go through. */
+  summarizing(provider: ModelProvider): ModelProvider;
   /** The turn ended (any way): its span ends and is queued for export. */
   end(reason: TurnEndReason): void;
 }

@@ -17,6 +17,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { ChatResult, ChatSpan, Tracer, TurnInfo, TurnTrace } from "../agent/turn-trace.js";
 import type { AssistantContentBlock, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { ModelProvider, ModelRequest, ModelStreamPart } from "../providers/types.js";
 import type { Redactor } from "../redact.js";
 import type { ToolOutput } from "../tools/types.js";
 import { addUsage } from "../agent/usage.js";
@@ -126,6 +127,38 @@ class TurnSpans implements TurnTrace {
   ) {}
 
   chat(step: number): ChatSpan {
+    return this.chatSpan({ "harness.step": step });
+  }
+
+  summarizing(provider: ModelProvider): ModelProvider {
+    const chatSpan = () => this.chatSpan({ "harness.compaction": true });
+    return {
+      name: provider.name,
+      async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+        const span = chatSpan();
+        let usage: Usage | undefined;
+        let finish: string | undefined;
+        let failed = false;
+        try {
+          for await (const part of provider.stream(request, signal)) {
+            if (part.type === "usage") usage = part.usage;
+            else if (part.type === "finish") finish = part.finishReason;
+            yield part;
+          }
+        } catch (error) {
+          failed = true;
+          throw error;
+        } finally {
+          // Also when compaction stops reading early (an abort): the span ends either way.
+          const reason = signal.aborted ? "aborted" : failed || finish === undefined ? "error" : finish;
+          const failure: TurnEndReason | undefined = signal.aborted ? { kind: "aborted" } : reason === "error" ? { kind: "model-error", message: "the summarizing request failed" } : undefined;
+          span.end({ finishReason: reason, usage, failure });
+        }
+      },
+    };
+  }
+
+  private chatSpan(extra: Record<string, AttributeValue>): ChatSpan {
     const { model, provider, sessionId } = this.info;
     const span = this.tracer.open(`chat ${model}`, SpanKind.CLIENT, this.span.context, {
       "gen_ai.operation.name": "chat",
@@ -133,7 +166,7 @@ class TurnSpans implements TurnTrace {
       "gen_ai.system": provider,
       "gen_ai.request.model": model,
       "gen_ai.conversation.id": sessionId,
-      "harness.step": step,
+      ...extra,
     });
     return {
       end: (result: ChatResult) => {

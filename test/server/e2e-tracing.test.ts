@@ -286,6 +286,46 @@ describe("the exporter, without a collector", () => {
     }
   });
 
+  it("puts compaction's summarizing request in a chat span of the turn, and its usage in the turn's", async () => {
+    const receiver = await plainReceiver();
+    try {
+      ws.file("notes.txt", "the notes\n");
+      const usage = (inputTokens: number) => ({ inputTokens, outputTokens: 10 });
+      ws.script("compact.json", {
+        turns: [
+          { steps: [{ toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "notes.txt" } }], usage: usage(1_000) }, { text: "read it", usage: usage(9_000) }] },
+          { steps: [{ text: "after the compaction", usage: usage(2_000) }] },
+        ],
+        compaction: { steps: [{ text: "SUMMARY: a long prompt, then notes.txt was read", usage: usage(5_000) }] },
+      });
+      const c = bridge({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
+      c.request(1, "initialize", initParams(ws.dir, "compact.json", { contextWindow: 10_000 }));
+      await c.response(1);
+      c.request(2, "session/prompt", { sessionId: "long", contentBlocks: [{ type: "text", text: "x".repeat(20_000) }] });
+      expect((await c.response(2)).result.status).toBe("ok");
+      c.request(3, "session/prompt", { sessionId: "long", contentBlocks: [{ type: "text", text: "go on" }] });
+      expect((await c.response(3)).result.status).toBe("ok");
+      expect(c.events("long").some((e) => e.type === "context/compacted")).toBe(true);
+      const turnEnd = c.events("long").filter((e) => e.type === "turn/end")[1];
+      c.request(4, "shutdown");
+      await c.response(4);
+      await c.exited;
+      const spans = receiver.got.flatMap((g) => JSON.parse(g.body).resourceSpans[0].scopeSpans[0].spans);
+      const attrs = (s: any) => Object.fromEntries(s.attributes.map((a: any) => [a.key, a.value.stringValue ?? a.value.boolValue ?? Number(a.value.intValue)]));
+      const second = spans.find((s: any) => s.name === "invoke_agent harness-bridge" && attrs(s)["harness.turn"] === 2);
+      const chats = spans.filter((s: any) => s.name === "chat compact.json" && s.parentSpanId === second.spanId);
+      expect(chats.map((s: any) => attrs(s)["harness.compaction"] ?? false).sort()).toEqual([false, true]);
+      const summary = chats.find((s: any) => attrs(s)["harness.compaction"]);
+      expect(attrs(summary)["gen_ai.usage.input_tokens"]).toBe(5_000);
+      expect(summary.attributes.find((a: any) => a.key === "gen_ai.response.finish_reasons").value.arrayValue.values).toEqual([{ stringValue: "stop" }]);
+      // The turn's usage is its turn/end's: the step's and the summary's.
+      expect(attrs(second)["gen_ai.usage.input_tokens"]).toBe(turnEnd.data.usage.inputTokens);
+      expect(turnEnd.data.usage.inputTokens).toBe(7_000);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("exports nothing with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, though an endpoint is set", async () => {
     const receiver = await plainReceiver();
     try {
