@@ -25,6 +25,8 @@ export class SpanExporter {
   private timer: NodeJS.Timeout | undefined;
   /** The request in flight; at most one at a time. */
   private sending: Promise<void> | undefined;
+  /** How many spans the request in flight carries. */
+  private sendingCount = 0;
   private dropped = 0;
   private warned = false;
   private stopped = false;
@@ -67,7 +69,8 @@ export class SpanExporter {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([drain, new Promise<void>((resolve) => (timer = setTimeout(resolve, bound)))]);
     clearTimeout(timer);
-    if (this.queue.length > 0) this.logger.warn(`${this.queue.length} spans were not exported: the collector did not answer within ${bound} ms`);
+    const lost = this.queue.length + (this.sending ? this.sendingCount : 0);
+    if (lost > 0) this.logger.warn(`tracing: ${lost} spans may not have been exported: the collector did not answer within ${bound} ms`);
   }
 
   private schedule(delayMs: number): void {
@@ -89,6 +92,7 @@ export class SpanExporter {
   private sendBatch(timeoutMs: number): Promise<void> {
     const batch = this.queue.splice(0, this.config.maxBatch);
     if (batch.length === 0) return Promise.resolve();
+    this.sendingCount = batch.length;
     this.sending = this.post(encodeTraces(this.config.resource, this.version, batch), Math.max(1, timeoutMs))
       .catch((error: Error) => this.warnOnce(`could not export ${batch.length} spans to ${this.config.url}: ${error.message}`))
       .finally(() => {
