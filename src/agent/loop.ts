@@ -24,6 +24,7 @@ import type { Prices } from "../protocol/index.js";
 import type { SteerInbox } from "./steer.js";
 import { budgetSpent, withCost } from "./cost.js";
 import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
+import type { TurnTrace } from "./turn-trace.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -60,6 +61,8 @@ export interface TurnConfig {
   checkpoints?: { forTurn(turn: number): TurnCheckpoint };
   /** This turn's recorder (set by `runTurn` from `checkpoints`). */
   recorder?: TurnCheckpoint;
+  /** The turn's spans, when tracing is on (turn-trace.ts); the loop marks where each model request and tool call begins and ends. */
+  trace?: TurnTrace;
 }
 
 /** What the loop asks of a turn's checkpoint: told before each tool call, finished before `turn/end`. */
@@ -92,7 +95,17 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   const tools = requestTools(config.tools.values(), config.output);
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
-  const compaction: CompactionContext | undefined = config.context && { session, provider, model, system, maxTokens, tools, ...config.context, turn, signal };
+  const compaction: CompactionContext | undefined = config.context && {
+    session,
+    provider: config.trace ? config.trace.summarizing(provider) : provider,
+    model,
+    system,
+    maxTokens,
+    tools,
+    ...config.context,
+    turn,
+    signal,
+  };
   // The prompt-submit hook may end the turn before any model request (agent/hooks.ts).
   const verdict = config.hooks?.promptSubmit ? await config.hooks.promptSubmit(session, content, signal) : "go";
   if (verdict !== "go") reason = verdict;
@@ -187,6 +200,7 @@ async function runStep(
   let failure: TurnEndReason | undefined;
   /** The stream failed (threw) rather than finishing. */
   let cutShort = false;
+  const chatSpan = config.trace?.chat(step);
   try {
     const stream = config.provider.stream(
       {
@@ -230,6 +244,7 @@ async function runStep(
   const finishReason: FinishReason =
     failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" && (finish === undefined || cutShort) ? "error" : (finish as string);
 
+  chatSpan?.end({ finishReason, usage: assembler.usage, content: () => [...assembler.blocks(), ...calls], failure });
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content: AssistantContentBlock[] = [...assembler.blocks(), ...calls];
@@ -289,7 +304,8 @@ async function runToolCalls(session: Session, config: TurnConfig, signal: AbortS
     if (config.tools.get(calls[i].name)?.readOnly) {
       while (i + batch.length < calls.length && config.tools.get(calls[i + batch.length].name)?.readOnly) batch.push(calls[i + batch.length]);
     }
-    const outcomes = batch.map((call) => executeTool(session, config, signal, call, final));
+    const run = (call: ToolCallBlock) => executeTool(session, config, signal, call, final);
+    const outcomes = batch.map((call) => (config.trace ? config.trace.tool(call, () => run(call)) : run(call)));
     for (let k = 0; k < batch.length; k++) {
       const { output, durationMs, ranWith } = await outcomes[k];
       // A tool that ran meets the post-tool hook before its result is recorded (agent/hooks.ts).

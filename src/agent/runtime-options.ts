@@ -16,7 +16,11 @@ export interface TurnRequest {
   output?: OutputContract;
   /** `session/prompt.maxCostUsd` (cost.ts). */
   maxCostUsd?: number;
+  /** `session/prompt.traceparent`: the turn's span is its child (turn-trace.ts). */
+  traceparent?: string;
 }
+
+import type { Tracer } from "./turn-trace.js";
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
 export interface RuntimeSink {
@@ -65,4 +69,7 @@ export interface RuntimeOptions {
   prices?: Prices;
   /** The hook points turns wait at (`initialize.hooks`, agent/hooks.ts); they wait as long as client tools do. */
   hooks?: HookName[];
+  // Tracing
+  /** Present when the OTEL variables ask for traces (server/tracing-loader.ts). */
+  tracer?: Tracer;
 }

@@ -345,6 +345,11 @@ export class AgentRuntime {
     while (this.flights.size > 0) await Promise.allSettled([...this.flights.values()].map((f) => f.settled));
   }
 
+  /** Sends the spans not yet exported (tracing on only); resolves within the tracer's bound. */
+  flushTraces(): Promise<void> {
+    return this.options.tracer?.shutdown() ?? Promise.resolve();
+  }
+
   /** fsyncs and closes every session log. */
   closeAll(): void {
     for (const session of this.sessions.values()) {
@@ -418,8 +423,18 @@ export class AgentRuntime {
   /** Runs a turn; `request` and `steers` are a top-level prompt's (a subagent's turn has no budget of its own and cannot be steered). */
   private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, request: TurnRequest = {}, steers?: SteerInbox): Promise<TurnEndReason> {
     const { subagentDepth } = this.options;
+    // The turn's span (tracing on only): a child of the client's span, or of the `task` call running this subagent.
+    const trace = this.options.tracer?.turn({
+      sessionId: session.id,
+      parentSessionId: session.parentSessionId,
+      turn: session.nextTurnNumber(),
+      model: this.options.model,
+      provider: this.options.provider.name,
+      traceparent: request.traceparent,
+      input: content,
+    });
     try {
-      return await runTurn(
+      const reason = await runTurn(
         session,
         content,
         {
@@ -442,10 +457,14 @@ export class AgentRuntime {
           steers,
           prices: this.prices,
           maxCostUsd: request.maxCostUsd,
+          trace,
         },
         signal,
       );
+      trace?.end(reason);
+      return reason;
     } catch (error) {
+      trace?.end({ kind: "internal-error", message: (error as Error).message });
       throw new MissingTurnEndError(session.id, error);
     }
   }

@@ -130,6 +130,7 @@ export const sessionPromptParamsSchema = z.object({
   outputSchema: z.optional(jsonObject),
   // A budget of 0 would allow no request at all: it must be positive.
   maxCostUsd: z.optional(dollars.check(z.positive())),
+  traceparent: z.optional(z.string()),
 });
 
 export const sessionSteerParamsSchema = z.object({

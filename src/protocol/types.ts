@@ -283,6 +283,11 @@ export interface SessionPromptParams {
   outputSchema?: JsonObject;
   /** Once the turn's cost reached this many US dollars, no further model request starts (reason `budget`). */
   maxCostUsd?: number;
+  /**
+   * W3C Trace Context: with tracing on, the turn's span is this span's child. One that does not
+   * parse is ignored (the turn starts a trace of its own), as the W3C spec asks of a receiver.
+   */
+  traceparent?: string;
 }
 
 /** Result of `session/prompt`: exactly these two fields, written after the turn settled. */

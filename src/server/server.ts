@@ -273,7 +273,7 @@ export class HarnessServer {
     // From here to the registration below nothing awaits, so overlap is decided at once.
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
-      settled = runtime.prompt(params.sessionId, params.contentBlocks, { output, maxCostUsd: params.maxCostUsd });
+      settled = runtime.prompt(params.sessionId, params.contentBlocks, { output, maxCostUsd: params.maxCostUsd, traceparent: params.traceparent });
       // This prompt arrived before the shutdown (see `stopping`) but starts after it: it
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
@@ -392,6 +392,8 @@ export class HarnessServer {
     });
     await Promise.race([this.options.endpoint.flush(), deadline]);
     clearTimeout(timer);
+    // Spans not yet sent go now, bounded by the tracer (tracing on only: otherwise nothing waits).
+    await this.runtime?.flushTraces();
     // A signal already delivered is handled by the event loop's next poll: let it run, so its
     // exit code is not lost to an end of input that was read in the same turn.
     await new Promise<void>((resolve) => setTimeout(resolve, 0));

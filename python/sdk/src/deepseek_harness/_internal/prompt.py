@@ -24,6 +24,7 @@ from .connection import Connection, arequest, await_quietly, forget, outcome, se
 from .decode import NotificationCallback, deliver
 from .inbox import INF, AnyInbox, AsyncInbox
 from .request_params import SessionCancelParams, SessionPromptParams, TextBlockParams
+from .tracing import current_traceparent
 
 __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]
 
@@ -79,6 +80,10 @@ class PromptCall:
         if max_cost_usd is not None:
             # The bridge checks it (-32602 for a negative, zero or non-number budget).
             params["maxCostUsd"] = max_cost_usd
+        # The caller's span (opentelemetry-api installed, a span current here): the turn nests under it.
+        traceparent = current_traceparent()
+        if traceparent is not None:
+            params["traceparent"] = traceparent
         if timeout is None:
             timeout = client.request_timeout_seconds
         self.client = client

@@ -42,6 +42,8 @@ class _PromptRequired(TypedDict):
 class SessionPromptParams(_PromptRequired, total=False):
     outputSchema: Dict[str, Any]
     maxCostUsd: float
+    #: W3C Trace Context of the caller's current span (``deepseek_harness._internal.tracing``).
+    traceparent: str
 
 
 class SessionSteerParams(TypedDict):
