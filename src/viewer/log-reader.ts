@@ -39,6 +39,8 @@ export const TAIL_BYTES = 4 * 1024 * 1024;
 const UNPARSABLE_SHOWN = 2000;
 const HEAD_BYTES = 256;
 const CHUNK = 256 * 1024;
+/** The deepest nesting of arrays and objects a line may have to be parsed (far below where JSON.stringify overflows the stack, far above any event). */
+export const MAX_NESTING = 512;
 
 /** One entry of a page: an event as the log holds it, or the viewer's note on a line it could not use. */
 export type ViewerEvent = Record<string, unknown> & { type: string };
@@ -189,7 +191,7 @@ function startsLine(fd: number, at: number): boolean {
 }
 
 function headerOf(body: Buffer | undefined): SessionHeader | undefined {
-  if (!body) return undefined;
+  if (!body || nestedTooDeep(body)) return undefined;
   try {
     return parseHeader(body);
   } catch {
@@ -212,6 +214,7 @@ function eventOf(line: Line): ViewerEvent {
     const { type, seq, time } = lineHead(line.head);
     return { type: "viewer/oversized", data: { type: type ?? null, seq: seq ?? null, time: time ?? null, bytes: line.bytes } };
   }
+  if (nestedTooDeep(line.body)) return unparsable(line.body, line.bytes, `nested deeper than ${MAX_NESTING} levels`);
   let value: unknown;
   try {
     value = JSON.parse(line.body.toString("utf8"));
@@ -222,6 +225,23 @@ function eventOf(line: Line): ViewerEvent {
     return unparsable(line.body, line.bytes, "not an event object");
   }
   return value as ViewerEvent;
+}
+
+/** Whether the JSON text `bytes` nests arrays and objects deeper than `MAX_NESTING` (brackets inside strings do not count). */
+export function nestedTooDeep(bytes: Buffer): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (inString) {
+      if (byte === 0x5c) i++; // a backslash: the next byte is escaped
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x5b || byte === 0x7b) {
+      if (++depth > MAX_NESTING) return true;
+    } else if (byte === 0x5d || byte === 0x7d) depth--;
+  }
+  return false;
 }
 
 function unparsable(bytes: Buffer, length: number, why: string): ViewerEvent {

@@ -41,7 +41,7 @@ export class SummaryTracker {
   private turns = 0;
 
   constructor(private readonly header: SessionHeader) {
-    this.updatedAt = header.createdAt;
+    this.updatedAt = createdAtOf(header);
   }
 
   /**
@@ -110,8 +110,23 @@ export function sortEntries(entries: SessionListEntry[]): SessionListEntry[] {
 
 /** The list entry of a header and what its events said. */
 export function entryOf(header: SessionHeader, seen: { title: string; updatedAt: number; turns: number }): SessionListEntry {
-  const parent = header.parentSessionId !== undefined ? { parentSessionId: header.parentSessionId, origin: "task" as const } : header.forkedFrom ? { parentSessionId: header.forkedFrom.sessionId, origin: "fork" as const } : {};
-  return { sessionId: header.sessionId, title: seen.title, createdAt: header.createdAt, updatedAt: seen.updatedAt, turns: seen.turns, ...parent };
+  const parent = parentOf(header.parentSessionId !== undefined ? header.parentSessionId : header.forkedFrom?.sessionId, header.parentSessionId !== undefined ? "task" : "fork");
+  return { sessionId: header.sessionId, title: seen.title, createdAt: createdAtOf(header), updatedAt: seen.updatedAt, turns: seen.turns, ...parent };
+}
+
+/** A header's creation time, 0 when the file holds something else there (see parentOf). */
+function createdAtOf(header: SessionHeader): number {
+  return typeof header.createdAt === "number" ? header.createdAt : 0;
+}
+
+/**
+ * An entry's parent fields, only when the parent is a string. A header or meta is a file (a
+ * hand edit, a damaged disk): whatever else it holds there must not reach a listing, whose
+ * answer must serialize (a value nested thousands deep throws in JSON.stringify, and one bad
+ * file would fail the whole `session/list` and the viewer's list with it).
+ */
+function parentOf(parentSessionId: unknown, origin: unknown): Pick<SessionListEntry, "parentSessionId" | "origin"> {
+  return typeof parentSessionId === "string" && (origin === "task" || origin === "fork") ? { parentSessionId, origin } : {};
 }
 
 /** A meta file is a few hundred bytes; anything much larger is not one. */
@@ -167,7 +182,9 @@ export function readMeta(logFile: string, sessionId: string, logSize: number): S
   const entry = meta?.entry;
   if (meta?.version !== 1 || meta.logSize !== logSize || typeof entry !== "object" || entry === null || entry.sessionId !== sessionId) return undefined;
   if (typeof entry.title !== "string" || typeof entry.createdAt !== "number" || typeof entry.updatedAt !== "number" || typeof entry.turns !== "number") return undefined;
-  return entry;
+  // The known fields only, each of its type (parentOf): nothing else of the file reaches a listing.
+  const { title, createdAt, updatedAt, turns } = entry;
+  return { sessionId, title, createdAt, updatedAt, turns, ...parentOf(entry.parentSessionId, entry.origin) };
 }
 
 /**
