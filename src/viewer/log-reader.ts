@@ -24,7 +24,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { SessionListEntry } from "../protocol/sessions-types.js";
 import { isSessionId, logPath, openLogForReading, parseHeader, refuseSymlinkedFolder, type SessionHeader } from "../agent/store/log-format.js";
-import { lineHead } from "../agent/store/log-lines.js";
+import { lineHead, MAX_NESTING, nestedTooDeep } from "../agent/store/log-lines.js";
 import { readMeta, scanLog, sortEntries } from "../agent/store/summary.js";
 
 /** Most lines in one page. */
@@ -39,8 +39,6 @@ export const TAIL_BYTES = 4 * 1024 * 1024;
 const UNPARSABLE_SHOWN = 2000;
 const HEAD_BYTES = 256;
 const CHUNK = 256 * 1024;
-/** The deepest nesting of arrays and objects a line may have to be parsed (far below where JSON.stringify overflows the stack, far above any event). */
-export const MAX_NESTING = 512;
 
 /** One entry of a page: an event as the log holds it, or the viewer's note on a line it could not use. */
 export type ViewerEvent = Record<string, unknown> & { type: string };
@@ -225,23 +223,6 @@ function eventOf(line: Line): ViewerEvent {
     return unparsable(line.body, line.bytes, "not an event object");
   }
   return value as ViewerEvent;
-}
-
-/** Whether the JSON text `bytes` nests arrays and objects deeper than `MAX_NESTING` (brackets inside strings do not count). */
-export function nestedTooDeep(bytes: Buffer): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < bytes.length; i++) {
-    const byte = bytes[i]!;
-    if (inString) {
-      if (byte === 0x5c) i++; // a backslash: the next byte is escaped
-      else if (byte === 0x22) inString = false;
-    } else if (byte === 0x22) inString = true;
-    else if (byte === 0x5b || byte === 0x7b) {
-      if (++depth > MAX_NESTING) return true;
-    } else if (byte === 0x5d || byte === 0x7d) depth--;
-  }
-  return false;
 }
 
 function unparsable(bytes: Buffer, length: number, why: string): ViewerEvent {

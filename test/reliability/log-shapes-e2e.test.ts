@@ -79,3 +79,30 @@ describe("a session log holding a line that is no event", () => {
     expect(c.badLines).toEqual([]);
   });
 });
+
+describe("a session log holding a line nested thousands deep", () => {
+  it("answers session/read with the log's error (such a line parses but could never be sent), not with silence; prompts and other sessions go on", async () => {
+    const dir = path.join(root, workspaceFolderName(ws.dir));
+    fs.mkdirSync(dir, { recursive: true });
+    // Of a type the replay ignores (so a resume takes it), and of one it reads, with an extra key.
+    const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    const lines = {
+      "deep-unknown": `{"type":"x/y","seq":3,"time":4,"data":${deep(100_000)}}`,
+      "deep-result": `{"type":"tool/result","seq":3,"time":4,"data":{"callId":"c","name":"bash","content":[{"type":"text","text":"x"}],"isError":false,"x":${deep(20_000)}}}`,
+    };
+    for (const [id, line] of Object.entries(lines)) fs.writeFileSync(path.join(dir, `${id}.jsonl`), `${header(id)}\n${hello}\n${line}\n${started}\n`);
+    const c = new RawClient({ args: ["--stdio", "--session-root", root] });
+    clients.push(c);
+    c.request("init", "initialize", initParams(ws.dir, "demo"));
+    expect((await c.response("init")).error).toBeUndefined();
+    for (const id of Object.keys(lines)) {
+      c.request(`read-${id}`, "session/read", { sessionId: id });
+      const { error } = await c.response(`read-${id}`);
+      expect(error?.data?.kind, id).toBe("session-log");
+      expect(error?.message).toMatch(new RegExp(`${id}\\.jsonl is corrupt at byte \\d+: nested deeper than 512 levels`));
+    }
+    c.request("fine", "session/prompt", promptParams("fine"));
+    expect((await c.response("fine")).result.status).toBe("ok");
+    expect(c.badLines).toEqual([]);
+  });
+});

@@ -30,7 +30,7 @@ import {
   type SessionHeader,
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
-import { copyRange, eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
+import { copyRange, eachLine, lineHead, MAX_NESTING, nestedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
 /** Runs `use` on the log `file` opened for reading; `undefined` when there is no such log. */
@@ -134,6 +134,8 @@ export class FileCatalog {
           more = true;
           return false;
         }
+        // A line nested past MAX_NESTING parses but could never be sent (log-lines.ts): corrupt.
+        if (nestedTooDeep(line)) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: nested deeper than ${MAX_NESTING} levels`);
         let event: SessionEvent;
         try {
           event = JSON.parse(line.toString("utf8")) as SessionEvent;

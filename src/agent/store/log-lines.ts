@@ -26,6 +26,31 @@ export function lineHead(line: Buffer): { type?: string; seq?: number; time?: nu
 }
 
 /**
+ * The deepest nesting of arrays and objects a line read from a log may have to be handed on.
+ * JSON.parse takes any depth, but JSON.stringify recurses and throws past a few thousand levels:
+ * a line nested that deep (a damaged or planted log: the bridge itself refuses model arguments
+ * nested past 128 levels) could be read but never sent. Far above any event the bridge writes.
+ */
+export const MAX_NESTING = 512;
+
+/** Whether the JSON text `bytes` nests arrays and objects deeper than `MAX_NESTING` (brackets inside strings do not count). */
+export function nestedTooDeep(bytes: Buffer): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (inString) {
+      if (byte === 0x5c) i++; // a backslash: the next byte is escaped
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x5b || byte === 0x7b) {
+      if (++depth > MAX_NESTING) return true;
+    } else if (byte === 0x5d || byte === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
  * Visits each whole line from byte `from` (a line start) on, with its start and end offsets
  * (end: after its "\n"), until `visit` returns false or the whole lines run out. Returns the
  * offset after the last line visited and accepted.
