@@ -44,6 +44,10 @@ const DAMAGED: Array<[string, string, RegExp]> = [
   ["hook-continue", '{"type":"hook/decision","seq":3,"time":4,"data":{"hookId":"h","hook":"stop","continue":5}}', /data\.continue is not a string/],
   ["hook-no-id", '{"type":"hook/request","seq":3,"time":4,"data":{"hook":"stop"}}', /data\.hookId and data\.hook are not strings/],
   ["rewound-turn", '{"type":"session/rewound","seq":3,"time":4,"data":{"turn":"1"}}', /session\/rewound event's data\.turn is not a turn number/],
+  // A post-tool request left waiting becomes its call's tool/result at the next turn: it must hold one.
+  ["hook-post-tool-content", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","callId":"c","name":"bash","arguments":{},"content":"oops","isError":false}}', /data\.content is not a list of content blocks/],
+  ["hook-post-tool-error", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","callId":"c","name":"bash","arguments":{},"content":[],"isError":"no"}}', /data\.isError is not a boolean/],
+  ["hook-post-tool-call", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","name":"bash","arguments":{},"content":[],"isError":false}}', /data\.callId and data\.name are not strings/],
   ["no-seq", '{"type":"user/message","time":4,"data":{"content":[]}}', /no seq number/],
 ];
 
