@@ -5,6 +5,7 @@
  */
 import * as fs from "node:fs";
 import * as http from "node:http";
+import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -102,6 +103,30 @@ describe("who the viewer answers", () => {
     const bare = await get("/api/sessions", { host: null });
     expect([400, 403]).toContain(bare.status);
     expect(bare.body).not.toContain("sessions\":");
+  });
+
+  it("refuses a request that names another server besides a loopback Host: an absolute-form target, a second Host", async () => {
+    /** The status line of a request written byte for byte (http.request normalizes both). */
+    const raw = (text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, "127.0.0.1", () => socket.end(text));
+        let got = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk: string) => (got += chunk));
+        socket.on("end", () => resolve(got.split("\r\n")[0]!));
+        socket.on("error", reject);
+      });
+    const host = `127.0.0.1:${port}`;
+    expect(await raw(`GET /api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)).toBe("HTTP/1.1 200 OK");
+    for (const request of [
+      `GET http://evil.example/api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      `GET http://${host}/api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      `GET /api/sessions HTTP/1.1\r\nHost: ${host}\r\nHost: evil.example\r\nConnection: close\r\n\r\n`,
+      `GET /api/sessions HTTP/1.1\r\nHost: ${host}\r\nhost: ${host}\r\nConnection: close\r\n\r\n`,
+      `GET //evil.example/api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+    ]) {
+      expect(await raw(request), request).toMatch(/^HTTP\/1\.1 (400|403) /);
+    }
   });
 
   it("is read-only: anything but GET and HEAD is 405", async () => {
