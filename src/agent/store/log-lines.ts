@@ -54,14 +54,31 @@ export function nestedTooDeep(bytes: Buffer): boolean {
  * Visits each whole line from byte `from` (a line start) on, with its start and end offsets
  * (end: after its "\n"), until `visit` returns false or the whole lines run out. Returns the
  * offset after the last line visited and accepted.
+ *
+ * `maxLine`: a longer line is never held whole (a file is not bounded by what the bridge
+ * writes: a huge sparse file, or one without a newline, would be held whole in memory): it is
+ * visited with its first `HEAD_BYTES` only, and `cut` true. Unbounded by default.
  */
-export function eachLine(fd: number, from: number, visit: (line: Buffer, start: number, end: number) => boolean): number {
+export function eachLine(fd: number, from: number, visit: (line: Buffer, start: number, end: number, cut: boolean) => boolean, maxLine = Infinity): number {
   // Most logs a listing scans are small: a buffer the size of what is left, up to CHUNK.
   const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK, fs.fstatSync(fd).size - from)));
   let position = from;
   let pending: Buffer[] = [];
+  let held = 0; // bytes in `pending`
+  let head: Buffer | undefined; // set once the line passed `maxLine`: its first bytes, all that is kept
   let lineStart = from;
   let accepted = from;
+  // The first HEAD_BYTES of the line held so far and `piece` (no copy of the rest).
+  const cutAt = (piece: Buffer): Buffer => {
+    const parts: Buffer[] = [];
+    let bytes = 0;
+    for (const part of [...pending, piece]) {
+      if (bytes >= HEAD_BYTES) break;
+      parts.push(part.subarray(0, HEAD_BYTES - bytes));
+      bytes += parts.at(-1)!.length;
+    }
+    return Buffer.concat(parts);
+  };
   for (;;) {
     const read = fs.readSync(fd, chunk, 0, chunk.length, position);
     if (read === 0) return accepted;
@@ -69,14 +86,28 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
     while (offset < read) {
       const newline = chunk.indexOf(10, offset);
       if (newline === -1 || newline >= read) {
-        pending.push(Buffer.from(chunk.subarray(offset, read)));
+        const piece = chunk.subarray(offset, read);
+        if (head) {
+          // past maxLine: only counted by the offsets
+        } else if (held + piece.length > maxLine) {
+          head = cutAt(piece);
+          pending = [];
+          held = 0;
+        } else {
+          pending.push(Buffer.from(piece));
+          held += piece.length;
+        }
         break;
       }
       const piece = chunk.subarray(offset, newline);
-      const line = pending.length ? Buffer.concat([...pending, piece]) : piece;
+      if (!head && held + piece.length > maxLine) head = cutAt(piece);
+      const line = head ?? (pending.length ? Buffer.concat([...pending, piece]) : piece);
+      const cut = head !== undefined;
       pending = [];
+      held = 0;
+      head = undefined;
       const end = position + newline + 1;
-      if (!visit(line, lineStart, end)) return accepted;
+      if (!visit(line, lineStart, end, cut)) return accepted;
       accepted = end;
       lineStart = end;
       offset = newline + 1;

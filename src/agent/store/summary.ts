@@ -18,6 +18,9 @@ import type { SessionEvent, TextBlock } from "../../protocol/types.js";
 import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead } from "./log-lines.js";
 
+/** The longest line a listing's scan holds whole (`scanLog`): four times the bridge's default longest input line (16 MiB). */
+export const SCAN_LINE_CAP = 64 * 1024 * 1024;
+
 /** Whitespace is collapsed in at most this much of the first message (the title needs only its start). */
 const TITLE_SOURCE_CHARS = 4096;
 
@@ -196,15 +199,19 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
   let header: SessionHeader | undefined;
   let tracker: SummaryTracker | undefined;
   let titled = false;
-  eachLine(fd, 0, (line) => {
+  // A listing scans every log of the folder, chosen by no one: one file must not cost memory by
+  // its size (a line of gigabytes, a sparse file without a newline). A longer line is seen by
+  // its head only: its time counts, its text gives no title.
+  eachLine(fd, 0, (line, _start, _end, cut) => {
     if (!header) {
+      if (cut) throw new Error(`the log's first line is longer than ${SCAN_LINE_CAP} bytes: no session header`);
       header = parseHeader(line);
       if (!header) throw new Error("the log does not start with a session header");
       tracker = new SummaryTracker(header);
       return true;
     }
     const head = lineHead(line);
-    if ((head.type === "user/message" && !titled) || head.type === "turn/start" || head.type === undefined) {
+    if (!cut && ((head.type === "user/message" && !titled) || head.type === "turn/start" || head.type === undefined)) {
       let event: SessionEvent;
       try {
         event = JSON.parse(line.toString("utf8")) as SessionEvent;
@@ -216,6 +223,6 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
       titled = tracker!.titled;
     } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
     return true;
-  });
+  }, SCAN_LINE_CAP);
   return header && tracker ? { header, entry: tracker.entry() } : undefined;
 }
