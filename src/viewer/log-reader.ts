@@ -57,9 +57,12 @@ export interface SessionPage {
 /**
  * Entries scanned from logs, by file, with the size and mtime they were scanned at. The page
  * polls the list every few seconds, and a running session's meta is stale until its turn ends:
- * without this, its whole log would be scanned again at every poll. One entry per log file.
+ * without this, its whole log would be scanned again at every poll. One entry per log file
+ * of the last listing (a log deleted since is forgotten: a viewer left running does not grow
+ * with every session ever made); `entry` undefined for a file that holds no session yet (no
+ * whole header line), so a large such file is not read again at every poll while unchanged.
  */
-export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry }>;
+export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry | undefined }>;
 
 /** The workspace folder's sessions, newest first, and what could not be listed. Never writes. */
 export function listSessions(directory: string, cache: ListCache = new Map()): { sessions: SessionListEntry[]; problems: string[] } {
@@ -73,20 +76,19 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
   }
   const sessions: SessionListEntry[] = [];
   const problems: string[] = [];
+  const seen = new Set<string>();
   for (const dirent of names) {
     if (!dirent.isFile() || !dirent.name.endsWith(".jsonl")) continue; // a symlink, folder or FIFO is no session
     const id = dirent.name.slice(0, -".jsonl".length);
     if (!isSessionId(id)) continue;
     const file = path.join(directory, dirent.name);
+    seen.add(file);
     try {
       const { size, mtimeMs } = fs.lstatSync(file);
       const known = cache.get(file);
-      let entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : undefined;
-      entry ??= readMeta(file, id, size) ?? scanned(file, id);
-      if (entry) {
-        cache.set(file, { size, mtimeMs, entry });
-        sessions.push(entry);
-      }
+      const entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : (readMeta(file, id, size) ?? scanned(file, id));
+      cache.set(file, { size, mtimeMs, entry });
+      if (entry) sessions.push(entry);
     } catch (error) {
       // The store's scan gives up on some damaged lines; the session is still worth showing.
       const header = headerOnly(directory, id);
@@ -94,6 +96,7 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
       problems.push(`${dirent.name}: ${header ? "listed from its header only: " : ""}${(error as Error).message}`);
     }
   }
+  for (const file of cache.keys()) if (!seen.has(file)) cache.delete(file);
   return { sessions: sortEntries(sessions), problems };
 }
 
