@@ -28,8 +28,10 @@ export function lineHead(line: Buffer): { type?: string; seq?: number; time?: nu
 /**
  * The deepest nesting of arrays and objects a line read from a log may have to be handed on.
  * JSON.parse takes any depth, but JSON.stringify recurses and throws past a few thousand levels:
- * a line nested that deep (a damaged or planted log: the bridge itself refuses model arguments
- * nested past 128 levels) could be read but never sent. Far above any event the bridge writes.
+ * a line nested that deep (a damaged or planted log) could be read but never sent. A log is a
+ * boundary like those of json-depth.ts, measured here on the bytes before parsing; what the
+ * bridge writes nests at most `MAX_JSON_DEPTH` (128) levels inside an event's few own, so this
+ * limit is far above any event it writes.
  */
 export const MAX_NESTING = 512;
 
