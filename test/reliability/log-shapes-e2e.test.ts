@@ -31,6 +31,8 @@ const header = (sessionId: string): string =>
 const hello = '{"type":"user/message","seq":1,"time":2,"data":{"content":[{"type":"text","text":"hello"}]}}';
 const started = '{"type":"turn/start","seq":2,"time":3,"data":{"turn":1}}';
 
+const deep = (n: number): string => `${"[".repeat(n)}${"]".repeat(n)}`;
+
 /** Each damaged line, and what the error must say about it. */
 const DAMAGED: Array<[string, string, RegExp]> = [
   ["null-line", "null", /JSON but not an event/],
@@ -49,6 +51,11 @@ const DAMAGED: Array<[string, string, RegExp]> = [
   ["hook-post-tool-error", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","callId":"c","name":"bash","arguments":{},"content":[],"isError":"no"}}', /data\.isError is not a boolean/],
   ["hook-post-tool-call", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","name":"bash","arguments":{},"content":[],"isError":false}}', /data\.callId and data\.name are not strings/],
   ["no-seq", '{"type":"user/message","time":4,"data":{"content":[]}}', /no seq number/],
+  // JSON.parse takes any depth but JSON.stringify does not: such a line could be neither replayed
+  // (a RangeError) nor read back (session/read left the request unanswered). Of a type the replay
+  // ignores, and in a tool call's arguments, which the history measures by their JSON.
+  ["deep-unknown", `{"type":"x/y","seq":3,"time":4,"data":${deep(100_000)}}`, /nested deeper than 512 levels/],
+  ["deep-arguments", `{"type":"assistant/message","seq":3,"time":4,"data":{"turn":1,"step":1,"content":[{"type":"tool-call","id":"c","name":"read_file","arguments":{"path":${deep(20_000)}}}],"finishReason":"tool-calls"}}`, /nested deeper than 512 levels/],
 ];
 
 describe("a session log holding a line that is no event", () => {
@@ -78,33 +85,6 @@ describe("a session log holding a line that is no event", () => {
     c.request("list", "session/list", {});
     const listed = (await c.response("list")).result.sessions as Array<{ sessionId: string; title: string }>;
     for (const [id] of DAMAGED) expect(listed.find((s) => s.sessionId === id)?.title, id).toBe("hello");
-    c.request("fine", "session/prompt", promptParams("fine"));
-    expect((await c.response("fine")).result.status).toBe("ok");
-    expect(c.badLines).toEqual([]);
-  });
-});
-
-describe("a session log holding a line nested thousands deep", () => {
-  it("answers session/read with the log's error (such a line parses but could never be sent), not with silence; prompts and other sessions go on", async () => {
-    const dir = path.join(root, workspaceFolderName(ws.dir));
-    fs.mkdirSync(dir, { recursive: true });
-    // Of a type the replay ignores (so a resume takes it), and of one it reads, with an extra key.
-    const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
-    const lines = {
-      "deep-unknown": `{"type":"x/y","seq":3,"time":4,"data":${deep(100_000)}}`,
-      "deep-result": `{"type":"tool/result","seq":3,"time":4,"data":{"callId":"c","name":"bash","content":[{"type":"text","text":"x"}],"isError":false,"x":${deep(20_000)}}}`,
-    };
-    for (const [id, line] of Object.entries(lines)) fs.writeFileSync(path.join(dir, `${id}.jsonl`), `${header(id)}\n${hello}\n${line}\n${started}\n`);
-    const c = new RawClient({ args: ["--stdio", "--session-root", root] });
-    clients.push(c);
-    c.request("init", "initialize", initParams(ws.dir, "demo"));
-    expect((await c.response("init")).error).toBeUndefined();
-    for (const id of Object.keys(lines)) {
-      c.request(`read-${id}`, "session/read", { sessionId: id });
-      const { error } = await c.response(`read-${id}`);
-      expect(error?.data?.kind, id).toBe("session-log");
-      expect(error?.message).toMatch(new RegExp(`${id}\\.jsonl is corrupt at byte \\d+: nested deeper than 512 levels`));
-    }
     c.request("fine", "session/prompt", promptParams("fine"));
     expect((await c.response("fine")).result.status).toBe("ok");
     expect(c.badLines).toEqual([]);

@@ -14,6 +14,7 @@
  * @module
  */
 import * as fs from "node:fs";
+import { exceedsDepth } from "../../json-depth.js";
 
 const CHUNK = 1024 * 1024;
 const HEAD_BYTES = 256;
@@ -34,6 +35,15 @@ export function lineHead(line: Buffer): { type?: string; seq?: number; time?: nu
  * limit is far above any event it writes.
  */
 export const MAX_NESTING = 512;
+
+/**
+ * Whether `value`, parsed from the log line `bytes`, nests deeper than `MAX_NESTING`. Cheap on
+ * the replay's path: a line too short to hold that many brackets is not measured, and a parsed
+ * value is measured by its nodes (a long text is one), not its bytes.
+ */
+export function parsedTooDeep(bytes: Buffer, value: unknown): boolean {
+  return bytes.length > 2 * MAX_NESTING && exceedsDepth(value, MAX_NESTING);
+}
 
 /** Whether the JSON text `bytes` nests arrays and objects deeper than `MAX_NESTING` (brackets inside strings do not count). */
 export function nestedTooDeep(bytes: Buffer): boolean {
