@@ -162,6 +162,8 @@ describe("two bridges on one session root", () => {
     await a.response("bye");
     await a.exit();
     expect(await listed()).toEqual(live);
+    // A's locks were links to its owner file (store/lock.ts); it removed that file at exit.
+    expect(fs.readdirSync(path.dirname(logFile("s"))).sort()).toEqual(["s.jsonl", "s.meta.json"]);
   });
 
   it("a bridge killed with SIGKILL mid-turn leaves a stale lock the next bridge takes over at once", async () => {
