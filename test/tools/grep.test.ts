@@ -65,6 +65,17 @@ describe("grep", () => {
     expect(await run({ pattern: "needle" })).toBe("f/f.ts:1:needle f\nsrc/a.ts:1:const needle = 1;\nsrc/b.ts:2:needle again\nz/z.ts:1:needle z");
   }, 15_000);
 
+  it("a large file's matching lines, near its top, across read boundaries and deep inside, come back whole (ripgrep's files are read only as far as their last match)", async () => {
+    // ~1.2 MB of 100-byte lines, CRLF: matches at lines 3, 656-657 (past the first 64 KiB read), 3000 and 12000.
+    const lines = Array.from({ length: 12_000 }, (_, i) => `line ${String(i + 1).padStart(6, "0")} ${"x".repeat(84)}`);
+    for (const n of [3, 656, 657, 3000, 12_000]) lines[n - 1] = `needle ${n} ${"é".repeat(40)}`;
+    writeTree(sb.ws, { "big/data.txt": `${lines.join("\r\n")}\r\n` });
+    const expected = [3, 656, 657, 3000, 12_000].map((n) => `big/data.txt:${n}:needle ${n} ${"é".repeat(40)}`).join("\n");
+    expect(await run({ pattern: "needle \\d", path: "big" })).toBe(expected);
+    // A match only near the top of a large file.
+    expect(await run({ pattern: "needle 3 ", path: "big" })).toBe(`big/data.txt:3:needle 3 ${"é".repeat(40)}`);
+  });
+
   it("reports no match plainly", async () => {
     expect(await run({ pattern: "zzz" })).toMatch(/^No matches for \/zzz\//);
   });
