@@ -193,7 +193,9 @@ export const grepTool: Tool = {
               follow: !confined,
               maxPerFile: GREP_MAX_MATCHES + 1,
               signal: ctx.signal,
-              onFile: (abs, numbers) => {
+              onFile: (abs, all) => {
+                // Lines past the cap are never shown: the file is read no further than the one that reaches it.
+                const numbers = all.slice(0, Math.max(1, wanted() - aheadLines));
                 const opened = openAndRead(listed, abs, numbers);
                 opened.catch(() => undefined);
                 ahead.push({ shown: display(abs), numbers, opened });

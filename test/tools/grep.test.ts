@@ -99,6 +99,19 @@ describe("grep", () => {
     expect(long).toMatch(/line cut: 1003 characters/);
   });
 
+  it("a folder search stops at the cap in the file that reaches it, in path order, the files before it whole", async () => {
+    const tree: Record<string, string> = {};
+    for (let f = 0; f < 30; f++) tree[`capped/f${String(f).padStart(2, "0")}.txt`] = Array.from({ length: 40 }, (_, i) => `hit ${f}.${i + 1}`).join("\n") + "\n";
+    writeTree(sb.ws, tree);
+    const lines = (await run({ pattern: "^hit", path: "capped" })).split("\n");
+    const expected = Array.from({ length: GREP_MAX_MATCHES }, (_, k) => {
+      const f = Math.floor(k / 40);
+      return `capped/f${String(f).padStart(2, "0")}.txt:${(k % 40) + 1}:hit ${f}.${(k % 40) + 1}`;
+    });
+    expect(lines.slice(0, GREP_MAX_MATCHES)).toEqual(expected);
+    expect(lines.slice(GREP_MAX_MATCHES)).toEqual([expect.stringMatching(/stopped after 500 matches/)]);
+  });
+
   it("turns an invalid regex into a ToolError with the regex error", async () => {
     await expect(run({ pattern: "a(b" })).rejects.toThrow(ToolError);
     await expect(run({ pattern: "a(b" })).rejects.toThrow(/invalid regular expression "a\(b" \(RE2 syntax\).*missing closing \)/);
