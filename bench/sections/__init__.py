@@ -9,13 +9,14 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Dict
 
-from sections import (checkpoints, client_tools, cold, death, memory, resume, roundtrip, search, session_list, sessions, size,
-                      store, throughput)
+from sections import (checkpoints, client_tools, cold, death, memory, peers, resume, roundtrip, search, session_list, sessions,
+                      size, store, throughput)
 
 SECTIONS: Dict[str, ModuleType] = {
     "cold": cold,
     "throughput": throughput,
     "roundtrip": roundtrip,
+    "peers": peers,
     "memory": memory,
     "size": size,
     "store": store,

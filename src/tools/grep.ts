@@ -13,7 +13,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { isConfined, isInside, resolveInWorkspace } from "./workspace.js";
 import { GitignoreFilter, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
-import { GREP_MAX_FILE_BYTES, openNamed, readCandidate, splitLines, type Candidate, type OpenCandidate } from "./search/files.js";
+import { GREP_MAX_FILE_BYTES, numberedLines, openNamed, readCandidate, splitLines, type Candidate, type OpenCandidate } from "./search/files.js";
 import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
 import { findRipgrep } from "./search/ripgrep.js";
 import { comparePaths } from "./search/order.js";
@@ -70,9 +70,15 @@ interface Found {
 /** A file opened race-free (search/files.ts) and, if it is text, read into lines. */
 type Opened = Exclude<Candidate, { kind: "text" }> | { kind: "text"; lines: string[] };
 
-async function openAndRead(open: OpenCandidate, abs: string): Promise<Opened> {
-  const cand = await readCandidate(open, abs);
-  return cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand;
+/** A candidate's lines: all of them, or (`numbers`: ripgrep's matches) only those (search/files.ts). */
+function linesOf(cand: Candidate, numbers?: readonly number[]): Opened {
+  if (cand.kind !== "text") return cand;
+  return { kind: "text", lines: numbers ? numberedLines(cand.bytes, numbers) : splitLines(cand.bytes.toString("utf8")) };
+}
+
+async function openAndRead(open: OpenCandidate, abs: string, numbers?: readonly number[]): Promise<Opened> {
+  // ripgrep's numbers: the file is read no further than the last of them.
+  return linesOf(await readCandidate(open, abs, numbers ? numbers.reduce((a, b) => Math.max(a, b), 0) : Infinity), numbers);
 }
 
 /** Adds a file's matching lines (1-based `numbers`) to `found`; returns whether to go on. */
@@ -168,7 +174,7 @@ export const grepTool: Tool = {
         // ripgrep searches the bytes read here, through its stdin.
         const cand = await readCandidate(named, target);
         const numbers = cand.kind === "text" ? await ripgrepLineNumbers({ rg, pattern: parsed.rust!, input: cand.bytes, maxPerFile: wanted(), signal: ctx.signal }) : [];
-        addLines(found, toPosix(requested), cand.kind === "text" ? { kind: "text", lines: splitLines(cand.text) } : cand, () => numbers);
+        addLines(found, toPosix(requested), linesOf(cand, numbers), () => numbers);
         done = true;
       } else if (rg) {
         const place = await ripgrepPlace(insideWs ? workspace : target, target);
@@ -187,8 +193,10 @@ export const grepTool: Tool = {
               follow: !confined,
               maxPerFile: GREP_MAX_MATCHES + 1,
               signal: ctx.signal,
-              onFile: (abs, numbers) => {
-                const opened = openAndRead(listed, abs);
+              onFile: (abs, all) => {
+                // Lines past the cap are never shown: the file is read no further than the one that reaches it.
+                const numbers = all.slice(0, Math.max(1, wanted() - aheadLines));
+                const opened = openAndRead(listed, abs, numbers);
                 opened.catch(() => undefined);
                 ahead.push({ shown: display(abs), numbers, opened });
                 aheadLines += numbers.length;

@@ -5,11 +5,11 @@
  * makes one `write(2)` per call when the pipe has room: one syscall per chunk, CPU taken from
  * the machine the client's reader shares (figures: bench/README.md, "Why the code does this").
  *
- * How: the first few frames of a tick go straight through, so a prompt's handful of frames
- * leaves at once and the client parses them while the turn goes on (batching those too would
- * add to every round trip). Past them, frames are collected and written
- * together when the tick ends (the producer's chain of promise reactions has run dry) or when
- * `highWaterMark` bytes are waiting, whichever comes first.
+ * How: frames are collected and written together when the tick ends (the producer's chain of
+ * promise reactions has run dry) or when `highWaterMark` bytes are waiting, whichever comes
+ * first. A one-step turn runs in one tick, so its frames and its response leave in one write:
+ * each write to a pipe wakes the client's reader, and on a machine of few cores that wake-up,
+ * not the bytes, is most of what a small write costs (bench/README.md).
  *
  * The contract the endpoint relies on is kept: `write()` returns false when the producer should
  * wait for `drain` (the target is over its mark), so what the bridge holds stays bounded by
@@ -28,22 +28,17 @@ import { Writable } from "node:stream";
 /** Default bytes collected before they are written without waiting for the tick to end: 64 KiB, a pipe's buffer on Linux. */
 export const DEFAULT_COALESCE_BYTES = 64 * 1024;
 
-/** Default frames a tick writes straight through before it starts collecting. */
-export const DEFAULT_DIRECT_WRITES = 8;
-
 type Callback = (error?: Error | null) => void;
 
 export class CoalescingWritable extends Writable {
   private batch: Array<string | Buffer> = [];
   private callbacks: Callback[] = [];
   private batchBytes = 0;
-  private directThisTick = 0;
   private tickScheduled = false;
 
   constructor(
     private readonly target: Writable,
     private readonly limit = DEFAULT_COALESCE_BYTES,
-    private readonly directWrites = DEFAULT_DIRECT_WRITES,
   ) {
     super({ highWaterMark: limit });
     // The bytes waiting for the client are the batch plus the target's buffer: the endpoint's
@@ -69,10 +64,6 @@ export class CoalescingWritable extends Writable {
       this.tickScheduled = true;
       process.nextTick(this.endOfTick);
     }
-    if (this.batch.length === 0 && this.directThisTick < this.directWrites) {
-      this.directThisTick++;
-      return this.target.write(chunk, callback);
-    }
     if (chunk.length >= this.limit) {
       // Joined into a batch, a big chunk would be copied whole once more; it is a write of its own.
       this.writeBatch();
@@ -95,7 +86,6 @@ export class CoalescingWritable extends Writable {
 
   private readonly endOfTick = () => {
     this.tickScheduled = false;
-    this.directThisTick = 0;
     this.writeBatch();
   };
 

@@ -25,14 +25,22 @@ export interface FrameWriterOptions {
 }
 
 /** A frame in the backlog: a plain line, or the remaining pieces of a long one. */
-type BacklogFrame = { line: string; written: () => void } | { pieces: Iterator<Buffer>; written: () => void };
+type BacklogFrame = { line: string } | { pieces: Iterator<Buffer> };
 
 /** The byte that ends a line, and so the last piece of a long frame (see `jsonLine`). */
 const NEWLINE = 0x0a;
 
 export class FrameWriter {
   private outputBroken = false;
-  private lastWrite: Promise<void> = Promise.resolve();
+  /**
+   * Frames written (`issued`) and handed to the OS or dropped (`done`), in order: the output
+   * calls its write callbacks in the order of the writes. `flush()` waits for `done` to reach
+   * what was issued when it was called. Counting, not a promise per frame: a streamed turn
+   * writes a frame per chunk, and `flush()` is called once, at exit.
+   */
+  private issued = 0;
+  private done = 0;
+  private flushes: Array<{ upTo: number; resolve: () => void }> = [];
   /** Frames waiting for the output to drain, behind a long frame that is written piece by piece. */
   private backlog: BacklogFrame[] = [];
   /** Bytes (UTF-16 units) of the backlog's plain frames. */
@@ -63,8 +71,15 @@ export class FrameWriter {
 
   /** Resolves when every frame written so far has been handed to the OS (or the output broke). */
   flush(): Promise<void> {
-    return this.lastWrite;
+    if (this.outputBroken || this.done >= this.issued) return Promise.resolve();
+    return new Promise<void>((resolve) => this.flushes.push({ upTo: this.issued, resolve }));
   }
+
+  /** The write callback of every frame's last bytes. */
+  private readonly frameWritten = (): void => {
+    this.done++;
+    while (this.flushes.length > 0 && this.flushes[0].upTo <= this.done) this.flushes.shift()!.resolve();
+  };
 
   /**
    * Returns whether the output is below its high-water mark. A frame holding a long string
@@ -75,15 +90,12 @@ export class FrameWriter {
     if (this.outputBroken) return true;
     const line = jsonLine(frame);
     const output = this.options.output;
-    let accepted = true;
+    let accepted: boolean;
+    this.issued++;
     if (typeof line === "string" && this.backlog.length === 0) {
-      this.lastWrite = new Promise<void>((resolve) => {
-        accepted = output.write(line, () => resolve());
-      });
+      accepted = output.write(line, this.frameWritten);
     } else {
-      this.lastWrite = new Promise<void>((resolve) => {
-        this.backlog.push(typeof line === "string" ? { line, written: resolve } : { pieces: line[Symbol.iterator](), written: resolve });
-      });
+      this.backlog.push(typeof line === "string" ? { line } : { pieces: line[Symbol.iterator]() });
       if (typeof line === "string") this.backlogBytes += line.length;
       // While the pump waits for `drain`, the output is full: the frame just waits its turn.
       if (!this.pumpScheduled) this.pump();
@@ -116,19 +128,19 @@ export class FrameWriter {
       if ("line" in head) {
         this.backlog.shift();
         this.backlogBytes -= head.line.length;
-        room = output.write(head.line, () => head.written());
+        room = output.write(head.line, this.frameWritten);
       } else {
         const next = head.pieces.next();
         if (next.done) {
           // Only reached for an empty sequence; jsonLine always ends a line with a piece.
           this.backlog.shift();
-          head.written();
+          this.frameWritten();
           continue;
         }
         const piece = next.value;
         const last = piece[piece.length - 1] === NEWLINE;
         if (last) this.backlog.shift();
-        room = last ? output.write(piece, () => head.written()) : output.write(piece);
+        room = last ? output.write(piece, this.frameWritten) : output.write(piece);
       }
       if (!room) {
         this.pumpScheduled = true;
@@ -162,17 +174,17 @@ export class FrameWriter {
 
   /** Gives up the backlog (the output broke or closed): its frames count as written, as they would after EPIPE. */
   private dropBacklog(): void {
-    const dropped = this.backlog;
+    const dropped = this.backlog.length;
     this.backlog = [];
     this.backlogBytes = 0;
-    for (const frame of dropped) frame.written();
+    for (let i = 0; i < dropped; i++) this.frameWritten();
   }
 
   private breakOutput(error: Error): void {
     if (this.outputBroken) return;
     this.outputBroken = true;
     this.dropBacklog();
-    this.lastWrite = Promise.resolve();
+    for (const waiting of this.flushes.splice(0)) waiting.resolve();
     this.options.output.emit("drain");
     this.options.onBroken(error);
   }

@@ -24,7 +24,7 @@ describe("bench", () => {
         const out = path.join(dir, "results.md");
         const run = spawnSync(python, [path.join(root, "bench", "run.py"), "--quick", "--out", out], { cwd: root, encoding: "utf8", timeout: 90_000 });
         expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
-        for (const section of ["Cold start", "Event throughput", "Prompt round trip", "Memory under a slow reader", "Size", "Durable log cost", "Bridge death", "Resume: spawn", "session/list over", "Client tool round trip", "Checkpoints: a bash turn"]) {
+        for (const section of ["Cold start", "Event throughput", "Prompt round trip", "Round trip against the protocol SDKs", "Memory under a slow reader", "Size", "Durable log cost", "Bridge death", "Resume: spawn", "session/list over", "Client tool round trip", "Checkpoints: a bash turn"]) {
           expect(run.stdout).toContain(section);
         }
         // Quick mode measures nothing, so it judges nothing: every goal row says so, none says
@@ -44,9 +44,11 @@ describe("bench", () => {
     120_000,
   );
 
-  it("the MCP peer server answers a tool call", async () => {
-    const server = spawn(process.execPath, [path.join(root, "bench", "mcp_server.mjs")], { stdio: ["pipe", "pipe", "inherit"] });
+  /** A peer server of the bench on stdio, and a request function that resolves with its answer (the other lines in `seen`). */
+  function peer(script: string) {
+    const server = spawn(process.execPath, [path.join(root, "bench", script)], { stdio: ["pipe", "pipe", "inherit"] });
     const lines = createInterface({ input: server.stdout! });
+    const seen: Record<string, unknown>[] = [];
     const responses = new Map<number, Record<string, unknown>>();
     const waiting = new Map<number, () => void>();
     lines.on("line", (line) => {
@@ -54,7 +56,7 @@ describe("bench", () => {
       if (typeof msg.id === "number") {
         responses.set(msg.id, msg);
         waiting.get(msg.id)?.();
-      }
+      } else seen.push(msg);
     });
     const request = (id: number, method: string, params: object) => {
       server.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
@@ -63,11 +65,31 @@ describe("bench", () => {
         else waiting.set(id, () => resolve(responses.get(id)!));
       });
     };
+    return { server, request, seen };
+  }
+
+  it("the MCP peer server answers a tool call", async () => {
+    const { server, request } = peer("mcp_server.mjs");
     try {
       await request(1, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "smoke", version: "0" } });
       server.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
       const call = await request(2, "tools/call", { name: "echo", arguments: { text: "hi" } });
       expect(call.result).toMatchObject({ content: [{ type: "text", text: "hi" }] });
+    } finally {
+      server.kill();
+    }
+  });
+
+  it("the ACP peer agent answers a prompt after streaming one session/update", async () => {
+    const { server, request, seen } = peer("acp_agent.mjs");
+    try {
+      expect((await request(1, "initialize", { protocolVersion: 1, clientCapabilities: {} })).result).toMatchObject({ protocolVersion: 1 });
+      const session = (await request(2, "session/new", { cwd: root, mcpServers: [] })).result as { sessionId: string };
+      const prompt = await request(3, "session/prompt", { sessionId: session.sessionId, prompt: [{ type: "text", text: "hi" }] });
+      expect(prompt.result).toEqual({ stopReason: "end_turn" });
+      expect(seen).toEqual([
+        { jsonrpc: "2.0", method: "session/update", params: { sessionId: session.sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } } } },
+      ]);
     } finally {
       server.kill();
     }

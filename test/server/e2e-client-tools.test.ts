@@ -107,7 +107,7 @@ describe("a client tool call", () => {
     c.request("dup", "session/tool_result", answer("s1", "call_1", "again"));
     expect((await c.response("dup")).error).toMatchObject({ code: -32602, data: { kind: "unknown-call" } });
     // tool/request is durable: the session log holds it, in order.
-    const log = fs.readdirSync(root).flatMap((d) => fs.readdirSync(path.join(root, d)).map((f) => path.join(root, d, f)))[0];
+    const log = fs.readdirSync(root).flatMap((d) => fs.readdirSync(path.join(root, d)).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(root, d, f)))[0];
     const types = fs.readFileSync(log, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l).type);
     expect(types).toEqual(["user/message", "turn/start", "step/start", "assistant/message", "tool/request", "tool/result", "step/start", "assistant/message", "turn/end"]);
   });

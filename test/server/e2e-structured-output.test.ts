@@ -147,7 +147,7 @@ describe("session/prompt.outputSchema", () => {
     expect((await a.response("p")).result.status).toBe("ok");
     a.request("bye", "shutdown");
     await a.response("bye");
-    const log = fs.readdirSync(root).flatMap((d) => fs.readdirSync(path.join(root, d)).map((f) => path.join(root, d, f)))[0];
+    const log = fs.readdirSync(root).flatMap((d) => fs.readdirSync(path.join(root, d)).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(root, d, f)))[0];
     const events = fs.readFileSync(log, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l));
     expect(events.find((e) => e.type === "turn/end").data.output).toEqual({ answer: "first" });
     expect(events.find((e) => e.type === "turn/start").data.outputSchema).toEqual(answerSchema);

@@ -145,6 +145,27 @@ describe("two bridges on one session root", () => {
     expect(read.result.events.filter((e: any) => e.type === "turn/end")).toHaveLength(oks);
   });
 
+  it("B lists a session A has loaded and wrote since its last listing with every turn, and after A's shutdown the same", async () => {
+    const script = turns([{ text: "one" }], [{ text: "two" }], [{ text: "three" }]);
+    const a = await bridge(script);
+    const b = await bridge(script);
+    expect((await send(a, "session/prompt", promptParams("s", "first question"))).result?.status).toBe("ok");
+    const listed = async () => (await send(b, "session/list", {})).result.sessions;
+    expect(await listed()).toMatchObject([{ sessionId: "s", title: "first question", turns: 1 }]);
+    // A's next turns make whatever B's listing found (or wrote) stale: B reads them from the log.
+    expect((await send(a, "session/prompt", promptParams("s", "second"))).result?.status).toBe("ok");
+    expect(await listed()).toMatchObject([{ sessionId: "s", title: "first question", turns: 2 }]);
+    expect((await send(a, "session/prompt", promptParams("s", "third"))).result?.status).toBe("ok");
+    const live = (await send(a, "session/list", {})).result.sessions;
+    expect(await listed()).toEqual(live);
+    a.request("bye", "shutdown", {});
+    await a.response("bye");
+    await a.exit();
+    expect(await listed()).toEqual(live);
+    // A's locks were links to its owner file (store/lock.ts); it removed that file at exit.
+    expect(fs.readdirSync(path.dirname(logFile("s"))).sort()).toEqual(["s.jsonl", "s.meta.json"]);
+  });
+
   it("a bridge killed with SIGKILL mid-turn leaves a stale lock the next bridge takes over at once", async () => {
     const script = turns([{ toolCalls: [{ id: "k", name: "lookup" }] }, { text: "never" }], [{ text: "after the kill" }]);
     const a = await bridge(script);

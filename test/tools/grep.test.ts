@@ -65,6 +65,17 @@ describe("grep", () => {
     expect(await run({ pattern: "needle" })).toBe("f/f.ts:1:needle f\nsrc/a.ts:1:const needle = 1;\nsrc/b.ts:2:needle again\nz/z.ts:1:needle z");
   }, 15_000);
 
+  it("a large file's matching lines, near its top, across read boundaries and deep inside, come back whole (ripgrep's files are read only as far as their last match)", async () => {
+    // ~1.2 MB of 100-byte lines, CRLF: matches at lines 3, 656-657 (past the first 64 KiB read), 3000 and 12000.
+    const lines = Array.from({ length: 12_000 }, (_, i) => `line ${String(i + 1).padStart(6, "0")} ${"x".repeat(84)}`);
+    for (const n of [3, 656, 657, 3000, 12_000]) lines[n - 1] = `needle ${n} ${"é".repeat(40)}`;
+    writeTree(sb.ws, { "big/data.txt": `${lines.join("\r\n")}\r\n` });
+    const expected = [3, 656, 657, 3000, 12_000].map((n) => `big/data.txt:${n}:needle ${n} ${"é".repeat(40)}`).join("\n");
+    expect(await run({ pattern: "needle \\d", path: "big" })).toBe(expected);
+    // A match only near the top of a large file.
+    expect(await run({ pattern: "needle 3 ", path: "big" })).toBe(`big/data.txt:3:needle 3 ${"é".repeat(40)}`);
+  });
+
   it("reports no match plainly", async () => {
     expect(await run({ pattern: "zzz" })).toMatch(/^No matches for \/zzz\//);
   });
@@ -86,6 +97,19 @@ describe("grep", () => {
     const long = await run({ pattern: "^hit", path: "long.txt" });
     expect(long.length).toBeLessThan(GREP_MAX_LINE_CHARS + 100);
     expect(long).toMatch(/line cut: 1003 characters/);
+  });
+
+  it("a folder search stops at the cap in the file that reaches it, in path order, the files before it whole", async () => {
+    const tree: Record<string, string> = {};
+    for (let f = 0; f < 30; f++) tree[`capped/f${String(f).padStart(2, "0")}.txt`] = Array.from({ length: 40 }, (_, i) => `hit ${f}.${i + 1}`).join("\n") + "\n";
+    writeTree(sb.ws, tree);
+    const lines = (await run({ pattern: "^hit", path: "capped" })).split("\n");
+    const expected = Array.from({ length: GREP_MAX_MATCHES }, (_, k) => {
+      const f = Math.floor(k / 40);
+      return `capped/f${String(f).padStart(2, "0")}.txt:${(k % 40) + 1}:hit ${f}.${(k % 40) + 1}`;
+    });
+    expect(lines.slice(0, GREP_MAX_MATCHES)).toEqual(expected);
+    expect(lines.slice(GREP_MAX_MATCHES)).toEqual([expect.stringMatching(/stopped after 500 matches/)]);
   });
 
   it("turns an invalid regex into a ToolError with the regex error", async () => {

@@ -5,7 +5,7 @@
 import { once } from "node:events";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { CoalescingWritable, coalescingWritable, DEFAULT_DIRECT_WRITES } from "../../src/transport/coalescing-writable.js";
+import { CoalescingWritable, coalescingWritable } from "../../src/transport/coalescing-writable.js";
 
 /** A target with room: each write is taken at once, like a pipe the reader keeps empty. */
 function target() {
@@ -20,26 +20,30 @@ function target() {
 }
 
 describe("coalescingWritable", () => {
-  it("hands the first writes of a tick on at once (a prompt's few frames)", () => {
+  it("writes a tick's frames together, in order, once its chain of promise reactions has run dry (a prompt's frames and its response)", async () => {
     const t = target();
     const out = coalescingWritable(t.stream);
-    for (let i = 0; i < DEFAULT_DIRECT_WRITES; i++) out.write(`${i}\n`);
-    expect(t.writes).toHaveLength(DEFAULT_DIRECT_WRITES);
+    out.write("user\n");
+    await Promise.resolve();
+    out.write("turn\n");
+    await Promise.resolve().then(() => out.write("end\n"));
+    expect(t.writes).toHaveLength(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(t.writes).toEqual(["user\nturn\nend\n"]);
   });
 
-  it("turns the rest of a burst into few writes, in order, by the end of the tick", async () => {
+  it("turns a burst into one write by the end of the tick", async () => {
     const t = target();
     const out = coalescingWritable(t.stream);
     for (let i = 0; i < 1000; i++) out.write(`${i}\n`);
-    expect(t.writes).toHaveLength(DEFAULT_DIRECT_WRITES);
+    expect(t.writes).toHaveLength(0);
     await new Promise((resolve) => process.nextTick(resolve));
-    expect(t.writes.join("")).toBe(Array.from({ length: 1000 }, (_, i) => `${i}\n`).join(""));
-    expect(t.writes.length).toBe(DEFAULT_DIRECT_WRITES + 1);
+    expect(t.writes).toEqual([Array.from({ length: 1000 }, (_, i) => `${i}\n`).join("")]);
   });
 
   it("writes a batch at its size limit without waiting for the tick to end", () => {
     const t = target();
-    const out = new CoalescingWritable(t.stream, 100, 0);
+    const out = new CoalescingWritable(t.stream, 100);
     for (let i = 0; i < 10; i++) out.write("x".repeat(30));
     expect(t.writes.map((w) => w.length)).toEqual([120, 120]);
   });
@@ -52,7 +56,7 @@ describe("coalescingWritable", () => {
         cb();
       },
     });
-    const out = new CoalescingWritable(stream, 100, 0);
+    const out = new CoalescingWritable(stream, 100);
     const big = Buffer.from("b".repeat(150));
     out.write("a1");
     out.write("a2");
@@ -66,7 +70,7 @@ describe("coalescingWritable", () => {
 
   it("end() writes what is still collected", async () => {
     const t = target();
-    const out = new CoalescingWritable(t.stream, 1000, 0);
+    const out = new CoalescingWritable(t.stream, 1000);
     out.write("a");
     out.write("b");
     await new Promise<void>((resolve) => out.end(resolve));
@@ -80,7 +84,7 @@ describe("coalescingWritable", () => {
         setTimeout(cb, 5);
       },
     });
-    const out = new CoalescingWritable(slow, 100, 0);
+    const out = new CoalescingWritable(slow, 100);
     let accepted = true;
     let written = 0;
     while (accepted) {
@@ -94,7 +98,7 @@ describe("coalescingWritable", () => {
 
   it("counts what it collected and what the target holds in writableLength (the input flow control reads it)", async () => {
     const stuck = new Writable({ highWaterMark: 50, write() {} }); // never calls back: a client that does not read
-    const out = new CoalescingWritable(stuck, 1000, 0);
+    const out = new CoalescingWritable(stuck, 1000);
     out.write("x".repeat(40));
     out.write("y".repeat(30));
     expect(out.writableLength).toBe(70); // collected, not yet handed on

@@ -111,7 +111,7 @@ export class FileCatalog {
       const scanned = scanLog(fd);
       if (!scanned) return undefined; // killed while writing its header: no session yet
       const entry = { ...scanned.entry, sessionId: id };
-      writeMeta(file, fs.fstatSync(fd).size, entry);
+      writeMeta(file, scanned.size, entry);
       return entry;
     });
   }

@@ -161,7 +161,7 @@ export class SessionStore implements SessionCatalog {
   }
 
   /**
-   * Writes a new log holding only `header`, and its meta. `O_EXCL`: a log another process made
+   * Writes a new log holding only `header`. `O_EXCL`: a log another process made
    * meanwhile (a fork into this id) is never truncated; `undefined` then, and it is loaded.
    * `replace`: a log holding only a torn header (killed while writing it) is written afresh.
    */
@@ -176,9 +176,7 @@ export class SessionStore implements SessionCatalog {
     }
     fs.fchmodSync(fd, SESSION_FILE_MODE);
     writeAll(fd, `${JSON.stringify(header)}\n`);
-    const log = new FileSessionLog(fd, file, header, [], lock, this.forget);
-    log.writeMeta();
-    return log;
+    return new FileSessionLog(fd, file, header, [], lock, this.forget);
   }
 
   private readonly forget = (log: SessionLog): void => {
@@ -238,8 +236,14 @@ class FileSessionLog implements SessionLog {
     this.loadedEvents = [];
   }
 
-  /** Rewrites the meta file when the log grew since it was last written. */
-  writeMeta(): void {
+  /**
+   * Rewrites the meta file when the log grew since it was last written: only when the log is
+   * closed. A turn's sync writes none, because the fsync that makes a turn durable also commits
+   * every file-system change made since the last one (a meta's create and rename are most of
+   * that commit), and the meta is a cache: a listing in another process meanwhile finds it
+   * stale and reads the log (summary.ts). This process lists its open logs from memory.
+   */
+  private writeMeta(): void {
     // A file another process wrote since is not this log's to describe any more.
     if (this.metaSize === this.size || !this.current()) return;
     writeMeta(this.file, this.size, this.summary.entry());
@@ -271,7 +275,6 @@ class FileSessionLog implements SessionLog {
   sync(): void {
     if (this.closed) return;
     fs.fsyncSync(this.fd);
-    this.writeMeta();
   }
 
   close(): void {

@@ -2,8 +2,16 @@
  * One writer per session across processes: an advisory lock file beside each session log,
  * `<sessionId>.lock`, held while a process writes the session (a turn, a compaction, a fork's
  * or a delete's moment) and removed when it stops. Node has no `flock`/`fcntl`, and a native
- * helper is not worth a binary per platform, so the lock is a file created with `O_EXCL`
- * (atomic on local file systems) holding its owner: `{"pid","start","host"}`.
+ * helper is not worth a binary per platform, so the lock is a name made atomically (fails when
+ * it exists) whose file holds its owner: `{"pid","start","host"}`.
+ *
+ * How the name is made: as a hard link to this process's owner file in that folder,
+ * `@owner-<pid>-<random>` ('@' is in no session id), written once (whole, before any lock
+ * names it) and removed at exit. `link(2)` only adds a name to an existing inode, where an
+ * `O_EXCL` create allocates an inode and writes it, and each turn's fsync commits whatever the
+ * file system changed since the last one: the create cost a turn about three times what the
+ * link does (bench/README.md). On a file system without hard links (`EPERM`), the lock is a
+ * file created `O_EXCL` and written, as before.
  *
  * A crashed owner (SIGKILL, a power cut) leaves its lock file behind; that must not block the
  * session for good. A lock is stale when its owner is provably gone: same host, and the pid
@@ -32,14 +40,16 @@
  * created (a read-only or foreign session folder) is a `SessionLogError` naming the file and
  * the errno, never a raw one.
  *
- * Every lock this process holds is removed at exit (`process.on("exit")`), so a bridge that
- * ends by a signal or `process.exit` leaves none behind.
+ * Every lock this process holds, and its owner files, are removed at exit
+ * (`process.on("exit")`), so a bridge that ends by a signal or `process.exit` leaves none
+ * behind; one killed (SIGKILL) leaves its owner file, a few dozen bytes, like its lock.
  *
  * @module
  */
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
+import * as path from "node:path";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import { openForReading, SessionLogError, writeAll } from "./log-format.js";
 
@@ -194,19 +204,106 @@ function cannot(sessionId: string, file: string, what: "create" | "read" | "take
 const held = new Map<string, HeldLock>();
 let exitHook = false;
 
+/** This process's owner file in each folder it took a lock in; `null`: that folder's file system has no hard links. */
+const owners = new Map<string, HeldLock | null>();
+
+/** Errors of `link(2)` on a file system without hard links. */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP"]);
+
+/** Creates `file` (`O_EXCL`, never through a symlink) holding this process's owner line; its inode, or `undefined` when the name is taken. */
+function writeOwnerFile(file: string): number | undefined {
+  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
+  let fd: number;
+  try {
+    fd = fs.openSync(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
+    throw error;
+  }
+  try {
+    writeAll(fd, `${JSON.stringify(SELF)}\n`);
+    return fs.fstatSync(fd).ino;
+  } catch (error) {
+    fs.rmSync(file, { force: true }); // a full disk: no half-written owner is left
+    throw error;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** This process's owner file in `folder`, made on first use (a random name: one planted there is never written through). */
+function ownerFileIn(folder: string): HeldLock {
+  for (;;) {
+    const file = path.join(folder, `@owner-${process.pid}-${randomUUID().slice(0, 8)}`);
+    const ino = writeOwnerFile(file);
+    if (ino !== undefined) return { file, ino };
+  }
+}
+
+/**
+ * Makes the lock name `file` for this process: a link to its owner file, or (no hard links
+ * there) a file of its own. `undefined` when the name exists.
+ */
+function makeLock(file: string): HeldLock | undefined {
+  const folder = path.dirname(file);
+  if (!owners.has(folder)) {
+    owners.set(folder, ownerFileIn(folder));
+    hookExit();
+  }
+  const owner = owners.get(folder);
+  if (owner) {
+    try {
+      fs.linkSync(owner.file, file);
+      // The name's inode, as a create's fstat gives it: release removes the name only while it is still this one.
+      return { file, ino: fs.lstatSync(file).ino };
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "";
+      if (code === "EEXIST") return undefined;
+      if (code === "ENOENT" && fs.existsSync(folder)) {
+        owners.delete(folder); // the owner file was removed (by hand): make another
+        return makeLock(file);
+      }
+      if (!NO_HARD_LINKS.has(code)) throw error;
+      owners.set(folder, null);
+    }
+  }
+  const ino = writeOwnerFile(file);
+  return ino === undefined ? undefined : { file, ino };
+}
+
+/** Every lock this process holds, and its owner files, are removed when it exits (signals, `process.exit`). */
+function hookExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.on("exit", () => {
+    for (const lock of [...held.values()]) releaseLock(lock);
+    for (const owner of owners.values()) if (owner) removeIfStill(owner);
+  });
+}
+
+/** Removes `lock.file` if it still is the inode `lock` made (never another process's). */
+function removeIfStill(lock: HeldLock): void {
+  try {
+    if (fs.lstatSync(lock.file).ino === lock.ino) fs.unlinkSync(lock.file);
+  } catch {
+    // gone already (a delete removed the folder's files, or a hand did)
+  }
+}
+
 /** Whether this process holds the lock file whose inode is `ino`. */
 const holding = (file: string, ino: number) => held.get(file)?.ino === ino;
 
 /** Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process holds it. */
 export function acquireLock(file: string, sessionId: string): HeldLock {
-  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
   let owner: LockOwner | undefined;
   for (let attempt = 0; attempt < 4; attempt++) {
-    let fd: number;
+    let lock: HeldLock | undefined;
     try {
-      fd = fs.openSync(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+      lock = makeLock(file);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw cannot(sessionId, file, "create", error);
+      throw cannot(sessionId, file, "create", error);
+    }
+    if (!lock) {
       const holder = holderOf(file, sessionId);
       if (!holder) continue; // released meanwhile
       owner = holder.owner;
@@ -223,23 +320,8 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       }
       continue;
     }
-    let lock: HeldLock;
-    try {
-      writeAll(fd, `${JSON.stringify(SELF)}\n`);
-      lock = { file, ino: fs.fstatSync(fd).ino };
-    } catch (error) {
-      fs.rmSync(file, { force: true });
-      throw cannot(sessionId, file, "create", error); // a full disk: no half-written lock is left
-    } finally {
-      fs.closeSync(fd);
-    }
     held.set(file, lock);
-    if (!exitHook) {
-      exitHook = true;
-      process.on("exit", () => {
-        for (const lock of [...held.values()]) releaseLock(lock);
-      });
-    }
+    hookExit();
     return lock;
   }
   throw new SessionLockedError(sessionId, file, owner);
@@ -248,9 +330,5 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
 /** Removes the lock file, when it is still the one `lock` created (never another process's). */
 export function releaseLock(lock: HeldLock): void {
   if (held.get(lock.file) === lock) held.delete(lock.file);
-  try {
-    if (fs.lstatSync(lock.file).ino === lock.ino) fs.unlinkSync(lock.file);
-  } catch {
-    // gone already (a delete removed the folder's files, or a hand did)
-  }
+  removeIfStill(lock);
 }

@@ -3,8 +3,9 @@
  * events are appended, and its small metadata file beside the log.
  *
  * Why a metadata file: listing 10 000 sessions must not read 10 000 logs. `<id>.meta.json`
- * is written when the log is created and rewritten when the log is synced (turn end,
- * shutdown) or closed. It is a cache, never the truth: it records the log's size, and a
+ * is written when a log this process wrote is closed (evicted, shutdown), and by a listing
+ * that had to read the log (not at turn end: see file-store.ts, `writeMeta`). It is a cache,
+ * never the truth: it records the log's size, and a
  * listing trusts it only while the log still has exactly that size. A bridge killed
  * mid-turn, another process appending, a torn meta write: the sizes differ (or the meta does
  * not parse), and the entry is rebuilt from the log itself (`scanLog`) and the meta
@@ -193,16 +194,18 @@ export function readMeta(logFile: string, sessionId: string, logSize: number): S
 /**
  * Reads a session's entry from its log (open `fd`), parsing only the lines that matter: the
  * header, the first `user/message` and each `turn/start`; of every other line only its head
- * (type and time). Returns `undefined` for a log without a whole header line.
+ * (type and time), and `size`, the bytes of the whole lines it read: what a meta written from
+ * this entry must record (another process may be appending while it reads). Returns
+ * `undefined` for a log without a whole header line.
  */
-export function scanLog(fd: number): { header: SessionHeader; entry: SessionListEntry } | undefined {
+export function scanLog(fd: number): { header: SessionHeader; entry: SessionListEntry; size: number } | undefined {
   let header: SessionHeader | undefined;
   let tracker: SummaryTracker | undefined;
   let titled = false;
   // A listing scans every log of the folder, chosen by no one: one file must not cost memory by
   // its size (a line of gigabytes, a sparse file without a newline). A longer line is seen by
   // its head only: its time counts, its text gives no title.
-  eachLine(fd, 0, (line, _start, _end, cut) => {
+  const size = eachLine(fd, 0, (line, _start, _end, cut) => {
     if (!header) {
       if (cut) throw new Error(`the log's first line is longer than ${SCAN_LINE_CAP} bytes: no session header`);
       header = parseHeader(line);
@@ -224,5 +227,5 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
     } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
     return true;
   }, SCAN_LINE_CAP);
-  return header && tracker ? { header, entry: tracker.entry() } : undefined;
+  return header && tracker ? { header, entry: tracker.entry(), size } : undefined;
 }

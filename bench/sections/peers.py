@@ -1,0 +1,173 @@
+"""The bridge's `session/prompt` round trip (a one-chunk scripted turn) against its peers, every
+target driven by the same raw NDJSON client: the official ACP TypeScript SDK agent (a prompt
+streaming one `session/update`, then its response), the official MCP TypeScript SDK server
+(`tools/call` echo) and a raw Node echo; p50/p99, interleaved in blocks, medians. With the
+session log on, the extra p50 against one append + fsync of a line in the same folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from time import perf_counter
+from typing import Callable, Dict, List, Optional, Tuple
+
+from common import BENCH, REPO, Context, Count, Result, bridge_env, initialize_request, line, median, percentile, prompt_request, write_script
+
+COUNTS = {
+    # Every target answers `warmup` requests first (V8 has compiled the hot code by then), then
+    # `rounds` blocks of `block` requests each, the targets taking turns block by block.
+    "warmup": Count(quick=20, full=3_000),
+    "rounds": Count(quick=2, full=10),
+    "block": Count(quick=20, full=500),
+}
+
+# A notification line of every target starts so: the client reads it and does not parse it (the
+# parse is the client's cost, and the bridge's turn has six of them to the ACP agent's one).
+NOTIFICATION = b'{"jsonrpc":"2.0","method"'
+
+
+class RawPeer:
+    """One server process behind a raw stdlib NDJSON client: write a request, read lines until
+    its response."""
+
+    def __init__(self, cmd: List[str], request: Callable[[int], bytes], setup: List[bytes], env: Optional[Dict[str, str]] = None) -> None:
+        self.proc = subprocess.Popen(cmd, env=env, cwd=str(REPO), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.request = request
+        self.next_id = 100
+        for frame in setup:  # requests (answered) and notifications (not)
+            self.send(frame)
+            if b'"id"' in frame:
+                self.answer_to(json.loads(frame)["id"])
+
+    def send(self, frame: bytes) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(frame)
+        self.proc.stdin.flush()
+
+    def answer_to(self, request_id: int) -> Dict[str, object]:
+        assert self.proc.stdout
+        readline = self.proc.stdout.readline
+        while True:
+            raw = readline()
+            if not raw:
+                raise RuntimeError(f"{self.proc.args[0]}: closed its stdout before answering {request_id}")
+            if raw.startswith(NOTIFICATION):
+                continue
+            msg = json.loads(raw)
+            if msg.get("id") == request_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{self.proc.args}: {msg['error']}")
+                return msg
+
+    def latencies(self, count: int) -> List[float]:
+        assert self.proc.stdin and self.proc.stdout
+        write, flush, readline = self.proc.stdin.write, self.proc.stdin.flush, self.proc.stdout.readline
+        out: List[float] = []
+        for _ in range(count):
+            rid = self.next_id
+            self.next_id += 1
+            frame = self.request(rid)
+            start = perf_counter()
+            write(frame)
+            flush()
+            while True:
+                raw = readline()
+                if not raw.startswith(NOTIFICATION):
+                    break
+            out.append(perf_counter() - start)
+            if json.loads(raw).get("id") != rid:
+                raise RuntimeError(f"{self.proc.args}: unexpected answer {raw[:200]!r}")
+        return out
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+class AppendFsync:
+    """The floor of a durable turn: one line (the size of a `turn/end` event) appended to a file
+    in the session folder's file system and fsynced, in this process."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(folder / "floor.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.line = b'{"type":"turn/end","seq":7,"time":1790000000000,"data":{"turn":1,"reason":{"kind":"completed"},"usage":{}}}\n'
+
+    def latencies(self, count: int) -> List[float]:
+        out: List[float] = []
+        for _ in range(count):
+            start = perf_counter()
+            os.write(self.fd, self.line)
+            os.fsync(self.fd)
+            out.append(perf_counter() - start)
+        return out
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def jsonrpc(rid: int, method: str, params: Dict[str, object]) -> bytes:
+    return line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+
+def run(ctx: Context) -> Result:
+    warmup, rounds, block = ctx.count(COUNTS["warmup"]), ctx.count(COUNTS["rounds"]), ctx.count(COUNTS["block"])
+    tmp = ctx.tmp / "peers"
+    tmp.mkdir()
+    model = write_script(tmp, "one-chunk.json", {"steps": [{"text": "hi"}]})
+    env = bridge_env(tmp)
+    bridge_init = [initialize_request(str(tmp), model)]
+    acp_prompt = lambda rid: jsonrpc(rid, "session/prompt", {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]})
+    mcp_call = lambda rid: jsonrpc(rid, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    bridge_prompt = lambda rid: prompt_request(rid, "bench", "hi")
+    node = ctx.node
+    names = {
+        "echo": "floor: raw Node NDJSON echo",
+        "acp": "ACP TypeScript SDK agent, session/prompt (1 session/update)",
+        "mcp": "MCP TypeScript SDK server, tools/call echo",
+        "bridge": "bridge session/prompt, --no-session-log (6 session.event)",
+        "log": "bridge session/prompt, session log on (default)",
+        "fsync": "floor: one append + fsync of a line, same folder",
+    }
+    peers: Dict[str, object] = {
+        "echo": RawPeer([node, str(BENCH / "echo_server.mjs")], bridge_prompt, []),
+        "acp": RawPeer([node, str(BENCH / "acp_agent.mjs")], acp_prompt, [
+            jsonrpc(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}),
+            jsonrpc(2, "session/new", {"cwd": str(tmp), "mcpServers": []})]),
+        "mcp": RawPeer([node, str(BENCH / "mcp_server.mjs")], mcp_call, [
+            jsonrpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+            line({"jsonrpc": "2.0", "method": "notifications/initialized"})]),
+        "bridge": RawPeer([str(ctx.bin), "--stdio", "--no-session-log"], bridge_prompt, bridge_init, env),
+        "log": RawPeer([str(ctx.bin), "--stdio"], bridge_prompt, bridge_init, env),
+        "fsync": AppendFsync(tmp / "sessions"),
+    }
+    samples: Dict[str, List[List[float]]] = {key: [] for key in peers}
+    try:
+        for peer in peers.values():
+            peer.latencies(warmup)  # type: ignore[attr-defined]
+        for _ in range(rounds):
+            for key, peer in peers.items():
+                samples[key].append(peer.latencies(block))  # type: ignore[attr-defined]
+    finally:
+        for peer in peers.values():
+            peer.close()  # type: ignore[attr-defined]
+    p50 = {key: median([percentile(s, 50) for s in runs]) for key, runs in samples.items()}
+    p99 = {key: median([percentile(s, 99) for s in runs]) for key, runs in samples.items()}
+    res = Result(f"Round trip against the protocol SDKs: one raw client, {rounds} interleaved blocks of {block:,} after {warmup:,} "
+                 "warm-up requests (medians of the blocks' percentiles)", ["target", "p50 µs", "p99 µs", "p50 / ACP", "p99 / ACP"])
+    for key, name in names.items():
+        res.row(name, f"{p50[key] * 1e6:.0f}", f"{p99[key] * 1e6:.0f}",
+                *([f"{p50[key] / p50['acp']:.2f}x", f"{p99[key] / p99['acp']:.2f}x"] if key != "fsync" else ["", ""]))
+    r50, r99 = p50["bridge"] / p50["acp"], p99["bridge"] / p99["acp"]
+    res.goal("round trip: bridge prompt p50 <= ACP SDK agent p50 (--no-session-log)", f"{r50:.2f}x ({p50['bridge'] * 1e6:.0f} vs {p50['acp'] * 1e6:.0f} µs)", r50 <= 1.0)
+    res.goal("round trip: bridge prompt p99 <= ACP SDK agent p99 (--no-session-log)", f"{r99:.2f}x ({p99['bridge'] * 1e6:.0f} vs {p99['acp'] * 1e6:.0f} µs)", r99 <= 1.0)
+    extra = p50["log"] - p50["bridge"]
+    ratio = extra / p50["fsync"]
+    res.goal("round trip: session log's extra p50 <= 1.5x one append + fsync", f"{ratio:.2f}x (+{extra * 1e6:.0f} vs {p50['fsync'] * 1e6:.0f} µs)", ratio <= 1.5)
+    res.notes.append("The client writes a request and reads lines to its response, parsing only the response (a notification's "
+                     "parse is the client's cost). All bridge prompts go to one session; with the log on, each turn ends with an fsync.")
+    res.notes.append("The fsync floor is timed in the client's process (os.write + os.fsync): the least a durable turn can cost on this disk.")
+    return res

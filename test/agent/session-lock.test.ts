@@ -1,0 +1,74 @@
+/**
+ * The session lock's file (src/agent/store/lock.ts), in process: a lock is a hard link to the
+ * process's owner file in that folder; on a file system without hard links it is a file of its
+ * own; an owner file removed by hand is made again. Two processes on one session:
+ * test/server/e2e-two-bridges.test.ts and e2e-session-lock-attacks.test.ts.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { acquireLock, releaseLock, SessionLockedError } from "../../src/agent/store/lock.js";
+
+vi.mock("node:fs", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("node:fs")>();
+  return { ...actual, linkSync: vi.fn(actual.linkSync) };
+});
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-lock-"));
+});
+afterEach(() => {
+  vi.mocked(fs.linkSync).mockClear();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const owners = () => fs.readdirSync(dir).filter((name) => name.startsWith("@owner-"));
+const ownerLine = (file: string) => JSON.parse(fs.readFileSync(file, "utf8"));
+
+describe("session lock files", () => {
+  it("a lock is a link to this process's one owner file in the folder, which names it; released, only the lock goes", () => {
+    const a = acquireLock(path.join(dir, "a.lock"), "a");
+    const b = acquireLock(path.join(dir, "b.lock"), "b");
+    expect(owners()).toHaveLength(1);
+    const owner = path.join(dir, owners()[0]);
+    expect(fs.statSync(owner).nlink).toBe(3);
+    expect(ownerLine(a.file)).toMatchObject({ pid: process.pid });
+    expect(() => acquireLock(a.file, "a")).toThrow(SessionLockedError); // this process holds it: not stale
+    releaseLock(a);
+    releaseLock(b);
+    expect(fs.existsSync(a.file) || fs.existsSync(b.file)).toBe(false);
+    expect(fs.statSync(owner).nlink).toBe(1);
+    // The next turn links the same owner file again: no file is created per turn.
+    releaseLock(acquireLock(a.file, "a"));
+    expect(owners()).toEqual([path.basename(owner)]);
+  });
+
+  it("an owner file removed by hand is made again", () => {
+    releaseLock(acquireLock(path.join(dir, "a.lock"), "a"));
+    fs.rmSync(path.join(dir, owners()[0]));
+    const again = acquireLock(path.join(dir, "a.lock"), "a");
+    expect(ownerLine(again.file)).toMatchObject({ pid: process.pid });
+    expect(owners()).toHaveLength(1);
+    releaseLock(again);
+  });
+
+  it("on a file system without hard links (EPERM), the lock is a file of its own holding the owner, and still exclusive", () => {
+    vi.mocked(fs.linkSync).mockImplementation(() => {
+      throw Object.assign(new Error("EPERM: operation not permitted, link"), { code: "EPERM" });
+    });
+    try {
+      const lock = acquireLock(path.join(dir, "a.lock"), "a");
+      expect(fs.statSync(lock.file).nlink).toBe(1);
+      expect(ownerLine(lock.file)).toMatchObject({ pid: process.pid });
+      expect(() => acquireLock(lock.file, "a")).toThrow(SessionLockedError);
+      releaseLock(lock);
+      expect(fs.existsSync(lock.file)).toBe(false);
+      releaseLock(acquireLock(lock.file, "a"));
+      expect(fs.existsSync(lock.file)).toBe(false);
+    } finally {
+      vi.mocked(fs.linkSync).mockReset();
+    }
+  });
+});
