@@ -120,8 +120,17 @@ describe("a hostile git repository", () => {
     const c = await rig.bridge();
     for (let t = 1; t <= 3; t++) await rig.prompt(c, "s");
     expect((await rig.events(c, "s")).filter((e) => e.type === "checkpoint").map((e) => e.data.kind)).toEqual(["git", "git", "git"]);
+    // The committed files were kept as references to their blobs: the rewind reads them back
+    // from the repository (git cat-file), whose filters, textconv, fsmonitor and hooks are armed.
+    const journal = fs.readFileSync(path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.checkpoints", "journal.jsonl"), "utf8");
+    const befores = journal.split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.type === "turn").flatMap((r) => r.entries);
+    const keepBefore = befores.find((e: any) => e.path === "keep.txt").before;
+    expect(keepBefore.git).toBe(git(rig.ws.dir, "rev-parse", "HEAD:keep.txt").trim());
+    expect(befores.find((e: any) => e.path === "doomed.txt").before.git).toBe(git(rig.ws.dir, "rev-parse", "HEAD:doomed.txt").trim());
+    expect(fs.existsSync(path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.checkpoints", "blobs", keepBefore.hash.slice(0, 2), keepBefore.hash))).toBe(false);
     const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
     expect(result.conflicts).toEqual([]);
+    expect(result.restored).toEqual(["doomed.txt", "keep.txt"]);
     expect(rig.read("keep.txt")).toBe("original\n");
     expect(rig.read("doomed.txt")).toBe("doomed\n");
     expect(rig.read("made.txt")).toBeUndefined();
@@ -144,6 +153,8 @@ describe("the checkpoint store", () => {
 
   it("is private: folders 0700 and files 0600 whatever the umask, beside the session log", async () => {
     rig = new Rig(true);
+    // Untracked: its content is copied into the store (a committed one is a reference to its blob).
+    rig.ws.file("untracked.txt", "not in the repository\n");
     const c = await rig.bridge();
     await rig.prompt(c, "s");
     const store = path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.checkpoints");
