@@ -129,11 +129,14 @@ export class SessionCheckpoints {
     return read.state;
   }
 
-  /** The paths a git snapshot covers now, or `undefined` when git cannot list them (the index's blob ids are noted for `keep`). */
-  async listed(): Promise<string[] | undefined> {
-    const listing = await listWorkTree(this.workspace);
+  /**
+   * The paths a git snapshot covers now, or `undefined` when git cannot list them. `stage`
+   * (a snapshot): the blob ids the index records are noted for `keep`.
+   */
+  async listed(stage = false): Promise<string[] | undefined> {
+    const listing = await listWorkTree(this.workspace, stage);
     if (!listing) return undefined;
-    this.index = listing.index;
+    if (stage) this.index = listing.index;
     const listed = listing.paths;
     // Never copied into the store: credential stores and the session logs (a home folder as
     // workspace holds them). Checked per file only when one of them is inside the workspace.

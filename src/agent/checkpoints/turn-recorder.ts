@@ -80,11 +80,11 @@ export class TurnRecorder {
 
   private async takeSnapshot(): Promise<Map<string, PathState> | undefined> {
     const cp = this.checkpoints;
-    const listed = await cp.listed();
+    const reference = await cp.canReference();
+    const listed = await cp.listed(reference);
     if (!listed) return undefined;
     const snapshot = new Map<string, PathState>();
     const folders = new Map<string, string | undefined>();
-    const reference = await cp.canReference();
     const keep = (rel: string, ref: boolean) => {
       const kept = cp.keep(rel, folders, ref);
       snapshot.set(rel, kept.state);
