@@ -2,8 +2,9 @@
  * Git checkpoints keep committed contents as references to the repository's blobs, through the
  * binary: in a work tree of committed files (SHA-1 and SHA-256 repositories), a turn that edits
  * a committed file, edits a modified one and has bash delete a third leaves a store the size of
- * what is not in the repository (the modified file's bytes, an untracked file), not the tree's,
- * and a rewind restores all three exactly (content and mode). A blob deleted from the object
+ * what is not in the repository (the modified file's bytes, an untracked file), not the tree's;
+ * a second turn deleting a fourth adds only what turn 1 left modified; and a rewind restores
+ * all four exactly (content and mode). A blob deleted from the object
  * store after the checkpoint leaves its path not restored, the rest restored; an index entry
  * whose blob the repository never held is copied instead.
  */
@@ -61,7 +62,7 @@ describe.each(["sha1", "sha256"])("a git work tree of committed files (%s object
         },
         { text: "one" },
       ],
-      [{ text: "two" }],
+      [{ toolCalls: [{ name: "bash", arguments: { command: "rm src/f3.txt" } }] }, { text: "two" }],
     );
     const c = await rig.bridge(script);
     await rig.prompt(c, "s");
@@ -74,9 +75,15 @@ describe.each(["sha1", "sha256"])("a git work tree of committed files (%s object
     // The store: the two contents that are not in the repository, and the journal.
     expect(storedContents(rig.store()).sort()).toEqual([dirty, untracked].sort());
     expect(store).toBeLessThan(tree / 20);
+    // A later turn copies only what turn 1 left modified (not in the repository either), not
+    // the file it deletes: its snapshot knows each unchanged file's blob.
+    await rig.prompt(c, "s");
+    expect(rig.read("src/f3.txt")).toBeUndefined();
+    expect(storedContents(rig.store()).sort()).toEqual([dirty, untracked, original(0).replace("end of file 0", "EDITED"), "rewritten\n"].sort());
 
     const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
-    expect(result).toEqual({ restored: ["src/f0.txt", "src/f1.txt", "src/f2.txt"], removed: [], conflicts: [], unrestored: [] });
+    expect(result).toEqual({ restored: ["src/f0.txt", "src/f1.txt", "src/f2.txt", "src/f3.txt"], removed: [], conflicts: [], unrestored: [] });
+    expect(fs.readFileSync(path.join(rig.ws.dir, "src/f3.txt")).equals(Buffer.from(original(3)))).toBe(true);
     expect(fs.readFileSync(path.join(rig.ws.dir, "src/f0.txt")).equals(Buffer.from(original(0)))).toBe(true);
     expect(fs.readFileSync(path.join(rig.ws.dir, "src/f1.txt")).equals(Buffer.from(original(1)))).toBe(true);
     expect(fs.statSync(path.join(rig.ws.dir, "src/f1.txt")).mode & 0o777).toBe(0o755);
