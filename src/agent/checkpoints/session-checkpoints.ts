@@ -79,7 +79,7 @@ export class SessionCheckpoints {
    * The state of `rel` now, its content kept (unless over the cap or unreadable). `folders`:
    * shared by one pass over many paths. `reference` (a git snapshot): a file whose bytes are the
    * blob the index records for it (at the last `listed()`) is not copied; its state names the
-   * blob (`git`), to be confirmed present (`confirm`) before the snapshot counts on it.
+   * blob (`git`), to be confirmed present (`unconfirmed`) before the snapshot counts on it.
    */
   keep(rel: string, folders?: FolderCache, reference = false): Kept {
     const known = this.cache.get(rel);

@@ -2,8 +2,9 @@
  * What one turn records so that a rewind can undo it. Before the turn's first tool that may
  * change the workspace runs: in a git work tree, a snapshot (every listed file's state, its
  * content kept in the store — or, for a tracked file whose bytes are the blob its index entry
- * records, a reference to that blob: git-objects.ts). Before each `write_file` / `edit_file`: the previous state of the
- * file it names, journaled before the tool writes (a bridge killed mid-turn still knows it).
+ * records, a reference to that blob: git-objects.ts). Before each `write_file` / `edit_file`:
+ * the previous state of the file it names, journaled before the tool writes (a bridge killed
+ * mid-turn still knows it).
  * At the turn's end: the state of every path that changed ("what the session last wrote"),
  * one journal record, and the `checkpoint` event (`checkpoint/skipped` first when contents
  * were not kept).
