@@ -14,7 +14,9 @@ import { runTurn } from "./loop.js";
 import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
-import { Session } from "./session.js";
+import type { Session } from "./session.js";
+import { LoadedSessions } from "./loaded-sessions.js";
+import { MissingTurnEndError, SessionBusyError, UnknownSessionError } from "./runtime-errors.js";
 import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { TurnAdmission, defaultTurnLimit } from "./turn-admission.js";
@@ -23,48 +25,14 @@ import type { Prices } from "../protocol/index.js";
 import { SteerInbox } from "./steer.js";
 import { pricesFor } from "./prices.js";
 import type { SessionRewindParams, SessionRewindResult } from "../protocol/index.js";
-import { CheckpointStore } from "./checkpoints/store.js";
-import { SessionCheckpoints } from "./checkpoints/session-checkpoints.js";
+import { CheckpointsBySession } from "./checkpoints/by-session.js";
 import { TurnRecorder } from "./checkpoints/turn-recorder.js";
 import { rewindSession } from "./checkpoints/rewind-session.js";
-import { privateCheckpointFolder } from "./checkpoints/memory-folder.js";
 
 export type { RuntimeOptions, RuntimeSink, TurnRequest } from "./runtime-options.js";
 
-/** Thrown by `prompt` when the session already has a turn in flight. */
-export class SessionBusyError extends Error {
-  constructor(
-    readonly sessionId: string,
-    why = "already has a prompt in flight; wait for its response or cancel it",
-  ) {
-    super(`session ${sessionId} ${why}`);
-    this.name = "SessionBusyError";
-  }
-}
-
-/** Thrown by `rewind` for a session this workspace does not have. */
-export class UnknownSessionError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`no session '${sessionId}' in this workspace`);
-    this.name = "UnknownSessionError";
-  }
-}
-
-/** Thrown when a turn reached idle without recording its `turn/end`. */
-export class MissingTurnEndError extends Error {
-  constructor(sessionId: string, cause: unknown) {
-    super(`agent reached idle without turn/end in session ${sessionId}: ${cause instanceof Error ? cause.message : String(cause)}`);
-    this.name = "MissingTurnEndError";
-  }
-}
-
-/**
- * Idle sessions kept loaded (their logs open) when sessions are logged; past this the least
- * recently used is closed and dropped, and reloaded from its log by its next prompt. This bounds
- * the bridge's open files and memory by the sessions in flight plus this, however many sessions
- * a client uses. Without a session log nothing can be reloaded, so nothing is evicted.
- */
-export const IDLE_SESSIONS_KEPT = 64;
+export { IDLE_SESSIONS_KEPT } from "./loaded-sessions.js";
+export { MissingTurnEndError, SessionBusyError, UnknownSessionError } from "./runtime-errors.js";
 
 interface Flight {
   controller: AbortController;
@@ -78,12 +46,11 @@ interface Flight {
 }
 
 export class AgentRuntime {
-  private readonly sessions = new Map<string, Session>();
+  /** The sessions held in memory, and the bound on the idle ones (loaded-sessions.ts). */
+  private readonly sessions: LoadedSessions;
   private readonly flights = new Map<string, Flight>();
   /** Child sessions whose subagent turn is running: as busy as a session with a prompt in flight. */
   private readonly runningChildren = new Map<string, number>();
-  /** Loaded sessions with no turn running, least recently used first (see `IDLE_SESSIONS_KEPT`). */
-  private readonly idle = new Set<string>();
   /** How many top-level turns run at once; the rest wait in order (turn-admission.ts). */
   private readonly admission: TurnAdmission;
 
@@ -97,10 +64,13 @@ export class AgentRuntime {
   /** The model's prices (`initialize.prices`, else the built-in table); `undefined`: no `costUsd`. */
   readonly prices: Prices | undefined;
   /** Each session's checkpoints (agent/checkpoints/), beside its log (or in a private temporary folder without one). */
-  private readonly checkpoints = new Map<string, SessionCheckpoints>();
+  private readonly checkpoints: CheckpointsBySession;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
+    const { provider, model, sink, logger, redactor } = options;
+    this.checkpoints = new CheckpointsBySession(options.workspace, options.store?.directory);
+    this.sessions = new LoadedSessions({ store: this.store, durable: options.store !== undefined, provider: provider.name, model, sink, logger, redactor });
     this.admission = new TurnAdmission(options.maxRunningTurns ?? defaultTurnLimit());
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     const policy = options.approvals ?? "never";
@@ -160,16 +130,10 @@ export class AgentRuntime {
    */
   deleteSession(sessionId: string): boolean {
     if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId, "has a turn running; cancel it or wait for it to end before deleting it");
-    const loaded = this.sessions.get(sessionId);
-    if (loaded) {
-      this.sessions.delete(sessionId);
-      this.idle.delete(sessionId);
-      loaded.close();
-    }
+    this.sessions.unload(sessionId);
     const deleted = this.store.delete(sessionId);
     if (deleted) {
-      this.checkpointsOf(sessionId).store.remove();
-      this.checkpoints.delete(sessionId);
+      this.checkpoints.remove(sessionId);
     }
     return deleted;
   }
@@ -179,18 +143,7 @@ export class AgentRuntime {
    * fork gets the checkpoints of the turns it copied, so it can rewind their files too.
    */
   forkCheckpoints(sessionId: string, newSessionId: string, turn: number | undefined): void {
-    this.checkpointsOf(sessionId).store.copyTo(this.checkpointsOf(newSessionId).store, turn ?? Number.MAX_SAFE_INTEGER);
-  }
-
-  /** A session's checkpoints (made on first use). */
-  private checkpointsOf(sessionId: string): SessionCheckpoints {
-    let known = this.checkpoints.get(sessionId);
-    if (!known) {
-      const folder = this.options.store ? this.options.store.directory : privateCheckpointFolder();
-      known = new SessionCheckpoints(new CheckpointStore(folder, sessionId), this.options.workspace);
-      this.checkpoints.set(sessionId, known);
-    }
-    return known;
+    this.checkpoints.fork(sessionId, newSessionId, turn);
   }
 
   /**
@@ -203,7 +156,7 @@ export class AgentRuntime {
     const session = this.session(sessionId);
     const controller = new AbortController();
     const done = Promise.resolve()
-      .then(() => rewindSession(session, this.checkpointsOf(sessionId), params))
+      .then(() => rewindSession(session, this.checkpoints.of(sessionId), params))
       .finally(() => {
         this.flights.delete(sessionId);
         this.release(session);
@@ -352,67 +305,17 @@ export class AgentRuntime {
 
   /** fsyncs and closes every session log. */
   closeAll(): void {
-    for (const session of this.sessions.values()) {
-      try {
-        session.sync();
-        session.close();
-      } catch (error) {
-        this.options.logger.warn(`could not sync the log of session ${session.id}: ${(error as Error).message}`);
-      }
-    }
-    this.sessions.clear();
-    this.idle.clear();
+    this.sessions.closeAll();
   }
 
-  /** A session's turn is over: it joins the idle ones, and the least recently used beyond the bound are unloaded. */
+  /** A session's turn is over: it joins the idle ones (loaded-sessions.ts). */
   private release(session: Session): void {
-    session.unlock(); // another process may write it now (store/file-store.ts)
-    if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)
-    this.idle.delete(session.id);
-    this.idle.add(session.id);
-    if (!this.options.store) return;
-    for (const id of this.idle) {
-      if (this.idle.size <= IDLE_SESSIONS_KEPT) break;
-      this.idle.delete(id);
-      const victim = this.sessions.get(id);
-      if (!victim || this.isBusy(id)) continue;
-      this.sessions.delete(id);
-      try {
-        victim.sync();
-        victim.close();
-      } catch (error) {
-        this.options.logger.warn(`could not close the log of idle session ${id}: ${(error as Error).message}`);
-      }
-    }
+    this.sessions.release(session, (id) => this.isBusy(id));
   }
 
+  /** The session, loaded and locked for a turn (loaded-sessions.ts). */
   private session(sessionId: string, parentSessionId?: string): Session {
-    const known = this.sessions.get(sessionId);
-    if (known) {
-      // The session's lock for this turn (another process holding it: SessionLockedError, and it stays idle here).
-      if (known.lock()) {
-        this.idle.delete(sessionId);
-        return known;
-      }
-      // Another process wrote or deleted it while it was idle here: what this one holds is stale.
-      this.sessions.delete(sessionId);
-      this.idle.delete(sessionId);
-      known.close();
-    }
-    const log = this.store.open(sessionId, {
-      provider: this.options.provider.name,
-      model: this.options.model,
-      ...(parentSessionId ? { parentSessionId } : {}),
-    });
-    const session = new Session(
-      sessionId,
-      log,
-      (id, event) => this.options.sink.sessionEvent(id, event),
-      parentSessionId ?? log.header.parentSessionId,
-      this.options.redactor,
-    );
-    this.sessions.set(sessionId, session);
-    return session;
+    return this.sessions.take(sessionId, parentSessionId);
   }
 
   private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, request: TurnRequest, steers: SteerInbox): Promise<TurnEndReason> {
@@ -452,7 +355,7 @@ export class AgentRuntime {
           output: request.output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
-          checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpointsOf(session.id), turn, this.options.permissionMode) },
+          checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpoints.of(session.id), turn, this.options.permissionMode) },
           hooks: this.hooks?.forDepth(depth),
           steers,
           prices: this.prices,
