@@ -4,7 +4,10 @@
  * racing a process that swaps a folder for a link out of the workspace (nothing outside is
  * written or removed); a git repository whose own config would run code (core.fsmonitor,
  * core.hooksPath, a clean/smudge/process filter through .gitattributes, a textconv) — proven
- * armed with plain git, and never fired by checkpoints or a rewind; the size cap's
+ * armed with plain git, and never fired by checkpoints or a rewind (which reads committed
+ * contents back with `git cat-file`); a partial clone whose promisor remote's transport would
+ * run a program on a missing object (copied, not referenced; a repository that became one
+ * after the checkpoint is not read back), never fired; the size cap's
  * `checkpoint/skipped`; the store's private modes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -120,11 +123,79 @@ describe("a hostile git repository", () => {
     const c = await rig.bridge();
     for (let t = 1; t <= 3; t++) await rig.prompt(c, "s");
     expect((await rig.events(c, "s")).filter((e) => e.type === "checkpoint").map((e) => e.data.kind)).toEqual(["git", "git", "git"]);
+    // The committed files were kept as references to their blobs: the rewind reads them back
+    // from the repository (git cat-file), whose filters, textconv, fsmonitor and hooks are armed.
+    const journal = fs.readFileSync(path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.checkpoints", "journal.jsonl"), "utf8");
+    const befores = journal.split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.type === "turn").flatMap((r) => r.entries);
+    const keepBefore = befores.find((e: any) => e.path === "keep.txt").before;
+    expect(keepBefore.git).toBe(git(rig.ws.dir, "rev-parse", "HEAD:keep.txt").trim());
+    expect(befores.find((e: any) => e.path === "doomed.txt").before.git).toBe(git(rig.ws.dir, "rev-parse", "HEAD:doomed.txt").trim());
+    expect(fs.existsSync(path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.checkpoints", "blobs", keepBefore.hash.slice(0, 2), keepBefore.hash))).toBe(false);
     const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
     expect(result.conflicts).toEqual([]);
+    expect(result.restored).toEqual(["doomed.txt", "keep.txt"]);
     expect(rig.read("keep.txt")).toBe("original\n");
     expect(rig.read("doomed.txt")).toBe("doomed\n");
     expect(rig.read("made.txt")).toBeUndefined();
+    expect(fired()).toEqual([]);
+  });
+});
+
+describe("a partial clone whose promisor remote would run a program", () => {
+  /** Makes the repository a partial clone whose promisor remote's transport runs `evil` (what a lazy fetch of a missing object would do). */
+  function promisor(dir: string, evil: string): void {
+    const set = (key: string, value: string) => git(dir, "config", key, value);
+    set("core.repositoryFormatVersion", "1");
+    set("extensions.partialClone", "evil");
+    set("remote.evil.url", `ext::${evil} %S`);
+    set("remote.evil.promisor", "true");
+    set("protocol.ext.allow", "always");
+  }
+
+  function armed(dir: string, traps: string, fired: () => string[]): void {
+    // Plain git, asked for a missing object, fetches it from the promisor: the program runs.
+    try {
+      git(dir, "cat-file", "blob", "1234567890123456789012345678901234567890");
+    } catch {
+      // the fetch fails, after running it
+    }
+    expect(fired().length).toBeGreaterThan(0);
+    for (const f of fired()) fs.rmSync(path.join(traps, f));
+  }
+
+  it("its contents are copied, never referenced, and neither checkpointing nor a rewind fires it", async () => {
+    rig = new Rig(true);
+    const traps = outsideDir();
+    const evil = path.join(traps, "evil.sh");
+    fs.writeFileSync(evil, `#!/bin/sh\ntouch ${traps}/fired-$$\nexit 1\n`, { mode: 0o755 });
+    const fired = () => fs.readdirSync(traps).filter((n) => n.startsWith("fired-"));
+    promisor(rig.ws.dir, evil);
+    armed(rig.ws.dir, traps, fired);
+    const c = await rig.bridge();
+    for (let t = 1; t <= 3; t++) await rig.prompt(c, "s");
+    const blobs = path.join(rig.store(), "blobs");
+    const kept = fs.readdirSync(blobs).flatMap((sub) => fs.readdirSync(path.join(blobs, sub)).map((n) => fs.readFileSync(path.join(blobs, sub, n), "utf8")));
+    expect(kept).toEqual(expect.arrayContaining(["original\n", "doomed\n"]));
+    const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(result).toMatchObject({ restored: ["doomed.txt", "keep.txt"], conflicts: [], unrestored: [] });
+    expect(rig.read("keep.txt")).toBe("original\n");
+    expect(fired()).toEqual([]);
+  });
+
+  it("a repository that became one after the checkpoint is not read back: its references are reported unrestored, and nothing fires", async () => {
+    rig = new Rig(true);
+    const traps = outsideDir();
+    const evil = path.join(traps, "evil.sh");
+    fs.writeFileSync(evil, `#!/bin/sh\ntouch ${traps}/fired-$$\nexit 1\n`, { mode: 0o755 });
+    const fired = () => fs.readdirSync(traps).filter((n) => n.startsWith("fired-"));
+    const c = await rig.bridge(turns([{ toolCalls: [{ name: "bash", arguments: { command: "rm doomed.txt && echo made > made.txt" } }] }, { text: "one" }]));
+    await rig.prompt(c, "s");
+    promisor(rig.ws.dir, evil);
+    const id = git(rig.ws.dir, "rev-parse", "HEAD:doomed.txt").trim();
+    fs.rmSync(path.join(rig.ws.dir, ".git", "objects", id.slice(0, 2), id.slice(2)));
+    armed(rig.ws.dir, traps, fired);
+    const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(result).toEqual({ restored: [], removed: ["made.txt"], conflicts: [], unrestored: [{ turn: 1, tools: [], paths: ["doomed.txt"] }] });
     expect(fired()).toEqual([]);
   });
 });
@@ -144,6 +215,8 @@ describe("the checkpoint store", () => {
 
   it("is private: folders 0700 and files 0600 whatever the umask, beside the session log", async () => {
     rig = new Rig(true);
+    // Untracked: its content is copied into the store (a committed one is a reference to its blob).
+    rig.ws.file("untracked.txt", "not in the repository\n");
     const c = await rig.bridge();
     await rig.prompt(c, "s");
     const store = path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.checkpoints");

@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "vitest";
+import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 
@@ -43,14 +44,16 @@ export class Rig {
   private readonly clients: RawClient[] = [];
   private id = 0;
 
-  constructor(readonly gitRepo: boolean, prefix = "hb-rewind-") {
+  /** `setup` adds to the workspace before the first commit (a git work tree commits everything it made); `initArgs` go to `git init`. */
+  constructor(readonly gitRepo: boolean, prefix = "hb-rewind-", options: { initArgs?: string[]; setup?: (ws: TempWorkspace) => void } = {}) {
     this.ws = tempWorkspace(prefix);
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-rewind-root-"));
     this.ws.file("keep.txt", "original\n");
     this.ws.file("doomed.txt", "doomed\n");
+    options.setup?.(this.ws);
     if (gitRepo) {
-      git(this.ws.dir, "init", "-q");
-      git(this.ws.dir, "add", "keep.txt", "doomed.txt");
+      git(this.ws.dir, "init", "-q", ...(options.initArgs ?? []));
+      git(this.ws.dir, "add", options.setup ? "." : "keep.txt", ...(options.setup ? [] : ["doomed.txt"]));
       git(this.ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
     }
   }
@@ -83,6 +86,11 @@ export class Rig {
 
   async events(c: RawClient, sessionId: string): Promise<any[]> {
     return (await this.ok(c, "session/read", { sessionId, limit: 1000 })).events;
+  }
+
+  /** The session's checkpoint store folder. */
+  store(sessionId = "s"): string {
+    return path.join(this.root, workspaceFolderName(this.ws.dir), `${sessionId}.checkpoints`);
   }
 
   read(rel: string): string | undefined {

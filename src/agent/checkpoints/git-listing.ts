@@ -1,9 +1,11 @@
 /**
  * The files a git snapshot covers: what `git ls-files --cached --others --exclude-standard`
- * lists under the workspace (tracked and untracked, ignored files left out). Git is asked only
- * to list: the bridge reads and hashes the content itself (path-state.ts), so no clean filter,
- * textconv or `process` filter of the repository ever runs, and nothing of the user's
- * repository is written (index, HEAD, refs, stash, objects).
+ * lists under the workspace (tracked and untracked, ignored files left out), with the blob id
+ * the index records for each tracked one (`--stage`, which reads the index only). Git
+ * is asked only to list, and to read objects back raw (git-objects.ts): the bridge reads and
+ * hashes the content itself (path-state.ts), so no clean filter, textconv or `process` filter of
+ * the repository ever runs, and nothing of the user's repository is written (index, HEAD, refs,
+ * stash, objects).
  *
  * Invariant: a hostile repository gets no code run. Git runs with the system and global
  * configuration off (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`), every inherited
@@ -11,7 +13,10 @@
  * repository's own settings that run programs overridden on the command line, which wins over
  * every configuration file: `core.fsmonitor=false` (the one `ls-files` would run),
  * `core.hooksPath=/dev/null`, `core.untrackedCache=false`; `GIT_OPTIONAL_LOCKS=0` keeps it from
- * rewriting the index. `ls-files` reads `.gitattributes` never and runs no filter.
+ * rewriting the index. `ls-files` reads `.gitattributes` never and runs no filter. No transport
+ * may run either (`GIT_ALLOW_PROTOCOL` empty: every protocol refused, whatever the repository's
+ * `protocol.*.allow`; `GIT_NO_LAZY_FETCH=1` where git knows it): reading an object that is
+ * missing from a partial clone would otherwise fetch it from a remote the repository names.
  *
  * @module
  */
@@ -38,18 +43,30 @@ export function gitEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv
     GIT_OPTIONAL_LOCKS: "0",
     GIT_TERMINAL_PROMPT: "0",
     GIT_NO_REPLACE_OBJECTS: "1",
+    GIT_ALLOW_PROTOCOL: "",
+    GIT_NO_LAZY_FETCH: "1",
   };
 }
 
-function git(cwd: string, args: string[]): Promise<Buffer | undefined> {
+/** Runs git with the neutral config and environment; `input` goes to its stdin. `undefined`: it failed (or exited `okCodes`-less non-zero). */
+export function runGit(cwd: string, args: string[], input?: Buffer | string, okCodes: readonly number[] = [0]): Promise<{ code: number; stdout: Buffer } | undefined> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       "git",
       [...GIT_NEUTRAL_CONFIG, ...args],
       { cwd, env: gitEnv(), encoding: "buffer", maxBuffer: 1 << 30, timeout: 120_000, windowsHide: true },
-      (error, stdout) => resolve(error ? undefined : stdout),
+      (error, stdout) => {
+        const code = error ? (typeof (error as { code?: unknown }).code === "number" ? ((error as { code: number }).code) : -1) : 0;
+        resolve(okCodes.includes(code) ? { code, stdout } : undefined);
+      },
     );
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(input ?? "");
   });
+}
+
+async function git(cwd: string, args: string[]): Promise<Buffer | undefined> {
+  return (await runGit(cwd, args))?.stdout;
 }
 
 /** Whether `workspace` is (inside) a git work tree git will work on; `false` when git is missing, refuses it (`safe.directory`) or it is no repository. */
@@ -58,19 +75,44 @@ export async function isGitWorkTree(workspace: string): Promise<boolean> {
   return out?.toString("utf8").trim() === "true";
 }
 
+/** What a listing found: the paths, and the blob id the index records for each tracked path (stage 0 only). */
+export interface WorkTreeListing {
+  paths: string[];
+  index: Map<string, string>;
+}
+
 /**
  * The workspace-relative paths of the files a snapshot covers, or `undefined` when git could
  * not list them (the turn then falls back to a `files` checkpoint). Folders git lists whole
- * (a nested repository) are left out.
+ * (a nested repository) are left out. One listing: `-t` tags each line, so an untracked
+ * path (`? <path>`) is never taken for an index entry (`H <mode> <object> <stage>\t<path>`,
+ * `S` for skip-worktree, `M` unmerged), whatever its name. `stage: false` (the look at a
+ * turn's end, which needs no blob ids): `<tag> <path>` lines, the index left empty.
  */
-export async function listWorkTree(workspace: string): Promise<string[] | undefined> {
+export async function listWorkTree(workspace: string, stage = true): Promise<WorkTreeListing | undefined> {
   // Run in the workspace, ls-files names what is under it, relative to it.
-  const out = await git(workspace, ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]);
+  const out = await git(workspace, ["ls-files", "-z", "-t", ...(stage ? ["--stage"] : []), "--cached", "--others", "--exclude-standard", "--", "."]);
   if (!out) return undefined;
   const seen = new Set<string>();
-  for (const entry of out.toString("utf8").split("\0")) {
+  const index = new Map<string, string>();
+  const unmerged = new Set<string>();
+  for (const line of out.toString("utf8").split("\0")) {
+    let entry: string;
+    if (line.startsWith("? ") || !stage) entry = line.slice(2);
+    else {
+      // "<tag> <mode> <object> <stage>\t<path>": the fixed-width head, checked without a regex (10 000 lines a walk).
+      const tab = line.indexOf("\t");
+      const idLength = tab - 11;
+      if ((idLength !== 40 && idLength !== 64) || line.charCodeAt(1) !== 32 || line.charCodeAt(8) !== 32 || line.charCodeAt(tab - 2) !== 32) continue;
+      const id = line.slice(9, tab - 2);
+      entry = line.slice(tab + 1);
+      // An unmerged path (stages 1-3) has no one blob it is; the id is checked (GIT_ID) before git is ever given it.
+      if (line.charCodeAt(tab - 1) === 48) index.set(entry, id);
+      else unmerged.add(entry);
+    }
     if (entry.length === 0 || entry.endsWith("/")) continue;
     seen.add(entry);
   }
-  return [...seen];
+  for (const entry of unmerged) index.delete(entry);
+  return { paths: [...seen], index };
 }

@@ -14,8 +14,13 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-/** A path's state: absent, a regular file (content hash, permission bits), a symbolic link, or anything else (a folder, a FIFO, a path under a link). */
-export type PathState = null | { t: "file"; hash: string; mode: number; size: number } | { t: "link"; target: string } | { t: "other" };
+/**
+ * A path's state: absent, a regular file (content hash, permission bits), a symbolic link, or
+ * anything else (a folder, a FIFO, a path under a link). A file's `git`, when present: its
+ * content is that blob of the user's repository (the index recorded it), and the store holds
+ * no copy (git-objects.ts); it says where the content is, not what it is (`hash` does).
+ */
+export type PathState = null | { t: "file"; hash: string; mode: number; size: number; git?: string } | { t: "link"; target: string } | { t: "other" };
 
 /** Files larger than this are not checkpointed (their path is `checkpoint/skipped`). */
 export const MAX_CHECKPOINT_FILE_BYTES = 64 * 1024 * 1024;

@@ -46,7 +46,7 @@ export async function rewindSession(session: Session, checkpoints: SessionCheckp
   if (files && !canRestore()) throw new RewindRefusal("rewind-unsupported", "invalid params: params.files: restoring files needs /proc descriptor paths (Linux)");
   const result: SessionRewindResult = { restored: [], removed: [], conflicts: [], unrestored: [] };
   if (files) {
-    const done = rewindFiles(checkpoints, view, turn, params.force ?? false);
+    const done = await rewindFiles(checkpoints, view, turn, params.force ?? false);
     Object.assign(result, { restored: done.restored, removed: done.removed, conflicts: done.conflicts, unrestored: done.unrestored });
     checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states, conflicts: done.conflicts }], true);
   } else {

@@ -17,12 +17,18 @@
  * - What was done is journaled (a rewind record with the states it left), so the next rewind
  *   knows what the session last wrote, and which turns are spent.
  *
+ * - A content kept as a blob of the repository (git-objects.ts) is read back with
+ *   `git cat-file --batch` and written only when its SHA-256 is the one recorded: a blob the
+ *   repository no longer holds (a gc pruned it) leaves its path not restored (`unrestored`,
+ *   like a content the size cap kept out), and the rest of the rewind goes on.
+ *
  * Writing goes through restore-fs.ts (no link followed, nothing outside the workspace).
  *
  * @module
  */
 import type { UnrestoredTurn } from "../../protocol/index.js";
-import { sameContent, sameState, type PathState } from "./path-state.js";
+import { readBlobs } from "./git-objects.js";
+import { sameContent, sameState, sha256, type PathState } from "./path-state.js";
 import { removePath, restoreFile, restoreLink, RestoreRefused } from "./restore-fs.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
 import type { ChangedPath, JournalRecord } from "./store.js";
@@ -105,11 +111,58 @@ export interface FilesRewound {
   states: Array<{ path: string; state: PathState }>;
 }
 
+/** Contents read back from the repository at most this many bytes at a time (by the sizes the checkpoint recorded). */
+const GIT_READ_CHUNK = 32 * 1024 * 1024;
+
+/**
+ * The contents of the paths to restore (`order`, sorted) that are references to blobs of the
+ * repository, read in chunks as the rewind reaches them: one `cat-file --batch` per chunk.
+ */
+class GitContents {
+  private next = 0;
+  private chunk = new Map<string, Buffer>();
+  /** The ids the current chunk asked for (a missing one is absent from `chunk`). */
+  private asked = new Set<string>();
+  private readonly position = new Map<string, number>();
+
+  constructor(
+    private readonly workspace: string,
+    private readonly order: Array<{ rel: string; id: string; size: number }>,
+  ) {
+    order.forEach((o, i) => this.position.set(o.rel, i));
+  }
+
+  /** The content of `rel`'s blob; `undefined` when the repository no longer holds it. */
+  async get(rel: string, id: string): Promise<Buffer | undefined> {
+    if (!this.asked.has(id)) {
+      const from = this.position.get(rel);
+      if (from === undefined) return undefined;
+      const ids: string[] = [];
+      let bytes = 0;
+      for (let i = Math.max(from, this.next); i < this.order.length && (ids.length === 0 || bytes + this.order[i].size <= GIT_READ_CHUNK); i++) {
+        ids.push(this.order[i].id);
+        bytes += this.order[i].size;
+        this.next = i + 1;
+      }
+      if (!ids.includes(id)) ids.unshift(id);
+      this.asked = new Set(ids);
+      this.chunk = await readBlobs(this.workspace, ids);
+    }
+    return this.chunk.get(id);
+  }
+}
+
 /** Puts back the files of turns `turn…` (see the module comment); journals nothing (the caller does). */
-export function rewindFiles(cp: SessionCheckpoints, view: JournalView, turn: number, force: boolean): FilesRewound {
+export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, turn: number, force: boolean): Promise<FilesRewound> {
   const undone = view.turns.filter((t) => t.turn >= turn && !t.spent);
   const target = new Map<string, PathState>();
   for (const t of undone) for (const e of t.entries) if (!target.has(e.path)) target.set(e.path, e.before);
+  const fromGit: Array<{ rel: string; id: string; size: number }> = [];
+  for (const rel of [...target.keys()].sort()) {
+    const before = target.get(rel)!;
+    if (before?.t === "file" && before.git !== undefined && !cp.store.has(before.hash)) fromGit.push({ rel, id: before.git, size: before.size });
+  }
+  const gitContents = new GitContents(cp.workspace, fromGit);
   const out: FilesRewound = { restored: [], removed: [], conflicts: [], unrestored: [], states: [] };
   const lost = new Map<number, Set<string>>();
   const loseOne = (rel: string) => {
@@ -135,7 +188,12 @@ export function rewindFiles(cp: SessionCheckpoints, view: JournalView, turn: num
         removePath(cp.root, rel);
         out.removed.push(rel);
       } else if (before.t === "file") {
-        const bytes = cp.store.get(before.hash);
+        let bytes = cp.store.get(before.hash);
+        // Kept as a blob of the repository: read back raw, and only if it is still that content.
+        if (!bytes && before.git !== undefined) {
+          const blob = await gitContents.get(rel, before.git);
+          if (blob && sha256(blob) === before.hash) bytes = blob;
+        }
         if (!bytes) {
           loseOne(rel);
           continue;

@@ -10,6 +10,7 @@ import * as path from "node:path";
 import { isHiddenPath, wantedHidden } from "../../sandbox/hidden.js";
 import { isInside } from "../../tools/path-inside.js";
 import { isGitWorkTree, listWorkTree } from "./git-listing.js";
+import { blobId, hasPromisor, presentBlobs } from "./git-objects.js";
 import { readState, safeRelative, type FolderCache, type PathState, type StatKey } from "./path-state.js";
 import type { CheckpointStore } from "./store.js";
 
@@ -26,6 +27,14 @@ export class SessionCheckpoints {
   private git: Promise<boolean> | undefined;
   /** Stat and hash of files read before, by path: unchanged files are not read again. */
   private readonly cache = new Map<string, { stat: StatKey; hash: string }>();
+  /** Whether contents may be referenced as blobs of the repository (a git work tree without a promisor remote; asked once). */
+  private referencing: Promise<boolean> | undefined;
+  /** The blob id the index recorded for each tracked path, at the last listing. */
+  private index = new Map<string, string>();
+  /** Git blob id of a content, by its SHA-256 (computed when a file's bytes were read against an index entry). */
+  private readonly blobOf = new Map<string, string>();
+  /** Blob ids found in the repository (with the size expected). */
+  private readonly confirmed = new Set<string>();
 
   constructor(
     readonly store: CheckpointStore,
@@ -60,15 +69,57 @@ export class SessionCheckpoints {
     return safeRelative(path.relative(this.root, real));
   }
 
-  /** The state of `rel` now, its content kept in the store (unless over the cap or unreadable). `folders`: shared by one pass over many paths. */
-  keep(rel: string, folders?: FolderCache): Kept {
+  /** Whether this workspace's contents may be kept as references to its repository's blobs. */
+  canReference(): Promise<boolean> {
+    this.referencing ??= this.isGit().then(async (git) => git && !(await hasPromisor(this.workspace)));
+    return this.referencing;
+  }
+
+  /**
+   * The state of `rel` now, its content kept (unless over the cap or unreadable). `folders`:
+   * shared by one pass over many paths. `reference` (a git snapshot): a file whose bytes are the
+   * blob the index records for it (at the last `listed()`) is not copied; its state names the
+   * blob (`git`), to be confirmed present (`unconfirmed`) before the snapshot counts on it.
+   */
+  keep(rel: string, folders?: FolderCache, reference = false): Kept {
     const known = this.cache.get(rel);
+    const indexed = reference ? this.index.get(rel) : undefined;
     let read = readState(this.root, rel, known, folders);
-    if (read.state?.t === "file" && !read.bytes && !this.store.has(read.state.hash)) read = readState(this.root, rel, undefined, folders);
+    if (read.state?.t === "file" && !read.bytes) {
+      if (indexed !== undefined && this.blobOf.get(read.state.hash) === indexed) return { state: { ...read.state, git: indexed } };
+      if (!this.store.has(read.state.hash)) read = readState(this.root, rel, undefined, folders);
+    }
     if (read.unreadable) return { state: read.state, skipped: "unreadable" };
     if (read.state?.t === "file" && read.stat) this.cache.set(rel, { stat: read.stat, hash: read.state.hash });
-    if (read.state?.t === "file" && read.bytes && !this.store.put(read.state.hash, read.bytes)) return { state: read.state, skipped: "size-cap" };
+    if (read.state?.t === "file" && read.bytes) {
+      if (indexed !== undefined) {
+        const id = blobId(read.bytes, indexed);
+        this.blobOf.set(read.state.hash, id);
+        if (id === indexed) return { state: { ...read.state, git: id } };
+      }
+      if (!this.store.put(read.state.hash, read.bytes)) return { state: read.state, skipped: "size-cap" };
+    }
     return { state: read.state };
+  }
+
+  /**
+   * The referenced blobs of `states` that the repository does not hold (as blobs of the size
+   * expected), after one `cat-file --batch-check` for those not confirmed before: their paths
+   * must be kept by copy. All of them when git cannot be asked.
+   */
+  async unconfirmed(states: Iterable<[string, PathState]>): Promise<string[]> {
+    const wanted = new Map<string, number>();
+    const refs: Array<[string, string]> = [];
+    for (const [rel, state] of states) {
+      if (state?.t !== "file" || state.git === undefined) continue;
+      refs.push([rel, state.git]);
+      if (!this.confirmed.has(state.git)) wanted.set(state.git, state.size);
+    }
+    if (wanted.size > 0) {
+      const present = await presentBlobs(this.workspace, wanted);
+      for (const id of present ?? []) this.confirmed.add(id);
+    }
+    return refs.filter(([, id]) => !this.confirmed.has(id)).map(([rel]) => rel);
   }
 
   /** The state of `rel` now, its content not kept (a turn's end, a conflict check). */
@@ -78,10 +129,15 @@ export class SessionCheckpoints {
     return read.state;
   }
 
-  /** The paths a git snapshot covers now, or `undefined` when git cannot list them. */
-  async listed(): Promise<string[] | undefined> {
-    const listed = await listWorkTree(this.workspace);
-    if (!listed) return undefined;
+  /**
+   * The paths a git snapshot covers now, or `undefined` when git cannot list them. `stage`
+   * (a snapshot): the blob ids the index records are noted for `keep`.
+   */
+  async listed(stage = false): Promise<string[] | undefined> {
+    const listing = await listWorkTree(this.workspace, stage);
+    if (!listing) return undefined;
+    if (stage) this.index = listing.index;
+    const listed = listing.paths;
     // Never copied into the store: credential stores and the session logs (a home folder as
     // workspace holds them). Checked per file only when one of them is inside the workspace.
     const hidden = hiddenInside(this.root);

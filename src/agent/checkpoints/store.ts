@@ -1,7 +1,8 @@
 /**
  * A session's checkpoint store, beside its log: `<sessionId>.checkpoints/` holding `blobs/`
  * (file contents, content-addressed by SHA-256) and `journal.jsonl` (what each turn changed and
- * what each rewind did). Same privacy as the log: folders 0700, files 0600, whatever the umask;
+ * what each rewind did). A content that is a blob of the user's git repository is not in
+ * `blobs/`: its state names the blob (`git`, git-objects.ts). Same privacy as the log: folders 0700, files 0600, whatever the umask;
  * a symbolic link planted in place of the folder or a file is refused, never followed.
  *
  * Bounded: the blobs of one session take at most `maxBytes` (`HARNESS_CHECKPOINT_MAX_BYTES`,
@@ -13,6 +14,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { SESSION_DIR_MODE, SESSION_FILE_MODE, writeAll } from "../store/log-format.js";
+import { GIT_ID } from "./git-objects.js";
 import { safeRelative, sha256, type PathState } from "./path-state.js";
 
 /** Default per-session cap of checkpoint contents, in bytes. */
@@ -231,8 +233,8 @@ export class CheckpointStore {
 function goodState(s: unknown): boolean {
   if (s === null) return true;
   if (typeof s !== "object") return false;
-  const v = s as { t?: unknown; hash?: unknown; mode?: unknown; target?: unknown };
-  if (v.t === "file") return typeof v.hash === "string" && HASH.test(v.hash) && typeof v.mode === "number";
+  const v = s as { t?: unknown; hash?: unknown; mode?: unknown; target?: unknown; git?: unknown };
+  if (v.t === "file") return typeof v.hash === "string" && HASH.test(v.hash) && typeof v.mode === "number" && (v.git === undefined || (typeof v.git === "string" && GIT_ID.test(v.git)));
   if (v.t === "link") return typeof v.target === "string";
   return v.t === "other";
 }

@@ -1,8 +1,10 @@
 /**
  * What one turn records so that a rewind can undo it. Before the turn's first tool that may
  * change the workspace runs: in a git work tree, a snapshot (every listed file's state, its
- * content kept in the store). Before each `write_file` / `edit_file`: the previous state of the
- * file it names, journaled before the tool writes (a bridge killed mid-turn still knows it).
+ * content kept in the store — or, for a tracked file whose bytes are the blob its index entry
+ * records, a reference to that blob: git-objects.ts). Before each `write_file` / `edit_file`:
+ * the previous state of the file it names, journaled before the tool writes (a bridge killed
+ * mid-turn still knows it).
  * At the turn's end: the state of every path that changed ("what the session last wrote"),
  * one journal record, and the `checkpoint` event (`checkpoint/skipped` first when contents
  * were not kept).
@@ -79,15 +81,20 @@ export class TurnRecorder {
 
   private async takeSnapshot(): Promise<Map<string, PathState> | undefined> {
     const cp = this.checkpoints;
-    const listed = await cp.listed();
+    const reference = await cp.canReference();
+    const listed = await cp.listed(reference);
     if (!listed) return undefined;
     const snapshot = new Map<string, PathState>();
     const folders = new Map<string, string | undefined>();
-    for (const rel of listed) {
-      const kept = cp.keep(rel, folders);
+    const keep = (rel: string, ref: boolean) => {
+      const kept = cp.keep(rel, folders, ref);
       snapshot.set(rel, kept.state);
       if (kept.skipped) this.skipped.set(rel, kept.skipped);
-    }
+    };
+    for (const rel of listed) keep(rel, reference);
+    // A blob the index names but the repository does not hold (a crafted or damaged index, an
+    // intent-to-add entry): that file is copied after all.
+    if (reference) for (const rel of await cp.unconfirmed(snapshot)) keep(rel, false);
     return snapshot;
   }
 
