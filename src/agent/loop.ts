@@ -244,7 +244,7 @@ async function runStep(
   const finishReason: FinishReason =
     failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" && (finish === undefined || cutShort) ? "error" : (finish as string);
 
-  chatSpan?.end({ finishReason, usage: assembler.usage, content: () => [...assembler.blocks(), ...calls], failure });
+  chatSpan?.end({ finishReason, usage, content: () => [...assembler.blocks(), ...calls], failure });
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content: AssistantContentBlock[] = [...assembler.blocks(), ...calls];

@@ -60,9 +60,9 @@ function bridge(env: NodeJS.ProcessEnv): RawClient {
 }
 
 /** One tool turn with the client's traceparent, then `shutdown` (which sends what is queued). */
-async function tracedTurn(env: NodeJS.ProcessEnv, prompt = "read notes.md") {
+async function tracedTurn(env: NodeJS.ProcessEnv, prompt = "read notes.md", init: object = {}) {
   const c = bridge(env);
-  c.request(1, "initialize", initParams(ws.dir, "trace.json"));
+  c.request(1, "initialize", initParams(ws.dir, "trace.json", init));
   expect((await c.response(1)).error).toBeUndefined();
   c.request(2, "session/prompt", { sessionId: "traced", contentBlocks: [{ type: "text", text: `${prompt} ${KEY}` }], traceparent: TRACEPARENT });
   const res = await c.response(2);
@@ -160,6 +160,22 @@ describe.skipIf(!otelcolHere)(`spans through a real OpenTelemetry Collector${ote
     const output = JSON.parse(String(chat.attributes["gen_ai.output.messages"]));
     expect(output[0].parts).toEqual(expect.arrayContaining([{ type: "text", content: "looking" }, expect.objectContaining({ type: "tool_call", name: "read_file", id: "call_read" })]));
     expect(JSON.stringify(collector.received)).not.toContain(KEY);
+  });
+
+  it("carries each request's and the turn's cost (usage.costUsd) when the prices are known", async () => {
+    const prices = { inputPerMTok: 1, cacheHitPerMTok: 0.1, outputPerMTok: 2 };
+    const { res, client } = await tracedTurn({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }, "read notes.md", { prices });
+    expect(res.result.status).toBe("ok");
+    const spans = await collector.waitForSpans(7);
+    const events = client.events("traced");
+    const stepCosts = events.filter((e) => e.type === "assistant/message").map((e) => e.data.usage.costUsd);
+    const turnCost = events.find((e) => e.type === "turn/end").data.usage.costUsd;
+    expect(stepCosts.every((c: unknown) => typeof c === "number" && c > 0)).toBe(true);
+    const top = byName(spans, "invoke_agent harness-bridge").find((s) => s.attributes["gen_ai.conversation.id"] === "traced")!;
+    expect(top.attributes["harness.usage.cost_usd"]).toBe(turnCost);
+    const chats = byName(spans, "chat trace.json").filter((s) => s.parentSpanId === top.spanId);
+    expect(chats.map((s) => s.attributes["harness.step"]).sort()).toEqual([1, 2]);
+    for (const chat of chats) expect(chat.attributes["harness.usage.cost_usd"]).toBe(stepCosts[Number(chat.attributes["harness.step"]) - 1]);
   });
 
   it("has an execute_tool span for MCP and client tools too, and error.type on a failed call", async () => {
