@@ -203,8 +203,9 @@ def test_a_turn_run_by_another_process_appears_live_without_a_reload(ws: Workspa
 
 
 def test_unknown_and_damaged_lines_show_as_text(ws: Workspace, browser: WebDriver) -> None:
-    """Events this viewer does not know (hooks, from a newer bridge) are shown generically, and a
-    damaged line is a note: the rest of the log still shows."""
+    """Hook, steer, checkpoint and rewind events have cards of their own; events this viewer does
+    not know (from a newer bridge) are shown generically, and a damaged line is a note: the rest
+    of the log still shows. Whatever a field holds, it is text."""
     _first_turn(ws, "other")  # makes the workspace folder
     folder = next(ws.root.glob("*"))
     header = {"type": "session-header", "version": 1, "sessionId": "hand", "workspace": str(ws.dir), "createdAt": 1, "provider": "scripted", "model": "x"}
@@ -216,12 +217,19 @@ def test_unknown_and_damaged_lines_show_as_text(ws: Workspace, browser: WebDrive
         json.dumps({"type": "permission/request", "seq": 3, "time": 4, "data": {"requestId": "r", "callId": "c", "name": "write_file", "arguments": {"path": "x", "content": XSS_IMG}}}),
         json.dumps({"type": "permission/decision", "seq": 4, "time": 5, "data": {"requestId": "r", "decision": "deny", "message": "not today"}}),
         json.dumps({"type": "context/compacted", "seq": 5, "time": 6, "data": {"summary": "s", "tokensBefore": 900, "tokensAfter": 100, "keptFromSeq": 1, "turn": 1, "trigger": "auto"}}),
+        json.dumps({"type": "future/thing", "seq": 6, "time": 7, "data": {"x": XSS_SCRIPT}}),
+        json.dumps({"type": "user/steer", "seq": 7, "time": 8, "data": {"id": "s", "content": [{"type": "text", "text": "also lint " + XSS_IMG}]}}),
+        json.dumps({"type": "hook/decision", "seq": 8, "time": 9, "data": {"hookId": "h", "hook": "stop", "continue": "the tests fail"}}),
+        json.dumps({"type": "checkpoint", "seq": 9, "time": 10, "data": {"turn": 1, "files": 2, "kind": "files", "uncovered": ["bash"]}}),
+        json.dumps({"type": "session/rewound", "seq": 10, "time": 11, "data": {"turn": 1}}),
     ]
     (folder / "hand.jsonl").write_text("".join(f"{line}\n" for line in lines))
     browser.get(f"{ws.url}#hand")
-    browser.wait_for("return document.querySelector('#timeline [data-type=\"context/compacted\"]')", "the last event")
+    browser.wait_for("return document.querySelector('#timeline [data-type=\"session/rewound\"]')", "the last event")
     text = browser.js("return document.getElementById('timeline').innerText")
-    for expected in ["hook/request", "pre-tool", "unreadable line", "approval asked: write_file", "approval: deny", "not today", "900 → 100 tokens"]:
+    for expected in ["hook asked: pre-tool", "unreadable line", "approval asked: write_file", "approval: deny", "not today", "900 → 100 tokens", "future/thing",
+                     "user (steering the turn)", "also lint", "hook answered: stop", "the tests fail",
+                     "checkpoint of turn 1 (files): 2 file(s)", "not covered: bash", "rewound to before turn 1"]:
         assert expected in text, expected
     assert XSS_SCRIPT in text and XSS_IMG in text
     assert browser.js("return [window.__xss === undefined, document.querySelectorAll('#timeline img, #timeline script').length]") == [True, 0]

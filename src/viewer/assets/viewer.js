@@ -185,6 +185,20 @@ function render(event) {
         usageLine(d.usage),
       );
     }
+    case "user/steer":
+      return card(event, "user", "user (steering the turn)", h("div", "text", textOf(d.content)));
+    case "hook/request":
+      return card(event, "hook", `hook asked: ${String(d.hook)}`, h("pre", null, shown(d)));
+    case "hook/decision":
+      return card(event, "hook", `hook ${d.skipped !== undefined ? "skipped" : "answered"}: ${String(d.hook)}`, h("pre", null, shown(d)));
+    case "checkpoint": {
+      const uncovered = Array.isArray(d.uncovered) && d.uncovered.length ? h("div", "text", `not covered: ${d.uncovered.map(String).join(", ")}`) : null;
+      return card(event, "turn", `checkpoint of turn ${d.turn} (${String(d.kind)}): ${d.files} file(s)`, uncovered);
+    }
+    case "checkpoint/skipped":
+      return card(event, "damaged", `checkpoint of turn ${d.turn} skipped: ${shown(d.reason)}`, h("pre", null, shown(d.paths ?? [])));
+    case "session/rewound":
+      return card(event, "compaction", `rewound to before turn ${d.turn}`);
     case "viewer/unparsable":
       return card(event, "damaged", `unreadable line (${String(d.why)}, ${d.bytes} bytes)`, h("pre", null, shown(d.text)));
     case "viewer/oversized":
