@@ -69,6 +69,7 @@ export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
 export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
   const found = new Map<string, boolean>();
   for (const p of wantedHidden(env)) {
+    if (!fs.existsSync(p)) continue; // most are not there: no exception to build (see landlock.ts `real`)
     try {
       const real = fs.realpathSync(p);
       found.set(real, fs.statSync(real).isDirectory());

@@ -14,7 +14,6 @@
  * inside an allowed folder makes this confinement refuse the workspace rather than show it.
  * The network is not restricted (as with bubblewrap).
  */
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -46,7 +45,10 @@ export function landlockOff(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 const exists = (p: string) => fs.existsSync(p);
+// Most of the folders asked about do not exist: `existsSync` says so without the exception
+// realpathSync would build (dozens of them were milliseconds of the start-up probe).
 const real = (p: string) => {
+  if (!fs.existsSync(p)) return undefined;
   try {
     return fs.realpathSync(p);
   } catch {
@@ -56,9 +58,11 @@ const real = (p: string) => {
 
 /**
  * The helper's rule arguments for a command in `workspace` (a real path) with the private
- * temporary folder `tmp`, or why this workspace cannot be confined by Landlock.
+ * temporary folder `tmp`, or why this workspace cannot be confined by Landlock. Without a
+ * workspace (the start-up probe, which asks only whether the helper confines here) nothing is
+ * refused: the refusals below are a workspace's, checked when it is known.
  */
-export function landlockRules(workspace: string, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
+export function landlockRules(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
   const hidden = hiddenPaths(env).map((h) => h.path);
   const touchesHidden = (dir: string) => hidden.some((h) => isInside(dir, h) || isInside(h, dir));
   const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
@@ -75,11 +79,11 @@ export function landlockRules(workspace: string, tmp: string | undefined, env: N
     const dir = real(p);
     if (dir) read.add(dir);
   }
-  const write = [workspace, ...(tmp ? [tmp] : [])];
+  const write = [...(workspace ? [workspace] : []), ...(tmp ? [tmp] : [])];
   // A hidden path inside anything allowed would be readable: refuse instead (bubblewrap can hide
   // it). One that holds the workspace does not count below it, as with bubblewrap.
-  for (const dir of [...read, ...write]) {
-    const h = hidden.find((h) => isInside(dir, h) && !isInside(h, workspace));
+  for (const dir of workspace ? [...read, ...write] : []) {
+    const h = hidden.find((h) => isInside(dir, h) && !isInside(h, workspace!));
     if (!h) continue;
     return {
       refused:
@@ -98,7 +102,7 @@ export function landlockRules(workspace: string, tmp: string | undefined, env: N
 }
 
 /** The argv prefix that runs a program confined (`... -- PROGRAM ARGS`), the helper verified just now; throws with the reason it cannot. */
-export function landlockCommand(workspace: string, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env, extra: string[] = []): string[] {
+export function landlockCommand(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env, extra: string[] = []): string[] {
   const rules = landlockRules(workspace, tmp, env);
   if ("refused" in rules) throw new Error(rules.refused);
   return [verifiedHelper(), "--parent-pid", String(process.pid), ...extra, ...rules.args, "--"];
@@ -111,16 +115,22 @@ export function makeCommandTmp(): string {
 
 const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
-/** Starts the confinement for `workspace` with `true` in it: its Landlock ABI, or why it does not work here. */
-export function probeLandlock(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<{ abi: number } | { failure: string }> {
-  if (landlockOff(env)) return Promise.resolve({ failure: "Landlock is switched off (HARNESS_LANDLOCK=off)" });
-  if (process.platform !== "linux") return Promise.resolve({ failure: `Landlock is Linux's (this is ${process.platform})` });
+/**
+ * Starts the confinement with `true` in it: its Landlock ABI, or why it does not work here. With
+ * a `workspace`, that workspace's confinement (its refusals, its rule); without one, the
+ * process's rules alone: whether the helper runs and the kernel confines it.
+ */
+export async function probeLandlock(workspace: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<{ abi: number } | { failure: string }> {
+  if (landlockOff(env)) return { failure: "Landlock is switched off (HARNESS_LANDLOCK=off)" };
+  if (process.platform !== "linux") return { failure: `Landlock is Linux's (this is ${process.platform})` };
   let argv: string[];
   try {
     argv = landlockCommand(workspace, undefined, env, ["--print-abi"]);
   } catch (error) {
-    return Promise.resolve({ failure: (error as Error).message });
+    return { failure: (error as Error).message };
   }
+  // Loaded here, not at the top: the bridge's start-up does not need it when bubblewrap is there.
+  const { execFile } = await import("node:child_process");
   return new Promise((resolve) => {
     execFile(argv[0], [...argv.slice(1), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
       const abi = /^landlock-abi (\d+)$/m.exec(String(stderr));
