@@ -71,7 +71,7 @@ export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: strin
   for (const p of wantedHidden(env)) {
     if (!fs.existsSync(p)) continue; // most are not there: no exception to build (see landlock.ts `real`)
     try {
-      const real = fs.realpathSync(p);
+      const real = fs.realpathSync.native(p);
       found.set(real, fs.statSync(real).isDirectory());
     } catch {
       // not there: nothing to hide

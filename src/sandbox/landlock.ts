@@ -45,12 +45,13 @@ export function landlockOff(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 const exists = (p: string) => fs.existsSync(p);
-// Most of the folders asked about do not exist: `existsSync` says so without the exception
-// realpathSync would build (dozens of them were milliseconds of the start-up probe).
+// On the path of the start-up probe (bench/README.md, "Why the code does this"): most of the
+// folders asked about do not exist, and `existsSync` says so without building an exception;
+// the native realpath is one system call where the JavaScript one walks every component.
 const real = (p: string) => {
   if (!fs.existsSync(p)) return undefined;
   try {
-    return fs.realpathSync(p);
+    return fs.realpathSync.native(p);
   } catch {
     return undefined;
   }
@@ -130,7 +131,7 @@ export async function probeLandlock(workspace: string | undefined, env: NodeJS.P
     return { failure: (error as Error).message };
   }
   // Loaded here, not at the top: the bridge's start-up does not need it when bubblewrap is there.
-  const { execFile } = await import("node:child_process");
+  const { execFile } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
     execFile(argv[0], [...argv.slice(1), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
       const abi = /^landlock-abi (\d+)$/m.exec(String(stderr));

@@ -32,9 +32,9 @@ function once<T>(key: string, probe: () => Promise<T>): Promise<T> {
 export function probeBubblewrap(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
   const bwrap = findBwrap(env);
   if (!bwrap) return Promise.resolve(bwrapNotFound(env));
-  return once(`bwrap\0${bwrap}\0${workspace}`, async () => {
+  return once(`bwrap\0${bwrap}\0${workspace}`, () => {
     // Loaded here, not at the top: nothing before the `initialize` response starts bubblewrap.
-    const { execFile } = await import("node:child_process");
+    const { execFile } = process.getBuiltinModule("node:child_process");
     return new Promise<string | null>((resolve) => {
       execFile(bwrap, [...bwrapArgs(workspace, env), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
         resolve(err ? `bubblewrap cannot make its sandbox here: ${(String(stderr).trim() || err.message).split("\n")[0]}` : null);
@@ -90,7 +90,7 @@ const statusOf = (chosen: Confinement): SandboxStatus =>
 /** The real path of `workspace`, or the status of a workspace that cannot be confined. */
 function realWorkspace(workspace: string): string | SandboxStatus {
   try {
-    return fs.realpathSync(workspace);
+    return fs.realpathSync.native(workspace);
   } catch (error) {
     return { bash: "none", reason: `the workspace is not accessible: ${(error as Error).message}` };
   }
