@@ -131,17 +131,28 @@ export async function probeLandlock(workspace: string | undefined, env: NodeJS.P
     return { failure: (error as Error).message };
   }
   // Loaded here, not at the top: the bridge's start-up does not need it when bubblewrap is there.
-  const { execFile } = process.getBuiltinModule("node:child_process");
+  // spawn with only stderr piped (what the helper says): one pipe less to set up than execFile's,
+  // on the start-up path where bwrap is absent (bench/README.md, "Why the code does this").
+  const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
-    execFile(argv[0], [...argv.slice(1), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
-      const abi = /^landlock-abi (\d+)$/m.exec(String(stderr));
-      if (!err && abi) return resolve({ abi: Number(abi[1]) });
-      const said = String(stderr).split("\n").find((line) => line.startsWith("landlock-exec: "));
-      if (said) return resolve({ failure: said.slice("landlock-exec: ".length) });
-      // Not the helper's own refusal: it could not start (an emulator, a noexec folder) or died.
-      const how = !err ? "it reported no ABI" : typeof err.code === "string" ? `could not start it: ${err.code}` : err.signal ? `it was killed by ${err.signal}` : `it exited with ${err.code}`;
-      const first = String(stderr).trim().split("\n")[0].replace(/[^\x20-\x7e]+/g, "?");
+    const failed = (how: string, stderr: string) => {
+      const first = stderr.trim().split("\n")[0].replace(/[^\x20-\x7e]+/g, "?");
       resolve({ failure: `its helper did not run (${how}${first ? `: ${first.slice(0, 300)}` : ""})` });
+    };
+    const child = spawn(argv[0], [...argv.slice(1), TRUE], { stdio: ["ignore", "ignore", "pipe"], timeout: 10_000 });
+    let stderr = "";
+    child.stderr!.setEncoding("utf8").on("data", (text: string) => {
+      if (stderr.length < 65_536) stderr += text;
+    });
+    // It could not start (an emulator, a noexec folder): no exit to wait for.
+    child.on("error", (error: NodeJS.ErrnoException) => failed(`could not start it: ${error.code ?? error.message}`, stderr));
+    child.on("close", (code, signal) => {
+      const abi = /^landlock-abi (\d+)$/m.exec(stderr);
+      if (code === 0 && abi) return resolve({ abi: Number(abi[1]) });
+      const said = stderr.split("\n").find((line) => line.startsWith("landlock-exec: "));
+      if (said) return resolve({ failure: said.slice("landlock-exec: ".length) });
+      // Not the helper's own refusal: it died, or ran without confining.
+      failed(code === 0 ? "it reported no ABI" : signal ? `it was killed by ${signal}` : `it exited with ${code}`, stderr);
     });
   });
 }
