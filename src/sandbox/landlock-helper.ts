@@ -21,8 +21,8 @@
  * a shared /tmp is never used (a fresh mkdtemp folder is, instead). The file is written under a
  * unique name and renamed into place, so a reader never sees half of it.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -48,7 +48,7 @@ function helperSource(): { bytes: Buffer; sha: string } | { missing: string } {
     const file = path.join(dir, name);
     let found: { bytes: Buffer; sha: string };
     try {
-      found = { bytes: fs.readFileSync(file), sha: compiled ?? fs.readFileSync(`${file}.sha256`, "utf8").trim() };
+      found = { bytes: readFileSync(file), sha: compiled ?? readFileSync(`${file}.sha256`, "utf8").trim() };
     } catch {
       continue; // try the next place
     }
@@ -61,7 +61,7 @@ function helperSource(): { bytes: Buffer; sha: string } | { missing: string } {
 /** Whether `dir` is this uid's own folder, closed to everyone else. */
 function isPrivateFolder(dir: string): boolean {
   try {
-    const st = fs.lstatSync(dir);
+    const st = lstatSync(dir);
     return st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o077) === 0;
   } catch {
     return false;
@@ -71,15 +71,15 @@ function isPrivateFolder(dir: string): boolean {
 let privateDir: { base: string; dir: string } | undefined;
 /** This uid's private folder for the helper and the commands' temporary folders (see above). */
 export function privateFolder(): string {
-  const base = os.tmpdir();
+  const base = tmpdir();
   if (privateDir?.base === base && isPrivateFolder(privateDir.dir)) return privateDir.dir;
   const shared = path.join(base, `harness-bridge-${process.getuid?.() ?? "user"}`);
   try {
-    fs.mkdirSync(shared, { mode: 0o700 });
+    mkdirSync(shared, { mode: 0o700 });
   } catch {
     // there already (checked below), or not makeable (a fresh folder below)
   }
-  privateDir = { base, dir: isPrivateFolder(shared) ? shared : fs.mkdtempSync(path.join(base, "harness-bridge-")) };
+  privateDir = { base, dir: isPrivateFolder(shared) ? shared : mkdtempSync(path.join(base, "harness-bridge-")) };
   return privateDir.dir;
 }
 
@@ -101,8 +101,8 @@ export function verifiedHelper(): string {
   const file = path.join(privateFolder(), `landlock-exec-${source.sha.slice(0, 16)}`);
   if (!fileHas(file, source.bytes)) {
     const tmp = `${file}.${process.pid}.${Date.now()}`;
-    fs.writeFileSync(tmp, source.bytes, { mode: 0o700, flag: "wx" });
-    fs.renameSync(tmp, file);
+    writeFileSync(tmp, source.bytes, { mode: 0o700, flag: "wx" });
+    renameSync(tmp, file);
     if (!fileHas(file, source.bytes)) throw new Error(`the Landlock helper written to ${file} is not the one this build carries`);
   }
   return file;
@@ -111,8 +111,8 @@ export function verifiedHelper(): string {
 /** Whether `file` is this uid's, not writable by others, and holds exactly `bytes`. */
 function fileHas(file: string, bytes: Buffer): boolean {
   try {
-    const st = fs.lstatSync(file);
-    return st.isFile() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 && st.size === bytes.length && fs.readFileSync(file).equals(bytes);
+    const st = lstatSync(file);
+    return st.isFile() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 && st.size === bytes.length && readFileSync(file).equals(bytes);
   } catch {
     return false;
   }

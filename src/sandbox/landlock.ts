@@ -14,8 +14,8 @@
  * inside an allowed folder makes this confinement refuse the workspace rather than show it.
  * The network is not restricted (as with bubblewrap).
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
+import { existsSync, mkdtempSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
 import { hiddenPaths } from "./hidden.js";
@@ -44,14 +44,14 @@ export function landlockOff(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.HARNESS_LANDLOCK === "off";
 }
 
-const exists = (p: string) => fs.existsSync(p);
+const exists = (p: string) => existsSync(p);
 // On the path of the start-up probe (bench/README.md, "Why the code does this"): most of the
 // folders asked about do not exist, and `existsSync` says so without building an exception;
 // the native realpath is one system call where the JavaScript one walks every component.
 const real = (p: string) => {
-  if (!fs.existsSync(p)) return undefined;
+  if (!existsSync(p)) return undefined;
   try {
-    return fs.realpathSync.native(p);
+    return realpathSync.native(p);
   } catch {
     return undefined;
   }
@@ -66,7 +66,7 @@ const real = (p: string) => {
 export function landlockRules(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
   const hidden = hiddenPaths(env).map((h) => h.path);
   const touchesHidden = (dir: string) => hidden.some((h) => isInside(dir, h) || isInside(h, dir));
-  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
+  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
 
   const read = new Set<string>(LANDLOCK_SYSTEM_READ.filter(exists));
   // /etc/resolv.conf is often a link into /run (systemd-resolved): its target, alone, for DNS.
@@ -111,10 +111,10 @@ export function landlockCommand(workspace: string | undefined, tmp: string | und
 
 /** A fresh private temporary folder for one command (the caller removes it). */
 export function makeCommandTmp(): string {
-  return fs.mkdtempSync(path.join(privateFolder(), "tmp-"));
+  return mkdtempSync(path.join(privateFolder(), "tmp-"));
 }
 
-const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
+const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
 /**
  * Starts the confinement with `true` in it: its Landlock ABI, or why it does not work here. With

@@ -6,8 +6,8 @@
  * folders (docs/tools.md has the table). The bash tool awaits the choice before its first
  * command; the server starts it right after the `initialize` response, so it is ready by then.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
+import { existsSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
 import { landlockOff, landlockRules, probeLandlock } from "./landlock.js";
 import { sandboxStatusAtStart, type SandboxStatus } from "./status.js";
@@ -19,7 +19,7 @@ export type Confinement = { kind: "bubblewrap"; bwrap: string } | { kind: "landl
 type LandlockAnswer = { abi: number } | { failure: string };
 
 /** What the probe runs in the sandbox: `true` (half the time of a bash start). */
-const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
+const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
 const probes = new Map<string, Promise<unknown>>();
 function once<T>(key: string, probe: () => Promise<T>): Promise<T> {
@@ -63,7 +63,7 @@ export function chooseSandbox(workspace: string, env: NodeJS.ProcessEnv = proces
  * the process starts, `initialSandboxStatus` awaits it.
  */
 function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockAnswer> {
-  const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, os.tmpdir()].join("\0");
+  const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tmpdir()].join("\0");
   return once(`landlock-start\0${key}`, () => probeLandlock(undefined, env));
 }
 
@@ -90,7 +90,7 @@ const statusOf = (chosen: Confinement): SandboxStatus =>
 /** The real path of `workspace`, or the status of a workspace that cannot be confined. */
 function realWorkspace(workspace: string): string | SandboxStatus {
   try {
-    return fs.realpathSync.native(workspace);
+    return realpathSync.native(workspace);
   } catch (error) {
     return { bash: "none", reason: `the workspace is not accessible: ${(error as Error).message}` };
   }

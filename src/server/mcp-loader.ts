@@ -12,7 +12,7 @@
  *
  * @module
  */
-import * as fs from "node:fs";
+import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vm from "node:vm";
 
@@ -37,7 +37,7 @@ function evaluateChunk(name: string): McpModule {
     // Not a single executable (or a node without node:sea): the chunk is a file.
   }
   const filename = path.join(__dirname, name);
-  code ??= fs.readFileSync(filename, "utf8");
+  code ??= readFileSync(filename, "utf8");
   const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename });
   const module = { exports: {} as McpModule };
   wrapper(module.exports, require, module, filename, path.dirname(filename));
