@@ -141,7 +141,8 @@ export async function probeLandlock(workspace: string | undefined, env: NodeJS.P
     };
     const child = spawn(argv[0], [...argv.slice(1), TRUE], { stdio: ["ignore", "ignore", "pipe"], timeout: 10_000 });
     let stderr = "";
-    child.stderr!.setEncoding("utf8").on("data", (text: string) => {
+    // No stderr when the spawn failed for want of descriptors (EMFILE): the "error" below says so.
+    child.stderr?.setEncoding("utf8").on("data", (text: string) => {
       if (stderr.length < 65_536) stderr += text;
     });
     // It could not start (an emulator, a noexec folder): no exit to wait for.
