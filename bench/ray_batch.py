@@ -1,4 +1,4 @@
-"""Batch throughput on Ray against the local asyncio pool, in the same run (issue 22).
+"""Batch throughput on Ray against the local asyncio pool, in the same run.
 
     .venv/bin/python bench/ray_batch.py            # writes bench/ray_results.md (~1-2 min)
     .venv/bin/python bench/ray_batch.py --quick    # tiny counts: checks that it runs, measures nothing
@@ -137,7 +137,7 @@ def main() -> int:
     lines = [
         "# Batches: Ray against the local asyncio pool",
         "",
-        "Written by `.venv/bin/python bench/ray_batch.py` (issue 22). Trivial scripted tasks (one short "
+        "Written by `.venv/bin/python bench/ray_batch.py`. Trivial scripted tasks (one short "
         "answer each, session log on), the same cap on turns in flight everywhere, warm bridges, "
         f"{rounds} interleaved rounds of {n} tasks, medians.",
         "",

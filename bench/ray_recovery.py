@@ -1,4 +1,4 @@
-"""Time-to-recover of a batch on Ray when a machine is lost mid-way (issue 40), run by
+"""Time-to-recover of a batch on Ray when a machine is lost mid-way, run by
 ``bench/ray_batch.py --recovery``; writes ``bench/ray_recovery.md``.
 
 A real multi-node cluster on this machine (``ray.cluster_utils.Cluster``): a head, and worker
@@ -118,7 +118,7 @@ def recovery_main(quick: bool, rounds: int, out: str) -> int:
     lines = [
         "# Batches on Ray: time-to-recover of a lost machine",
         "",
-        "Written by `.venv/bin/python bench/ray_batch.py --recovery` (issue 40): a multi-node cluster on this "
+        "Written by `.venv/bin/python bench/ray_batch.py --recovery`: a multi-node cluster on this "
         f"machine (a head, worker nodes with `hb: 1`), 2 workers x 2 turns at once, {n} scripted turns of "
         f"{TURN_S} s (ideal wall {ideal:.1f} s), the fault after the 4th result, {rounds} rounds, medians; "
         "runner defaults (`ping_seconds` 2, `lost_after_seconds` 10).",

@@ -71,26 +71,44 @@ const common = {
 };
 const defines = { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta.url": "__bundleUrl" };
 
-// The MCP client (src/mcp/index.ts, the MCP SDK) is a chunk of its own, loaded only by an
-// `initialize` that configures MCP servers (src/server/mcp-loader.ts): in the main bundle its
-// import stays external and unused, and `__MCP_CHUNK__` names the chunk to evaluate instead.
-const mcpChunkName = "mcp-client.cjs";
-const mcpChunk = path.join(buildDir, mcpChunkName);
-const mcpExternal = {
-  name: "mcp-chunk-external",
+// Chunks of their own, each loaded only by the runs that need it: the MCP client
+// (src/mcp/index.ts, the MCP SDK), by an `initialize` that configures MCP servers
+// (src/server/mcp-loader.ts); the tracer (src/tracing/index.ts), when an OTEL variable asks for
+// traces (src/server/tracing-loader.ts); the session viewer (src/viewer/index.ts, `harness-bridge
+// view`, src/viewer-loader.ts), which --stdio never evaluates, its page's files embedded in it as
+// strings (`?raw` imports, the raw-text plugin). In the main bundle each one's import stays
+// external and unused, and a define names the chunk to evaluate instead (src/server/chunk.ts).
+const rawText = {
+  name: "raw-text",
   setup(build) {
-    build.onResolve({ filter: /\/mcp\/index\.js$/ }, (args) => (args.importer.endsWith(path.join("server", "mcp-loader.ts")) ? { path: args.path, external: true } : undefined));
+    build.onResolve({ filter: /\?raw$/ }, (args) => ({ path: path.resolve(args.resolveDir, args.path.slice(0, -"?raw".length)), namespace: "raw-text" }));
+    build.onLoad({ filter: /.*/, namespace: "raw-text" }, (args) => ({ contents: fs.readFileSync(args.path, "utf8"), loader: "text" }));
+  },
+};
+const chunks = [
+  { name: "mcp-client.cjs", entry: path.join("mcp", "index.ts"), importer: path.join("server", "mcp-loader.ts"), specifier: /\/mcp\/index\.js$/, define: "__MCP_CHUNK__" },
+  { name: "tracing.cjs", entry: path.join("tracing", "index.ts"), importer: path.join("server", "tracing-loader.ts"), specifier: /\/tracing\/index\.js$/, define: "__TRACING_CHUNK__" },
+  { name: "viewer.cjs", entry: path.join("viewer", "index.ts"), importer: "viewer-loader.ts", specifier: /\/viewer\/index\.js$/, define: "__VIEWER_CHUNK__", plugins: [rawText] },
+];
+const chunksExternal = {
+  name: "chunks-external",
+  setup(build) {
+    for (const chunk of chunks) {
+      build.onResolve({ filter: chunk.specifier }, (args) => (args.importer.endsWith(chunk.importer) ? { path: args.path, external: true } : undefined));
+    }
   },
 };
 await esbuild.build({
   ...common,
   entryPoints: [path.join(root, "src", "main.ts")],
   outfile: bundle,
-  define: { ...defines, ...landlockDefine, __MCP_CHUNK__: JSON.stringify(mcpChunkName) },
-  plugins: [mcpExternal],
+  define: { ...defines, ...landlockDefine, ...Object.fromEntries(chunks.map((c) => [c.define, JSON.stringify(c.name)])) },
+  plugins: [chunksExternal],
 });
-await esbuild.build({ ...common, entryPoints: [path.join(root, "src", "mcp", "index.ts")], outfile: mcpChunk, define: defines });
-step(`bundle ${fs.statSync(bundle).size} bytes, MCP chunk ${fs.statSync(mcpChunk).size} bytes`);
+for (const chunk of chunks) {
+  await esbuild.build({ ...common, entryPoints: [path.join(root, "src", chunk.entry)], outfile: path.join(buildDir, chunk.name), define: defines, plugins: chunk.plugins ?? [] });
+}
+step(`bundle ${fs.statSync(bundle).size} bytes; chunks: ${chunks.map((c) => `${c.name} ${fs.statSync(path.join(buildDir, c.name)).size} bytes`).join(", ")}`);
 
 
 /**
@@ -128,7 +146,14 @@ const seaConfig = `sea-config-${arch}.json`;
 const seaExecArgv = ["--min-semi-space-size=4"];
 fs.writeFileSync(
   path.join(buildDir, seaConfig),
-  JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, execArgv: seaExecArgv, assets: { [mcpChunkName]: mcpChunkName, ...landlockAsset } }),
+  JSON.stringify({
+    main: path.basename(bundle),
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    useCodeCache: true,
+    execArgv: seaExecArgv,
+    assets: { ...Object.fromEntries(chunks.map((c) => [c.name, c.name])), ...landlockAsset },
+  }),
 );
 try {
   execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", ...seaExecArgv, "--experimental-sea-config", seaConfig], {

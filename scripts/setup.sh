@@ -28,10 +28,11 @@ if [ "${SETUP_PYTHON:-1}" = "1" ]; then
     python3 -m venv .venv
   fi
   # mcp: the MCP tests' Python server (test/fixtures/mcp_probe_server.py); [ray]: the Ray batch
-  # tests run on a real local Ray cluster (issue 22). A venv made before they joined gets them here.
-  if ! .venv/bin/python -c 'import deepseek_harness, pytest, mcp, ray' 2>/dev/null; then
-    echo "setup: pip install python/sdk[test,ray]" >&2
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test,ray]' >&2
+  # tests run on a real local Ray cluster (issue 22); [otel]: opentelemetry-api, for the
+  # traceparent tests (tests/test_tracing.py). A venv made before they joined gets them here.
+  if ! .venv/bin/python -c 'import deepseek_harness, pytest, mcp, ray, opentelemetry.trace' 2>/dev/null; then
+    echo "setup: pip install python/sdk[test,ray,otel]" >&2
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e 'python/sdk[test,ray,otel]' >&2
   fi
   # The examples test (python/sdk/tests/test_examples.py) type-checks every documented block.
   if ! .venv/bin/python -c 'import mypy' 2>/dev/null; then

@@ -105,6 +105,7 @@ def run_raw(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> Tuple
     frames: List[Any] = []
     response: Any = None
     next_id = 100
+    hooks_asked: Dict[str, int] = {}
 
     def answer(method: str, params: Dict[str, Any]) -> None:
         nonlocal next_id
@@ -120,6 +121,12 @@ def run_raw(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> Tuple
             answer("session/tool_result", {"sessionId": SESSION_ID, "callId": event["data"]["callId"], **scenario["toolResults"][event["data"]["name"]]})
         if event.get("type") == "permission/request" and "permission" in scenario:
             answer("session/permission", {"sessionId": SESSION_ID, "requestId": event["data"]["requestId"], **scenario["permission"]})
+        if event.get("type") == "hook/request" and "hooks" in scenario:
+            # The k-th request of a hook gets the k-th answer of its list; past the list, {}.
+            hook = event["data"]["hook"]
+            given = scenario["hooks"].get(hook, [])
+            answer("session/hook", {"sessionId": SESSION_ID, "hookId": event["data"]["hookId"], **(given[hooks_asked.get(hook, 0)] if hooks_asked.get(hook, 0) < len(given) else {})})
+            hooks_asked[hook] = hooks_asked.get(hook, 0) + 1
         if isinstance(frame.get("id"), int) and frame["id"] >= 100:
             assert "result" in frame, f"an answer was refused: {frame}"
             continue
@@ -175,8 +182,9 @@ def main() -> int:
             base = tmp_path / f"sdk-{index}"
             base.mkdir()
             passed &= check(f"sdk  deepseek/{directory.name}", directory, run_with_sdk(scenario, server, base), args.update)
-        # The raw wire: a tool turn, and a client tool answered by hand (tool/request → session/tool_result).
-        for raw_name in ("tool-turn", "client-tool-turn"):
+        # The raw wire: a tool turn, a client tool answered by hand (tool/request → session/tool_result)
+        # and a stop hook answered by hand (hook/request → session/hook).
+        for raw_name in ("tool-turn", "client-tool-turn", "stop-hook-turn"):
             raw_dir = SCENARIOS / raw_name
             scenario = json.loads((raw_dir / "scenario.json").read_text(encoding="utf-8"))
             server.table = scenario["server"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId"}
+ID_KEYS = {"id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId", "hookId"}
 
 
 def normalize_stream(frames: List[Any], workspace: str, session_root: str) -> List[Any]:
@@ -59,18 +59,20 @@ def diff(expected: List[Any], actual: List[Any]) -> str:
     )
 
 
-def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
+def sdk_answers(scenario: Dict[str, Any], before_answer: Optional[Callable[[], None]] = None) -> Dict[str, Any]:
     """The SDK's harness options for a scenario's ``initialize`` additions (by option name), with
     its ``clientTools`` as ``@tool`` functions answering what ``toolResults`` says and its
     ``permission`` as the ``can_use_tool`` callback (the SDK answers them as the TypeScript runner
-    answers over the wire). Imports the SDK only when called."""
+    answers over the wire). ``before_answer`` runs in each tool before it returns (a
+    ``steerOn: tool/request`` scenario sends its steer there, so it is on the wire before the
+    tool's result, as the TypeScript runner sends it). Imports the SDK only when called."""
     import dataclasses
 
     import pydantic
 
     from deepseek_harness import Allow, Deny, PermissionRequestEvent, PermissionResult, tool
 
-    names = {"contextWindow": "context_window", "compactAt": "compact_at", "approvals": "approvals"}
+    names = {"contextWindow": "context_window", "compactAt": "compact_at", "approvals": "approvals", "prices": "prices"}
     initialize = dict(scenario.get("initialize", {}))
     options: Dict[str, Any] = {}
     tools = []
@@ -81,6 +83,8 @@ def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
         text = "".join(block["text"] for block in answer["content"])
 
         def answer_it(text: str = text) -> str:
+            if before_answer is not None:
+                before_answer()
             return text
 
         made = tool(name=spec["name"], description=spec["description"], read_only=spec.get("readOnly", False))(answer_it)
@@ -89,6 +93,7 @@ def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
         tools.append(dataclasses.replace(made, parameters=spec["parameters"], arguments_model=anything))
     if tools:
         options["tools"] = tools
+    initialize.pop("hooks", None)  # asked for by the Hooks made from the scenario's "hooks" below
     options.update({names[k]: v for k, v in initialize.items()})
     permission = scenario.get("permission")
     if permission is not None:
@@ -98,4 +103,31 @@ def sdk_answers(scenario: Dict[str, Any]) -> Dict[str, Any]:
             return Deny(permission.get("message", ""))
 
         options["can_use_tool"] = can_use_tool
+    if scenario.get("hooks"):
+        options["hooks"] = sdk_hooks(scenario["hooks"])
     return options
+
+
+def sdk_hooks(answers: Dict[str, List[Dict[str, Any]]]) -> Any:
+    """A scenario's ``hooks`` (by hook name, the wire answers in order; past the list: ``{}``)
+    as the SDK's ``Hooks``, each function returning the next answer in the SDK's types."""
+    from deepseek_harness import Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
+
+    def answering(name: str) -> Any:
+        queue = list(answers.get(name, []))
+
+        def answer(event: Any) -> Any:
+            given = queue.pop(0) if queue else {}
+            if not given:
+                return None
+            if name == "prompt-submit":
+                return PromptSubmitAnswer(block=given.get("block"), context=given.get("context"))
+            if name == "post-tool":
+                content = given.get("content")
+                return PostToolAnswer(content="".join(b["text"] for b in content) if content is not None else None,
+                                      is_error=given.get("isError"), context=given.get("context"))
+            return StopAnswer(continue_with=given.get("continue"))
+
+        return answer if name in answers else None
+
+    return Hooks(prompt_submit=answering("prompt-submit"), post_tool=answering("post-tool"), stop=answering("stop"))

@@ -19,6 +19,7 @@ import { HarnessServer } from "./server/server.js";
 import { coalescingWritable } from "./transport/coalescing-writable.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
+import { loadViewer } from "./viewer-loader.js";
 
 /** A usage error: reported on stderr with exit code 2. */
 class UsageError extends Error {}
@@ -145,6 +146,7 @@ export function helpText(): string {
   const indent = " ".repeat(2 + width);
   return [
     "Usage: harness-bridge --stdio [options]",
+    "       harness-bridge view [options]   (a read-only session viewer: view --help)",
     "",
     // Nothing here points at a file: a user of the bare binary has no checkout to look in.
     ...wrap("A DeepSeek coding-agent runtime serving directional JSON-RPC 2.0 over stdio, one JSON object per line.", HELP_WIDTH),
@@ -202,6 +204,17 @@ export function parseCommandLine(args: string[]): Parsed {
 
 /** Parses the command line and, with `--stdio`, serves until shutdown, EOF or a signal. */
 export function main(argv: string[] = process.argv): void {
+  // `view`: the session viewer, a chunk of its own (viewer-loader.ts), with its own options.
+  if (argv[2] === "view") {
+    loadViewer().then(
+      (viewer) => viewer.runViewer(argv.slice(3)),
+      (error: Error) => {
+        process.stderr.write(`error: cannot load the viewer: ${error.message}\n`);
+        process.exitCode = 1;
+      },
+    );
+    return;
+  }
   let parsed: Parsed;
   try {
     parsed = parseCommandLine(argv.slice(2));
@@ -276,7 +289,7 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
   // (the keys are out of the environment it inherits), it runs while the first request is read.
   probeSandboxAtStart(options.permissionMode, env);
   // The default root is resolved by the server with the store, which loads after initialize.
-  // An empty HARNESS_SESSION_ROOT is unset (it used to make every prompt fail: mkdir '').
+  // An empty HARNESS_SESSION_ROOT counts as unset: as a path it would make every prompt fail (mkdir '').
   const sessionRoot = options.sessionRoot ?? (process.env.HARNESS_SESSION_ROOT || undefined);
   let server: HarnessServer | undefined;
   const endpoint = new ServerEndpoint({

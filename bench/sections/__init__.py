@@ -9,8 +9,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Dict
 
-from sections import (client_tools, cold, death, memory, resume, roundtrip, search, session_list, sessions, size, store,
-                      throughput)
+from sections import (checkpoints, client_tools, cold, death, memory, resume, roundtrip, search, session_list, sessions, size,
+                      store, throughput)
 
 SECTIONS: Dict[str, ModuleType] = {
     "cold": cold,
@@ -25,4 +25,5 @@ SECTIONS: Dict[str, ModuleType] = {
     "resume": resume,
     "session-list": session_list,
     "client-tools": client_tools,
+    "checkpoints": checkpoints,
 }

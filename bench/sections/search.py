@@ -186,7 +186,7 @@ def run(ctx: Context) -> Result:
         if tool == "grep" and first is None and text.count("\n") != 2:
             res.notes.append(f"unexpected output for {name}: {text[:200]!r}")
     # read_file of a 10 MiB file, its first 2 000 lines (the default), against `head -n 2000`:
-    # the tool reads as far as the lines it returns, not the file (issue 34).
+    # the tool reads as far as the lines it returns, not the whole file.
     reads = tmp / "read-tree"
     reads.mkdir()
     hundred_bytes = b"x" * 99 + b"\n"

@@ -15,8 +15,8 @@
 /** `initialize.clientToolTimeoutMs`'s default: ten minutes, a person's time to look at a request. */
 export const DEFAULT_CLIENT_TOOL_TIMEOUT_MS = 600_000;
 
-/** What a wait is for: a client tool's result (`session/tool_result`) or an approval's decision (`session/permission`). */
-export type WaitKind = "tool-result" | "permission";
+/** What a wait is for: a client tool's result (`session/tool_result`), an approval's decision (`session/permission`) or a hook's answer (`session/hook`). */
+export type WaitKind = "tool-result" | "permission" | "hook";
 
 /** How a wait ended. */
 export type WaitOutcome<T> =

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { MAX_JSON_DEPTH } from "../json-depth.js";
-import type { AssistantContentBlock, FinishReason, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { AssistantContentBlock, FinishReason, JsonObject, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
 import { ModelError, type ModelProvider } from "../providers/types.js";
 import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { ToolGate } from "./client-requests.js";
@@ -20,6 +20,11 @@ import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
 import { MessageAssembler, argumentsTooDeep } from "./message-assembler.js";
 import { addUsage } from "./usage.js";
 import { requestTools } from "./offered-tools.js";
+import type { Prices } from "../protocol/index.js";
+import type { SteerInbox } from "./steer.js";
+import { budgetSpent, withCost } from "./cost.js";
+import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
+import type { TurnTrace } from "./turn-trace.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -44,12 +49,34 @@ export interface TurnConfig {
   explainUnknownTool?: (name: string) => string | undefined;
   /** The model's context window and the share of it that triggers compaction; absent: no compaction. */
   context?: { window: number; compactAt: number };
+  /** Steers of this turn (`session/steer`, steer.ts); absent: the turn cannot be steered (a subagent's). */
+  steers?: SteerInbox;
+  /** The model's prices (prices.ts); absent: usage carries no `costUsd`. */
+  prices?: Prices;
+  /** `session/prompt.maxCostUsd`: once the turn's cost reached it, no further model request. */
+  maxCostUsd?: number;
+  /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
+  hooks?: TurnHooks;
+  /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
+  checkpoints?: { forTurn(turn: number): TurnCheckpoint };
+  /** This turn's recorder (set by `runTurn` from `checkpoints`). */
+  recorder?: TurnCheckpoint;
+  /** The turn's spans, when tracing is on (turn-trace.ts); the loop marks where each model request and tool call begins and ends. */
+  trace?: TurnTrace;
+}
+
+/** What the loop asks of a turn's checkpoint: told before each tool call, finished before `turn/end`. */
+export interface TurnCheckpoint {
+  beforeTool(name: string, readOnly: boolean, args: JsonObject): Promise<void>;
+  finish(session: Session): Promise<void>;
 }
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
 export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
   // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
   // client tool or approval was pending) get one now, durably, before the history goes on.
+  // Hooks it left waiting are recorded as skipped first (a post-tool hook's output is its result).
+  await settleLeftoverHooks(session);
   for (const { callId, name } of session.unansweredCalls()) {
     const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
     await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
@@ -57,6 +84,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   await session.emit("user/message", { id: `msg_${randomUUID()}`, content });
   const turn = session.nextTurnNumber();
   await session.emit("turn/start", config.output ? { turn, outputSchema: config.output.schema } : { turn });
+  if (config.checkpoints) config = { ...config, recorder: config.checkpoints.forTurn(turn) };
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
   let reason: TurnEndReason | undefined;
@@ -67,7 +95,20 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   const tools = requestTools(config.tools.values(), config.output);
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
-  const compaction: CompactionContext | undefined = config.context && { session, provider, model, system, maxTokens, tools, ...config.context, turn, signal };
+  const compaction: CompactionContext | undefined = config.context && {
+    session,
+    provider: config.trace ? config.trace.summarizing(provider) : provider,
+    model,
+    system,
+    maxTokens,
+    tools,
+    ...config.context,
+    turn,
+    signal,
+  };
+  // The prompt-submit hook may end the turn before any model request (agent/hooks.ts).
+  const verdict = config.hooks?.promptSubmit ? await config.hooks.promptSubmit(session, content, signal) : "go";
+  if (verdict !== "go") reason = verdict;
   for (let step = 1; reason === undefined; step++) {
     if (signal.aborted) {
       reason = { kind: "aborted" };
@@ -77,14 +118,22 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       reason = { kind: "max-steps", limit: config.maxSteps };
       break;
     }
+    reason = budgetSpent(usage, config.maxCostUsd);
+    if (reason) break;
+    // Steers that came during the last step join the history now, after its tool results.
+    await config.steers?.drain(session, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
-      usage = addUsage(usage, done.usage);
+      usage = addUsage(usage, withCost(done.usage, config.prices));
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
       if (done.failed) compactionFailed = true;
       // One that saved nothing is asked for again once the history has grown by its length.
       if (done.noGainChars !== undefined) summaryWorthAsking = session.historyChars + done.noGainChars;
+      // The summary's request may have spent the budget; steers that came meanwhile join now.
+      reason = budgetSpent(usage, config.maxCostUsd);
+      if (reason) break;
+      await config.steers?.drain(session, signal);
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
@@ -93,15 +142,35 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
       retriedAfterRefusal = true;
       const done = await compactNow(compaction, "refused");
-      usage = addUsage(usage, done.usage);
-      if (done.compacted && !signal.aborted) {
+      usage = addUsage(usage, withCost(done.usage, config.prices));
+      const spent = budgetSpent(usage, config.maxCostUsd);
+      if (spent) outcome = { end: spent };
+      else if (done.compacted && !signal.aborted) {
         outcome = await runStep(session, config, tools, signal, turn, step, final);
         usage = addUsage(usage, outcome.usage);
       }
     }
     reason = outcome.end;
+    // A steer that came while the model wrote its answer is for the model: the turn goes on to
+    // answer it, if it may make another request (steps and budget left). Otherwise it ends as
+    // it would have, and the steer is refused; so is one for a structured turn whose answer
+    // was accepted. A turn that goes on for a steer has not ended: no stop hook is asked.
+    const steered = () =>
+      reason?.kind === "completed" && config.steers?.pending === true && !final?.accepted && step < config.maxSteps && !budgetSpent(usage, config.maxCostUsd);
+    if (steered()) reason = undefined;
+    // The model ended the turn with an answer: a stop hook may send it back to work (agent/hooks.ts).
+    else if (outcome.answer !== undefined && config.hooks?.stop) {
+      const stop = await config.hooks.stop(session, outcome.answer, signal);
+      if (stop === "aborted") reason = { kind: "aborted" };
+      else if (stop.continue !== undefined) reason = undefined;
+      // A steer that came while the stop hook waited, as above.
+      else if (steered()) reason = undefined;
+    }
   }
+  // The turn is ending: steers still waiting, and later ones, are refused (steered: false).
+  config.steers?.close();
   const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
+  await config.recorder?.finish(session);
   await session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
   session.sync();
   return reason;
@@ -113,6 +182,8 @@ interface StepOutcome {
   usage?: Usage;
   /** The model refused the request as too long for its context window, before it streamed anything. */
   refusedAsTooLong?: boolean;
+  /** The turn completes with this step's plain answer (its text): what a stop hook is asked about. */
+  answer?: string;
 }
 
 async function runStep(
@@ -129,6 +200,7 @@ async function runStep(
   let failure: TurnEndReason | undefined;
   /** The stream failed (threw) rather than finishing. */
   let cutShort = false;
+  const chatSpan = config.trace?.chat(step);
   try {
     const stream = config.provider.stream(
       {
@@ -162,6 +234,7 @@ async function runStep(
   if (assembler.usage) session.lastPrompt = { inputTokens: assembler.usage.inputTokens, historyChars: charsAtRequest };
   const calls = assembler.toolCalls(turn, step);
   const finish = assembler.finishReason;
+  const usage = withCost(assembler.usage, config.prices);
   if (!failure && finish === "length") failure = { kind: "max-tokens" };
   if (!failure && finish !== "stop" && finish !== "tool-calls") {
     failure = { kind: "model-error", message: `the model stopped with finish reason '${finish}'` };
@@ -171,6 +244,7 @@ async function runStep(
   const finishReason: FinishReason =
     failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" && (finish === undefined || cutShort) ? "error" : (finish as string);
 
+  chatSpan?.end({ finishReason, usage: assembler.usage, content: () => [...assembler.blocks(), ...calls], failure });
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content: AssistantContentBlock[] = [...assembler.blocks(), ...calls];
@@ -180,7 +254,7 @@ async function runStep(
       step,
       content,
       finishReason,
-      ...(assembler.usage ? { usage: assembler.usage } : {}),
+      ...(usage ? { usage } : {}),
     });
   }
 
@@ -188,20 +262,23 @@ async function runStep(
     const why = failure.kind === "aborted" ? "the turn was aborted before this tool call ran" : `not run: the step ended with ${failure.kind}`;
     for (const call of calls) await recordResult(session, call, { content: [{ type: "text", text: why }], isError: true }, 0);
     const refusedAsTooLong = failure.kind === "model-error" && failure.code === "context-window" && assembler.isEmpty();
-    return { end: failure, usage: assembler.usage, refusedAsTooLong };
+    return { end: failure, usage, refusedAsTooLong };
   }
   if (calls.length === 0) {
-    if (!final) return { end: { kind: "completed" }, usage: assembler.usage };
+    if (!final) {
+      const answer = assembler.blocks().filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
+      return { end: { kind: "completed" }, usage, answer };
+    }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
     const reminder = final.remind();
-    if (final.exhausted) return { end: final.endReason(), usage: assembler.usage };
+    if (final.exhausted) return { end: final.endReason(), usage };
     await session.emit("output/reminder", { turn, attempt: final.attempts, text: reminder });
-    return { usage: assembler.usage };
+    return { usage };
   }
   await runToolCalls(session, config, signal, calls, final);
-  if (signal.aborted) return { end: { kind: "aborted" }, usage: assembler.usage };
-  if (final?.accepted) return { end: { kind: "completed" }, usage: assembler.usage };
-  return { end: final?.exhausted ? final.endReason() : undefined, usage: assembler.usage };
+  if (signal.aborted) return { end: { kind: "aborted" }, usage };
+  if (final?.accepted) return { end: { kind: "completed" }, usage };
+  return { end: final?.exhausted ? final.endReason() : undefined, usage };
 }
 
 function modelFailure(error: unknown): TurnEndReason {
@@ -227,10 +304,13 @@ async function runToolCalls(session: Session, config: TurnConfig, signal: AbortS
     if (config.tools.get(calls[i].name)?.readOnly) {
       while (i + batch.length < calls.length && config.tools.get(calls[i + batch.length].name)?.readOnly) batch.push(calls[i + batch.length]);
     }
-    const outcomes = batch.map((call) => executeTool(session, config, signal, call, final));
+    const run = (call: ToolCallBlock) => executeTool(session, config, signal, call, final);
+    const outcomes = batch.map((call) => (config.trace ? config.trace.tool(call, () => run(call)) : run(call)));
     for (let k = 0; k < batch.length; k++) {
-      const { output, durationMs } = await outcomes[k];
-      await recordResult(session, batch[k], output, durationMs);
+      const { output, durationMs, ranWith } = await outcomes[k];
+      // A tool that ran meets the post-tool hook before its result is recorded (agent/hooks.ts).
+      const hooked = ranWith && config.hooks?.postTool && !signal.aborted ? await config.hooks.postTool(session, batch[k], ranWith, output, signal) : output;
+      await recordResult(session, batch[k], hooked, durationMs);
     }
     i += batch.length;
   }
@@ -242,7 +322,7 @@ async function executeTool(
   signal: AbortSignal,
   call: ToolCallBlock,
   final?: FinalAnswer,
-): Promise<{ output: ToolOutput; durationMs: number }> {
+): Promise<{ output: ToolOutput; durationMs: number; ranWith?: JsonObject }> {
   let started = performance.now();
   const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
   const error = (text: string) => done({ content: [{ type: "text", text }], isError: true });
@@ -267,6 +347,11 @@ async function executeTool(
     args = verdict.run;
     started = performance.now(); // the duration is the tool's, not the time the approval took
   }
+  // Before the tool may change the workspace: what undoes it is kept (not counted in its duration).
+  if (config.recorder) {
+    await config.recorder.beforeTool(call.name, tool.readOnly, args);
+    started = performance.now();
+  }
   try {
     const output = await tool.execute(args, {
       workspace: config.workspace,
@@ -277,11 +362,11 @@ async function executeTool(
       subagents: config.subagents,
       client: config.client,
     });
-    return done(output);
+    return { ...done(output), ranWith: args };
   } catch (caught) {
     if (signal.aborted) return error(`the ${call.name} call was aborted`);
-    if (caught instanceof ToolError) return error(caught.message);
-    return error(`${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+    const failed = error(caught instanceof ToolError ? caught.message : `${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+    return { ...failed, ranWith: args };
   }
 }
 

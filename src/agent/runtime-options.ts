@@ -2,12 +2,25 @@
  * What an `AgentRuntime` is built with (runtime.ts): where its notifications go, and its
  * settings — provider, tools, store, client waits, MCP, compaction, the bound on running turns.
  */
-import type { ApprovalPolicy, PermissionMode, SessionEvent, SubagentFinishedNotification, SubagentStartedNotification } from "../protocol/index.js";
+import type { ApprovalPolicy, HookName, PermissionMode, Prices, SessionEvent, SubagentFinishedNotification, SubagentStartedNotification } from "../protocol/index.js";
 import type { ModelProvider } from "../providers/types.js";
 import type { Tool } from "../tools/types.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 import type { SessionStore } from "./store/index.js";
+import type { OutputContract } from "./final-answer.js";
+
+/** What a prompt asks of its turn beyond its content (`session/prompt`'s other params). */
+export interface TurnRequest {
+  /** A structured turn's compiled `outputSchema` (final-answer.ts). */
+  output?: OutputContract;
+  /** `session/prompt.maxCostUsd` (cost.ts). */
+  maxCostUsd?: number;
+  /** `session/prompt.traceparent`: the turn's span is its child (turn-trace.ts). */
+  traceparent?: string;
+}
+
+import type { Tracer } from "./turn-trace.js";
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
 export interface RuntimeSink {
@@ -51,4 +64,12 @@ export interface RuntimeOptions {
   compactAt?: number;
   /** How many top-level turns run at once (default: from the open-file limit, turn-admission.ts). */
   maxRunningTurns?: number;
+  // Turn control
+  /** `initialize.prices`: they replace the built-in table (prices.ts). */
+  prices?: Prices;
+  /** The hook points turns wait at (`initialize.hooks`, agent/hooks.ts); they wait as long as client tools do. */
+  hooks?: HookName[];
+  // Tracing
+  /** Present when the OTEL variables ask for traces (server/tracing-loader.ts). */
+  tracer?: Tracer;
 }

@@ -8,44 +8,31 @@ import { statusOf } from "../protocol/index.js";
 import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
+import { HookPoints, type HookAnswerOutcome } from "./hooks.js";
+import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
 import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
-import { Session } from "./session.js";
+import type { Session } from "./session.js";
+import { LoadedSessions } from "./loaded-sessions.js";
+import { MissingTurnEndError, SessionBusyError, UnknownSessionError } from "./runtime-errors.js";
 import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { TurnAdmission, defaultTurnLimit } from "./turn-admission.js";
-import type { RuntimeOptions } from "./runtime-options.js";
+import type { RuntimeOptions, TurnRequest } from "./runtime-options.js";
+import type { Prices } from "../protocol/index.js";
+import { SteerInbox } from "./steer.js";
+import { pricesFor } from "./prices.js";
+import type { SessionRewindParams, SessionRewindResult } from "../protocol/index.js";
+import { CheckpointsBySession } from "./checkpoints/by-session.js";
+import { TurnRecorder } from "./checkpoints/turn-recorder.js";
+import { rewindSession } from "./checkpoints/rewind-session.js";
 
-export type { RuntimeOptions, RuntimeSink } from "./runtime-options.js";
+export type { RuntimeOptions, RuntimeSink, TurnRequest } from "./runtime-options.js";
 
-/** Thrown by `prompt` when the session already has a turn in flight. */
-export class SessionBusyError extends Error {
-  constructor(
-    readonly sessionId: string,
-    why = "already has a prompt in flight; wait for its response or cancel it",
-  ) {
-    super(`session ${sessionId} ${why}`);
-    this.name = "SessionBusyError";
-  }
-}
-
-/** Thrown when a turn reached idle without recording its `turn/end`. */
-export class MissingTurnEndError extends Error {
-  constructor(sessionId: string, cause: unknown) {
-    super(`agent reached idle without turn/end in session ${sessionId}: ${cause instanceof Error ? cause.message : String(cause)}`);
-    this.name = "MissingTurnEndError";
-  }
-}
-
-/**
- * Idle sessions kept loaded (their logs open) when sessions are logged; past this the least
- * recently used is closed and dropped, and reloaded from its log by its next prompt. This bounds
- * the bridge's open files and memory by the sessions in flight plus this, however many sessions
- * a client uses. Without a session log nothing can be reloaded, so nothing is evicted.
- */
-export const IDLE_SESSIONS_KEPT = 64;
+export { IDLE_SESSIONS_KEPT } from "./loaded-sessions.js";
+export { MissingTurnEndError, SessionBusyError, UnknownSessionError } from "./runtime-errors.js";
 
 interface Flight {
   controller: AbortController;
@@ -54,30 +41,58 @@ interface Flight {
   turn: number;
   /** A `session/compact`, not a prompt: a prompt meanwhile is told so. */
   compacting?: true;
+  /** Where `session/steer` leaves its messages for the turn (absent for a compaction: nothing to steer). */
+  steers?: SteerInbox;
 }
 
 export class AgentRuntime {
-  private readonly sessions = new Map<string, Session>();
+  /** The sessions held in memory, and the bound on the idle ones (loaded-sessions.ts). */
+  private readonly sessions: LoadedSessions;
   private readonly flights = new Map<string, Flight>();
   /** Child sessions whose subagent turn is running: as busy as a session with a prompt in flight. */
   private readonly runningChildren = new Map<string, number>();
-  /** Loaded sessions with no turn running, least recently used first (see `IDLE_SESSIONS_KEPT`). */
-  private readonly idle = new Set<string>();
   /** How many top-level turns run at once; the rest wait in order (turn-admission.ts). */
   private readonly admission: TurnAdmission;
 
   /** Client tool calls and approvals waiting for the client's request. */
   private readonly waits: ClientWaits;
   private readonly gate: ToolGate | undefined;
+  /** The hook points of `initialize.hooks`; absent: none asked for. */
+  private readonly hooks: HookPoints | undefined;
   /** Where sessions are kept: the durable store, or memory. */
   private readonly store: SessionStore | MemorySessionStore;
+  /** The model's prices (`initialize.prices`, else the built-in table); `undefined`: no `costUsd`. */
+  readonly prices: Prices | undefined;
+  /** Each session's checkpoints (agent/checkpoints/), beside its log (or in a private temporary folder without one). */
+  private readonly checkpoints: CheckpointsBySession;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
+    const { provider, model, sink, logger, redactor } = options;
+    this.checkpoints = new CheckpointsBySession(options.workspace, options.store?.directory);
+    this.sessions = new LoadedSessions({ store: this.store, durable: options.store !== undefined, provider: provider.name, model, sink, logger, redactor });
     this.admission = new TurnAdmission(options.maxRunningTurns ?? defaultTurnLimit());
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     const policy = options.approvals ?? "never";
     this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
+    this.hooks = options.hooks?.length ? new HookPoints(options.hooks, this.waits) : undefined;
+    this.prices = pricesFor(options.provider.name, options.model, options.prices);
+  }
+
+  /** Hands a `session/hook` to the hook waiting for it (agent/hooks.ts). */
+  answerHook(sessionId: string, hookId: string, answer: HookAnswer): HookAnswerOutcome {
+    return this.hooks?.answer(sessionId, hookId, answer) ?? { kind: "unknown" };
+  }
+
+  /**
+   * `session/steer` (steer.ts): `true` once recorded; `false` when no top-level turn is in flight
+   * (none, a compaction, a subagent's, an unknown session: nothing is created) or it ends first.
+   * Synchronous up to the queueing, so steers keep the order of their requests.
+   */
+  steer(sessionId: string, content: TextBlock[]): Promise<boolean> {
+    const flight = this.flights.get(sessionId);
+    if (!flight?.steers || flight.controller.signal.aborted) return Promise.resolve(false);
+    return flight.steers.offer(sessionId, content);
   }
 
   /** Hands a `session/tool_result` to the call waiting for it; `false`: no call of that session waits under that id. */
@@ -115,13 +130,39 @@ export class AgentRuntime {
    */
   deleteSession(sessionId: string): boolean {
     if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId, "has a turn running; cancel it or wait for it to end before deleting it");
-    const loaded = this.sessions.get(sessionId);
-    if (loaded) {
-      this.sessions.delete(sessionId);
-      this.idle.delete(sessionId);
-      loaded.close();
+    this.sessions.unload(sessionId);
+    const deleted = this.store.delete(sessionId);
+    if (deleted) {
+      this.checkpoints.remove(sessionId);
     }
-    return this.store.delete(sessionId);
+    return deleted;
+  }
+
+  /**
+   * After a `session/fork` of `sessionId` at `turn` (default: all) into `newSessionId`: the
+   * fork gets the checkpoints of the turns it copied, so it can rewind their files too.
+   */
+  forkCheckpoints(sessionId: string, newSessionId: string, turn: number | undefined): void {
+    this.checkpoints.fork(sessionId, newSessionId, turn);
+  }
+
+  /**
+   * `session/rewind` (checkpoints/rewind-session.ts): busy like a prompt while it runs, under
+   * the session's lock. Throws `SessionBusyError`, `UnknownSessionError`, `RewindRefusal`.
+   */
+  rewind(sessionId: string, params: SessionRewindParams): Promise<SessionRewindResult> {
+    if (this.isBusy(sessionId)) throw new SessionBusyError(sessionId, "has a turn in flight; cancel it or wait for it to end before rewinding it");
+    if (!this.sessions.has(sessionId) && !this.options.store?.exists(sessionId)) throw new UnknownSessionError(sessionId);
+    const session = this.session(sessionId);
+    const controller = new AbortController();
+    const done = Promise.resolve()
+      .then(() => rewindSession(session, this.checkpoints.of(sessionId), params))
+      .finally(() => {
+        this.flights.delete(sessionId);
+        this.release(session);
+      });
+    this.flights.set(sessionId, { controller, settled: done.then((): TurnEndReason => ({ kind: "completed" })), turn: session.nextTurnNumber() });
+    return done;
   }
 
   /** The number of the turn a session runs now, if it runs one. */
@@ -138,29 +179,31 @@ export class AgentRuntime {
    * Starts a turn. Synchronous up to the start, so a second prompt for the same session is
    * refused (`SessionBusyError`) before anything of the first could interleave.
    */
-  prompt(sessionId: string, content: TextBlock[], output?: OutputContract): Promise<TurnEndReason> {
+  prompt(sessionId: string, content: TextBlock[], request: TurnRequest = {}): Promise<TurnEndReason> {
     if (this.isBusy(sessionId)) {
       const compacting = this.flights.get(sessionId)?.compacting;
       throw new SessionBusyError(sessionId, compacting ? "is compacting (a session/compact is in flight); prompt it once the compaction has ended" : undefined);
     }
     const controller = new AbortController();
     // Beyond the bound of running turns, or out of descriptors: it waits (turn-admission.ts).
-    if (!this.admission.tryEnter()) return this.deferred(sessionId, content, controller, false, output);
+    if (!this.admission.tryEnter()) return this.deferred(sessionId, content, controller, false, request);
     let session: Session;
     try {
       session = this.session(sessionId);
     } catch (error) {
-      if (isOutOfDescriptors(error)) return this.deferred(sessionId, content, controller, true, output);
+      if (isOutOfDescriptors(error)) return this.deferred(sessionId, content, controller, true, request);
       this.admission.leave();
       throw error;
     }
     const turn = session.nextTurnNumber();
-    const settled = this.runTop(session, content, controller.signal, output).finally(() => {
+    const steers = new SteerInbox();
+    const settled = this.runTop(session, content, controller.signal, request, steers).finally(() => {
+      steers.close();
       this.flights.delete(sessionId);
       this.release(session);
       this.admission.leave();
     });
-    this.flights.set(sessionId, { controller, settled, turn });
+    this.flights.set(sessionId, { controller, settled, turn, steers });
     return settled;
   }
 
@@ -170,9 +213,11 @@ export class AgentRuntime {
    * last (its number is known once its log is open); cancelled before it started, it answers
    * `aborted` and records nothing. Failures to open the session reject, as `prompt` throws them.
    */
-  private deferred(sessionId: string, content: TextBlock[], controller: AbortController, holding: boolean, output?: OutputContract): Promise<TurnEndReason> {
+  private deferred(sessionId: string, content: TextBlock[], controller: AbortController, holding: boolean, request: TurnRequest): Promise<TurnEndReason> {
     const { signal } = controller;
-    const flight: Flight = { controller, settled: undefined as unknown as Promise<TurnEndReason>, turn: Number.MAX_SAFE_INTEGER };
+    // Steers sent while the prompt waits join its turn's first step (refused if it never starts).
+    const steers = new SteerInbox();
+    const flight: Flight = { controller, settled: undefined as unknown as Promise<TurnEndReason>, turn: Number.MAX_SAFE_INTEGER, steers };
     const run = async (): Promise<TurnEndReason> => {
       if (!holding && !(await this.admission.enter(signal))) return { kind: "aborted" };
       let session: Session | undefined;
@@ -184,13 +229,16 @@ export class AgentRuntime {
       if (!session) return { kind: "aborted" };
       flight.turn = session.nextTurnNumber();
       try {
-        return await this.runTop(session, content, signal, output);
+        return await this.runTop(session, content, signal, request, steers);
       } finally {
         this.release(session);
         this.admission.leave();
       }
     };
-    flight.settled = run().finally(() => this.flights.delete(sessionId));
+    flight.settled = run().finally(() => {
+      steers.close();
+      this.flights.delete(sessionId);
+    });
     this.flights.set(sessionId, flight);
     return flight.settled;
   }
@@ -250,80 +298,46 @@ export class AgentRuntime {
     while (this.flights.size > 0) await Promise.allSettled([...this.flights.values()].map((f) => f.settled));
   }
 
+  /** Sends the spans not yet exported (tracing on only); resolves within the tracer's bound. */
+  flushTraces(): Promise<void> {
+    return this.options.tracer?.shutdown() ?? Promise.resolve();
+  }
+
   /** fsyncs and closes every session log. */
   closeAll(): void {
-    for (const session of this.sessions.values()) {
-      try {
-        session.sync();
-        session.close();
-      } catch (error) {
-        this.options.logger.warn(`could not sync the log of session ${session.id}: ${(error as Error).message}`);
-      }
-    }
-    this.sessions.clear();
-    this.idle.clear();
+    this.sessions.closeAll();
   }
 
-  /** A session's turn is over: it joins the idle ones, and the least recently used beyond the bound are unloaded. */
+  /** A session's turn is over: it joins the idle ones (loaded-sessions.ts). */
   private release(session: Session): void {
-    session.unlock(); // another process may write it now (store/file-store.ts)
-    if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)
-    this.idle.delete(session.id);
-    this.idle.add(session.id);
-    if (!this.options.store) return;
-    for (const id of this.idle) {
-      if (this.idle.size <= IDLE_SESSIONS_KEPT) break;
-      this.idle.delete(id);
-      const victim = this.sessions.get(id);
-      if (!victim || this.isBusy(id)) continue;
-      this.sessions.delete(id);
-      try {
-        victim.sync();
-        victim.close();
-      } catch (error) {
-        this.options.logger.warn(`could not close the log of idle session ${id}: ${(error as Error).message}`);
-      }
-    }
+    this.sessions.release(session, (id) => this.isBusy(id));
   }
 
+  /** The session, loaded and locked for a turn (loaded-sessions.ts). */
   private session(sessionId: string, parentSessionId?: string): Session {
-    const known = this.sessions.get(sessionId);
-    if (known) {
-      // The session's lock for this turn (another process holding it: SessionLockedError, and it stays idle here).
-      if (known.lock()) {
-        this.idle.delete(sessionId);
-        return known;
-      }
-      // Another process wrote or deleted it while it was idle here: what this one holds is stale.
-      this.sessions.delete(sessionId);
-      this.idle.delete(sessionId);
-      known.close();
-    }
-    const log = this.store.open(sessionId, {
-      provider: this.options.provider.name,
-      model: this.options.model,
-      ...(parentSessionId ? { parentSessionId } : {}),
-    });
-    const session = new Session(
-      sessionId,
-      log,
-      (id, event) => this.options.sink.sessionEvent(id, event),
-      parentSessionId ?? log.header.parentSessionId,
-      this.options.redactor,
-    );
-    this.sessions.set(sessionId, session);
-    return session;
+    return this.sessions.take(sessionId, parentSessionId);
   }
 
-  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, output?: OutputContract): Promise<TurnEndReason> {
+  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, request: TurnRequest, steers: SteerInbox): Promise<TurnEndReason> {
     const tools = topLevelTools(this.options);
-    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, output);
+    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, request, steers);
   }
 
-  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, output?: OutputContract): Promise<TurnEndReason> {
+  /** Runs a turn; `request` and `steers` are a top-level prompt's (a subagent's turn has no budget of its own and cannot be steered). */
+  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, request: TurnRequest = {}, steers?: SteerInbox): Promise<TurnEndReason> {
     const { subagentDepth } = this.options;
+    // The turn's span (tracing on only): a child of the client's span, or of the `task` call running this subagent.
+    const trace = this.options.tracer?.turn({
+      sessionId: session.id,
+      parentSessionId: session.parentSessionId,
+      turn: session.nextTurnNumber(),
+      model: this.options.model,
+      provider: this.options.provider.name,
+      traceparent: request.traceparent,
+      input: content,
+    });
     try {
-      return await runTurn(
+      const reason = await runTurn(
         session,
         content,
         {
@@ -338,13 +352,22 @@ export class AgentRuntime {
           subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
-          output,
+          output: request.output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
+          checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpoints.of(session.id), turn, this.options.permissionMode) },
+          hooks: this.hooks?.forDepth(depth),
+          steers,
+          prices: this.prices,
+          maxCostUsd: request.maxCostUsd,
+          trace,
         },
         signal,
       );
+      trace?.end(reason);
+      return reason;
     } catch (error) {
+      trace?.end({ kind: "internal-error", message: (error as Error).message });
       throw new MissingTurnEndError(session.id, error);
     }
   }

@@ -8,9 +8,12 @@
 import {
   LIVE_ONLY_EVENT_TYPES,
   type AssistantContentBlock,
+  type HookDecisionEventData,
+  type HookRequestEventData,
   type SessionEvent,
   type SessionEventDataMap,
   type SessionEventType,
+  type TextBlock,
 } from "../protocol/index.js";
 import type { ModelMessage } from "../providers/types.js";
 import { historyEdited } from "../providers/history-tally.js";
@@ -39,6 +42,11 @@ export class Session {
   lastAssistantContent: AssistantContentBlock[] | undefined;
   /** Tool calls of the last assistant message that have no result yet (callId → tool name). */
   private readonly unanswered = new Map<string, string>();
+  /** The `seq` of each turn's user message (turns replayed since the last compaction): where a rewind cuts the history. */
+  private readonly turnStarts = new Map<number, number>();
+  private lastUserSeq = 0;
+  /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
+  private readonly pendingHooks = new Map<string, HookRequestEventData>();
 
   constructor(
     readonly id: string,
@@ -77,6 +85,11 @@ export class Session {
     return [...this.unanswered].map(([callId, name]) => ({ callId, name }));
   }
 
+  /** Hook requests a stopped bridge left without a decision (agent/hooks.ts `settleLeftoverHooks`). */
+  leftoverHooks(): HookRequestEventData[] {
+    return [...this.pendingHooks.values()];
+  }
+
   /** Makes what was appended durable. */
   sync(): void {
     this.log?.sync();
@@ -103,6 +116,17 @@ export class Session {
     historyEdited(this.messages);
   }
 
+  /**
+   * Whether the history can be cut back to before `turn` (`session/rewound`): its user message
+   * is in the history, not folded into a compaction summary made after it started.
+   */
+  canCutTo(turn: number): boolean {
+    const start = this.turnStarts.get(turn);
+    if (start === undefined) return false;
+    const first = this.messages[0];
+    return !(first?.role === "user" && first.synthetic === "summary" && this.messageSeqs[0] > start);
+  }
+
   /** The `seq` of the event message `index` came from. */
   seqOfMessage(index: number): number {
     return this.messageSeqs[index];
@@ -114,11 +138,70 @@ export class Session {
     this.historyChars += messageChars(message);
   }
 
+  /**
+   * `session/rewound`: the history loses turn `turn` and every later one (turn numbers go on
+   * from the last one). Calls the kept history leaves without a result are unanswered again,
+   * and get one before the next user message, as after a crash. A turn folded into a later
+   * compaction summary is not cut (the runtime refuses that rewind; a log edited to hold one
+   * keeps its history).
+   */
+  private cutTo(turn: number): void {
+    const start = this.turnStarts.get(turn);
+    if (start === undefined || !this.canCutTo(turn)) return;
+    let cut = this.messageSeqs.findIndex((s) => s >= start);
+    if (cut < 0) cut = this.messages.length;
+    this.messages.splice(cut);
+    this.messageSeqs.splice(cut);
+    for (const t of [...this.turnStarts.keys()]) if (t >= turn) this.turnStarts.delete(t);
+    this.historyChars = this.messages.reduce((n, m) => n + messageChars(m), 0);
+    this.lastPrompt = undefined;
+    this.unanswered.clear();
+    this.lastAssistantContent = undefined;
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const m = this.messages[i];
+      if (m.role !== "assistant") continue;
+      this.lastAssistantContent = m.content;
+      const answered = new Set(this.messages.slice(i + 1).flatMap((r) => (r.role === "tool" ? [r.callId] : [])));
+      for (const block of m.content) if (block.type === "tool-call" && !answered.has(block.id)) this.unanswered.set(block.id, block.name);
+      break;
+    }
+    historyEdited(this.messages);
+  }
+
+  /**
+   * What a hook's answer does to the history (agent/hooks.ts): a prompt-submit `block` takes the
+   * turn's user message out (the model never sees a blocked prompt, in this turn or a later
+   * one); its `context` is appended to that message as a text block; a stop hook's `continue`
+   * joins as a user-role message within the turn (synthetic: it starts no turn). The user
+   * message is the last one: a prompt-submit hook runs before anything else of its turn.
+   */
+  private applyHookDecision(decision: HookDecisionEventData, seq: number): void {
+    if (decision.skipped !== undefined) return;
+    const last = this.messages.length - 1;
+    const userMessage = last >= 0 && this.messages[last].role === "user" && !(this.messages[last] as { synthetic?: string }).synthetic;
+    if (decision.hook === "prompt-submit" && userMessage) {
+      if (decision.block !== undefined) {
+        this.historyChars -= messageChars(this.messages[last]);
+        this.messages.pop();
+        this.messageSeqs.pop();
+        historyEdited(this.messages);
+      } else if (decision.context) {
+        const message = this.messages[last];
+        this.replaceMessage(last, { ...message, content: [...(message.content as TextBlock[]), { type: "text", text: decision.context }] } as ModelMessage);
+      }
+    } else if (decision.hook === "stop" && decision.continue !== undefined) {
+      this.push({ role: "user", content: [{ type: "text", text: decision.continue }], synthetic: "hook" }, seq);
+    }
+  }
+
   private absorb(event: SessionEvent): void {
     if (event.seq > this.seq) this.seq = event.seq;
     const { seq } = event;
     switch (event.type) {
       case "user/message":
+      // A steer (`session/steer`) is a user message in the middle of a turn: recorded only
+      // between steps (agent/steer.ts), so it never stands between a call and its result.
+      case "user/steer":
         // A log cut off mid-turn (the process was killed) can hold tool calls without results;
         // models refuse such a history, so each is answered before the next user message.
         for (const [callId, name] of this.unanswered) {
@@ -127,9 +210,25 @@ export class Session {
         }
         this.unanswered.clear();
         this.push({ role: "user", content: event.data.content }, seq);
+        this.lastUserSeq = seq;
         break;
       case "turn/start":
         this.turns = Math.max(this.turns, event.data.turn);
+        this.turnStarts.set(event.data.turn, this.lastUserSeq);
+        break;
+      case "session/rewound":
+        this.cutTo(event.data.turn);
+        break;
+      case "turn/end":
+        // A hook still waiting when its turn ended was abandoned by a cancel: not a leftover.
+        this.pendingHooks.clear();
+        break;
+      case "hook/request":
+        this.pendingHooks.set(event.data.hookId, event.data);
+        break;
+      case "hook/decision":
+        this.pendingHooks.delete(event.data.hookId);
+        this.applyHookDecision(event.data, seq);
         break;
       case "assistant/message":
         this.lastAssistantContent = event.data.content;

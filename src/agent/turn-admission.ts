@@ -1,8 +1,8 @@
 /**
  * How many top-level turns run at once. Each running turn holds descriptors: its session's log
  * (open for the whole turn), a provider connection, a tool's pipes. A client that pipelines a
- * burst of prompts for new sessions (2000 at once) used to start them all together, and under
- * an open-file limit of 256 or 1024 a quarter to half of them failed -32603 EMFILE.
+ * burst of prompts for new sessions (thousands at once) would, if all started together, run out
+ * of descriptors under a common open-file limit (256 or 1024) and fail -32603 EMFILE.
  *
  * So at most `limit` turns run; a prompt beyond that is accepted (its session is busy at once,
  * a second prompt for it is -32001 as ever) and waits, first come first served, until a running

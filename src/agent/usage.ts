@@ -5,6 +5,7 @@
  * @module
  */
 import type { Usage } from "../protocol/index.js";
+import { roundUsd } from "./cost.js";
 
 /** `total` plus `step`; either may be absent. */
 export function addUsage(total: Usage | undefined, step: Usage | undefined): Usage | undefined {
@@ -19,6 +20,9 @@ export function addUsage(total: Usage | undefined, step: Usage | undefined): Usa
   }
   if (total.cacheMissTokens !== undefined || step.cacheMissTokens !== undefined) {
     sum.cacheMissTokens = (total.cacheMissTokens ?? 0) + (step.cacheMissTokens ?? 0);
+  }
+  if (total.costUsd !== undefined || step.costUsd !== undefined) {
+    sum.costUsd = roundUsd((total.costUsd ?? 0) + (step.costUsd ?? 0));
   }
   return sum;
 }

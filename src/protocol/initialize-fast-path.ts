@@ -84,6 +84,10 @@ export function plainInitializeParams(params: Record<string, unknown>): Initiali
   if (params.mcpServers !== undefined) return undefined;
   // Compaction settings too.
   if (params.contextWindow !== undefined || params.compactAt !== undefined) return undefined;
+  // And prices (turn control).
+  if (params.prices !== undefined) return undefined;
+  // And hooks.
+  if (params.hooks !== undefined) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).
   const result: InitializeParams = { cwd, provider, model };
   if (maxTokens !== undefined) result.maxTokens = maxTokens;

@@ -7,7 +7,10 @@
  * @module
  */
 import type { SessionPermissionParams, SessionToolResultParams } from "./client-tools-types.js";
+import type { SessionHookParams } from "./hooks-types.js";
 import type { SessionCompactParams, SessionCompactResult } from "./compaction-types.js";
+import type { SessionSteerParams, SessionSteerResult } from "./turn-control-types.js";
+import type { SessionRewindParams, SessionRewindResult } from "./checkpoint-types.js";
 import type {
   SessionDeleteParams,
   SessionDeleteResult,
@@ -41,6 +44,9 @@ export interface RequestMap {
   "session/read": { params: SessionReadParams; result: SessionReadResult };
   "session/fork": { params: SessionForkParams; result: SessionForkResult };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult };
+  "session/steer": { params: SessionSteerParams; result: SessionSteerResult };
+  "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
+  "session/hook": { params: SessionHookParams; result: Record<string, never> };
 }
 
 /** The request method names. */

@@ -19,6 +19,9 @@ import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
 import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 import type { SessionCompactParams } from "./compaction-types.js";
+import type { SessionSteerParams } from "./turn-control-types.js";
+import type { SessionRewindParams } from "./checkpoint-types.js";
+import { HOOK_NAMES, type HookName, type SessionHookParams } from "./hooks-types.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
@@ -35,6 +38,8 @@ const sessionId = z
   );
 
 const positiveInt = z.int().check(z.positive());
+/** A price in US dollars: finite and not negative (JSON has no NaN or Infinity; a huge number is refused too). */
+const dollars = z.number().check(z.nonnegative(), z.lte(1e9));
 const milliseconds = z.int().check(z.nonnegative());
 
 /** Client tool names, as PROTOCOL.md "Client tools" fixes them. */
@@ -113,12 +118,24 @@ export const initializeParamsSchema = z.object({
   // Compaction
   contextWindow: z.optional(positiveInt.check(z.gte(1024), z.lte(2 ** 31 - 1))),
   compactAt: z.optional(z.number().check(z.gt(0), z.lte(1))),
+  // Turn control: the model's prices (turn-control-types.ts)
+  prices: z.optional(z.strictObject({ inputPerMTok: dollars, cacheHitPerMTok: z.optional(dollars), outputPerMTok: dollars })),
+  // Hooks: an unknown name is -32602 naming the field (a typo must not silently disable a hook).
+  hooks: z.optional(z.array(z.enum(HOOK_NAMES as [HookName, ...HookName[]]))),
 });
 
 export const sessionPromptParamsSchema = z.object({
   sessionId,
   contentBlocks: z.array(z.object({ type: z.literal("text"), text: z.string() })).check(z.minLength(1)),
   outputSchema: z.optional(jsonObject),
+  // A budget of 0 would allow no request at all: it must be positive.
+  maxCostUsd: z.optional(dollars.check(z.positive())),
+  traceparent: z.optional(z.string()),
+});
+
+export const sessionSteerParamsSchema = z.object({
+  sessionId,
+  contentBlocks: textBlocks.check(z.minLength(1)),
 });
 
 export const sessionCancelParamsSchema = z.object({ sessionId });
@@ -140,6 +157,19 @@ export const sessionPermissionParamsSchema = z.object({
   arguments: z.optional(jsonObject),
 });
 
+// Strict: a misspelled answer field (`continu`) must be refused, not dropped as if the hook had
+// answered `{}`. Which fields a given hook takes is checked against the waiting hook (agent/hooks.ts).
+export const sessionHookParamsSchema = z.strictObject({
+  sessionId,
+  hookId: z.string(),
+  // Non-empty: a block says why, and a continue says what to do next.
+  block: z.optional(z.string().check(z.minLength(1))),
+  context: z.optional(z.string()),
+  content: z.optional(textBlocks),
+  isError: z.optional(z.boolean()),
+  continue: z.optional(z.string().check(z.minLength(1))),
+});
+
 // The sessions API (sessions-types.ts)
 export const sessionListParamsSchema = z.object({});
 
@@ -157,6 +187,15 @@ export const sessionForkParamsSchema = z.object({
 
 export const sessionDeleteParamsSchema = z.object({ sessionId });
 
+// Checkpoints and rewind (checkpoint-types.ts)
+export const sessionRewindParamsSchema = z.object({
+  sessionId,
+  turn: positiveInt,
+  files: z.optional(z.boolean()),
+  conversation: z.optional(z.boolean()),
+  force: z.optional(z.boolean()),
+});
+
 // Compile-time agreement between the schemas and the documented wire types.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const agree: [
@@ -170,7 +209,10 @@ const agree: [
   Same<z.infer<typeof sessionForkParamsSchema>, SessionForkParams>,
   Same<z.infer<typeof sessionDeleteParamsSchema>, SessionDeleteParams>,
   Same<z.infer<typeof sessionCompactParamsSchema>, SessionCompactParams>,
-] = [true, true, true, true, true, true, true, true, true, true];
+  Same<z.infer<typeof sessionSteerParamsSchema>, SessionSteerParams>,
+  Same<z.infer<typeof sessionRewindParamsSchema>, SessionRewindParams>,
+  Same<z.infer<typeof sessionHookParamsSchema>, SessionHookParams>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
 void agree;
 
 /** Renders a zod failure as one line naming each offending field, e.g. `params.sessionId: …`. */

@@ -15,10 +15,14 @@ import type {
   ToolRequestEventData,
 } from "./client-tools-types.js";
 export * from "./client-tools-types.js";
+import type { BlockedReason, HookDecisionEventData, HookName, HookRequestEventData } from "./hooks-types.js";
+export * from "./hooks-types.js";
 
 import type { ContextCompactedEventData } from "./compaction-types.js";
+import type { CheckpointEventData, CheckpointSkippedEventData, SessionRewoundEventData } from "./checkpoint-types.js";
 import type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 import type { OutputInvalidReason, OutputReminderEventData, TurnOutput } from "./output-types.js";
+import type { BudgetReason, Prices, UserSteerEventData } from "./turn-control-types.js";
 export type { JsonObject, JsonValue, RequestId, TextBlock } from "./json.js";
 
 /** The protocol version this server speaks. */
@@ -72,7 +76,9 @@ export type TurnEndReason =
   | { kind: "max-steps"; limit: number }
   | { kind: "model-error"; message: string; httpStatus?: number; code?: string }
   | { kind: "internal-error"; message: string }
-  | OutputInvalidReason;
+  | OutputInvalidReason
+  | BudgetReason
+  | BlockedReason;
 
 /** The settled outcome of a turn. */
 export type TurnStatus = "ok" | "error" | "aborted";
@@ -93,6 +99,11 @@ export interface Usage {
   cacheHitTokens?: number;
   /** Input tokens not served from the prompt cache (DeepSeek's `prompt_cache_miss_tokens`); present when the provider reports them. */
   cacheMissTokens?: number;
+  /**
+   * What the request(s) cost in US dollars, when the model's prices are known (the built-in
+   * table, agent/prices.ts, or `initialize.prices`); absent otherwise, never a guess.
+   */
+  costUsd?: number;
 }
 
 // ---------------------------------------------------------------------------
@@ -136,6 +147,15 @@ export interface SessionEventDataMap {
   // Structured output (output-types.ts) and compaction (compaction-types.ts).
   "output/reminder": OutputReminderEventData;
   "context/compacted": ContextCompactedEventData;
+  // Turn control (turn-control-types.ts)
+  "user/steer": UserSteerEventData;
+  // Checkpoints and rewind (checkpoint-types.ts).
+  checkpoint: CheckpointEventData;
+  "checkpoint/skipped": CheckpointSkippedEventData;
+  "session/rewound": SessionRewoundEventData;
+  // Hooks (hooks-types.ts)
+  "hook/request": HookRequestEventData;
+  "hook/decision": HookDecisionEventData;
 }
 
 /** The session event type names. */
@@ -226,6 +246,10 @@ export interface InitializeParams {
   compactAt?: number;
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>` (mcp-types.ts). */
   mcpServers?: Record<string, McpServerConfig>;
+  /** Prices of the model, replacing the built-in table (turn-control-types.ts). */
+  prices?: Prices;
+  /** The hook points at which turns wait for `session/hook` (hooks-types.ts); absent or empty: none. */
+  hooks?: HookName[];
 }
 
 /** Result of `initialize`. */
@@ -257,6 +281,13 @@ export interface SessionPromptParams {
   contentBlocks: TextBlock[];
   /** A JSON Schema: the turn's answer is a value valid against it, carried as `turn/end.output`. */
   outputSchema?: JsonObject;
+  /** Once the turn's cost reached this many US dollars, no further model request starts (reason `budget`). */
+  maxCostUsd?: number;
+  /**
+   * W3C Trace Context: with tracing on, the turn's span is this span's child. One that does not
+   * parse is ignored (the turn starts a trace of its own), as the W3C spec asks of a receiver.
+   */
+  traceparent?: string;
 }
 
 /** Result of `session/prompt`: exactly these two fields, written after the turn settled. */

@@ -10,8 +10,8 @@ import type { Logger } from "../log.js";
 
 /** A message of the conversation as the agent keeps it, independent of any provider's format. */
 export type ModelMessage =
-  /** `synthetic`: written by the bridge within a turn (a structured turn's reminder, a compaction summary), not a user message: it starts no turn. */
-  | { role: "user"; content: TextBlock[]; synthetic?: "reminder" | "summary" }
+  /** `synthetic`: written by the bridge within a turn (a structured turn's reminder, a compaction summary, a stop hook's `continue`), not a user message: it starts no turn. */
+  | { role: "user"; content: TextBlock[]; synthetic?: "reminder" | "summary" | "hook" }
   | { role: "assistant"; content: AssistantContentBlock[] }
   | { role: "tool"; callId: string; name: string; content: TextBlock[]; isError: boolean };
 

@@ -1,13 +1,13 @@
 /**
- * `session/tool_result` and `session/permission`: the client's answers to what a session waits
- * for (PROTOCOL.md "Client tools", "Approvals"). An answer nobody waits for — unknown, another
+ * `session/tool_result`, `session/permission` and `session/hook`: the client's answers to what a session waits
+ * for (PROTOCOL.md "Client tools", "Approvals", "Turn control"). An answer nobody waits for — unknown, another
  * session's, answered before, past its deadline, aborted — is `-32602` with a `kind` the client
  * can branch on, never a silent success.
  *
  * @module
  */
 import { ErrorCode, RpcError } from "../protocol/errors.js";
-import type { SessionPermissionParams, SessionToolResultParams } from "../protocol/types.js";
+import type { SessionHookParams, SessionPermissionParams, SessionToolResultParams } from "../protocol/types.js";
 import type { AgentRuntime } from "../agent/runtime.js";
 
 /** Hands a client tool's result to the call waiting for it. */
@@ -31,6 +31,27 @@ export function answerPermission(runtime: AgentRuntime, params: SessionPermissio
       kind: "unknown-request",
       sessionId,
       requestId,
+    });
+  }
+  return {};
+}
+
+/** Hands the client's answer to the hook waiting for it; a field that hook does not take is refused and it keeps waiting. */
+export function answerHook(runtime: AgentRuntime, params: SessionHookParams): Record<string, never> {
+  const { sessionId, hookId, ...answer } = params;
+  const outcome = runtime.answerHook(sessionId, hookId, answer);
+  if (outcome.kind === "refused") {
+    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.${outcome.field}: a ${outcome.hook} hook takes no ${outcome.field} (it still waits for its answer)`, {
+      kind: "invalid-params",
+      sessionId,
+      hookId,
+    });
+  }
+  if (outcome.kind === "unknown") {
+    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.hookId: session ${sessionId} has no hook '${hookId}' waiting for an answer (unknown, already answered, timed out or aborted)`, {
+      kind: "unknown-hook",
+      sessionId,
+      hookId,
     });
   }
   return {};

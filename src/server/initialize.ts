@@ -24,6 +24,7 @@ import { initialSandboxStatus } from "../sandbox/probe.js";
 import type { SandboxStatus } from "../sandbox/status.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { loadMcp } from "./mcp-loader.js";
+import { tracerFor } from "./tracing-loader.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import { runtimeInfo } from "../version.js";
 
@@ -154,9 +155,10 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         // The real probe of the sandbox, ready before the first bash call needs it.
         void import("../sandbox/probe.js").then(({ chooseSandbox }) => chooseSandbox(realpathSync(workspace), env)).catch(() => undefined);
       }
-      return Promise.all([loadAgentModules(), settings.preload()]);
+      // The tracer only when an OTEL variable asks for it (tracing-loader.ts): otherwise undefined, nothing loaded.
+      return Promise.all([loadAgentModules(), settings.preload(), tracerFor(env, settings.version, logger, settings.redactor)]);
     })
-    .then(([modules]): Agent => {
+    .then(([modules, , tracer]): Agent => {
       const runtime = new modules.runtime.AgentRuntime({
         workspace,
         provider,
@@ -180,6 +182,12 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         // Compaction
         contextWindow: params.contextWindow,
         compactAt: params.compactAt,
+        // Turn control
+        prices: params.prices,
+        // Hooks
+        hooks: params.hooks,
+        // Tracing
+        tracer,
       });
       return { runtime, modules };
     });

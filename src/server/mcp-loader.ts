@@ -6,15 +6,12 @@
  * dynamic imports, and the MCP SDK (with its zod schemas and JSON Schema validator) would then
  * be parsed, and its size compiled into the SEA's code cache, by every start of the bridge. So
  * scripts/build.mjs builds src/mcp/index.ts into a bundle of its own, `build/mcp-client.cjs`,
- * and puts it in the SEA as an asset of that name; here it is read (from the SEA, or from beside
- * the main bundle when that runs under plain node) and evaluated on first use. Run from source
+ * and puts it in the SEA as an asset of that name; chunk.ts evaluates it on first use. Run from source
  * (the tests), `__MCP_CHUNK__` is undefined and the module is imported as usual.
  *
  * @module
  */
-import { readFileSync } from "node:fs";
-import * as path from "node:path";
-import * as vm from "node:vm";
+import { evaluateChunk } from "./chunk.js";
 
 export type McpModule = typeof import("../mcp/index.js");
 
@@ -24,22 +21,6 @@ declare const __MCP_CHUNK__: string | undefined;
 let loading: Promise<McpModule> | undefined;
 
 export function loadMcp(): Promise<McpModule> {
-  loading ??= typeof __MCP_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk(__MCP_CHUNK__ as string)) : import("../mcp/index.js");
+  loading ??= typeof __MCP_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk<McpModule>(__MCP_CHUNK__ as string)) : import("../mcp/index.js");
   return loading;
-}
-
-function evaluateChunk(name: string): McpModule {
-  let code: string | undefined;
-  try {
-    const sea = require("node:sea") as { isSea(): boolean; getAsset(key: string, encoding: string): string };
-    if (sea.isSea()) code = sea.getAsset(name, "utf8");
-  } catch {
-    // Not a single executable (or a node without node:sea): the chunk is a file.
-  }
-  const filename = path.join(__dirname, name);
-  code ??= readFileSync(filename, "utf8");
-  const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename });
-  const module = { exports: {} as McpModule };
-  wrapper(module.exports, require, module, filename, path.dirname(filename));
-  return module.exports;
 }

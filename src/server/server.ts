@@ -24,10 +24,12 @@ import type { ServerEndpoint } from "../transport/server-endpoint.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
-import { answerPermission, answerToolResult } from "./client-answers.js";
+import { answerHook, answerPermission, answerToolResult } from "./client-answers.js";
 import { canMove, type ServerPhase } from "./lifecycle.js";
 import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 import { toRpcError } from "./rpc-errors.js";
+import { checkBudget, steerSession } from "./turn-control-handlers.js";
+import { rewindSession } from "./rewind-handler.js";
 
 /** How long the process waits for stdout to drain before it exits anyway. */
 export const DRAIN_DEADLINE_MS = 5_000;
@@ -158,12 +160,17 @@ export class HarnessServer {
     // Client tools and approvals (client-answers.ts)
     ["session/tool_result", HarnessServer.withAgent("sessionToolResultParamsSchema", (_, params, { runtime }) => answerToolResult(runtime, params))],
     ["session/permission", HarnessServer.withAgent("sessionPermissionParamsSchema", (_, params, { runtime }) => answerPermission(runtime, params))],
+    ["session/hook", HarnessServer.withAgent("sessionHookParamsSchema", (_, params, { runtime }) => answerHook(runtime, params))],
     // The sessions API (sessions-handlers.ts)
     ["session/list", HarnessServer.withAgent("sessionListParamsSchema", (server, _, agent) => listSessions(agent, server.options.logger))],
     ["session/read", HarnessServer.withAgent("sessionReadParamsSchema", (_, params, agent) => readSession(agent, params))],
     ["session/fork", HarnessServer.withAgent("sessionForkParamsSchema", (_, params, agent) => forkSession(agent, params))],
     ["session/delete", HarnessServer.withAgent("sessionDeleteParamsSchema", (_, params, agent) => deleteSession(agent, params))],
     ["session/compact", HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params))],
+    // Turn control (turn-control-handlers.ts)
+    ["session/steer", HarnessServer.withAgent("sessionSteerParamsSchema", (_, params, agent) => steerSession(agent, params))],
+    // Checkpoints and rewind (rewind-handler.ts)
+    ["session/rewind", HarnessServer.withAgent("sessionRewindParamsSchema", (_, params, agent) => rewindSession(agent, params))],
     ["shutdown", (server) => server.shutdown()],
   ]);
 
@@ -254,6 +261,7 @@ export class HarnessServer {
 
   private async prompt(params: Params<"sessionPromptParamsSchema">, agent: Agent): Promise<SessionPromptResult> {
     const { runtime, modules } = agent;
+    checkBudget(agent, params);
     let output: import("../agent/final-answer.js").OutputContract | undefined;
     if (params.outputSchema) {
       try {
@@ -265,7 +273,7 @@ export class HarnessServer {
     // From here to the registration below nothing awaits, so overlap is decided at once.
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
-      settled = runtime.prompt(params.sessionId, params.contentBlocks, output);
+      settled = runtime.prompt(params.sessionId, params.contentBlocks, { output, maxCostUsd: params.maxCostUsd, traceparent: params.traceparent });
       // This prompt arrived before the shutdown (see `stopping`) but starts after it: it
       // runs and is aborted like every turn the shutdown found in flight.
       if (this.stopping) runtime.abortAll(this.shutdownReason);
@@ -384,6 +392,8 @@ export class HarnessServer {
     });
     await Promise.race([this.options.endpoint.flush(), deadline]);
     clearTimeout(timer);
+    // Spans not yet sent go now, bounded by the tracer (tracing on only: otherwise nothing waits).
+    await this.runtime?.flushTraces();
     // A signal already delivered is handled by the event loop's next poll: let it run, so its
     // exit code is not lost to an end of input that was read in the same turn.
     await new Promise<void>((resolve) => setTimeout(resolve, 0));

@@ -70,7 +70,15 @@ export function forkSession(agent: Agent, params: SessionForkParams): SessionFor
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }
-  if (!refusal) return { sessionId: newSessionId };
+  if (!refusal) {
+    // The fork can rewind the files of the turns it copied (agent/checkpoints/store.ts copyTo).
+    try {
+      runtime.forkCheckpoints(sessionId, newSessionId, turn);
+    } catch (error) {
+      throw toRpcError(agent.modules, error);
+    }
+    return { sessionId: newSessionId };
+  }
   switch (refusal.kind) {
     case "unknown-session":
       throw unknownSession(sessionId);

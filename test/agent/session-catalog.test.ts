@@ -96,3 +96,35 @@ describe("fork on the file store", () => {
     reopened.close();
   });
 });
+
+describe("listing a log with lines that are JSON but not events", () => {
+  // A log is a file anyone with the user's rights can edit, and a crash half-way through a
+  // write leaves what it leaves: a line that parses to null, a number, an array, or an event
+  // whose data has the wrong shape must cost the listing that line, never the session.
+  it("lists the session with what its well-formed lines say, whatever the others hold", () => {
+    const store = new SessionStore(root, "/work/space");
+    const log = store.open("odd", { provider: "scripted", model: "demo" });
+    log.close();
+    const odd = [
+      "null",
+      "42",
+      '"text"',
+      "[1,2]",
+      '{"type":"user/message","seq":1,"time":5,"data":null}',
+      '{"type":"user/message","seq":2,"time":6,"data":{"content":5}}',
+      '{"type":"user/message","seq":3,"time":7,"data":{"content":[null,{"type":"text","text":7},"x"]}}',
+      '{"type":"turn/start","seq":4,"time":8,"data":{"turn":"nine"}}',
+      '{"type":"turn/start","seq":5,"time":9}',
+      '{"type":"user/message","seq":6,"time":"late","data":{"content":"hello"}}',
+    ];
+    const good = [
+      { type: "turn/start", seq: 7, time: 10, data: { turn: 1 } },
+      { type: "user/message", seq: 8, time: 11, data: { content: [{ type: "text", text: "fix the parser" }] } },
+    ];
+    fs.appendFileSync(store.pathOf("odd"), `${odd.join("\n")}\n${good.map((e) => JSON.stringify(e)).join("\n")}\n`);
+    const listed = store.list();
+    const entry = listed.sessions.find((s) => s.sessionId === "odd");
+    expect(entry).toMatchObject({ sessionId: "odd", title: "fix the parser", turns: 1 });
+    expect(Number.isFinite(entry!.updatedAt)).toBe(true); // the string time of one line did not become it
+  });
+});

@@ -1,6 +1,6 @@
 /**
  * End to end against the built binary: frames and tool calls nested far deeper than anything
- * recursive could take (issue 15, item 1), and string params the OS can never use (item 8).
+ * recursive could take, and string params the OS can never use.
  * Each answer is specific and the process keeps serving.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";

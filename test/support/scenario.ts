@@ -27,6 +27,16 @@ export interface Scenario {
   toolResults?: Record<string, { content: unknown[]; isError?: boolean }>;
   /** What the client answers to every `permission/request` (the params of `session/permission` less the ids). */
   permission?: { decision: "allow" | "deny"; message?: string; arguments?: Record<string, unknown> };
+  /**
+   * On the first `session.event` of type `event`, the client sends `session/steer` with `text`
+   * (before it answers that event, when it is a `tool/request`); the steer must answer
+   * `{ steered: true }`.
+   */
+  steerOn?: { event: string; text: string };
+  /** `session/prompt.maxCostUsd`: the turn's budget. */
+  maxCostUsd?: number;
+  /** What the client answers to each `hook/request`, by hook name, in order (the params of `session/hook` less the ids; past the list: `{}`). */
+  hooks?: Record<string, Array<Record<string, unknown>>>;
   /** For HTTP providers: what the fake DeepSeek server answers (test/support/fake-deepseek.ts). */
   server?: import("./fake-deepseek.js").ServerTable;
 }
@@ -75,7 +85,10 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
   try {
     const response = await new Promise<unknown>((resolve, reject) => {
       let cancelled = false;
+      let steered = false;
+      const steerIds = new Set<number>();
       let nextId = 100;
+      const hooksAsked: Record<string, number> = {};
       child.on("exit", (code) => reject(new Error(`bridge exited (${code}) before the prompt's response; stderr:\n${stderr}`)));
       lines.on("line", (line) => {
         const frame = JSON.parse(line);
@@ -84,6 +97,7 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
           return;
         }
         if (typeof frame.id === "number" && frame.id >= 100 && frame.error) reject(new Error(`an answer was refused: ${JSON.stringify(frame.error)}`));
+        if (steerIds.has(frame.id) && frame.result?.steered !== true) reject(new Error(`the steer was not recorded: ${JSON.stringify(frame)}`));
         if (frame.id === 2) {
           if (frame.error) reject(new Error(`prompt failed: ${JSON.stringify(frame.error)}`));
           else resolve(frame.result);
@@ -97,9 +111,19 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
           }
           const event = frame.method === "session.event" ? frame.params.event : undefined;
           const sessionId = frame.params?.sessionId;
+          if (!steered && scenario.steerOn && event?.type === scenario.steerOn.event) {
+            steered = true;
+            steerIds.add(nextId);
+            send({ jsonrpc: "2.0", id: nextId++, method: "session/steer", params: { sessionId, contentBlocks: [{ type: "text", text: scenario.steerOn.text }] } });
+          }
           if (event?.type === "tool/request") {
             const result = scenario.toolResults?.[event.data.name];
             if (result) send({ jsonrpc: "2.0", id: nextId++, method: "session/tool_result", params: { sessionId, callId: event.data.callId, ...result } });
+          }
+          if (event?.type === "hook/request" && scenario.hooks) {
+            const answer = scenario.hooks[event.data.hook]?.[hooksAsked[event.data.hook] ?? 0] ?? {};
+            hooksAsked[event.data.hook] = (hooksAsked[event.data.hook] ?? 0) + 1;
+            send({ jsonrpc: "2.0", id: nextId++, method: "session/hook", params: { sessionId, hookId: event.data.hookId, ...answer } });
           }
           if (event?.type === "permission/request" && scenario.permission) {
             send({ jsonrpc: "2.0", id: nextId++, method: "session/permission", params: { sessionId, requestId: event.data.requestId, ...scenario.permission } });
@@ -107,7 +131,8 @@ export async function runScenario(dir: string, provider: string, env: NodeJS.Pro
         }
       });
       send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: workspace, provider, model, ...scenario.initialize } });
-      send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "snap", contentBlocks: [{ type: "text", text: scenario.prompt }] } });
+      const budget = scenario.maxCostUsd !== undefined ? { maxCostUsd: scenario.maxCostUsd } : {};
+      send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "snap", contentBlocks: [{ type: "text", text: scenario.prompt }], ...budget } });
     });
     return { notifications, response, workspace, sessionRoot };
   } finally {

@@ -2,7 +2,7 @@
  * The normalization rules of snapshots/README.md, in TypeScript. The Python suite implements
  * the same rules; keep the two in step with that page.
  */
-const ID_KEYS = new Set(["id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId"]);
+const ID_KEYS = new Set(["id", "callId", "sessionId", "parentSessionId", "childSessionId", "agentId", "requestId", "hookId"]);
 
 export interface NormalizeContext {
   workspace: string;

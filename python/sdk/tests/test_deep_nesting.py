@@ -57,8 +57,6 @@ def test_a_subscription_survives_deep_frames(fake, monkeypatch):
 
 
 def test_a_dead_reader_fails_pending_and_later_calls_at_once(fake, monkeypatch):
-    c = fake.initialized_client(script=HANG_SCRIPT)
-    sub = c.subscribe_notifications()
     armed = threading.Event()
     real_dispatch = Router.dispatch
 
@@ -67,8 +65,11 @@ def test_a_dead_reader_fails_pending_and_later_calls_at_once(fake, monkeypatch):
             raise RuntimeError("a bug in the reader")
         return real_dispatch(self, lines)
 
+    # Patched before the client starts: its reader binds the router's dispatch when it starts.
     monkeypatch.setattr(Router, "dispatch", dispatch)
     monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the death is on purpose
+    c = fake.initialized_client(script=HANG_SCRIPT)
+    sub = c.subscribe_notifications()
     box = {}
 
     def prompt():

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
 from deepseek_harness import DeepSeekHarness
+from deepseek_harness._internal.connection import outcome, send
 
 from conftest import REPO_ROOT, real_bridge_or_skip
 
@@ -39,8 +41,22 @@ def test_scripted_scenario_matches_snapshot(directory: Path, tmp_path: Path) -> 
 
     # The scenario's further initialize params, by their option names; its client tools and
     # approvals as the SDK's tools= and can_use_tool= answering what toolResults / permission say.
-    extra = sdk_answers(scenario)
+    # steerOn (tool/request only here): the steer is sent from the tool, before its result, and
+    # not waited for there (its answer comes once it is recorded, after the result).
+    steer_on = scenario.get("steerOn")
+    steers: List[Any] = []
+    holder: Dict[str, Any] = {}
+
+    def send_steer() -> None:
+        if steer_on and not steers:
+            params = {"sessionId": "snap", "contentBlocks": [{"type": "text", "text": steer_on["text"]}]}
+            steers.append(send(holder["harness"].client, "session/steer", params))
+
+    if steer_on:
+        assert steer_on["event"] == "tool/request", "the SDK runner steers on tool/request only"
+    extra = sdk_answers(scenario, send_steer if steer_on else None)
     with DeepSeekHarness(provider="scripted", model=model, cwd=str(workspace), session_root=str(session_root), bridge_bin=str(bridge), request_timeout_seconds=60, **extra) as harness:
+        holder["harness"] = harness
         cancelled = threading.Event()
 
         def watch(n: Any) -> None:
@@ -48,7 +64,9 @@ def test_scripted_scenario_matches_snapshot(directory: Path, tmp_path: Path) -> 
                 cancelled.set()
                 harness.cancel("snap")  # from the callback: callbacks run on the caller's thread
 
-        result = harness.run(scenario["prompt"], session_id="snap", on_notification=watch)
+        result = harness.run(scenario["prompt"], session_id="snap", on_notification=watch, max_cost_usd=scenario.get("maxCostUsd"))
+        for pending in steers:
+            assert outcome(harness.client, pending.inbox.get(time.monotonic() + 30), "session/steer") == {"steered": True}
 
     frames = [{"jsonrpc": "2.0", "method": n.method, "params": n.payload} for n in result.notifications]
     response = {"status": result.status, "reason": result.reason.model_dump(by_alias=True, exclude_none=True)}

@@ -24,8 +24,11 @@ from pydantic import BaseModel
 from deepseek_harness import events as ev
 from deepseek_harness import models
 from deepseek_harness import sessions
+from deepseek_harness import turn_control
+from deepseek_harness import checkpoints
 from deepseek_harness._internal import request_params as rp
 from deepseek_harness.client_tool_models import SessionPermissionParams, SessionToolResultParams
+from deepseek_harness.hooks import SessionHookParams
 from deepseek_harness.options import INITIALIZE_FIELDS
 
 FIXTURE = Path(__file__).resolve().parents[3] / "test" / "fixtures" / "wire-shape.json"
@@ -38,10 +41,13 @@ METHODS: Dict[str, Tuple[Any, Any]] = {
     "session/compact": (rp.SessionCompactParams, models.SessionCompactResponse),
     "session/tool_result": (SessionToolResultParams, None),
     "session/permission": (SessionPermissionParams, None),
+    "session/hook": (SessionHookParams, None),
     "session/list": (rp.SessionListParams, sessions.SessionListResponse),
     "session/read": (rp.SessionReadParams, sessions.SessionReadResponse),
     "session/fork": (rp.SessionForkParams, sessions.SessionForkResponse),
     "session/delete": (rp.SessionDeleteParams, sessions.SessionDeleteResponse),
+    "session/steer": (rp.SessionSteerParams, turn_control.SessionSteerResponse),
+    "session/rewind": (checkpoints.SessionRewindParams, checkpoints.RewindResult),
     "shutdown": (None, None),
 }
 
@@ -101,6 +107,7 @@ def _initialize_params() -> List[str]:
     out = {"cwd", "provider", "model", "protocolVersion", "toolChoice.name"}
     out |= {wire for _, wire, _ in INITIALIZE_FIELDS}
     out |= {f"clientTools[].{p}" for p in paths(ClientToolSpec)}
+    out |= {f"prices.{p}" for p in paths(turn_control.Prices)}
     return sorted(out)
 
 

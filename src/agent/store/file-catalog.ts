@@ -29,6 +29,7 @@ import {
   writeAll,
   type SessionHeader,
 } from "./log-format.js";
+import { eventShapeProblem } from "./event-shape.js";
 import { copyRange, eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
@@ -140,6 +141,9 @@ export class FileCatalog {
           if (end === size) return true; // a whole but unparsable last line is a torn write (as on load)
           throw new SessionLogError(`session log ${file} is corrupt at byte ${start}`);
         }
+        // JSON that is no event is no torn write: the same refusal as on load (resume.ts).
+        const problem = eventShapeProblem(event);
+        if (problem) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: ${problem}`);
         if (afterSeq !== undefined && event.seq <= afterSeq) return true;
         events.push(event);
         bytes += line.length;

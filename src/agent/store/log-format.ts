@@ -113,8 +113,12 @@ export function openLogForReading(file: string): number | undefined {
  * write or corruption, only the caller knows.
  */
 export function parseHeader(line: Buffer): SessionHeader | undefined {
-  const value = JSON.parse(line.toString("utf8")) as SessionHeader | null;
-  return value?.type === "session-header" ? value : undefined;
+  return headerOf(JSON.parse(line.toString("utf8")));
+}
+
+/** The header a parsed first line is, if it is one. */
+export function headerOf(value: unknown): SessionHeader | undefined {
+  return typeof value === "object" && value !== null && (value as SessionHeader).type === "session-header" ? (value as SessionHeader) : undefined;
 }
 
 /** The header of `newSessionId`, a fork of `sessionId` (whose header is `source`) at `turn`, made now. */

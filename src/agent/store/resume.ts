@@ -15,7 +15,8 @@
  */
 import * as fs from "node:fs";
 import type { SessionEvent } from "../../protocol/index.js";
-import { openForReading, parseHeader, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
+import { eventShapeProblem } from "./event-shape.js";
+import { headerOf, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
@@ -125,22 +126,29 @@ export function loadLog(file: string): LoadedLog | undefined {
   let titleSource: SessionEvent | undefined;
   /** The replay skipped the history before the last compaction (line numbers are then unknown). */
   let skipped = false;
+  const where = (line: number, start: number): string => (skipped ? `byte ${start}` : `line ${line}`);
   const visit = (bytes: Buffer, start: number): boolean => {
     lines += 1;
     if (unparsable) {
       // Anything but the last whole line is corruption we must not paper over.
-      const where = skipped ? `byte ${unparsable.start}` : `line ${unparsable.line}`;
-      throw new SessionLogError(`session log ${file} is corrupt at ${where}; move it away to start the session afresh`);
+      throw new SessionLogError(`session log ${file} is corrupt at ${where(unparsable.line, unparsable.start)}; move it away to start the session afresh`);
     }
+    let value: unknown;
     try {
-      if (header) events.push(JSON.parse(bytes.toString("utf8")) as SessionEvent);
-      else {
-        header = parseHeader(bytes);
-        notAHeader = !header;
-      }
+      value = JSON.parse(bytes.toString("utf8"));
     } catch {
       // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
       unparsable = { start, line: lines };
+      return true;
+    }
+    if (header) {
+      // JSON that is no event, or an event the history cannot hold, is no torn write: refuse it.
+      const problem = eventShapeProblem(value);
+      if (problem) throw new SessionLogError(`session log ${file} is corrupt at ${where(lines, start)}: ${problem}; move it away to start the session afresh`);
+      events.push(value as SessionEvent);
+    } else {
+      header = headerOf(value);
+      notAHeader = !header;
     }
     return true;
   };

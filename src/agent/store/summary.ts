@@ -64,16 +64,43 @@ export class SummaryTracker {
     return tracker;
   }
 
+  /**
+   * Takes what a listing needs from one event. The event comes from a file: any field may have
+   * another shape than the protocol's (a hand edit, a damaged write), and such a field is
+   * ignored, never trusted: the listing of a session survives every line of its log.
+   */
   absorb(event: Pick<SessionEvent, "type" | "time" | "data">): void {
-    if (event.time > this.updatedAt) this.updatedAt = event.time;
-    if (event.type === "user/message" && this.title === undefined) this.title = titleOf((event.data as { content: TextBlock[] }).content ?? []);
+    if (typeof event.time === "number" && event.time > this.updatedAt) this.updatedAt = event.time;
+    const data: unknown = event.data;
+    if (typeof data !== "object" || data === null) return;
+    if (event.type === "user/message" && this.title === undefined) {
+      const content = (data as { content?: unknown }).content;
+      if (isContent(content)) this.title = titleOf(content);
+    }
     // A resume after a compaction may hold no `turn/start`: the compaction names the last turn.
-    else if (event.type === "turn/start" || event.type === "context/compacted") this.turns = Math.max(this.turns, (event.data as { turn: number }).turn);
+    else if (event.type === "turn/start" || event.type === "context/compacted") {
+      const turn = (data as { turn?: unknown }).turn;
+      if (typeof turn === "number" && Number.isFinite(turn)) this.turns = Math.max(this.turns, turn);
+    }
+  }
+
+  /** Whether a user message has given the session its title (later ones need not be parsed). */
+  get titled(): boolean {
+    return this.title !== undefined;
   }
 
   entry(): SessionListEntry {
     return entryOf(this.header, { title: this.title ?? "", updatedAt: this.updatedAt, turns: this.turns });
   }
+}
+
+/** Content blocks as the protocol has them: objects with a type, a text block's text a string. */
+function isContent(content: unknown): content is TextBlock[] {
+  return Array.isArray(content) && content.every((block: unknown) => {
+    if (typeof block !== "object" || block === null) return false;
+    const { type, text } = block as { type?: unknown; text?: unknown };
+    return typeof type === "string" && (type !== "text" || typeof text === "string");
+  });
 }
 
 /** Newest first: `updatedAt`, then `createdAt`, then id (for a stable order). */
@@ -167,8 +194,9 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
       } catch {
         return true; // a torn line: it holds nothing to list
       }
-      if (event.type === "user/message") titled = true;
+      if (typeof event !== "object" || event === null || Array.isArray(event)) return true; // JSON, but no event
       tracker!.absorb(event);
+      titled = tracker!.titled;
     } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
     return true;
   });

@@ -26,6 +26,7 @@ from .api import DeepSeekHarness, Session, StreamItem, TurnResult, TurnStream, n
 from .async_api import AsyncDeepSeekHarness, AsyncSession, AsyncTurnStream
 from .client import HarnessClient, NotificationSubscription
 from .client_tools import Allow, ClientTool, Deny, PermissionResult, tool
+from .hooks import Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
 from .errors import (
     BridgeNotFoundError,
     ErrorCode,
@@ -59,14 +60,23 @@ from .events import (
     ToolResultEvent,
     TurnEndEvent,
     ContextCompactedEvent,
+    CheckpointEvent,
+    CheckpointSkippedEvent,
+    SessionRewoundEvent,
+    HookDecisionEvent,
+    HookRequestEvent,
     OutputReminderEvent,
     TurnEvent,
     TurnStartEvent,
     UnknownEvent,
     UserMessageEvent,
+    UserSteer,
+    UserSteerEvent,
     event_from_notification,
 )
+from .turn_control import Prices, SessionSteerResponse
 from .options import HarnessOptions
+from .checkpoints import CheckpointInfo, RewindResult, UnrestoredTurn
 from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
 from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
 from .models import (
@@ -102,6 +112,11 @@ __all__ = [
     "Allow",
     "Deny",
     "PermissionResult",
+    # hooks
+    "Hooks",
+    "PromptSubmitAnswer",
+    "PostToolAnswer",
+    "StopAnswer",
     # asyncio
     "AsyncDeepSeekHarness",
     "AsyncSession",
@@ -110,6 +125,10 @@ __all__ = [
     "TurnEvent",
     "BaseSessionEvent",
     "UserMessageEvent",
+    "UserSteer",
+    "UserSteerEvent",
+    "Prices",
+    "SessionSteerResponse",
     "TurnStartEvent",
     "StepStartEvent",
     "AssistantChunkEvent",
@@ -126,7 +145,15 @@ __all__ = [
     "PermissionDecisionEvent",
     "TurnEndEvent",
     "ContextCompactedEvent",
+    "CheckpointEvent",
+    "CheckpointSkippedEvent",
+    "SessionRewoundEvent",
+    "CheckpointInfo",
+    "RewindResult",
+    "UnrestoredTurn",
     "OutputReminderEvent",
+    "HookRequestEvent",
+    "HookDecisionEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",

@@ -1,4 +1,5 @@
-"""``python -m deepseek_harness``: the doctor (see ``_doctor.py``)."""
+"""``python -m deepseek_harness``: the doctor (see ``_doctor.py``); ``python -m deepseek_harness
+view [options]``: the session viewer (see ``_viewer.py``)."""
 
 import os
 import sys
@@ -7,6 +8,11 @@ from ._doctor import main
 
 # 128 + SIGPIPE: what a shell reports for `cat` and friends whose reader left early.
 EXIT_READER_GONE = 141
+
+if sys.argv[1:2] == ["view"]:
+    from ._viewer import main as view
+
+    sys.exit(view())
 
 try:
     status = main()

@@ -14,16 +14,20 @@ from ._internal.tool_dispatch import ToolDispatcher
 from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
 from ._internal import session_requests as _sessions
+from . import checkpoints as _checkpoints
+from .checkpoints import CheckpointInfo, RewindResult
 from ._internal.output import output_spec
 from ._internal.process import child_env
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
 from .client_tools import split_tools
 from .events import TurnEvent, event_from_notification
+from .hooks import Hooks
 from .models import InitializeResponse
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult, final_response_of, usage_of
 from .sessions import READ_LIMIT_DEFAULT, SessionInfo
+from . import turn_control as _turn_control
 
 __all__ = [
     "DeepSeekHarness",
@@ -160,16 +164,21 @@ class DeepSeekHarness:
         if o.can_use_tool is not None and o.approvals in (None, "never"):
             # Silently never calling it would let every call through that the caller meant to review.
             raise ValueError("can_use_tool= is asked only with approvals='writes' or 'always'; say which calls it reviews")
+        if o.hooks is not None and not isinstance(o.hooks, Hooks):
+            raise TypeError(f"hooks= takes a Hooks(prompt_submit=..., post_tool=..., stop=...), not {type(o.hooks).__name__}")
         self.tools = builtin
         #: The client tools offered (from ``tools``).
         self.client_tools = client_tools
         self.instructions = o.instructions
         self._client = HarnessClient(options=o)
         self._dispatcher: Optional[ToolDispatcher] = None
-        if client_tools or o.approvals not in (None, "never"):
-            self._dispatcher = ToolDispatcher(self._client, client_tools, o.can_use_tool)
+        # Hooks with no function ask for nothing: no hook point, no dispatcher.
+        hooks = self._hooks = o.hooks if o.hooks is not None and o.hooks.wire_names() else None
+        if client_tools or o.approvals not in (None, "never") or hooks is not None:
+            self._dispatcher = ToolDispatcher(self._client, client_tools, o.can_use_tool, hooks)
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
+        self._costs = _turn_control.SessionCosts()
 
     @property
     def client(self) -> HarnessClient:
@@ -207,9 +216,11 @@ class DeepSeekHarness:
                     mcp_servers=self.options.mcp_servers,
                     context_window=self.options.context_window,
                     compact_at=self.options.compact_at,
+                    prices=self.options.prices,
                     client_tools=self.client_tools or None,
                     approvals=self.options.approvals,
                     client_tool_timeout_seconds=self.options.client_tool_timeout_seconds,
+                    hooks=self._hooks,
                 )
             except BaseException:
                 self.close()
@@ -242,14 +253,33 @@ class DeepSeekHarness:
         *,
         output_schema: Optional[Mapping[str, Any]] = None,
         output_type: Optional[Type[Any]] = None,
+        max_cost_usd: Optional[float] = None,
     ) -> TurnResult:
         """Runs one turn (in a new session unless ``session_id`` is given) and returns its result.
+
+        ``max_cost_usd``: once the turn's cost reached this many US dollars, no further model
+        request starts and the turn ends ``budget`` (status ``error``); it needs the model's
+        prices (DeepSeek's models, or ``prices=``), else :class:`~deepseek_harness.InvalidParamsError`
+        (``kind == "no-prices"``). See docs/turn-control.md.
 
         Structured output: with ``output_schema`` (a JSON Schema dict) or ``output_type`` (a
         pydantic model class, or any type pydantic can validate), the model answers with a value
         valid against the schema, in :attr:`TurnResult.output` (an ``output_type`` instance when
         given); with none after 3 tries the turn ends ``output-invalid`` (status ``error``)."""
-        return self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
+        return self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type, max_cost_usd)
+
+    def steer(self, session_id: str, input: PromptInput) -> bool:
+        """Adds a user message to the session's running turn (``session/steer``): it joins the
+        history before the turn's next model request, after the results of the tools already
+        running. Blocks until the bridge recorded it (True: a ``user/steer`` event) or refused
+        it (False: no turn in flight, or the turn ended first). Safe from another thread while
+        ``run()`` waits; never starts a turn."""
+        self.start()
+        return _turn_control.steer(self._client, session_id, input)
+
+    def session_cost_usd(self, session_id: str) -> Optional[float]:
+        """What the turns this harness ran in ``session_id`` cost (None: none was priced)."""
+        return self._costs.of(session_id)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> TurnStream:
         """Runs one turn (in a new session unless ``session_id`` is given) as a
@@ -283,13 +313,16 @@ class DeepSeekHarness:
                                           c.session_root, child_env(c.env), c.cwd, c.extra_args)
 
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
-             output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+             output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+             max_cost_usd: Optional[float] = None) -> TurnResult:
         spec = output_spec(output_schema, output_type)
         self.start()
         collector = TurnCollector(session_id, on_notification, spec)
         response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
-                              output_schema=spec.schema if spec else None)
-        return collector.result(response)
+                              output_schema=spec.schema if spec else None, max_cost_usd=max_cost_usd)
+        result = collector.result(response)
+        self._costs.add(session_id, result.cost_usd)
+        return result
 
 
 class Session:
@@ -304,9 +337,22 @@ class Session:
         return self.session_id
 
     def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
-            output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
-        """Runs one turn of this session (``output_schema`` / ``output_type``: see :meth:`DeepSeekHarness.run`)."""
-        return self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
+            output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+            max_cost_usd: Optional[float] = None) -> TurnResult:
+        """Runs one turn of this session (``output_schema`` / ``output_type`` / ``max_cost_usd``:
+        see :meth:`DeepSeekHarness.run`)."""
+        return self.harness._run(self.session_id, input, on_notification, output_schema, output_type, max_cost_usd)
+
+    def steer(self, input: PromptInput) -> bool:
+        """Adds ``input`` to this session's running turn: see :meth:`DeepSeekHarness.steer`.
+        Call it from another thread while :meth:`run` waits."""
+        return self.harness.steer(self.session_id, input)
+
+    @property
+    def cost_usd(self) -> Optional[float]:
+        """What this session's turns run by this harness cost in US dollars (the sum of their
+        :attr:`TurnResult.cost_usd`); None when none was priced."""
+        return self.harness.session_cost_usd(self.session_id)
 
     def stream(self, input: PromptInput) -> TurnStream:
         """Runs one turn of this session as a :class:`TurnStream`: typed events as they arrive,
@@ -344,6 +390,23 @@ class Session:
         :class:`~deepseek_harness.SessionBusyError` while a turn runs."""
         self.harness.start()
         return _sessions.delete_session(self.harness.client, self.session_id)
+
+    def rewind(self, turn: int, files: bool = True, conversation: bool = True, force: bool = False) -> "RewindResult":
+        """Undoes turns ``turn`` and later (``session/rewind``; docs/checkpoints.md): with
+        ``files``, the workspace files they changed are put back as they were before ``turn``
+        (files they created are removed); with ``conversation``, the history is cut back to
+        before ``turn``. A file someone else changed since is left alone and listed in
+        ``conflicts`` unless ``force``. Fork first (:meth:`fork`) to keep a way back. Raises
+        :class:`~deepseek_harness.SessionBusyError` while a turn runs and
+        :class:`~deepseek_harness.InvalidParamsError` for an unknown turn or session."""
+        self.harness.start()
+        return _checkpoints.rewind_session(self.harness.client, self.session_id, turn, files, conversation, force)
+
+    def checkpoints(self) -> "List[CheckpointInfo]":
+        """The checkpoints of this session's turns still in its history (turn, kind, files),
+        read from its log."""
+        self.harness.start()
+        return _checkpoints.list_checkpoints(self.harness.client, self.session_id)
 
     def compact(self) -> bool:
         """Summarizes this session's older history now (``session/compact``); True when it was

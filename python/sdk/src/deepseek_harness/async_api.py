@@ -42,9 +42,12 @@ from ._internal.decode import NotificationCallback
 from ._internal.inbox import AsyncInbox
 from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
 from ._internal import session_requests as _sessions
+from . import checkpoints as _checkpoints
+from .checkpoints import CheckpointInfo, RewindResult
 from .client import HarnessClient
 from .events import TurnEvent, event_from_notification
 from .models import InitializeResponse
+from . import turn_control as _turn_control
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult
 from .sessions import READ_LIMIT_DEFAULT, SessionInfo
@@ -122,11 +125,23 @@ class AsyncDeepSeekHarness:
         *,
         output_schema: Optional[Mapping[str, Any]] = None,
         output_type: Optional[Type[Any]] = None,
+        max_cost_usd: Optional[float] = None,
     ) -> TurnResult:
         """Runs one turn (in a new session unless ``session_id`` is given) and returns its
         result. ``on_notification`` is called on the event loop, in stream order.
-        ``output_schema`` / ``output_type``: structured output, as for :meth:`DeepSeekHarness.run`."""
-        return await self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type)
+        ``output_schema`` / ``output_type``: structured output, ``max_cost_usd``: the turn's
+        budget, as for :meth:`DeepSeekHarness.run`."""
+        return await self._run(session_id or new_session_id(), input, on_notification, output_schema, output_type, max_cost_usd)
+
+    async def steer(self, session_id: str, input: PromptInput) -> bool:
+        """Adds a user message to the session's running turn: see :meth:`DeepSeekHarness.steer`.
+        Await it from another task while ``run()`` waits."""
+        await self.start()
+        return await _turn_control.asteer(self.client, session_id, input)
+
+    def session_cost_usd(self, session_id: str) -> Optional[float]:
+        """What the turns this harness ran in ``session_id`` cost (None: none was priced)."""
+        return self._harness.session_cost_usd(session_id)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> "AsyncTurnStream":
         """Runs one turn as an :class:`AsyncTurnStream` (typed events, then the TurnResult)."""
@@ -158,13 +173,16 @@ class AsyncDeepSeekHarness:
         return self._harness.log_path_of(session_id)
 
     async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
-                   output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+                   output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+                   max_cost_usd: Optional[float] = None) -> TurnResult:
         spec = output_spec(output_schema, output_type)
         await self._prepare(session_id)
         collector = TurnCollector(session_id, on_notification, spec)
         response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
-                                     output_schema=spec.schema if spec else None)
-        return collector.result(response)
+                                     output_schema=spec.schema if spec else None, max_cost_usd=max_cost_usd)
+        result = collector.result(response)
+        self._harness._costs.add(session_id, result.cost_usd)
+        return result
 
     async def _prepare(self, session_id: str) -> None:
         """Before a turn: the bridge is up, and an abandoned stream of this session has been
@@ -224,11 +242,22 @@ class AsyncSession:
         return self.session_id
 
     async def run(self, input: PromptInput, on_notification: Optional[NotificationCallback] = None, *,
-                  output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None) -> TurnResult:
+                  output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+                  max_cost_usd: Optional[float] = None) -> TurnResult:
         """Runs one turn of this session. Cancelling the awaiting task cancels the turn, waits
         until it has settled, then raises ``CancelledError``; the session stays usable.
-        ``output_schema`` / ``output_type``: structured output, as for :meth:`DeepSeekHarness.run`."""
-        return await self.harness._run(self.session_id, input, on_notification, output_schema, output_type)
+        ``output_schema`` / ``output_type`` / ``max_cost_usd``: as for :meth:`DeepSeekHarness.run`."""
+        return await self.harness._run(self.session_id, input, on_notification, output_schema, output_type, max_cost_usd)
+
+    async def steer(self, input: PromptInput) -> bool:
+        """Adds ``input`` to this session's running turn (from another task while :meth:`run`
+        awaits): see :meth:`DeepSeekHarness.steer`."""
+        return await self.harness.steer(self.session_id, input)
+
+    @property
+    def cost_usd(self) -> Optional[float]:
+        """What this session's turns run by this harness cost (None: none was priced)."""
+        return self.harness.session_cost_usd(self.session_id)
 
     def stream(self, input: PromptInput) -> "AsyncTurnStream":
         """Runs one turn of this session as an :class:`AsyncTurnStream`."""
@@ -261,6 +290,16 @@ class AsyncSession:
         """Deletes the session's log; False when there was none; SessionBusyError while a turn runs."""
         await self.harness.start()
         return await _sessions.adelete_session(self.harness.client, self.session_id)
+
+    async def rewind(self, turn: int, files: bool = True, conversation: bool = True, force: bool = False) -> "RewindResult":
+        """:meth:`Session.rewind <deepseek_harness.Session.rewind>`, awaiting."""
+        await self.harness.start()
+        return await _checkpoints.arewind_session(self.harness.client, self.session_id, turn, files, conversation, force)
+
+    async def checkpoints(self) -> "List[CheckpointInfo]":
+        """:meth:`Session.checkpoints <deepseek_harness.Session.checkpoints>`, awaiting."""
+        await self.harness.start()
+        return await _checkpoints.alist_checkpoints(self.harness.client, self.session_id)
 
     async def compact(self) -> bool:
         """:meth:`Session.compact <deepseek_harness.Session.compact>`, awaiting."""

@@ -14,22 +14,26 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
+if TYPE_CHECKING:
+    from .checkpoints import RewindResult
 from ._internal.session_requests import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError, ProviderUnavailableError
 from .client_tool_models import SessionPermissionParams, SessionToolResultParams
 from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse, TextBlock
 from .client_tools import ClientTool
+from .hooks import Hooks, SessionHookParams
 from .mcp_servers import McpServerConfig
 from .options import HarnessOptions, initialize_settings, resolve_options
 from .sessions import SessionInfo, SessionReadResponse
+from . import turn_control as _turn_control
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
 __all__ = ["HarnessClient", "NotificationSubscription", "NotificationCallback", "NotificationFilter"]
@@ -130,9 +134,11 @@ class HarnessClient(Connection):
         mcp_servers: Optional[Mapping[str, McpServerConfig]] = None,
         context_window: Optional[int] = None,
         compact_at: Optional[float] = None,
+        prices: Optional[Any] = None,
         client_tools: Optional[Sequence[Union[ClientTool, Mapping[str, Any]]]] = None,
         approvals: Optional[str] = None,
         client_tool_timeout_seconds: Optional[float] = None,
+        hooks: Optional[Union[Hooks, Sequence[str]]] = None,
         timeout: Optional[float] = None,
     ) -> InitializeResponse:
         """Sends ``initialize``; checks the protocol version (raises :class:`ProtocolError`
@@ -143,7 +149,9 @@ class HarnessClient(Connection):
         ``{name, description, parameters, readOnly?}`` dicts) and ``approvals`` are offered, but
         this client runs nothing itself: answer each ``tool/request`` with
         :meth:`session_tool_result` and each ``permission/request`` with
-        :meth:`session_permission` (``DeepSeekHarness`` does that for you)."""
+        :meth:`session_permission` (``DeepSeekHarness`` does that for you); likewise ``hooks``
+        (hook point names, or a :class:`Hooks` for its points): answer each ``hook/request``
+        with :meth:`session_hook`."""
         params: Dict[str, Any] = {
             "cwd": os.path.abspath(os.fspath(cwd)),
             "provider": provider,
@@ -182,6 +190,7 @@ class HarnessClient(Connection):
         on_notification: Optional[NotificationCallback] = None,
         *,
         timeout: Optional[float] = None,
+        max_cost_usd: Optional[float] = None,
     ) -> SessionPromptResponse:
         """Runs one turn and returns its settled ``{status, reason}``.
 
@@ -191,9 +200,10 @@ class HarnessClient(Connection):
         written before the response have been delivered when this returns. If it raises, the
         turn is cancelled on the bridge and the exception is re-raised here once the turn has
         settled. On timeout (``timeout``, else ``request_timeout_seconds``) the turn is
-        cancelled and :class:`RequestTimeoutError` is raised.
+        cancelled and :class:`RequestTimeoutError` is raised. ``max_cost_usd``: the turn's budget
+        in US dollars (``session/prompt.maxCostUsd``; a ``budget`` end once reached).
         """
-        return run_prompt(self, session_id, content_blocks, on_notification, timeout)
+        return run_prompt(self, session_id, content_blocks, on_notification, timeout, max_cost_usd=max_cost_usd)
 
     def session_tool_result(self, session_id: str, call_id: str, text: str, *, is_error: bool = False,
                             timeout: Optional[float] = None) -> None:
@@ -212,6 +222,27 @@ class HarnessClient(Connection):
         params = SessionPermissionParams(session_id=session_id, request_id=request_id, decision=decision,
                                          message=message, arguments=dict(arguments) if arguments is not None else None)
         self._request("session/permission", params.to_wire(), timeout=timeout)
+
+    def session_steer(self, session_id: str, content_blocks: PromptInput, *, timeout: Optional[float] = None) -> bool:
+        """``session/steer``: adds a user message to the session's running turn (it joins the
+        history before the turn's next model request, after the results of the tools already
+        running). True once recorded; False when no turn is in flight or it ended first.
+        Safe to call from another thread while :meth:`session_prompt` waits."""
+        return _turn_control.steer(self, session_id, content_blocks, timeout)
+
+    def session_hook(self, session_id: str, hook_id: str, *, block: Optional[str] = None, context: Optional[str] = None,
+                     content: Optional[str] = None, is_error: Optional[bool] = None, continue_with: Optional[str] = None,
+                     timeout: Optional[float] = None) -> None:
+        """``session/hook``: answers the ``hook/request`` ``hook_id`` (no field: change nothing).
+        ``block``/``context`` for prompt-submit, ``content`` (one text block)/``is_error``/
+        ``context`` for post-tool, ``continue_with`` for stop. Raises
+        :class:`InvalidParamsError`: ``kind == "unknown-hook"`` for a hook nobody waits for, and
+        for a field that hook does not take (the hook still waits)."""
+        params = SessionHookParams.model_validate({
+            "sessionId": session_id, "hookId": hook_id, "block": block, "context": context,
+            "content": [TextBlock(text=content)] if content is not None else None,
+            "isError": is_error, "continue": continue_with})
+        self._request("session/hook", params.to_wire(), timeout=timeout)
 
     def session_cancel(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled
@@ -243,6 +274,15 @@ class HarnessClient(Connection):
         """``session/compact``: summarizes the session's older history now; True when a
         ``context/compacted`` was recorded. Raises SessionBusyError while a turn runs."""
         return compact_session(self, session_id, timeout)
+
+    def session_rewind(self, session_id: str, turn: int, *, files: bool = True, conversation: bool = True,
+                       force: bool = False, timeout: Optional[float] = None) -> "RewindResult":
+        """``session/rewind``: undoes turns ``turn`` and later (files and/or history); a file
+        changed by someone else since is a conflict unless ``force``. Raises SessionBusyError
+        while a turn runs, InvalidParamsError for an unknown turn or session."""
+        from .checkpoints import rewind_session
+
+        return rewind_session(self, session_id, turn, files, conversation, force, timeout)
 
     def shutdown(self, *, timeout: Optional[float] = None) -> None:
         """Sends ``shutdown`` only (the process then exits); :meth:`close` does this and more."""

@@ -3,7 +3,8 @@
 One model per session event type of the protocol (``user/message``, ``turn/start``,
 ``step/start``, ``assistant/chunk``, ``assistant/message``, ``tool/result``, ``turn/end``; the
 client tools' and approvals' ``tool/request``, ``permission/request``,
-``permission/decision``; structured output's ``output/reminder``; ``context/compacted``) and
+``permission/decision``; structured output's ``output/reminder``; ``context/compacted``; the
+hooks' ``hook/request`` and ``hook/decision``) and
 per subagent notification (``subagent.started``, ``subagent.finished``). A session event's
 ``data`` fields sit on the event itself, next to ``session_id``, ``type``, ``seq`` and ``time``
 (``ev.text``, not ``ev.data["chunk"]["text"]``). ``assistant/chunk`` has one subclass per chunk
@@ -32,6 +33,8 @@ __all__ = [
     "TurnEvent",
     "BaseSessionEvent",
     "UserMessageEvent",
+    "UserSteer",
+    "UserSteerEvent",
     "TurnStartEvent",
     "StepStartEvent",
     "TextDelta",
@@ -49,6 +52,11 @@ __all__ = [
     "TurnEndEvent",
     "OutputReminderEvent",
     "ContextCompactedEvent",
+    "CheckpointEvent",
+    "CheckpointSkippedEvent",
+    "SessionRewoundEvent",
+    "HookRequestEvent",
+    "HookDecisionEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
     "UnknownEvent",
@@ -94,6 +102,23 @@ class UserMessageEvent(BaseSessionEvent):
     @property
     def text(self) -> str:
         return _texts(self.content, TextBlock)
+
+
+class UserSteer(BaseSessionEvent):
+    """``user/steer``: a user message added to the running turn by ``session.steer(...)``,
+    as recorded (after the results of the step before it, before the next model request)."""
+
+    type: Literal["user/steer"] = "user/steer"
+    id: str
+    content: List[ResultBlock] = Field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return _texts(self.content, TextBlock)
+
+
+#: The same class, named like the other events.
+UserSteerEvent = UserSteer
 
 
 class TurnStartEvent(BaseSessionEvent):
@@ -280,6 +305,77 @@ class ContextCompactedEvent(BaseSessionEvent):
     trigger: str
 
 
+class CheckpointEvent(BaseSessionEvent):
+    """``checkpoint``: what turn ``turn`` recorded so that :meth:`Session.rewind
+    <deepseek_harness.Session.rewind>` can undo it (docs/checkpoints.md): ``files`` workspace
+    files it changed; ``kind`` ``"git"`` (a snapshot of the work tree: bash's changes covered)
+    or ``"files"`` (the file tools' writes only; ``uncovered`` names the other writing tools
+    that ran, whose changes a rewind cannot undo)."""
+
+    type: Literal["checkpoint"] = "checkpoint"
+    turn: int
+    files: int
+    kind: str
+    uncovered: Optional[List[str]] = None
+
+
+class CheckpointSkippedEvent(BaseSessionEvent):
+    """``checkpoint/skipped``: the previous content of ``paths`` was not kept (``reason``
+    ``"size-cap"``: the session's checkpoint cap was reached; ``"unreadable"``), so a rewind
+    cannot put them back."""
+
+    type: Literal["checkpoint/skipped"] = "checkpoint/skipped"
+    turn: int
+    paths: List[str]
+    reason: str
+
+
+class SessionRewoundEvent(BaseSessionEvent):
+    """``session/rewound``: the history was cut back to before ``turn`` (the log keeps the rest)."""
+
+    type: Literal["session/rewound"] = "session/rewound"
+    turn: int
+
+
+class HookRequestEvent(BaseSessionEvent):
+    """``hook/request``: the turn waits at the hook point ``hook`` (``"prompt-submit"``,
+    ``"post-tool"`` or ``"stop"``) for its answer; the ``Hooks`` callback of that point receives
+    this event. Its fields by hook: prompt-submit ``content`` (the prompt); post-tool
+    ``call_id``, ``name``, ``arguments``, ``content`` and ``is_error`` (the tool's result, before
+    it is recorded); stop ``text`` (the model's answer). The others are None."""
+
+    type: Literal["hook/request"] = "hook/request"
+    hook_id: str
+    hook: str
+    content: Optional[List[ResultBlock]] = None
+    call_id: Optional[str] = None
+    name: Optional[str] = None
+    arguments: Optional[Dict[str, Any]] = None
+    is_error: Optional[bool] = None
+    text: Optional[str] = None
+
+    @property
+    def content_text(self) -> str:
+        """The text of ``content``: the prompt (prompt-submit) or the tool's output (post-tool)."""
+        return _texts(self.content or [], TextBlock)
+
+
+class HookDecisionEvent(BaseSessionEvent):
+    """``hook/decision``: how the hook request ``hook_id`` was answered: the answer's fields as
+    given, or ``skipped`` (why no answer came: the deadline, a closed input, a bridge that
+    stopped). A cancelled turn records none."""
+
+    type: Literal["hook/decision"] = "hook/decision"
+    hook_id: str
+    hook: str
+    skipped: Optional[str] = None
+    block: Optional[str] = None
+    context: Optional[str] = None
+    content: Optional[List[ResultBlock]] = None
+    is_error: Optional[bool] = None
+    continue_: Optional[str] = Field(default=None, alias="continue")
+
+
 class SubagentStartedEvent(TurnEvent):
     """``subagent.started``: a ``task`` tool call created the child session ``child_session_id``
     (its events follow, with that ``session_id``)."""
@@ -348,6 +444,12 @@ _SESSION_EVENTS: Dict[str, Type[BaseSessionEvent]] = {
     "turn/end": TurnEndEvent,
     "output/reminder": OutputReminderEvent,
     "context/compacted": ContextCompactedEvent,
+    "user/steer": UserSteer,
+    "checkpoint": CheckpointEvent,
+    "checkpoint/skipped": CheckpointSkippedEvent,
+    "session/rewound": SessionRewoundEvent,
+    "hook/request": HookRequestEvent,
+    "hook/decision": HookDecisionEvent,
 }
 _CHUNKS: Dict[str, Type[AssistantChunkEvent]] = {
     "text-delta": TextDeltaEvent,

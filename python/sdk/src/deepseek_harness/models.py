@@ -123,7 +123,9 @@ class TurnEndReason(WireModel):
 
     Known kinds: ``completed``, ``aborted``, ``max-tokens``, ``max-steps`` (``limit``),
     ``model-error`` (``message``, ``http_status``, ``code``), ``internal-error``
-    (``message``). Unknown kinds are kept as they are (extra fields allowed) and map to
+    (``message``), ``blocked`` (``message``: a prompt-submit hook's reason), ``budget``
+    (``limit_usd``, ``cost_usd``: the prompt's ``max_cost_usd`` was reached). Unknown kinds are
+    kept as they are (extra fields allowed) and map to
     status ``error``.
     """
 
@@ -132,6 +134,8 @@ class TurnEndReason(WireModel):
     limit: Optional[int] = None
     http_status: Optional[int] = None
     code: Optional[str] = None
+    limit_usd: Optional[float] = None
+    cost_usd: Optional[float] = None
 
     @property
     def status(self) -> TurnStatus:
@@ -145,6 +149,7 @@ class TurnEndReason(WireModel):
         details = [f"HTTP {self.http_status}"] if self.http_status is not None else []
         details += [f"code {self.code}"] if self.code else []
         details += [f"limit {self.limit}"] if self.limit is not None else []
+        details += [f"spent ${self.cost_usd:.6f} of ${self.limit_usd:.6f}"] if self.limit_usd is not None and self.cost_usd is not None else []
         text = self.kind + (f" ({', '.join(details)})" if details else "")
         return f"{text}: {self.message}" if self.message else text
 
@@ -158,6 +163,9 @@ class Usage(WireModel):
     cache_hit_tokens: Optional[int] = None
     #: Input tokens not served from the prompt cache (DeepSeek's ``prompt_cache_miss_tokens``).
     cache_miss_tokens: Optional[int] = None
+    #: What the request(s) cost in US dollars, when the model's prices are known (the bridge's
+    #: table of DeepSeek's models, or ``prices=``); None otherwise, never a guess.
+    cost_usd: Optional[float] = None
 
     def __add__(self, other: "Usage") -> "Usage":
         if not isinstance(other, Usage):
@@ -174,6 +182,7 @@ class Usage(WireModel):
             reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
             cache_hit_tokens=opt(self.cache_hit_tokens, other.cache_hit_tokens),
             cache_miss_tokens=opt(self.cache_miss_tokens, other.cache_miss_tokens),
+            cost_usd=None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0.0) + (other.cost_usd or 0.0),
         )
 
 

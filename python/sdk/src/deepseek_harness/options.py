@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .client_tools import ClientTool
+from .hooks import Hooks
 from .mcp_servers import McpServerConfig, mcp_servers_wire
 
 __all__ = ["HarnessOptions", "INITIALIZE_FIELDS", "initialize_settings", "resolve_options"]
@@ -63,8 +64,12 @@ class HarnessOptions:
             :class:`~deepseek_harness.Deny` (with the ``message`` the model reads). One that
             raises or returns anything else denies the call, saying so. It runs where client
             tools run (see python/sdk/README.md "Client tools").
-        client_tool_timeout_seconds: how long the bridge waits for a client tool's result or an
-            approval (past it: an error result, or a deny, and the turn goes on); default 600.
+        client_tool_timeout_seconds: how long the bridge waits for a client tool's result, an
+            approval or a hook's answer (past it: an error result, a deny, or the hook skipped,
+            and the turn goes on); default 600.
+        hooks: :class:`~deepseek_harness.Hooks`: functions asked at a turn's hook points
+            (``prompt_submit``, ``post_tool``, ``stop``; see python/sdk/README.md "Hooks").
+            They run where client tools run. Default: none.
         instructions: text appended to the built-in system prompt.
         mcp_servers: MCP servers whose tools the model is offered (``mcp__<server>__<tool>``),
             by name, in the wire's shape (:class:`~deepseek_harness.McpStdioServer`,
@@ -94,6 +99,10 @@ class HarnessOptions:
             1M for DeepSeek's models).
         compact_at: compact a session before a request would pass this fraction of the
             window (default 0.8); see docs/long-sessions.md.
+        prices: the model's prices (a :class:`~deepseek_harness.Prices`, or a dict with the
+            wire's names): they replace the bridge's built-in table of DeepSeek's models, and
+            give ``TurnResult.cost_usd`` and ``max_cost_usd=`` a meaning for any model
+            (docs/turn-control.md).
 
     The bridge process (its command line and environment):
 
@@ -142,6 +151,7 @@ class HarnessOptions:
     approvals: Optional[str] = None
     can_use_tool: Optional[Callable[..., Any]] = None
     client_tool_timeout_seconds: Optional[float] = None
+    hooks: Optional[Hooks] = None
 
     thinking: Optional[str] = None
     reasoning_effort: Optional[str] = None
@@ -151,6 +161,7 @@ class HarnessOptions:
     model_request_timeout_seconds: Optional[float] = None
     context_window: Optional[int] = None
     compact_at: Optional[float] = None
+    prices: Optional[Any] = None
 
     bridge_bin: Optional[PathLike] = None
     session_root: Optional[PathLike] = None
@@ -190,6 +201,13 @@ def _tool_choice_wire(choice: Union[str, Mapping[str, str]]) -> Union[str, Dict[
     return dict(choice)
 
 
+def _prices_wire(value: Any) -> Any:
+    # Imported here: turn_control builds on the connection, which builds on this module.
+    from .turn_control import prices_wire
+
+    return prices_wire(value)
+
+
 def _milliseconds(seconds: float) -> int:
     return round(seconds * 1000)
 
@@ -215,9 +233,12 @@ INITIALIZE_FIELDS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("mcp_servers", "mcpServers", mcp_servers_wire),
     ("context_window", "contextWindow", lambda v: v),
     ("compact_at", "compactAt", lambda v: v),
+    ("prices", "prices", _prices_wire),
     ("client_tools", "clientTools", lambda v: [t.to_wire() if isinstance(t, ClientTool) else dict(t) for t in v]),
     ("approvals", "approvals", lambda v: v),
     ("client_tool_timeout_seconds", "clientToolTimeoutMs", _milliseconds),
+    # A harness's Hooks send the points that have a function; HarnessClient.initialize takes names too.
+    ("hooks", "hooks", lambda v: v.wire_names() if isinstance(v, Hooks) else list(v)),
 )
 
 

@@ -46,6 +46,13 @@ class TurnResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def cost_usd(self) -> Optional[float]:
+        """What the turn cost in US dollars (``turn/end.usage.costUsd``, the sum of its model
+        requests'); None when the model's prices are unknown (never a guess). With the built-in
+        DeepSeek table it is the peak-hour price, an upper bound (docs/turn-control.md)."""
+        return self.usage.cost_usd if self.usage is not None else None
+
 
 def final_response_of(events: Sequence[SessionEvent]) -> str:
     """The text blocks of the last ``assistant/message`` among ``events``, joined."""

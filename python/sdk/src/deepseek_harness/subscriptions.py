@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection, Iterator, List, Optional, Set, Union
 
-from ._internal.router import Router, Subscriber
+from ._internal.router import Router
+from ._internal.subscriber import Subscriber
 from .models import Notification
 
 __all__ = ["NotificationSubscription", "NotificationFilter", "make_predicate"]

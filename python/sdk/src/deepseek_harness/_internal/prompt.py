@@ -24,6 +24,7 @@ from .connection import Connection, arequest, await_quietly, forget, outcome, se
 from .decode import NotificationCallback, deliver
 from .inbox import INF, AnyInbox, AsyncInbox
 from .request_params import SessionCancelParams, SessionPromptParams, TextBlockParams
+from .tracing import current_traceparent
 
 __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]
 
@@ -70,11 +71,19 @@ class PromptCall:
         timeout: Optional[float] = None,
         inbox: Optional[AnyInbox] = None,
         output_schema: Optional[Dict[str, Any]] = None,
+        max_cost_usd: Optional[float] = None,
     ) -> None:
         wire_blocks = content_blocks(blocks)
         params: SessionPromptParams = {"sessionId": session_id, "contentBlocks": wire_blocks}
         if output_schema is not None:
             params["outputSchema"] = output_schema
+        if max_cost_usd is not None:
+            # The bridge checks it (-32602 for a negative, zero or non-number budget).
+            params["maxCostUsd"] = max_cost_usd
+        # The caller's span (opentelemetry-api installed, a span current here): the turn nests under it.
+        traceparent = current_traceparent()
+        if traceparent is not None:
+            params["traceparent"] = traceparent
         if timeout is None:
             timeout = client.request_timeout_seconds
         self.client = client
@@ -199,12 +208,12 @@ class PromptCall:
 
 def run_prompt(conn: Connection, session_id: str, blocks: PromptInput, on_notification: Optional[NotificationCallback],
                timeout: Optional[float] = None, keep_chunk: Optional[NotificationCallback] = None,
-               output_schema: Optional[Dict[str, Any]] = None) -> SessionPromptResponse:
+               output_schema: Optional[Dict[str, Any]] = None, max_cost_usd: Optional[float] = None) -> SessionPromptResponse:
     """Runs one turn, blocking, handing every notification to ``on_notification`` on this
     thread (``assistant/chunk`` ones to ``keep_chunk`` undecoded, if given: see
     :func:`~.decode.deliver`). If the callback raises, the turn is cancelled and has settled
     before the exception propagates."""
-    call = PromptCall(conn, session_id, blocks, timeout, output_schema=output_schema)
+    call = PromptCall(conn, session_id, blocks, timeout, output_schema=output_schema, max_cost_usd=max_cost_usd)
     batch = call.next_batch()
     while batch is not None:
         if on_notification is not None:
@@ -222,11 +231,11 @@ def run_prompt(conn: Connection, session_id: str, blocks: PromptInput, on_notifi
 async def arun_prompt(conn: Connection, session_id: str, blocks: PromptInput,
                       on_notification: Optional[NotificationCallback], timeout: Optional[float] = None,
                       keep_chunk: Optional[NotificationCallback] = None,
-                      output_schema: Optional[Dict[str, Any]] = None) -> SessionPromptResponse:
+                      output_schema: Optional[Dict[str, Any]] = None, max_cost_usd: Optional[float] = None) -> SessionPromptResponse:
     """:func:`run_prompt` for the asyncio front: awaits instead of blocking, and calls
     ``on_notification`` on the event loop. Cancelling the awaiting task cancels the turn,
     waits until it has settled, then lets ``CancelledError`` propagate."""
-    call = PromptCall(conn, session_id, blocks, timeout, AsyncInbox(asyncio.get_running_loop()), output_schema)
+    call = PromptCall(conn, session_id, blocks, timeout, AsyncInbox(asyncio.get_running_loop()), output_schema, max_cost_usd)
     batch = await call.anext_batch()
     while batch is not None:
         if on_notification is not None:

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Literal, TypedDict
 
 __all__ = [
     "TextBlockParams", "SessionIdParams", "SessionPromptParams", "SessionCancelParams", "SessionCompactParams",
-    "SessionDeleteParams", "SessionListParams", "SessionReadParams", "SessionForkParams",
+    "SessionDeleteParams", "SessionListParams", "SessionReadParams", "SessionForkParams", "SessionSteerParams",
 ]
 
 
@@ -41,6 +41,16 @@ class _PromptRequired(TypedDict):
 
 class SessionPromptParams(_PromptRequired, total=False):
     outputSchema: Dict[str, Any]
+    maxCostUsd: float
+    #: W3C Trace Context of the caller's current span (``deepseek_harness._internal.tracing``).
+    traceparent: str
+
+
+class SessionSteerParams(TypedDict):
+    """``session/steer`` (turn_control.py)."""
+
+    sessionId: str
+    contentBlocks: List[TextBlockParams]
 
 
 class SessionReadParams(SessionIdParams, total=False):

@@ -1,4 +1,4 @@
-"""The reader: line framing of the bridge's stdout, and the routing of every frame.
+"""The reader: the routing of every frame of the bridge's stdout (framing.py cuts the lines).
 
 Runs on one daemon thread per client. A response goes to the inbox of its request; a
 notification goes to the inbox of the prompt in flight for its session (a subagent's
@@ -12,30 +12,28 @@ stream order, and everything read before a response is handed out before it.
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
 import threading
-import time
-from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from ..errors import TransportClosedError
 from ..models import Notification
 from .decode import DECODE_ERRORS, FAST_LEN, FAST_PREFIX, drop, notification_params, why
+from .framing import read_frames
 from .inbox import Closed, Pending, Response
+from .subscriber import Subscriber, learn_child
 
-__all__ = ["READ_SIZE", "Router", "Subscriber"]
+__all__ = ["Router", "Subscriber"]
 
 log = logging.getLogger("deepseek_harness")
 
-READ_SIZE = 1 << 16
-
-#: Events the client must answer (client tools, approvals). With an interceptor set, the reader
-#: decodes a fast-path line that may be one (:func:`may_ask`) and hands it over.
-ANSWER_TYPES = frozenset({"tool/request", "permission/request"})
+#: Events the client must answer (client tools, approvals, hooks). With an interceptor set, the
+#: reader decodes a fast-path line that may be one (:func:`may_ask`) and hands it over.
+ANSWER_TYPES = frozenset({"tool/request", "permission/request", "hook/request"})
 # What follows the session id of a fast-path line: the bridge writes the event's type first.
 _EVENT_TYPE = b'","event":{"type":"'
-_ASKING = (b'tool/request"', b'permission/request"')
+_ASKING = (b'tool/request"', b'permission/request"', b'hook/request"')
 
 
 def may_ask(line: bytes, end: int) -> bool:
@@ -46,89 +44,11 @@ def may_ask(line: bytes, end: int) -> bool:
     if not line.startswith(_EVENT_TYPE, end):
         return True
     start = end + len(_EVENT_TYPE)
-    return line.startswith(_ASKING[0], start) or line.startswith(_ASKING[1], start)
+    return line.startswith(_ASKING[0], start) or line.startswith(_ASKING[1], start) or line.startswith(_ASKING[2], start)
 
 #: Called on the reader thread with an event to answer and the prompt it is routed to (or None).
 #: It must not block: it hands the work to a pool or an event loop.
 Interceptor = Callable[[Notification, Optional[Pending]], None]
-
-
-class Subscriber:
-    """The receiving end of a subscription: filled by the reader thread, read by any thread."""
-
-    def __init__(self, predicate: Optional[Callable[[Notification], bool]], session_id: Optional[str] = None) -> None:
-        self.predicate = predicate
-        #: For session subscriptions: the session and every child learnt from subagent.started.
-        self.session_ids: Optional[Set[str]] = {session_id} if session_id is not None else None
-        self.items: Deque[Notification] = collections.deque()
-        self.cond = threading.Condition(threading.Lock())
-        self.closed = False
-
-    def offer(self, n: Notification) -> None:
-        """Called on the reader thread for every decoded notification."""
-        ids = self.session_ids
-        if ids is not None:
-            if not _belongs(n, ids):
-                return
-        elif self.predicate is not None:
-            try:
-                if not self.predicate(n):
-                    return
-            except Exception:  # a broken filter must not break the reader
-                log.exception("notification filter raised; treating it as no match")
-                return
-        with self.cond:
-            if self.closed:
-                return
-            self.items.append(n)
-            self.cond.notify()
-
-    def end(self) -> None:
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-
-    def get(self, timeout: Optional[float] = None) -> Optional[Notification]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self.cond:
-            while not self.items:
-                if self.closed:
-                    return None
-                if deadline is None:
-                    self.cond.wait()
-                else:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return None
-                    self.cond.wait(remaining)
-            return self.items.popleft()
-
-    def drain(self) -> List[Notification]:
-        with self.cond:
-            out = list(self.items)
-            self.items.clear()
-            return out
-
-
-def _belongs(n: Notification, ids: Set[str]) -> bool:
-    p = n.payload
-    sid = p.get("sessionId")
-    if sid is not None:
-        return type(sid) is str and sid in ids
-    # Ids that are not strings (unhashable lists, dicts) belong to nobody.
-    parent, child = p.get("parentSessionId"), p.get("childSessionId")
-    return (type(parent) is str and parent in ids) or (type(child) is str and child in ids)
-
-
-def _learn_child(subs: Iterable[Subscriber], params: Dict[str, Any]) -> None:
-    parent = params.get("parentSessionId")
-    child = params.get("childSessionId")
-    if not isinstance(child, str) or not isinstance(parent, str):
-        return
-    for s in subs:
-        ids = s.session_ids
-        if ids is not None and parent in ids:
-            ids.add(child)
 
 
 class Router:
@@ -213,37 +133,11 @@ class Router:
 
     def read_loop(self, stdout: Any, failed: Callable[[str], TransportClosedError],
                   ended: Callable[[], TransportClosedError]) -> None:
-        """Reads stdout in blocks, splits lines itself (no length limit: a long line is
-        collected in pieces and joined once), and hands each block's notifications to their
-        inboxes as one batch: one wake-up of the consumer per block, not per notification.
-        At EOF every waiter fails with ``ended()``; if the reader itself fails, with
+        """Reads stdout until EOF (:func:`read_frames`), routing each block's frames as one
+        batch. At EOF every waiter fails with ``ended()``; if the reader itself fails, with
         ``failed(reason)``, and the exception propagates."""
-        read = stdout.read
-        parts: List[bytes] = []  # pieces of an unterminated line
         try:
-            while True:
-                try:
-                    data = read(READ_SIZE)
-                except (OSError, ValueError) as exc:  # ValueError: close() closed the pipe
-                    log.debug("reading harness-bridge stdout failed: %s", exc)
-                    break
-                if not data:
-                    break
-                nl = data.rfind(b"\n")
-                if nl < 0:
-                    parts.append(data)
-                    continue
-                if parts:
-                    parts.append(data[: nl + 1])
-                    block = b"".join(parts)
-                    parts = []
-                else:
-                    block = data[: nl + 1] if nl + 1 < len(data) else data
-                if nl + 1 < len(data):
-                    parts.append(data[nl + 1 :])
-                self.dispatch(block.split(b"\n"))
-            if parts:
-                self.dispatch([b"".join(parts)])
+            read_frames(stdout.read, self.dispatch)
         except BaseException as exc:
             # Invariant: no waiter outlives the reader. Whatever killed it (a bug, a frame no
             # guard foresaw), every pending call and every later one fails at once, naming it.
@@ -317,7 +211,7 @@ class Router:
                     self._intercept(intercept, n, owner)
                 if subs:
                     if n.method == "subagent.started":
-                        _learn_child(subs, params)
+                        learn_child(subs, params)
                     for sub in subs:
                         sub.offer(n)
                 continue

@@ -7,7 +7,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import AsyncIterator, Iterator, List, Mapping, Optional, Sequence, Union
 
 from ..events import TurnEvent
 from ..sessions import (

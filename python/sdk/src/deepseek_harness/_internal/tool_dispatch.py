@@ -1,5 +1,5 @@
-"""Answering the bridge's ``tool/request`` and ``permission/request`` events (client tools and
-approvals; docs/PROTOCOL.md "Client tools and approvals").
+"""Answering the bridge's ``tool/request``, ``permission/request`` and ``hook/request`` events
+(client tools, approvals and hooks; docs/PROTOCOL.md "Client tools and approvals", "Hooks").
 
 The reader thread sees such an event (:meth:`ToolDispatcher.handle`, through the router's
 interceptor) and only hands it on, so it never blocks and never writes to the bridge (a write
@@ -32,8 +32,10 @@ from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple
 from ..client_tools import ClientTool
 from ..errors import HarnessError
 from ..events import PermissionRequestEvent
+from ..hooks import Hooks
 from ..models import Notification
 from .connection import Connection, answer_requests, arequest, request
+from .hook_dispatch import hook_job
 from .inbox import AsyncInbox, Pending
 from .tool_answers import Answer, Unanswerable, answered, ask, call_tool, permission_answer, tool_answer
 from .worker_pool import DaemonPool
@@ -51,6 +53,8 @@ POOL_WORKERS = 32
 #: The most sync approval callbacks running at once: a pool of their own, so that decisions never
 #: wait behind tools (a tool that runs a prompt on the same harness holds its worker meanwhile).
 APPROVAL_WORKERS = 8
+#: The most sync hook functions running at once: their own pool too, for the same reason.
+HOOK_WORKERS = 8
 
 #: Threads for the jobs of prompts run from inside sync tools (see `handle`): a bound only
 #: against runaway recursion, far above any nesting a program means.
@@ -65,8 +69,10 @@ class ToolDispatcher:
     """Runs the client tools and the approval callback of one harness. Thread-safe."""
 
     def __init__(self, conn: Connection, tools: Sequence[ClientTool],
-                 can_use_tool: Optional[Callable[[PermissionRequestEvent], Any]]) -> None:
+                 can_use_tool: Optional[Callable[[PermissionRequestEvent], Any]],
+                 hooks: Optional[Hooks] = None) -> None:
         self.conn = conn
+        self.hooks = hooks
         self.tools: Dict[str, ClientTool] = {t.name: t for t in tools}
         self.can_use_tool = can_use_tool
         self._lock = threading.Lock()
@@ -86,7 +92,7 @@ class ToolDispatcher:
     # -- on the reader thread -------------------------------------------------------------
 
     def handle(self, n: Notification, owner: Optional[Pending]) -> None:
-        """Hands one ``tool/request`` / ``permission/request`` to where it runs."""
+        """Hands one ``tool/request`` / ``permission/request`` / ``hook/request`` to where it runs."""
         params = n.payload
         sid = params.get("sessionId")
         event = params.get("event")
@@ -96,7 +102,15 @@ class ToolDispatcher:
             return
         fn: Callable[[], Any]
         finish: Callable[[Any, Optional[BaseException]], Answer]
-        if event.get("type") == "tool/request":
+        kind = {"tool/request": "tools", "hook/request": "hooks"}.get(event.get("type"), "approvals")  # type: ignore[arg-type]
+        if kind == "hooks":
+            if self.hooks is None:
+                return  # hooks asked for without functions: the caller answers (HarnessClient)
+            job = hook_job(self.hooks, sid, n, data)
+            if job is None:
+                return
+            fn, finish, is_async = job
+        elif kind == "tools":
             call_id, name, arguments = data.get("callId"), data.get("name"), data.get("arguments", {})
             if not isinstance(call_id, str):
                 log.warning("ignoring a tool/request without a callId: %r", data)
@@ -126,7 +140,7 @@ class ToolDispatcher:
         # A prompt run from inside a sync tool waits on its worker: its own jobs get a thread of
         # their own, or nesting deeper than the pool would wait for workers that never come free.
         nested = owner is not None and owner.origin_thread.startswith(POOL_THREAD_PREFIX)
-        self._submit("nested" if nested else "tools" if event.get("type") == "tool/request" else "approvals", ticket, fn, finish)
+        self._submit("nested" if nested else kind, ticket, fn, finish)
 
     def settled(self, session_ids: Set[str]) -> None:
         """A prompt of these sessions was answered: its async jobs have nobody left to answer."""
@@ -152,7 +166,7 @@ class ToolDispatcher:
             pool = self._pools.get(kind)
             if pool is None:
                 # Nested jobs: as many threads as nesting levels waiting (each holds its parent's worker).
-                size = {"tools": POOL_WORKERS, "approvals": APPROVAL_WORKERS}.get(kind, NESTED_WORKERS)
+                size = {"tools": POOL_WORKERS, "approvals": APPROVAL_WORKERS, "hooks": HOOK_WORKERS}.get(kind, NESTED_WORKERS)
                 pool = self._pools[kind] = DaemonPool(size, f"{POOL_THREAD_PREFIX}-{kind}")
             pool.submit(functools.partial(self._run_in_thread, ticket, fn, finish))
 

@@ -1,0 +1,169 @@
+/**
+ * The state of one workspace path as checkpoints see it, and how it is read: never through a
+ * symbolic link, never blocking on a FIFO, and never from outside the workspace.
+ *
+ * Invariant: `readState(root, rel)` describes the entry named `rel` under the real workspace
+ * root itself. A file is read only through a descriptor whose real path (read from the kernel,
+ * `/proc/self/fd/N`) is exactly `root/rel`: a folder on the way swapped for a symbolic link
+ * (to `~/.ssh`, say) makes the path `other`, and nothing of what it points to is kept — or
+ * later written back into the workspace by a rewind.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+/** A path's state: absent, a regular file (content hash, permission bits), a symbolic link, or anything else (a folder, a FIFO, a path under a link). */
+export type PathState = null | { t: "file"; hash: string; mode: number; size: number } | { t: "link"; target: string } | { t: "other" };
+
+/** Files larger than this are not checkpointed (their path is `checkpoint/skipped`). */
+export const MAX_CHECKPOINT_FILE_BYTES = 64 * 1024 * 1024;
+
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = fs.constants;
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Whether two states are the same (content and mode for files). */
+export function sameState(a: PathState, b: PathState): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.t === "file" && b.t === "file") return a.hash === b.hash && a.mode === b.mode;
+  if (a.t === "link" && b.t === "link") return a.target === b.target;
+  return a.t === b.t;
+}
+
+/** Whether two states hold the same content (modes aside): what "the session last wrote it" compares. */
+export function sameContent(a: PathState, b: PathState): boolean {
+  if (a?.t === "file" && b?.t === "file") return a.hash === b.hash;
+  return sameState(a, b);
+}
+
+/**
+ * A workspace-relative path as checkpoints key it: normalized, relative, inside. `undefined`
+ * for anything else (absolute, `..`, empty, NUL): such a path is never read or written.
+ */
+export function safeRelative(rel: string): string | undefined {
+  if (typeof rel !== "string" || rel.length === 0 || rel.length > 4096 || rel.includes("\0")) return undefined;
+  if (path.isAbsolute(rel)) return undefined;
+  // Already normal (what git lists): no empty, "." or ".." segment, no trailing slash.
+  if (!NOT_NORMAL.test(rel)) return rel;
+  const norm = path.normalize(rel);
+  if (norm === "." || norm === ".." || norm.startsWith(`..${path.sep}`) || norm.endsWith(path.sep)) return undefined;
+  return norm;
+}
+
+const NOT_NORMAL = /(^|\/)\.{0,2}(\/|$)/;
+
+/** The stat fields that tell a file changed (the snapshot's cache key; times in ms with their sub-ms fraction). */
+export interface StatKey {
+  ino: number;
+  size: number;
+  mtime: number;
+  ctime: number;
+  mode: number;
+}
+
+export function statKey(st: fs.Stats): StatKey {
+  return { ino: st.ino, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, mode: st.mode };
+}
+
+export function sameStat(a: StatKey | undefined, b: StatKey): boolean {
+  return a !== undefined && a.ino === b.ino && a.size === b.size && a.mtime === b.mtime && a.ctime === b.ctime && a.mode === b.mode;
+}
+
+/** What `readState` found, with the file's bytes when it was read. */
+export interface ReadPath {
+  state: PathState;
+  bytes?: Buffer;
+  stat?: StatKey;
+  /** A regular file over `MAX_CHECKPOINT_FILE_BYTES`, or one that could not be read: its state is `other`. */
+  unreadable?: boolean;
+}
+
+/**
+ * The real paths of folders, resolved once per pass over many paths (a snapshot): a folder
+ * swapped meanwhile is still caught where it matters, on the descriptor of a file read.
+ */
+export type FolderCache = Map<string, string | undefined>;
+
+/**
+ * Reads the state of `rel` under the real root `root`. `known` is a cached stat and hash: when
+ * the file's stat still matches it, the file is not read again (`bytes` is then absent).
+ */
+export function readState(root: string, rel: string, known?: { stat: StatKey; hash: string }, folders?: FolderCache): ReadPath {
+  const absolute = path.join(root, rel);
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(absolute, { throwIfNoEntry: false });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // A path through something that is not a folder (or a loop of links) holds no file.
+    if (code === "ENOTDIR" || code === "ELOOP") return { state: { t: "other" } };
+    return { state: { t: "other" }, unreadable: true };
+  }
+  if (st === undefined) return { state: null };
+  // The folder it is in must be the folder of that name in the workspace, reached without a link.
+  const dir = path.dirname(absolute);
+  let realDir = folders?.get(dir);
+  if (realDir === undefined || !folders?.has(dir)) {
+    try {
+      realDir = fs.realpathSync.native(dir);
+    } catch {
+      realDir = undefined;
+    }
+    folders?.set(dir, realDir);
+  }
+  if (realDir !== dir) return { state: { t: "other" } };
+  if (st.isSymbolicLink()) {
+    try {
+      return { state: { t: "link", target: fs.readlinkSync(absolute) } };
+    } catch {
+      return { state: { t: "other" } };
+    }
+  }
+  if (!st.isFile()) return { state: { t: "other" } };
+  const mode = st.mode & 0o7777;
+  const key = statKey(st);
+  if (known && sameStat(known.stat, key)) return { state: { t: "file", hash: known.hash, mode, size: st.size }, stat: key };
+  if (st.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: true };
+  let fd: number;
+  try {
+    fd = fs.openSync(absolute, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { state: null };
+    return { state: { t: "other" }, unreadable: code !== "ELOOP" };
+  }
+  try {
+    const held = fs.fstatSync(fd);
+    if (!held.isFile() || held.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: held.isFile() };
+    // Verified on the descriptor: the very file at root/rel, not one a swapped folder led to.
+    if (process.platform === "linux" && fs.readlinkSync(`/proc/self/fd/${fd}`) !== absolute) return { state: { t: "other" } };
+    const bytes = readWhole(fd, held.size);
+    const heldKey = statKey(held);
+    return { state: { t: "file", hash: sha256(bytes), mode: held.mode & 0o7777, size: bytes.length }, bytes, stat: heldKey };
+  } catch {
+    return { state: { t: "other" }, unreadable: true };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function readWhole(fd: number, size: number): Buffer {
+  let buf = Buffer.allocUnsafe(Math.max(size, 0) + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buf.length) {
+      if (buf.length > MAX_CHECKPOINT_FILE_BYTES) throw new Error("file grew past the checkpoint limit");
+      const bigger = Buffer.allocUnsafe(buf.length * 2);
+      buf.copy(bigger, 0, 0, length);
+      buf = bigger;
+    }
+    const n = fs.readSync(fd, buf, length, buf.length - length, length);
+    if (n === 0) break;
+    length += n;
+  }
+  return buf.subarray(0, length);
+}

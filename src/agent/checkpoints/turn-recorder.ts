@@ -1,0 +1,142 @@
+/**
+ * What one turn records so that a rewind can undo it. Before the turn's first tool that may
+ * change the workspace runs: in a git work tree, a snapshot (every listed file's state, its
+ * content kept in the store). Before each `write_file` / `edit_file`: the previous state of the
+ * file it names, journaled before the tool writes (a bridge killed mid-turn still knows it).
+ * At the turn's end: the state of every path that changed ("what the session last wrote"),
+ * one journal record, and the `checkpoint` event (`checkpoint/skipped` first when contents
+ * were not kept).
+ *
+ * Kind `git` covers whatever the turn's tools did to listed files (bash included); kind `files`
+ * covers the file tools only, and names the other writing tools that ran as `uncovered`.
+ *
+ * @module
+ */
+import type { JsonObject, PermissionMode } from "../../protocol/index.js";
+import type { Session } from "../session.js";
+import { sameState, type PathState } from "./path-state.js";
+import type { SessionCheckpoints } from "./session-checkpoints.js";
+import type { ChangedPath } from "./store.js";
+
+/** The tools whose `path` argument names the one file they write. */
+const FILE_TOOLS: ReadonlySet<string> = new Set(["write_file", "edit_file"]);
+
+export class TurnRecorder {
+  private changing = false;
+  /** The snapshot before the first change (git kind): path → state. */
+  private snapshot: Map<string, PathState> | undefined;
+  /** Previous states kept before file tools wrote (path → state). */
+  private readonly captured = new Map<string, PathState>();
+  private readonly skipped = new Map<string, "size-cap" | "unreadable">();
+  private readonly uncovered = new Set<string>();
+
+  constructor(
+    private readonly checkpoints: SessionCheckpoints,
+    private readonly turn: number,
+    /** The session's permission mode: in `full` the file tools may write outside the workspace. */
+    private readonly mode: PermissionMode = "workspace-write",
+  ) {}
+
+  /**
+   * Called before a tool call runs; `readOnly` tools change nothing and record nothing. Never
+   * throws: a checkpoint that cannot be taken (a full disk) does not stop the tool, and the
+   * tool is named as not covered.
+   */
+  async beforeTool(name: string, readOnly: boolean, args: JsonObject): Promise<void> {
+    if (readOnly) return;
+    try {
+      await this.record(name, args);
+    } catch {
+      this.uncovered.add(name);
+    }
+  }
+
+  private async record(name: string, args: JsonObject): Promise<void> {
+    const cp = this.checkpoints;
+    if (!this.changing) {
+      this.changing = true;
+      if (await cp.isGit()) this.snapshot = await this.takeSnapshot();
+    }
+    if (FILE_TOOLS.has(name) && typeof args.path === "string") {
+      const rel = cp.keyOf(args.path);
+      // Outside the workspace or hidden: a confined tool refuses it; in `full` mode it writes
+      // where no rewind may, and the turn says so.
+      if (rel === undefined) {
+        if (this.mode === "full") this.uncovered.add(name);
+        return;
+      }
+      if (this.captured.has(rel) || this.snapshot?.has(rel)) return;
+      const kept = cp.keep(rel);
+      this.captured.set(rel, kept.state);
+      if (kept.skipped) {
+        this.skipped.set(rel, kept.skipped);
+        cp.store.append([{ type: "skip", turn: this.turn, path: rel }]);
+      } else cp.store.append([{ type: "capture", turn: this.turn, path: rel, before: kept.state }]);
+    } else if (!this.snapshot) {
+      this.uncovered.add(name);
+    }
+  }
+
+  private async takeSnapshot(): Promise<Map<string, PathState> | undefined> {
+    const cp = this.checkpoints;
+    const listed = await cp.listed();
+    if (!listed) return undefined;
+    const snapshot = new Map<string, PathState>();
+    const folders = new Map<string, string | undefined>();
+    for (const rel of listed) {
+      const kept = cp.keep(rel, folders);
+      snapshot.set(rel, kept.state);
+      if (kept.skipped) this.skipped.set(rel, kept.skipped);
+    }
+    return snapshot;
+  }
+
+  /**
+   * The turn is over: records what changed and emits `checkpoint` (nothing when no tool could
+   * change the workspace). A journal that cannot be written leaves the turn without a record
+   * (and without the event): a rewind then finds nothing of it to undo.
+   */
+  async finish(session: Session): Promise<void> {
+    if (!this.changing) return;
+    let event: { turn: number; files: number; kind: "files" | "git"; uncovered?: string[] };
+    let skippedEvents: Array<{ turn: number; paths: string[]; reason: "size-cap" | "unreadable" }>;
+    try {
+      ({ event, skippedEvents } = await this.close());
+    } catch {
+      return;
+    }
+    for (const data of skippedEvents) await session.emit("checkpoint/skipped", data);
+    await session.emit("checkpoint", event);
+  }
+
+  private async close() {
+    const cp = this.checkpoints;
+    const entries: ChangedPath[] = [];
+    const seen = new Set<string>();
+    const folders = new Map<string, string | undefined>();
+    const add = (rel: string, before: PathState) => {
+      if (seen.has(rel)) return;
+      seen.add(rel);
+      const after = cp.look(rel, folders);
+      if (!sameState(before, after)) entries.push({ path: rel, before, after });
+    };
+    if (this.snapshot) {
+      const now = (await cp.listed()) ?? [];
+      const paths = new Set([...this.snapshot.keys(), ...now]);
+      for (const rel of paths) add(rel, this.snapshot.get(rel) ?? null);
+    }
+    for (const [rel, before] of this.captured) if (!this.snapshot?.has(rel)) add(rel, before);
+    entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const kind: "files" | "git" = this.snapshot ? "git" : "files";
+    // A skipped path that did not change needs no content: only changed ones are reported.
+    const changed = new Set(entries.map((e) => e.path));
+    const skipped = [...this.skipped].filter(([rel]) => changed.has(rel));
+    const uncovered = [...this.uncovered];
+    cp.store.append([{ type: "turn", turn: this.turn, kind, entries, uncovered, skipped: skipped.map(([rel]) => rel) }], true);
+    const skippedEvents = (["size-cap", "unreadable"] as const)
+      .map((reason) => ({ turn: this.turn, paths: skipped.filter(([, why]) => why === reason).map(([rel]) => rel), reason }))
+      .filter((e) => e.paths.length > 0);
+    const event = { turn: this.turn, files: entries.length, kind, ...(uncovered.length > 0 ? { uncovered } : {}) };
+    return { event, skippedEvents };
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * A model request's cost in US dollars (`usage.costUsd`), and a turn's budget
+ * (`session/prompt.maxCostUsd`).
+ *
+ * Invariants:
+ * - A cost is computed only from prices someone stated (prices.ts or `initialize.prices`) and
+ *   the token counts the provider reported: no prices, no `costUsd` (never an estimate).
+ * - Cache-hit input is priced at the cache-hit rate, the rest of the input (the reported
+ *   cache misses, else input less hits) at the input rate, output (reasoning included, as
+ *   DeepSeek counts it) at the output rate.
+ * - Figures are rounded to 1e-12 dollars, so sums do not show float noise (0.30000000000000004)
+ *   and every reader of the log sees the same numbers.
+ *
+ * @module
+ */
+import type { BudgetReason, Prices, Usage } from "../protocol/index.js";
+
+const PER_TOKEN = 1 / 1_000_000;
+
+/** Rounds a dollar figure to 1e-12 (see the module's invariants). */
+export function roundUsd(usd: number): number {
+  return Math.round(usd * 1e12) / 1e12;
+}
+
+/** `usage` with its `costUsd` when `prices` are known; the same object otherwise. */
+export function withCost(usage: Usage | undefined, prices: Prices | undefined): Usage | undefined {
+  if (!usage || !prices) return usage;
+  const hits = usage.cacheHitTokens ?? 0;
+  const misses = usage.cacheMissTokens ?? Math.max(0, usage.inputTokens - hits);
+  const cost = hits * (prices.cacheHitPerMTok ?? prices.inputPerMTok) + misses * prices.inputPerMTok + usage.outputTokens * prices.outputPerMTok;
+  return { ...usage, costUsd: roundUsd(cost * PER_TOKEN) };
+}
+
+/**
+ * Why the turn must make no further model request: its cost (the usage summed so far) reached
+ * `limitUsd`. `undefined`: under budget, or no budget.
+ */
+export function budgetSpent(usage: Usage | undefined, limitUsd: number | undefined): BudgetReason | undefined {
+  if (limitUsd === undefined) return undefined;
+  const costUsd = usage?.costUsd ?? 0;
+  return costUsd >= limitUsd ? { kind: "budget", limitUsd, costUsd } : undefined;
+}

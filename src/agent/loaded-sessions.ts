@@ -1,0 +1,108 @@
+/**
+ * The sessions a runtime holds in memory, each with its log open, and the bound on the idle
+ * ones: past `IDLE_SESSIONS_KEPT` the least recently used idle session is closed and dropped,
+ * and reloaded from its log by its next prompt. This bounds the bridge's open files and memory
+ * by the sessions in flight plus that many, however many sessions a client uses. Without a
+ * session log nothing could be reloaded, so nothing is dropped.
+ */
+import type { Logger } from "../log.js";
+import type { Redactor } from "../redact.js";
+import { Session } from "./session.js";
+import type { RuntimeSink } from "./runtime-options.js";
+import type { MemorySessionStore, SessionStore } from "./store/index.js";
+
+/** Idle sessions kept loaded (their logs open) when sessions are logged. */
+export const IDLE_SESSIONS_KEPT = 64;
+
+export interface LoadedSessionsOptions {
+  store: SessionStore | MemorySessionStore;
+  /** Whether sessions can be reloaded from a log (a durable store): only then are idle ones dropped. */
+  durable: boolean;
+  provider: string;
+  model: string;
+  sink: RuntimeSink;
+  logger: Logger;
+  redactor?: Redactor;
+}
+
+export class LoadedSessions {
+  private readonly sessions = new Map<string, Session>();
+  /** Loaded sessions with no turn running, least recently used first. */
+  private readonly idle = new Set<string>();
+
+  constructor(private readonly options: LoadedSessionsOptions) {}
+
+  has(sessionId: string): boolean {
+    return this.sessions.has(sessionId);
+  }
+
+  /**
+   * The session, loaded (or created) and locked for a turn. A session held here that another
+   * process wrote or deleted meanwhile is stale: it is dropped and loaded again from its log.
+   * Throws the store's errors (`SessionLockedError`: another process holds it; it stays idle).
+   */
+  take(sessionId: string, parentSessionId?: string): Session {
+    const known = this.sessions.get(sessionId);
+    if (known) {
+      if (known.lock()) {
+        this.idle.delete(sessionId);
+        return known;
+      }
+      this.sessions.delete(sessionId);
+      this.idle.delete(sessionId);
+      known.close();
+    }
+    const { store, provider, model, sink, redactor } = this.options;
+    const log = store.open(sessionId, { provider, model, ...(parentSessionId ? { parentSessionId } : {}) });
+    const session = new Session(sessionId, log, (id, event) => sink.sessionEvent(id, event), parentSessionId ?? log.header.parentSessionId, redactor);
+    this.sessions.set(sessionId, session);
+    return session;
+  }
+
+  /**
+   * A session's turn is over: it is unlocked (another process may write it now) and joins the
+   * idle ones; the least recently used beyond the bound are closed, unless `isBusy` says one
+   * runs again.
+   */
+  release(session: Session, isBusy: (sessionId: string) => boolean): void {
+    session.unlock();
+    if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)
+    this.idle.delete(session.id);
+    this.idle.add(session.id);
+    if (!this.options.durable) return;
+    for (const id of this.idle) {
+      if (this.idle.size <= IDLE_SESSIONS_KEPT) break;
+      this.idle.delete(id);
+      const victim = this.sessions.get(id);
+      if (!victim || isBusy(id)) continue;
+      this.sessions.delete(id);
+      this.closeOne(victim, "could not close the log of idle session");
+    }
+  }
+
+  /** Closes and forgets one session (`session/delete`); false when it was not loaded. */
+  unload(sessionId: string): boolean {
+    const loaded = this.sessions.get(sessionId);
+    if (!loaded) return false;
+    this.sessions.delete(sessionId);
+    this.idle.delete(sessionId);
+    loaded.close();
+    return true;
+  }
+
+  /** fsyncs and closes every session log. */
+  closeAll(): void {
+    for (const session of this.sessions.values()) this.closeOne(session, "could not sync the log of session");
+    this.sessions.clear();
+    this.idle.clear();
+  }
+
+  private closeOne(session: Session, what: string): void {
+    try {
+      session.sync();
+      session.close();
+    } catch (error) {
+      this.options.logger.warn(`${what} ${session.id}: ${(error as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The standard OpenTelemetry variables, read once when tracing is loaded: where to send spans,
+ * with which headers and resource, how long to wait, and whether message content is captured.
+ * Only what the bridge supports is honoured: OTLP over HTTP, encoded as JSON (see
+ * docs/tracing.md for why JSON); a `grpc` protocol is refused with a warning rather than
+ * sending what the receiver cannot read.
+ *
+ * @module
+ */
+
+export interface TracingConfig {
+  /** The full URL spans are POSTed to (…/v1/traces). */
+  url: string;
+  /** OTEL_EXPORTER_OTLP_HEADERS (and _TRACES_HEADERS, which wins per key). Never put in a span. */
+  headers: Record<string, string>;
+  /** The resource: service.name and OTEL_RESOURCE_ATTRIBUTES. */
+  resource: Record<string, string>;
+  /** One export request's timeout (OTEL_EXPORTER_OTLP_TIMEOUT, default 10 s). */
+  timeoutMs: number;
+  /** How long spans wait to be batched (OTEL_BSP_SCHEDULE_DELAY, default 5 s); a turn's end exports sooner. */
+  scheduleDelayMs: number;
+  /** Spans kept while the collector is slow or away (OTEL_BSP_MAX_QUEUE_SIZE, default 2048); past it new spans are dropped. */
+  maxQueue: number;
+  /** Spans per request (OTEL_BSP_MAX_EXPORT_BATCH_SIZE, default 512). */
+  maxBatch: number;
+  /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: messages, tool arguments and results go into spans. */
+  captureContent: boolean;
+  /**
+   * The most characters of one content attribute (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, else
+   * OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default 16384, where the spec's default is no limit): a tool
+   * result can be megabytes, and the export queue holds up to maxQueue spans.
+   */
+  contentLimit: number;
+}
+
+const DEFAULT_ENDPOINT = "http://localhost:4318";
+
+/** Whether a variable says true (the spec's boolean: "true", any case). */
+const isTrue = (value: string | undefined) => value?.trim().toLowerCase() === "true";
+
+/**
+ * The tracing configuration, or a reason it is off. `wanted` (server/tracing-loader.ts) has
+ * already said some variable asks for traces; this decides the rest.
+ */
+export function readConfig(env: NodeJS.ProcessEnv, version: string): TracingConfig | { off: string } {
+  if (isTrue(env.OTEL_SDK_DISABLED)) return { off: "OTEL_SDK_DISABLED is true" };
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? "otlp").split(",").map((s) => s.trim().toLowerCase());
+  if (exporters.includes("none")) return { off: "OTEL_TRACES_EXPORTER is none" };
+  if (!exporters.includes("otlp")) return { off: `OTEL_TRACES_EXPORTER=${env.OTEL_TRACES_EXPORTER}: only otlp is supported` };
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/json").trim();
+  if (protocol === "grpc") return { off: "the OTLP protocol grpc is not supported: the bridge sends OTLP/HTTP (JSON); point it at the collector's HTTP port (4318)" };
+  const url = tracesUrl(env);
+  if (!url) return { off: "the OTLP endpoint is not an http(s) URL" };
+  const resource: Record<string, string> = { ...parsePairs(env.OTEL_RESOURCE_ATTRIBUTES) };
+  resource["service.name"] = env.OTEL_SERVICE_NAME?.trim() || resource["service.name"] || "harness-bridge";
+  resource["service.version"] ??= version;
+  resource["telemetry.sdk.name"] = "harness-bridge";
+  resource["telemetry.sdk.language"] = "nodejs";
+  return {
+    url,
+    headers: { ...parsePairs(env.OTEL_EXPORTER_OTLP_HEADERS), ...parsePairs(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
+    resource,
+    timeoutMs: positive(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ?? env.OTEL_EXPORTER_OTLP_TIMEOUT, 10_000),
+    scheduleDelayMs: positive(env.OTEL_BSP_SCHEDULE_DELAY, 5_000),
+    maxQueue: positive(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
+    maxBatch: positive(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512),
+    captureContent: isTrue(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
+    contentLimit: positive(env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT ?? env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, 16_384),
+  };
+}
+
+/** The signal-specific endpoint is used as given; the general one gets `/v1/traces` appended (the OTLP exporter spec). */
+function tracesUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const raw = specific || `${(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || DEFAULT_ENDPOINT).replace(/\/+$/, "")}/v1/traces`;
+  try {
+    const url = new URL(raw);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `k1=v1,k2=v2`, each part percent-decoded (W3C Baggage style, as the spec says); malformed pairs are skipped. */
+export function parsePairs(raw: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (raw ?? "").split(",")) {
+    const eq = part.indexOf("=");
+    if (eq <= 0) continue;
+    try {
+      const key = decodeURIComponent(part.slice(0, eq).trim());
+      if (key) out[key] = decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      // A bad percent-escape: that pair is skipped, the rest still apply.
+    }
+  }
+  return out;
+}
+
+function positive(raw: string | undefined, fallback: number): number {
+  const n = Number(raw);
+  return raw !== undefined && Number.isFinite(n) && n > 0 ? n : fallback;
+}

@@ -1,0 +1,145 @@
+/**
+ * Sends finished spans to the collector, off the turn's path: `add` only pushes onto a bounded
+ * queue and arms a timer; the POST happens later, one request at a time, each with a timeout.
+ * So a collector that is down, slow or hostile costs a turn nothing: spans past the queue's
+ * bound are dropped (counted, warned once), a failed request is dropped rather than retried
+ * (the next batch tries again), and the timer is unref'd so it never keeps the process alive.
+ * `shutdown` sends what is queued and resolves within its bound whatever the collector does.
+ *
+ * @module
+ */
+import * as http from "node:http";
+import * as https from "node:https";
+import type { Logger } from "../log.js";
+import type { TracingConfig } from "./config.js";
+import { encodeTraces } from "./otlp-json.js";
+import type { SpanData } from "./span.js";
+
+/** The most a shutdown waits for the collector, whatever OTEL_EXPORTER_OTLP_TIMEOUT says: exiting must stay prompt. */
+export const SHUTDOWN_BOUND_MS = 2_000;
+/** The most of a collector's answer that is read (for the warning); the rest is discarded. */
+const MAX_ANSWER_BYTES = 4096;
+
+export class SpanExporter {
+  private queue: SpanData[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** The request in flight; at most one at a time. */
+  private sending: Promise<void> | undefined;
+  /** How many spans the request in flight carries. */
+  private sendingCount = 0;
+  private dropped = 0;
+  private warned = false;
+  private stopped = false;
+
+  constructor(
+    private readonly config: TracingConfig,
+    private readonly version: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Queues a finished span; never blocks, never throws. */
+  add(span: SpanData): void {
+    if (this.stopped) return;
+    if (this.queue.length >= this.config.maxQueue) {
+      this.dropped++;
+      this.warnOnce(`the trace export queue is full (${this.config.maxQueue} spans): dropping spans until the collector catches up`);
+      return;
+    }
+    this.queue.push(span);
+    this.schedule(this.queue.length >= this.config.maxBatch ? 0 : this.config.scheduleDelayMs);
+  }
+
+  /** A turn ended: export soon (not now: the turn's own work finishes first). */
+  flushSoon(): void {
+    if (this.queue.length > 0) this.schedule(0);
+  }
+
+  /** Sends what is queued, waiting at most SHUTDOWN_BOUND_MS (or the export timeout, if shorter). */
+  async shutdown(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    const bound = Math.min(SHUTDOWN_BOUND_MS, this.config.timeoutMs);
+    const deadline = Date.now() + bound;
+    const drain = (async () => {
+      while ((this.sending || this.queue.length > 0) && Date.now() < deadline) {
+        await (this.sending ?? this.sendBatch(deadline - Date.now()));
+      }
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([drain, new Promise<void>((resolve) => (timer = setTimeout(resolve, bound)))]);
+    clearTimeout(timer);
+    const lost = this.queue.length + (this.sending ? this.sendingCount : 0);
+    if (lost > 0) this.logger.warn(`tracing: ${lost} spans may not have been exported: the collector did not answer within ${bound} ms`);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer && delayMs > 0) return; // an earlier timer already covers it
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.pump();
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.sending) return; // the one in flight re-arms when it ends
+    while (this.queue.length > 0 && !this.stopped) await this.sendBatch(this.config.timeoutMs);
+  }
+
+  private sendBatch(timeoutMs: number): Promise<void> {
+    const batch = this.queue.splice(0, this.config.maxBatch);
+    if (batch.length === 0) return Promise.resolve();
+    this.sendingCount = batch.length;
+    this.sending = this.post(encodeTraces(this.config.resource, this.version, batch), Math.max(1, timeoutMs))
+      .catch((error: Error) => this.warnOnce(`could not export ${batch.length} spans to ${this.config.url}: ${error.message}`))
+      .finally(() => {
+        this.sending = undefined;
+      });
+    return this.sending;
+  }
+
+  private post(body: string, timeoutMs: number): Promise<void> {
+    const url = new URL(this.config.url);
+    const send = url.protocol === "https:" ? https.request : http.request;
+    return new Promise<void>((resolve, reject) => {
+      const request = send(
+        url,
+        {
+          method: "POST",
+          headers: { ...this.config.headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+          timeout: timeoutMs,
+          agent: false,
+        },
+        (response) => {
+          let answer = "";
+          response.setEncoding("utf8");
+          response.on("data", (chunk: string) => {
+            if (answer.length < MAX_ANSWER_BYTES) answer += chunk.slice(0, MAX_ANSWER_BYTES - answer.length);
+          });
+          response.on("error", reject);
+          response.on("end", () => {
+            const status = response.statusCode ?? 0;
+            if (status >= 200 && status < 300) resolve();
+            else reject(new Error(`HTTP ${status}${answer ? `: ${answer.replace(/\s+/g, " ").slice(0, 200)}` : ""}`));
+          });
+        },
+      );
+      // The whole exchange is bounded, not only each idle gap: a collector that trickles bytes is cut off too.
+      const deadline = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      deadline.unref();
+      request.on("timeout", () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      request.on("error", reject);
+      request.on("close", () => clearTimeout(deadline));
+      request.end(body);
+    });
+  }
+
+  private warnOnce(message: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    this.logger.warn(`tracing: ${message} (further export failures are not logged)`);
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * The agent's spans, named and attributed after the OpenTelemetry GenAI semantic conventions:
+ *
+ *   invoke_agent harness-bridge          one per turn (INTERNAL); a subagent's turn nests under
+ *   ├─ chat {model}                      the execute_tool span of the `task` call that ran it
+ *   └─ execute_tool {tool}               one per model request (CLIENT) and per tool call
+ *
+ * Invariants: no attribute ever holds a key or a header (the config's headers go to the
+ * exporter only); message content — the user's text, the model's text, tool arguments and
+ * results, error texts — is recorded only with `captureContent`, and then through the bridge's
+ * redactor like every session event. Which span is "current" for nesting is carried by an
+ * AsyncLocalStorage set around each tool call, so the runtime need not thread it through the
+ * `task` tool.
+ *
+ * @module
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { ChatResult, ChatSpan, Tracer, TurnInfo, TurnTrace } from "../agent/turn-trace.js";
+import type { AssistantContentBlock, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { ModelProvider, ModelRequest, ModelStreamPart } from "../providers/types.js";
+import type { Redactor } from "../redact.js";
+import type { ToolOutput } from "../tools/types.js";
+import { addUsage } from "../agent/usage.js";
+import type { SpanExporter } from "./exporter.js";
+import { newSpanId, newTraceId, nowNs, parseTraceparent, SpanKind, StatusCode, type AttributeValue, type SpanContext, type SpanData } from "./span.js";
+
+export const AGENT_NAME = "harness-bridge";
+const MCP_PREFIX = "mcp__";
+
+/** A span being recorded: ended once, then handed to the exporter. */
+class OpenSpan {
+  readonly context: SpanContext;
+  readonly attributes: Record<string, AttributeValue>;
+  private readonly parentSpanId: string | undefined;
+  private readonly startNs = nowNs();
+  private status: SpanData["status"];
+  private ended = false;
+
+  constructor(
+    private readonly exporter: SpanExporter,
+    private readonly name: string,
+    private readonly kind: number,
+    parent: SpanContext | undefined,
+    attributes: Record<string, AttributeValue>,
+  ) {
+    this.context = { traceId: parent?.traceId ?? newTraceId(), spanId: newSpanId(), flags: parent?.flags ?? 1 };
+    this.parentSpanId = parent?.spanId;
+    this.attributes = attributes;
+  }
+
+  fail(errorType: string, message?: string): void {
+    this.attributes["error.type"] = errorType;
+    this.status = { code: StatusCode.ERROR, ...(message ? { message } : {}) };
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const { context, parentSpanId, name, kind, startNs, attributes, status } = this;
+    this.exporter.add({ context, ...(parentSpanId ? { parentSpanId } : {}), name, kind, startNs, endNs: nowNs(), attributes, ...(status ? { status } : {}) });
+  }
+}
+
+export class GenAiTracer implements Tracer {
+  /** The span tool calls run under, for a subagent's turn to nest in. */
+  private readonly current = new AsyncLocalStorage<SpanContext>();
+
+  constructor(
+    private readonly exporter: SpanExporter,
+    private readonly options: { captureContent: boolean; contentLimit: number; redactor?: Redactor },
+  ) {}
+
+  turn(info: TurnInfo): TurnTrace {
+    const parent = (info.traceparent ? parseTraceparent(info.traceparent) : undefined) ?? this.current.getStore();
+    const attributes: Record<string, AttributeValue> = {
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.provider.name": info.provider,
+      "gen_ai.system": info.provider,
+      "gen_ai.agent.name": AGENT_NAME,
+      "gen_ai.conversation.id": info.sessionId,
+      "gen_ai.request.model": info.model,
+      "harness.turn": info.turn,
+      ...(info.parentSessionId ? { "harness.parent_session.id": info.parentSessionId } : {}),
+    };
+    if (this.options.captureContent) attributes["gen_ai.input.messages"] = this.json([{ role: "user", parts: textParts(info.input) }]);
+    const span = new OpenSpan(this.exporter, `invoke_agent ${AGENT_NAME}`, SpanKind.INTERNAL, parent, attributes);
+    return new TurnSpans(this, span, info);
+  }
+
+  shutdown(): Promise<void> {
+    return this.exporter.shutdown();
+  }
+
+  /** @internal for TurnSpans */
+  open(name: string, kind: number, parent: SpanContext, attributes: Record<string, AttributeValue>): OpenSpan {
+    return new OpenSpan(this.exporter, name, kind, parent, attributes);
+  }
+
+  /** @internal runs `fn` with `context` as the span nested turns start under. */
+  within<T>(context: SpanContext, fn: () => Promise<T>): Promise<T> {
+    return this.current.run(context, fn);
+  }
+
+  get captureContent(): boolean {
+    return this.options.captureContent;
+  }
+
+  /** Content as a span attribute: JSON, through the redactor, cut at the limit (content is recorded only when captured). */
+  json(value: unknown): string {
+    const raw = JSON.stringify(value);
+    const text = this.options.redactor?.active ? this.options.redactor.text(raw) : raw;
+    return text.length > this.options.contentLimit ? text.slice(0, this.options.contentLimit) : text;
+  }
+
+  turnEnded(): void {
+    this.exporter.flushSoon();
+  }
+}
+
+class TurnSpans implements TurnTrace {
+  private usage: Usage | undefined;
+
+  constructor(
+    private readonly tracer: GenAiTracer,
+    private readonly span: OpenSpan,
+    private readonly info: TurnInfo,
+  ) {}
+
+  chat(step: number): ChatSpan {
+    return this.chatSpan({ "harness.step": step });
+  }
+
+  summarizing(provider: ModelProvider): ModelProvider {
+    const chatSpan = () => this.chatSpan({ "harness.compaction": true });
+    return {
+      name: provider.name,
+      async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+        const span = chatSpan();
+        let usage: Usage | undefined;
+        let finish: string | undefined;
+        let failed = false;
+        try {
+          for await (const part of provider.stream(request, signal)) {
+            if (part.type === "usage") usage = part.usage;
+            else if (part.type === "finish") finish = part.finishReason;
+            yield part;
+          }
+        } catch (error) {
+          failed = true;
+          throw error;
+        } finally {
+          // Also when compaction stops reading early (an abort): the span ends either way.
+          const reason = signal.aborted ? "aborted" : failed || finish === undefined ? "error" : finish;
+          const failure: TurnEndReason | undefined = signal.aborted ? { kind: "aborted" } : reason === "error" ? { kind: "model-error", message: "the summarizing request failed" } : undefined;
+          span.end({ finishReason: reason, usage, failure });
+        }
+      },
+    };
+  }
+
+  private chatSpan(extra: Record<string, AttributeValue>): ChatSpan {
+    const { model, provider, sessionId } = this.info;
+    const span = this.tracer.open(`chat ${model}`, SpanKind.CLIENT, this.span.context, {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": provider,
+      "gen_ai.system": provider,
+      "gen_ai.request.model": model,
+      "gen_ai.conversation.id": sessionId,
+      ...extra,
+    });
+    return {
+      end: (result: ChatResult) => {
+        const a = span.attributes;
+        a["gen_ai.response.finish_reasons"] = [finishReason(result.finishReason)];
+        if (result.usage) {
+          this.usage = addUsage(this.usage, result.usage);
+          Object.assign(a, usageAttributes(result.usage));
+        }
+        if (result.failure && result.failure.kind !== "completed") {
+          span.fail(errorType(result.failure), this.tracer.captureContent && "message" in result.failure ? result.failure.message : undefined);
+        }
+        if (this.tracer.captureContent && result.content) a["gen_ai.output.messages"] = this.tracer.json([{ role: "assistant", parts: contentParts(result.content()), finish_reason: finishReason(result.finishReason) }]);
+        span.end();
+      },
+    };
+  }
+
+  async tool<T extends { output: ToolOutput }>(call: ToolCallBlock, run: () => Promise<T>): Promise<T> {
+    const span = this.tracer.open(`execute_tool ${call.name}`, SpanKind.INTERNAL, this.span.context, {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": call.name,
+      "gen_ai.tool.call.id": call.id,
+      "gen_ai.tool.type": call.name.startsWith(MCP_PREFIX) ? "extension" : "function",
+      "gen_ai.conversation.id": this.info.sessionId,
+    });
+    if (this.tracer.captureContent) span.attributes["gen_ai.tool.call.arguments"] = this.tracer.json(call.rawArguments ?? call.arguments);
+    try {
+      const result = await this.tracer.within(span.context, run);
+      if (result.output.isError) span.fail("tool_error");
+      if (this.tracer.captureContent) span.attributes["gen_ai.tool.call.result"] = this.tracer.json(result.output.content);
+      return result;
+    } catch (error) {
+      span.fail(error instanceof Error ? error.name : "Error");
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  end(reason: TurnEndReason): void {
+    const a = this.span.attributes;
+    a["harness.turn.end"] = reason.kind;
+    if (this.usage) Object.assign(a, usageAttributes(this.usage));
+    if (reason.kind !== "completed") this.span.fail(errorType(reason), this.tracer.captureContent && "message" in reason ? reason.message : undefined);
+    this.span.end();
+    this.tracer.turnEnded();
+  }
+}
+
+/** Finish reasons as the conventions spell them (OpenAI's words): `tool-calls` → `tool_calls`. */
+function finishReason(reason: string): string {
+  return reason.replace(/-/g, "_");
+}
+
+/** A low-cardinality `error.type`: the end reason's kind, and its code when the model gave one. */
+function errorType(reason: TurnEndReason): string {
+  return "code" in reason && typeof reason.code === "string" ? `${reason.kind}:${reason.code}` : reason.kind;
+}
+
+function usageAttributes(usage: Usage & { costUsd?: number }): Record<string, AttributeValue> {
+  return {
+    "gen_ai.usage.input_tokens": usage.inputTokens,
+    "gen_ai.usage.output_tokens": usage.outputTokens,
+    ...(usage.cacheHitTokens !== undefined ? { "gen_ai.usage.cache_read.input_tokens": usage.cacheHitTokens } : {}),
+    ...(usage.reasoningTokens !== undefined ? { "gen_ai.usage.reasoning.output_tokens": usage.reasoningTokens } : {}),
+    // Not in the conventions (yet): the price of the request, when usage carries it (`costUsd`).
+    ...(typeof usage.costUsd === "number" ? { "harness.usage.cost_usd": usage.costUsd } : {}),
+  };
+}
+
+function textParts(blocks: TextBlock[]) {
+  return blocks.map((b) => ({ type: "text", content: b.text }));
+}
+
+function contentParts(blocks: AssistantContentBlock[]) {
+  return blocks.map((b) => {
+    if (b.type === "text") return { type: "text", content: b.text };
+    if (b.type === "tool-call") return { type: "tool_call", id: b.id, name: b.name, arguments: b.rawArguments ?? b.arguments };
+    return { type: b.type };
+  });
+}

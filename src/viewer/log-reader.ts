@@ -1,0 +1,274 @@
+/**
+ * What the session viewer reads of the logs: the workspace's sessions (as `session/list` lists
+ * them) and a session's lines, page by page from a byte offset.
+ *
+ * Invariants, and why:
+ * - Read-only. A viewer is pointed at logs another process is writing; it never writes a log or
+ *   a meta file (the catalog's listing rewrites a stale meta, this one does not), and never
+ *   takes a session's lock (lock.ts): reads need none, because only whole lines are read.
+ * - A log is untrusted model output, and may be damaged: a line that does not parse, or parses
+ *   to something that is no event, becomes a `viewer/unparsable` entry, never an error; the
+ *   reader never throws on what a line holds.
+ * - Bounded memory whatever the log: a page holds at most `PAGE_EVENTS` lines and about
+ *   `PAGE_BYTES` bytes, and a line longer than `LINE_CAP` bytes is never held whole (only its
+ *   first bytes, to name its type and seq): it becomes a `viewer/oversized` entry.
+ * - Session ids become paths only through `logPath` (log-format.ts), which checks them against
+ *   the protocol's pattern; logs are opened with O_NOFOLLOW and must be regular files.
+ *
+ * The cursor is a byte offset (the end of the last line sent), not a seq: a damaged line has no
+ * seq, and an offset lets the page follow a log past one without seeing it twice.
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { SessionListEntry } from "../protocol/sessions-types.js";
+import { isSessionId, logPath, openLogForReading, parseHeader, refuseSymlinkedFolder, type SessionHeader } from "../agent/store/log-format.js";
+import { lineHead } from "../agent/store/log-lines.js";
+import { readMeta, scanLog, sortEntries } from "../agent/store/summary.js";
+
+/** Most lines in one page. */
+export const PAGE_EVENTS = 200;
+/** About the most bytes of lines in one page (one line may pass it). */
+export const PAGE_BYTES = 2 * 1024 * 1024;
+/** Longest line sent whole; a longer one is named, not held. */
+export const LINE_CAP = 1024 * 1024;
+/** A page from the tail starts at most this far before the end (the first line start after). */
+export const TAIL_BYTES = 4 * 1024 * 1024;
+/** How much of an unparsable line is shown. */
+const UNPARSABLE_SHOWN = 2000;
+const HEAD_BYTES = 256;
+const CHUNK = 256 * 1024;
+
+/** One entry of a page: an event as the log holds it, or the viewer's note on a line it could not use. */
+export type ViewerEvent = Record<string, unknown> & { type: string };
+
+export interface SessionPage {
+  header?: SessionHeader;
+  events: ViewerEvent[];
+  /** The cursor for the next page: the offset after the last line in this one. */
+  next: number;
+  /** More whole lines follow `next` now (ask again at once). */
+  more: boolean;
+  /** For a page from the tail: the bytes of events before it that were not read. */
+  skipped?: number;
+}
+
+/**
+ * Entries scanned from logs, by file, with the size and mtime they were scanned at. The page
+ * polls the list every few seconds, and a running session's meta is stale until its turn ends:
+ * without this, its whole log would be scanned again at every poll. One entry per log file.
+ */
+export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry }>;
+
+/** The workspace folder's sessions, newest first, and what could not be listed. Never writes. */
+export function listSessions(directory: string, cache: ListCache = new Map()): { sessions: SessionListEntry[]; problems: string[] } {
+  let names: fs.Dirent[];
+  try {
+    refuseSymlinkedFolder(directory);
+    names = fs.readdirSync(directory, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { sessions: [], problems: [] };
+    return { sessions: [], problems: [(error as Error).message] };
+  }
+  const sessions: SessionListEntry[] = [];
+  const problems: string[] = [];
+  for (const dirent of names) {
+    if (!dirent.isFile() || !dirent.name.endsWith(".jsonl")) continue; // a symlink, folder or FIFO is no session
+    const id = dirent.name.slice(0, -".jsonl".length);
+    if (!isSessionId(id)) continue;
+    const file = path.join(directory, dirent.name);
+    try {
+      const { size, mtimeMs } = fs.lstatSync(file);
+      const known = cache.get(file);
+      let entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : undefined;
+      entry ??= readMeta(file, id, size) ?? scanned(file, id);
+      if (entry) {
+        cache.set(file, { size, mtimeMs, entry });
+        sessions.push(entry);
+      }
+    } catch (error) {
+      // The store's scan gives up on some damaged lines; the session is still worth showing.
+      const header = headerOnly(directory, id);
+      if (header) sessions.push({ sessionId: id, title: "", createdAt: header.createdAt, updatedAt: header.createdAt, turns: 0 });
+      problems.push(`${dirent.name}: ${header ? "listed from its header only: " : ""}${(error as Error).message}`);
+    }
+  }
+  return { sessions: sortEntries(sessions), problems };
+}
+
+/** A closed log's entry, scanned from the log itself (the stale meta is left as it is). */
+function scanned(file: string, id: string): SessionListEntry | undefined {
+  const fd = openLogForReading(file);
+  if (fd === undefined) return undefined;
+  try {
+    const found = scanLog(fd);
+    return found ? { ...found.entry, sessionId: id } : undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The header of a log whose summary could not be scanned (from its first page: bounded). */
+function headerOnly(directory: string, id: string): SessionHeader | undefined {
+  try {
+    const page = readPage(directory, id, 0);
+    return typeof page === "object" && typeof page.header?.createdAt === "number" ? page.header : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why a page cannot be read: no such session, or a cursor that is no line start of this log (the log was cut or replaced: start again). */
+export type PageRefusal = "unknown-session" | "bad-cursor";
+
+/**
+ * The page of `sessionId`'s log from byte `from` (0: from the top, the header included), or,
+ * for "tail", its header and the lines of about its last `TAIL_BYTES` (a log of a million
+ * events opens at its end; `skipped` says how much was left out). `sessionId` must be a session
+ * id (checked again by `logPath`).
+ */
+export function readPage(directory: string, sessionId: string, from: number | "tail"): SessionPage | PageRefusal {
+  const file = logPath(directory, sessionId);
+  try {
+    refuseSymlinkedFolder(directory);
+  } catch {
+    return "unknown-session";
+  }
+  const fd = openLogForReading(file);
+  if (fd === undefined) return "unknown-session";
+  try {
+    const size = fs.fstatSync(fd).size;
+    let header: SessionHeader | undefined;
+    let skipped: number | undefined;
+    if (from === "tail") {
+      from = size > TAIL_BYTES ? lineStartAfter(fd, size - TAIL_BYTES, size) : 0;
+      if (from > 0) {
+        scanLines(fd, 0, (line) => ((header = headerOf(line.body)), false));
+        skipped = from;
+      }
+    }
+    if (from > size || (from > 0 && !startsLine(fd, from))) return "bad-cursor";
+    const page: SessionPage = { events: [], next: from, more: false, ...(header ? { header } : {}), ...(skipped ? { skipped } : {}) };
+    let bytes = 0;
+    scanLines(fd, from, (line) => {
+      if (page.events.length >= PAGE_EVENTS || (page.events.length > 0 && bytes + line.bytes > PAGE_BYTES)) {
+        page.more = true;
+        return false;
+      }
+      if (line.start === 0) {
+        page.header = headerOf(line.body);
+        if (!page.header) page.events.push(unparsable(line.head, line.bytes, "the first line is no session header"));
+      } else page.events.push(eventOf(line));
+      bytes += line.body ? line.bytes : HEAD_BYTES;
+      page.next = line.end;
+      return true;
+    });
+    return page;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The first line start after byte `at` (past the "\n" that ends the line holding it); 0 when no whole line ends before `size`: read from the top. */
+function lineStartAfter(fd: number, at: number, size: number): number {
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  for (let position = at; position < size; ) {
+    const read = fs.readSync(fd, chunk, 0, chunk.length, position);
+    if (read === 0) break;
+    const newline = chunk.subarray(0, read).indexOf(10);
+    if (newline !== -1) return position + newline + 1 < size ? position + newline + 1 : 0;
+    position += read;
+  }
+  return 0;
+}
+
+function startsLine(fd: number, at: number): boolean {
+  const byte = Buffer.alloc(1);
+  return fs.readSync(fd, byte, 0, 1, at - 1) === 1 && byte[0] === 10;
+}
+
+function headerOf(body: Buffer | undefined): SessionHeader | undefined {
+  if (!body) return undefined;
+  try {
+    return parseHeader(body);
+  } catch {
+    return undefined;
+  }
+}
+
+interface Line {
+  start: number;
+  end: number;
+  bytes: number;
+  /** The first bytes of the line. */
+  head: Buffer;
+  /** The whole line, when it is at most `LINE_CAP` bytes. */
+  body?: Buffer;
+}
+
+function eventOf(line: Line): ViewerEvent {
+  if (!line.body) {
+    const { type, seq, time } = lineHead(line.head);
+    return { type: "viewer/oversized", data: { type: type ?? null, seq: seq ?? null, time: time ?? null, bytes: line.bytes } };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(line.body.toString("utf8"));
+  } catch {
+    return unparsable(line.body, line.bytes, "not JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value) || typeof (value as { type?: unknown }).type !== "string") {
+    return unparsable(line.body, line.bytes, "not an event object");
+  }
+  return value as ViewerEvent;
+}
+
+function unparsable(bytes: Buffer, length: number, why: string): ViewerEvent {
+  return { type: "viewer/unparsable", data: { why, bytes: length, text: bytes.toString("utf8", 0, Math.min(bytes.length, UNPARSABLE_SHOWN)) } };
+}
+
+/**
+ * Visits each whole line (ended by "\n") from `from` on, until `visit` returns false. A line of
+ * more than `LINE_CAP` bytes is visited with its head only: its bytes are counted, not kept.
+ */
+function scanLines(fd: number, from: number, visit: (line: Line) => boolean): void {
+  const chunk = Buffer.allocUnsafe(CHUNK);
+  let position = from;
+  let start = from;
+  let pieces: Buffer[] = [];
+  let held = 0; // bytes in `pieces`
+  let length = 0; // bytes of the current line so far
+  let head: Buffer | undefined; // kept once the line passes LINE_CAP
+  for (;;) {
+    const read = fs.readSync(fd, chunk, 0, CHUNK, position);
+    if (read === 0) return;
+    let offset = 0;
+    while (offset < read) {
+      const newline = chunk.indexOf(10, offset);
+      const stop = newline === -1 || newline >= read ? read : newline;
+      const piece = chunk.subarray(offset, stop);
+      length += piece.length;
+      if (!head && held + piece.length <= LINE_CAP) {
+        pieces.push(Buffer.from(piece));
+        held += piece.length;
+      } else if (!head) {
+        const all = Buffer.concat([...pieces, piece.subarray(0, HEAD_BYTES)]);
+        head = all.subarray(0, HEAD_BYTES);
+        pieces = [];
+        held = 0;
+      }
+      if (stop === read) break;
+      const body = head ? undefined : Buffer.concat(pieces);
+      const end = position + newline + 1;
+      if (!visit({ start, end, bytes: length, head: head ?? body!.subarray(0, HEAD_BYTES), body })) return;
+      start = end;
+      pieces = [];
+      held = 0;
+      length = 0;
+      head = undefined;
+      offset = newline + 1;
+    }
+    position += read;
+  }
+}
