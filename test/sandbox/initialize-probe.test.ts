@@ -2,8 +2,8 @@
  * What `initialize` reports of the sandbox where bubblewrap is not there, through the binary:
  * Landlock's probe starts with the process, before any request is read, and what it finds is
  * what `initialize` reports and what bash then does — a workspace Landlock refuses, a helper
- * that cannot start (bash refused with the same reason), a changed helper on disk (replaced,
- * never run). Each bridge gets a TMPDIR of its own, so its private folder is this test's.
+ * that cannot be written, a Landlock that cannot run (bash refused with the same reason), a
+ * changed helper on disk (replaced, never run). Each bridge gets a TMPDIR of its own, so its private folder is this test's.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -64,18 +64,22 @@ describe("initialize's sandbox where bubblewrap is switched off (the binary)", (
     });
   });
 
-  it("a helper that cannot start: initialize says why, and bash is refused with the same reason, running nothing", async () => {
+  it("a helper that cannot be written (its private folder cannot be made) is reported as none, with the reason", async () => {
     const missing = path.join(root, "no-such-tmp");
+    expect(await initialize(bridge({ TMPDIR: missing }))).toEqual({ bash: "none", reason: expect.stringMatching(/Landlock confinement cannot run: ENOENT.*no-such-tmp/) });
+  });
+
+  it("a Landlock that cannot run: initialize says why, and bash is refused with the same reason, running nothing", async () => {
     const script = path.join(root, "bash.json");
     fs.writeFileSync(script, JSON.stringify({ turns: [{ steps: [{ toolCalls: [{ name: "bash", arguments: { command: "echo ran > ran.txt" } }] }, { text: "done" }] }] }));
-    const c = bridge({ TMPDIR: missing });
+    const c = bridge({ HARNESS_LANDLOCK: "off" });
     const sandbox = await initialize(c, ws, { model: script });
-    expect(sandbox).toEqual({ bash: "none", reason: expect.stringMatching(/Landlock confinement cannot run: ENOENT.*no-such-tmp/) });
+    expect(sandbox).toEqual({ bash: "none", reason: expect.stringMatching(/Landlock confinement cannot run: Landlock is switched off \(HARNESS_LANDLOCK=off\)/) });
     c.request("p", "session/prompt", promptParams("s"));
     expect((await c.response("p")).result).toMatchObject({ status: "ok" });
     const result = c.events("s").find((e) => e.type === "tool/result");
     expect(result.data.isError).toBe(true);
-    expect(result.data.content[0].text).toMatch(/^bash was not run: .*Landlock confinement cannot run: ENOENT.*no-such-tmp/);
+    expect(result.data.content[0].text).toMatch(/^bash was not run: .*Landlock confinement cannot run: Landlock is switched off/);
     expect(fs.existsSync(path.join(ws, "ran.txt"))).toBe(false);
   });
 
