@@ -28,7 +28,7 @@ if [ "${SETUP_PYTHON:-1}" = "1" ]; then
     python3 -m venv .venv
   fi
   # mcp: the MCP tests' Python server (test/fixtures/mcp_probe_server.py); [ray]: the Ray batch
-  # tests run on a real local Ray cluster (issue 22); [otel]: opentelemetry-api, for the
+  # tests run on a real local Ray cluster; [otel]: opentelemetry-api, for the
   # traceparent tests (tests/test_tracing.py). A venv made before they joined gets them here.
   if ! .venv/bin/python -c 'import deepseek_harness, pytest, mcp, ray, opentelemetry.trace' 2>/dev/null; then
     echo "setup: pip install python/sdk[test,ray,otel]" >&2

@@ -6,7 +6,8 @@
  * structured clones — and a line of ~10 KB nested 5 000 deep overflows the stack there
  * (`RangeError: Maximum call stack size exceeded`). So every value that crosses a boundary (a
  * request frame on arrival, a tool call's arguments from the model) is measured here first and
- * refused above `MAX_JSON_DEPTH`, far below any depth that could overflow.
+ * refused above `MAX_JSON_DEPTH`, far below any depth that could overflow. (A line read back
+ * from a session log is measured on its bytes instead: agent/store/log-lines.ts `MAX_NESTING`.)
  *
  * @module
  */

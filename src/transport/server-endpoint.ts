@@ -166,7 +166,18 @@ export class ServerEndpoint {
       result = Promise.reject(error);
     }
     result.then(
-      (value) => this.write({ jsonrpc: "2.0", id, result: value === undefined ? {} : value }),
+      (value) => {
+        // Every request is answered once. A result that cannot be encoded (JSON.stringify
+        // throws on a value nested thousands deep, as a damaged log can hold for session/read)
+        // must not leave the request unanswered and the error unhandled: it is an internal
+        // error. A frame without a long string is encoded whole before anything is written, so
+        // nothing of it went out (what a log holds is bounded before it gets here: log-lines.ts).
+        try {
+          this.write({ jsonrpc: "2.0", id, result: value === undefined ? {} : value });
+        } catch (error) {
+          this.writeError(id, ErrorCode.InternalError, `internal error: the result could not be encoded: ${(error as Error).message}`, "internal-error");
+        }
+      },
       (error: unknown) => {
         if (error instanceof RpcError) {
           const body = error.toJSON();

@@ -64,8 +64,21 @@ export function viewerHandler(context: ViewerContext): (request: IncomingMessage
   };
 }
 
+/**
+ * The one `Host` of a request in origin form (`/path`), or undefined. Node keeps the first of
+ * several `Host` fields and ignores an absolute-form target's authority (`GET http://x/`), which
+ * HTTP says takes the place of `Host`: a request carrying another name there, or a second `Host`,
+ * names more than this server, and is refused with the rest.
+ */
+function requestHost(request: IncomingMessage): string | undefined {
+  if (!request.url?.startsWith("/") || request.url.startsWith("//")) return undefined;
+  let hosts = 0;
+  for (let i = 0; i < request.rawHeaders.length; i += 2) if (request.rawHeaders[i]!.toLowerCase() === "host") hosts++;
+  return hosts === 1 ? request.headers.host : undefined;
+}
+
 function route(context: ViewerContext, cache: ListCache, request: IncomingMessage, response: ServerResponse): void {
-  if (!isLoopbackHost(request.headers.host, context.port())) return send(response, 403, "text/plain", "forbidden: this viewer answers to 127.0.0.1, localhost or [::1] only\n");
+  if (!isLoopbackHost(requestHost(request), context.port())) return send(response, 403, "text/plain", "forbidden: this viewer answers to 127.0.0.1, localhost or [::1] only\n");
   if (request.method !== "GET" && request.method !== "HEAD") {
     response.setHeader("Allow", "GET, HEAD");
     return send(response, 405, "text/plain", "the viewer is read-only\n");

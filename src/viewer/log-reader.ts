@@ -24,7 +24,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { SessionListEntry } from "../protocol/sessions-types.js";
 import { isSessionId, logPath, openLogForReading, parseHeader, refuseSymlinkedFolder, type SessionHeader } from "../agent/store/log-format.js";
-import { lineHead } from "../agent/store/log-lines.js";
+import { lineHead, MAX_NESTING, nestedTooDeep } from "../agent/store/log-lines.js";
 import { readMeta, scanLog, sortEntries } from "../agent/store/summary.js";
 
 /** Most lines in one page. */
@@ -57,9 +57,12 @@ export interface SessionPage {
 /**
  * Entries scanned from logs, by file, with the size and mtime they were scanned at. The page
  * polls the list every few seconds, and a running session's meta is stale until its turn ends:
- * without this, its whole log would be scanned again at every poll. One entry per log file.
+ * without this, its whole log would be scanned again at every poll. One entry per log file
+ * of the last listing (a log deleted since is forgotten: a viewer left running does not grow
+ * with every session ever made); `entry` undefined for a file that holds no session yet (no
+ * whole header line), so a large such file is not read again at every poll while unchanged.
  */
-export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry }>;
+export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry | undefined }>;
 
 /** The workspace folder's sessions, newest first, and what could not be listed. Never writes. */
 export function listSessions(directory: string, cache: ListCache = new Map()): { sessions: SessionListEntry[]; problems: string[] } {
@@ -73,20 +76,19 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
   }
   const sessions: SessionListEntry[] = [];
   const problems: string[] = [];
+  const seen = new Set<string>();
   for (const dirent of names) {
     if (!dirent.isFile() || !dirent.name.endsWith(".jsonl")) continue; // a symlink, folder or FIFO is no session
     const id = dirent.name.slice(0, -".jsonl".length);
     if (!isSessionId(id)) continue;
     const file = path.join(directory, dirent.name);
+    seen.add(file);
     try {
       const { size, mtimeMs } = fs.lstatSync(file);
       const known = cache.get(file);
-      let entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : undefined;
-      entry ??= readMeta(file, id, size) ?? scanned(file, id);
-      if (entry) {
-        cache.set(file, { size, mtimeMs, entry });
-        sessions.push(entry);
-      }
+      const entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : (readMeta(file, id, size) ?? scanned(file, id));
+      cache.set(file, { size, mtimeMs, entry });
+      if (entry) sessions.push(entry);
     } catch (error) {
       // The store's scan gives up on some damaged lines; the session is still worth showing.
       const header = headerOnly(directory, id);
@@ -94,6 +96,7 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
       problems.push(`${dirent.name}: ${header ? "listed from its header only: " : ""}${(error as Error).message}`);
     }
   }
+  for (const file of cache.keys()) if (!seen.has(file)) cache.delete(file);
   return { sessions: sortEntries(sessions), problems };
 }
 
@@ -189,7 +192,7 @@ function startsLine(fd: number, at: number): boolean {
 }
 
 function headerOf(body: Buffer | undefined): SessionHeader | undefined {
-  if (!body) return undefined;
+  if (!body || nestedTooDeep(body)) return undefined;
   try {
     return parseHeader(body);
   } catch {
@@ -212,6 +215,7 @@ function eventOf(line: Line): ViewerEvent {
     const { type, seq, time } = lineHead(line.head);
     return { type: "viewer/oversized", data: { type: type ?? null, seq: seq ?? null, time: time ?? null, bytes: line.bytes } };
   }
+  if (nestedTooDeep(line.body)) return unparsable(line.body, line.bytes, `nested deeper than ${MAX_NESTING} levels`);
   let value: unknown;
   try {
     value = JSON.parse(line.body.toString("utf8"));

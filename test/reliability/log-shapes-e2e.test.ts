@@ -31,6 +31,8 @@ const header = (sessionId: string): string =>
 const hello = '{"type":"user/message","seq":1,"time":2,"data":{"content":[{"type":"text","text":"hello"}]}}';
 const started = '{"type":"turn/start","seq":2,"time":3,"data":{"turn":1}}';
 
+const deep = (n: number): string => `${"[".repeat(n)}${"]".repeat(n)}`;
+
 /** Each damaged line, and what the error must say about it. */
 const DAMAGED: Array<[string, string, RegExp]> = [
   ["null-line", "null", /JSON but not an event/],
@@ -44,7 +46,16 @@ const DAMAGED: Array<[string, string, RegExp]> = [
   ["hook-continue", '{"type":"hook/decision","seq":3,"time":4,"data":{"hookId":"h","hook":"stop","continue":5}}', /data\.continue is not a string/],
   ["hook-no-id", '{"type":"hook/request","seq":3,"time":4,"data":{"hook":"stop"}}', /data\.hookId and data\.hook are not strings/],
   ["rewound-turn", '{"type":"session/rewound","seq":3,"time":4,"data":{"turn":"1"}}', /session\/rewound event's data\.turn is not a turn number/],
+  // A post-tool request left waiting becomes its call's tool/result at the next turn: it must hold one.
+  ["hook-post-tool-content", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","callId":"c","name":"bash","arguments":{},"content":"oops","isError":false}}', /data\.content is not a list of content blocks/],
+  ["hook-post-tool-error", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","callId":"c","name":"bash","arguments":{},"content":[],"isError":"no"}}', /data\.isError is not a boolean/],
+  ["hook-post-tool-call", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","name":"bash","arguments":{},"content":[],"isError":false}}', /data\.callId and data\.name are not strings/],
   ["no-seq", '{"type":"user/message","time":4,"data":{"content":[]}}', /no seq number/],
+  // JSON.parse takes any depth but JSON.stringify does not: such a line could be neither replayed
+  // (a RangeError) nor read back (session/read left the request unanswered). Of a type the replay
+  // ignores, and in a tool call's arguments, which the history measures by their JSON.
+  ["deep-unknown", `{"type":"x/y","seq":3,"time":4,"data":${deep(100_000)}}`, /nested deeper than 512 levels/],
+  ["deep-arguments", `{"type":"assistant/message","seq":3,"time":4,"data":{"turn":1,"step":1,"content":[{"type":"tool-call","id":"c","name":"read_file","arguments":{"path":${deep(20_000)}}}],"finishReason":"tool-calls"}}`, /nested deeper than 512 levels/],
 ];
 
 describe("a session log holding a line that is no event", () => {

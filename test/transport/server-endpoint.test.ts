@@ -321,6 +321,17 @@ describe("error mapping", () => {
     expect(frames[1]).toEqual({ jsonrpc: "2.0", id: 2, result: "fine" });
   });
 
+  it("a result that cannot be encoded (nested past JSON.stringify's stack) → -32603 for that request, and the endpoint keeps serving", async () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    const h = harness((method) => (method === "deep" ? { deep } : "fine"));
+    h.input.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "deep" })}\n${req(2)}\n`);
+    const frames = await h.waitFrames(2);
+    expect(frames[0]).toMatchObject({ id: 1, error: { code: ErrorCode.InternalError, data: { kind: "internal-error" } } });
+    expect(frames[0].error.message).toContain("could not be encoded");
+    expect(frames[1]).toEqual({ jsonrpc: "2.0", id: 2, result: "fine" });
+  });
+
   it("an RpcError → its code, message and data", async () => {
     const h = harness(async () => {
       throw new RpcError(ErrorCode.SessionBusy, "session s is busy", { kind: "session-busy", sessionId: "s" });

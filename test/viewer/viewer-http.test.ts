@@ -5,6 +5,7 @@
  */
 import * as fs from "node:fs";
 import * as http from "node:http";
+import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -102,6 +103,30 @@ describe("who the viewer answers", () => {
     const bare = await get("/api/sessions", { host: null });
     expect([400, 403]).toContain(bare.status);
     expect(bare.body).not.toContain("sessions\":");
+  });
+
+  it("refuses a request that names another server besides a loopback Host: an absolute-form target, a second Host", async () => {
+    /** The status line of a request written byte for byte (http.request normalizes both). */
+    const raw = (text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, "127.0.0.1", () => socket.end(text));
+        let got = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk: string) => (got += chunk));
+        socket.on("end", () => resolve(got.split("\r\n")[0]!));
+        socket.on("error", reject);
+      });
+    const host = `127.0.0.1:${port}`;
+    expect(await raw(`GET /api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)).toBe("HTTP/1.1 200 OK");
+    for (const request of [
+      `GET http://evil.example/api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      `GET http://${host}/api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      `GET /api/sessions HTTP/1.1\r\nHost: ${host}\r\nHost: evil.example\r\nConnection: close\r\n\r\n`,
+      `GET /api/sessions HTTP/1.1\r\nHost: ${host}\r\nhost: ${host}\r\nConnection: close\r\n\r\n`,
+      `GET //evil.example/api/sessions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+    ]) {
+      expect(await raw(request), request).toMatch(/^HTTP\/1\.1 (400|403) /);
+    }
   });
 
   it("is read-only: anything but GET and HEAD is 405", async () => {
@@ -240,6 +265,37 @@ describe("what it reads", () => {
     expect(list.sessions.map((s: { sessionId: string }) => s.sessionId), list.problems.join("; ")).toContain("bad");
     expect(list.problems.join(" ")).toMatch(/nohead/);
     expect((await get("/")).status).toBe(200);
+  });
+
+  it("a line, header or meta nested thousands deep (past JSON.stringify's stack) is a note or left out, never a 500 of the page or the list", async () => {
+    const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    writeLog("deep", [
+      header("deep").replace(/}$/, `,"extra":${deep(20_000)}}`),
+      event(1, "user/message", { id: "m", content: [{ type: "text", text: "hi" }] }),
+      `{"type":"tool/result","seq":2,"time":1,"data":${deep(100_000)}}`,
+      // Brackets inside strings are no nesting: this one is shown as it is.
+      event(3, "assistant/message", { step: 1, content: [{ type: "text", text: "[".repeat(5000) + "\\\"{" }] }),
+      event(4, "turn/end", { turn: 1, reason: { kind: "completed" } }),
+    ]);
+    for (const from of ["0", "tail"]) {
+      const answer = await get(`/api/sessions/deep/lines?from=${from}`);
+      expect(answer.status, answer.body.slice(0, 200)).toBe(200);
+      const page = JSON.parse(answer.body);
+      expect(page.events.map((e: { type: string }) => e.type)).toEqual(["viewer/unparsable", "user/message", "viewer/unparsable", "assistant/message", "turn/end"]);
+      expect(page.events[2].data.why).toMatch(/nested deeper than/);
+    }
+    // A meta (and a header) holding such a value beside the fields a listing reads: the listing
+    // takes the known fields only, each of its type.
+    const plain = writeLog("plain", [header("plain").replace(/"createdAt":1000/, `"createdAt":${deep(6000)},"parentSessionId":${deep(6000)}`)]);
+    const metaFor = writeLog("meta", [header("meta")]);
+    const entry = { sessionId: "meta", title: "t", createdAt: 1, updatedAt: 2, turns: 0, parentSessionId: "p", origin: "fork" };
+    fs.writeFileSync(metaFor.replace(/\.jsonl$/, ".meta.json"), `{"version":1,"logSize":${fs.statSync(metaFor).size},"entry":${JSON.stringify(entry).replace(/}$/, `,"x":${deep(6000)}}`)}}`);
+    const list = await get("/api/sessions");
+    expect(list.status, list.body.slice(0, 200)).toBe(200);
+    const sessions = JSON.parse(list.body).sessions as Array<Record<string, unknown>>;
+    expect(sessions.find((s) => s.sessionId === "meta")).toEqual(entry);
+    expect(sessions.find((s) => s.sessionId === "plain")).toEqual({ sessionId: "plain", title: "", createdAt: 0, updatedAt: 0, turns: 0 });
+    expect(fs.existsSync(plain)).toBe(true);
   });
 
   it("answers 404 for an unknown session and for a workspace with no sessions yet lists none", async () => {

@@ -130,6 +130,54 @@ def test_hooks_that_raise_or_answer_nonsense_fail_closed_where_they_guard(tmp_pa
     assert blocked.reason.kind == "blocked" and "RuntimeError: the linter is not installed" in str(blocked.reason.message)
 
 
+def test_an_answer_whose_fields_have_the_wrong_type_fails_closed_like_a_wrong_answer(tmp_path: Path) -> None:
+    """A field of another type than the answer's (a list for a text, a string for a flag) is
+    not coerced into something that looks meant (``is_error="false"`` is truthy, ``str()`` of a
+    list is its repr): the answer is refused as a wrong one, failing closed where it guards."""
+    (tmp_path / "a.txt").write_text("secret material\n")
+    wrong: Dict[str, Any] = {
+        "post_tool": lambda ev: PostToolAnswer(content=["[redacted]"], is_error="false"),  # type: ignore[arg-type]
+        "stop": lambda ev: StopAnswer(continue_with=True),  # type: ignore[arg-type]
+    }
+    with harness(tmp_path, [calls(call("r1", "read_file", path="a.txt")), {"text": "done"}], [{"text": "x"}],
+                 hooks=Hooks(**wrong)) as h:
+        r = h.run("go")
+    [result] = logged(r.events, "tool/result")
+    assert result["isError"] and "secret material" not in text(result) and "TypeError" in text(result), result
+    assert "['[redacted]']" not in text(result)
+    # stop: a wrong answer lets the turn end; no continue was sent.
+    stops = [d for d in logged(r.events, "hook/decision") if d["hook"] == "stop"]
+    assert r.ok and len(stops) == 1 and "continue" not in stops[0], stops
+
+    with harness(tmp_path, [{"text": "never"}],
+                 hooks=Hooks(prompt_submit=lambda ev: PromptSubmitAnswer(context=["look at b.txt"]))) as h:  # type: ignore[arg-type]
+        blocked = h.run("go")
+    assert blocked.reason.kind == "blocked" and "TypeError" in str(blocked.reason.message)
+
+
+def test_an_async_hook_that_raises_cancelled_error_itself_is_answered_as_a_failure(tmp_path: Path) -> None:
+    """CancelledError out of the user's coroutine (an inner task it awaited was cancelled) is
+    not the dispatcher cancelling the job: the job still answers, failing closed, instead of
+    leaving the turn waiting until the bridge's deadline."""
+    (tmp_path / "a.txt").write_text("secret material\n")
+
+    async def post_tool(event: HookRequestEvent) -> Optional[PostToolAnswer]:
+        inner = asyncio.get_running_loop().create_future()
+        inner.cancel()
+        return await inner  # raises CancelledError
+
+    async def main() -> Any:
+        async with async_harness(tmp_path, [calls(call("r1", "read_file", path="a.txt")), {"text": "done"}],
+                                 hooks=Hooks(post_tool=post_tool), client_tool_timeout_seconds=120) as h:
+            return await h.start_session().run("go")
+
+    r = run_async(main())
+    [decision] = logged(r.events, "hook/decision")
+    assert "skipped" not in decision and decision["isError"], decision  # answered, not skipped at the deadline
+    [result] = logged(r.events, "tool/result")
+    assert result["isError"] and "secret material" not in text(result) and "CancelledError" in text(result)
+
+
 def test_cancelling_a_turn_while_a_hook_runs_records_no_decision(tmp_path: Path) -> None:
     entered, release = threading.Event(), threading.Event()
 

@@ -227,6 +227,30 @@ def test_unknown_and_damaged_lines_show_as_text(ws: Workspace, browser: WebDrive
     assert browser.js("return [window.__xss === undefined, document.querySelectorAll('#timeline img, #timeline script').length]") == [True, 0]
 
 
+def test_a_header_or_event_whose_fields_cannot_become_text_does_not_stop_the_timeline(ws: Workspace, browser: WebDriver) -> None:
+    """A log's values are JSON, but not every JSON value becomes text: String() of an object whose
+    toString is no function throws. Such a value in the header, or in a field an event's card
+    names, is shown as a note; the timeline goes on with the events after it."""
+    _first_turn(ws, "other")  # makes the workspace folder
+    folder = next(ws.root.glob("*"))
+    hostile = {"toString": 1, "valueOf": 2}
+    header = {"type": "session-header", "version": 1, "sessionId": hostile, "workspace": str(ws.dir), "createdAt": hostile,
+              "provider": hostile, "model": hostile}
+    lines = [
+        json.dumps(header),
+        json.dumps({"type": "user/message", "seq": 1, "time": 2, "data": {"id": "m", "content": [{"type": "text", "text": "before"}]}}),
+        json.dumps({"type": "turn/start", "seq": 2, "time": 3, "data": {"turn": hostile}}),
+        json.dumps({"type": "tool/result", "seq": 3, "time": 4, "data": {"callId": "c", "name": hostile, "content": [], "isError": False}}),
+        json.dumps({"type": "context/compacted", "seq": 4, "time": 5, "data": {"summary": "s", "tokensBefore": 900, "tokensAfter": 100, "keptFromSeq": 1, "turn": 1, "trigger": "auto"}}),
+    ]
+    (folder / "hostile.jsonl").write_text("".join(f"{line}\n" for line in lines))
+    browser.get(f"{ws.url}#hostile")
+    browser.wait_for("return document.querySelector('#timeline [data-type=\"context/compacted\"]')", "the last event")
+    text = browser.js("return document.getElementById('timeline').innerText")
+    assert "before" in text and "900 → 100 tokens" in text
+    assert browser.js("return document.getElementById('session-head').innerText").strip() != ""
+
+
 def test_a_huge_log_opens_at_its_tail_and_can_show_everything(ws: Workspace, browser: WebDriver) -> None:
     _first_turn(ws, "other")  # makes the workspace folder
     folder = next(ws.root.glob("*"))

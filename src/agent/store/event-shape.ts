@@ -43,7 +43,18 @@ const CHECKS: Record<string, Check> = {
   "turn/start": (d) => (isCount(d.turn) ? undefined : "data.turn is not a turn number"),
   // Cuts the history back (agent/session.ts cutTo).
   "session/rewound": (d) => (isCount(d.turn) ? undefined : "data.turn is not a turn number"),
-  "hook/request": (d) => (typeof d.hookId === "string" && typeof d.hook === "string" ? undefined : "data.hookId and data.hook are not strings"),
+  // A post-tool request left without a decision becomes its call's tool/result when the next
+  // turn starts (agent/hooks.ts settleLeftoverHooks): what it holds must be one.
+  "hook/request": (d) =>
+    typeof d.hookId !== "string" || typeof d.hook !== "string"
+      ? "data.hookId and data.hook are not strings"
+      : d.hook !== "post-tool"
+        ? undefined
+        : typeof d.callId !== "string" || typeof d.name !== "string"
+          ? "data.callId and data.name are not strings"
+          : typeof d.isError !== "boolean"
+            ? "data.isError is not a boolean"
+            : blocksProblem(d.content, "data.content"),
   "hook/decision": (d) =>
     typeof d.hookId !== "string" || typeof d.hook !== "string"
       ? "data.hookId and data.hook are not strings"

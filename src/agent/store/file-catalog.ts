@@ -30,7 +30,7 @@ import {
   type SessionHeader,
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
-import { copyRange, eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
+import { copyRange, eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
 /** Runs `use` on the log `file` opened for reading; `undefined` when there is no such log. */
@@ -141,6 +141,8 @@ export class FileCatalog {
           if (end === size) return true; // a whole but unparsable last line is a torn write (as on load)
           throw new SessionLogError(`session log ${file} is corrupt at byte ${start}`);
         }
+        // A line nested past MAX_NESTING parses but could never be sent (log-lines.ts): corrupt, as on load.
+        if (parsedTooDeep(line, event)) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: nested deeper than ${MAX_NESTING} levels`);
         // JSON that is no event is no torn write: the same refusal as on load (resume.ts).
         const problem = eventShapeProblem(event);
         if (problem) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: ${problem}`);

@@ -14,6 +14,7 @@
  * @module
  */
 import * as fs from "node:fs";
+import { exceedsDepth } from "../../json-depth.js";
 
 const CHUNK = 1024 * 1024;
 const HEAD_BYTES = 256;
@@ -26,17 +27,70 @@ export function lineHead(line: Buffer): { type?: string; seq?: number; time?: nu
 }
 
 /**
+ * The deepest nesting of arrays and objects a line read from a log may have to be handed on.
+ * JSON.parse takes any depth, but JSON.stringify recurses and throws past a few thousand levels:
+ * a line nested that deep (a damaged or planted log) could be read but never sent. A log is a
+ * boundary like those of json-depth.ts, measured here on the bytes before parsing; what the
+ * bridge writes nests at most `MAX_JSON_DEPTH` (128) levels inside an event's few own, so this
+ * limit is far above any event it writes.
+ */
+export const MAX_NESTING = 512;
+
+/**
+ * Whether `value`, parsed from the log line `bytes`, nests deeper than `MAX_NESTING`. Cheap on
+ * the replay's path: a line too short to hold that many brackets is not measured, and a parsed
+ * value is measured by its nodes (a long text is one), not its bytes.
+ */
+export function parsedTooDeep(bytes: Buffer, value: unknown): boolean {
+  return bytes.length > 2 * MAX_NESTING && exceedsDepth(value, MAX_NESTING);
+}
+
+/** Whether the JSON text `bytes` nests arrays and objects deeper than `MAX_NESTING` (brackets inside strings do not count). */
+export function nestedTooDeep(bytes: Buffer): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (inString) {
+      if (byte === 0x5c) i++; // a backslash: the next byte is escaped
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x5b || byte === 0x7b) {
+      if (++depth > MAX_NESTING) return true;
+    } else if (byte === 0x5d || byte === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
  * Visits each whole line from byte `from` (a line start) on, with its start and end offsets
  * (end: after its "\n"), until `visit` returns false or the whole lines run out. Returns the
  * offset after the last line visited and accepted.
+ *
+ * `maxLine`: a longer line is never held whole (a file is not bounded by what the bridge
+ * writes: a huge sparse file, or one without a newline, would be held whole in memory): it is
+ * visited with its first `HEAD_BYTES` only, and `cut` true. Unbounded by default.
  */
-export function eachLine(fd: number, from: number, visit: (line: Buffer, start: number, end: number) => boolean): number {
+export function eachLine(fd: number, from: number, visit: (line: Buffer, start: number, end: number, cut: boolean) => boolean, maxLine = Infinity): number {
   // Most logs a listing scans are small: a buffer the size of what is left, up to CHUNK.
   const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK, fs.fstatSync(fd).size - from)));
   let position = from;
   let pending: Buffer[] = [];
+  let held = 0; // bytes in `pending`
+  let head: Buffer | undefined; // set once the line passed `maxLine`: its first bytes, all that is kept
   let lineStart = from;
   let accepted = from;
+  // The first HEAD_BYTES of the line held so far and `piece` (no copy of the rest).
+  const cutAt = (piece: Buffer): Buffer => {
+    const parts: Buffer[] = [];
+    let bytes = 0;
+    for (const part of [...pending, piece]) {
+      if (bytes >= HEAD_BYTES) break;
+      parts.push(part.subarray(0, HEAD_BYTES - bytes));
+      bytes += parts.at(-1)!.length;
+    }
+    return Buffer.concat(parts);
+  };
   for (;;) {
     const read = fs.readSync(fd, chunk, 0, chunk.length, position);
     if (read === 0) return accepted;
@@ -44,14 +98,28 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
     while (offset < read) {
       const newline = chunk.indexOf(10, offset);
       if (newline === -1 || newline >= read) {
-        pending.push(Buffer.from(chunk.subarray(offset, read)));
+        const piece = chunk.subarray(offset, read);
+        if (head) {
+          // past maxLine: only counted by the offsets
+        } else if (held + piece.length > maxLine) {
+          head = cutAt(piece);
+          pending = [];
+          held = 0;
+        } else {
+          pending.push(Buffer.from(piece));
+          held += piece.length;
+        }
         break;
       }
       const piece = chunk.subarray(offset, newline);
-      const line = pending.length ? Buffer.concat([...pending, piece]) : piece;
+      if (!head && held + piece.length > maxLine) head = cutAt(piece);
+      const line = head ?? (pending.length ? Buffer.concat([...pending, piece]) : piece);
+      const cut = head !== undefined;
       pending = [];
+      held = 0;
+      head = undefined;
       const end = position + newline + 1;
-      if (!visit(line, lineStart, end)) return accepted;
+      if (!visit(line, lineStart, end, cut)) return accepted;
       accepted = end;
       lineStart = end;
       offset = newline + 1;

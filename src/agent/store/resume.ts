@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import type { SessionEvent } from "../../protocol/index.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { headerOf, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
-import { eachLine, lineHead, seekAfterSeq } from "./log-lines.js";
+import { eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -140,6 +140,11 @@ export function loadLog(file: string): LoadedLog | undefined {
       // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
       unparsable = { start, line: lines };
       return true;
+    }
+    // Parsed, but nested too deep for anything done with it next (JSON.stringify recurses): the
+    // replay would fail with a RangeError, reported as an internal error (log-lines.ts).
+    if (parsedTooDeep(bytes, value)) {
+      throw new SessionLogError(`session log ${file} is corrupt at ${where(lines, start)}: nested deeper than ${MAX_NESTING} levels; move it away to start the session afresh`);
     }
     if (header) {
       // JSON that is no event, or an event the history cannot hold, is no torn write: refuse it.

@@ -18,6 +18,9 @@ import type { SessionEvent, TextBlock } from "../../protocol/types.js";
 import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead } from "./log-lines.js";
 
+/** The longest line a listing's scan holds whole (`scanLog`): four times the bridge's default longest input line (16 MiB). */
+export const SCAN_LINE_CAP = 64 * 1024 * 1024;
+
 /** Whitespace is collapsed in at most this much of the first message (the title needs only its start). */
 const TITLE_SOURCE_CHARS = 4096;
 
@@ -41,7 +44,7 @@ export class SummaryTracker {
   private turns = 0;
 
   constructor(private readonly header: SessionHeader) {
-    this.updatedAt = header.createdAt;
+    this.updatedAt = createdAtOf(header);
   }
 
   /**
@@ -110,8 +113,23 @@ export function sortEntries(entries: SessionListEntry[]): SessionListEntry[] {
 
 /** The list entry of a header and what its events said. */
 export function entryOf(header: SessionHeader, seen: { title: string; updatedAt: number; turns: number }): SessionListEntry {
-  const parent = header.parentSessionId !== undefined ? { parentSessionId: header.parentSessionId, origin: "task" as const } : header.forkedFrom ? { parentSessionId: header.forkedFrom.sessionId, origin: "fork" as const } : {};
-  return { sessionId: header.sessionId, title: seen.title, createdAt: header.createdAt, updatedAt: seen.updatedAt, turns: seen.turns, ...parent };
+  const parent = parentOf(header.parentSessionId !== undefined ? header.parentSessionId : header.forkedFrom?.sessionId, header.parentSessionId !== undefined ? "task" : "fork");
+  return { sessionId: header.sessionId, title: seen.title, createdAt: createdAtOf(header), updatedAt: seen.updatedAt, turns: seen.turns, ...parent };
+}
+
+/** A header's creation time, 0 when the file holds something else there (see parentOf). */
+function createdAtOf(header: SessionHeader): number {
+  return typeof header.createdAt === "number" ? header.createdAt : 0;
+}
+
+/**
+ * An entry's parent fields, only when the parent is a string. A header or meta is a file (a
+ * hand edit, a damaged disk): whatever else it holds there must not reach a listing, whose
+ * answer must serialize (a value nested thousands deep throws in JSON.stringify, and one bad
+ * file would fail the whole `session/list` and the viewer's list with it).
+ */
+function parentOf(parentSessionId: unknown, origin: unknown): Pick<SessionListEntry, "parentSessionId" | "origin"> {
+  return typeof parentSessionId === "string" && (origin === "task" || origin === "fork") ? { parentSessionId, origin } : {};
 }
 
 /** A meta file is a few hundred bytes; anything much larger is not one. */
@@ -167,7 +185,9 @@ export function readMeta(logFile: string, sessionId: string, logSize: number): S
   const entry = meta?.entry;
   if (meta?.version !== 1 || meta.logSize !== logSize || typeof entry !== "object" || entry === null || entry.sessionId !== sessionId) return undefined;
   if (typeof entry.title !== "string" || typeof entry.createdAt !== "number" || typeof entry.updatedAt !== "number" || typeof entry.turns !== "number") return undefined;
-  return entry;
+  // The known fields only, each of its type (parentOf): nothing else of the file reaches a listing.
+  const { title, createdAt, updatedAt, turns } = entry;
+  return { sessionId, title, createdAt, updatedAt, turns, ...parentOf(entry.parentSessionId, entry.origin) };
 }
 
 /**
@@ -179,15 +199,19 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
   let header: SessionHeader | undefined;
   let tracker: SummaryTracker | undefined;
   let titled = false;
-  eachLine(fd, 0, (line) => {
+  // A listing scans every log of the folder, chosen by no one: one file must not cost memory by
+  // its size (a line of gigabytes, a sparse file without a newline). A longer line is seen by
+  // its head only: its time counts, its text gives no title.
+  eachLine(fd, 0, (line, _start, _end, cut) => {
     if (!header) {
+      if (cut) throw new Error(`the log's first line is longer than ${SCAN_LINE_CAP} bytes: no session header`);
       header = parseHeader(line);
       if (!header) throw new Error("the log does not start with a session header");
       tracker = new SummaryTracker(header);
       return true;
     }
     const head = lineHead(line);
-    if ((head.type === "user/message" && !titled) || head.type === "turn/start" || head.type === undefined) {
+    if (!cut && ((head.type === "user/message" && !titled) || head.type === "turn/start" || head.type === undefined)) {
       let event: SessionEvent;
       try {
         event = JSON.parse(line.toString("utf8")) as SessionEvent;
@@ -199,6 +223,6 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
       titled = tracker!.titled;
     } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
     return true;
-  });
+  }, SCAN_LINE_CAP);
   return header && tracker ? { header, entry: tracker.entry() } : undefined;
 }

@@ -232,11 +232,18 @@ async function follow(id, from = "tail") {
     }
     if (mine !== generation) return;
     if (page.header) {
-      const hd = page.header;
-      document.getElementById("session-head").replaceChildren(
-        h("h2", null, String(hd.sessionId)),
-        h("div", "meta", `${String(hd.provider)} / ${String(hd.model)} · created ${new Date(hd.createdAt).toLocaleString()}`),
-      );
+      // Like each event's card (render, in its try below): String() of a log's value can throw
+      // (an object whose toString is no function), and that must not stop the timeline.
+      const head = document.getElementById("session-head");
+      try {
+        const hd = page.header;
+        head.replaceChildren(
+          h("h2", null, String(hd.sessionId)),
+          h("div", "meta", `${String(hd.provider)} / ${String(hd.model)} · created ${new Date(hd.createdAt).toLocaleString()}`),
+        );
+      } catch (error) {
+        head.replaceChildren(h("h2", null, id), h("div", "meta", `cannot show this session's header: ${error}`));
+      }
     }
     if (page.skipped) {
       const all = h("button", null, "show them");
@@ -300,7 +307,12 @@ function onHash() {
 
 async function listLoop() {
   for (;;) {
-    await refreshList();
+    try {
+      await refreshList();
+    } catch (error) {
+      // A list this page cannot show must not end the polling: the next one may be fine.
+      setStatus(`cannot show the session list: ${error}`);
+    }
     await sleep(LIST_POLL_MS);
   }
 }

@@ -16,7 +16,8 @@ What each returns (``None``: change nothing):
 * ``stop`` → :class:`StopAnswer`: ``continue_with`` goes back to the model as a user message and
   the turn goes on (up to ``max_steps`` model requests, then ``max-steps``).
 
-A function that raises or returns anything else fails closed where that matters: a
+A function that raises or returns anything else (an answer with a field of another type too:
+``is_error="false"`` is not coerced) fails closed where that matters: a
 ``prompt_submit`` failure blocks the prompt and a ``post_tool`` failure withholds the tool's
 output (the model reads that the hook failed); a ``stop`` failure lets the turn end. Each is
 logged on the ``deepseek_harness`` logger.

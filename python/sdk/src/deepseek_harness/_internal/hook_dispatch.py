@@ -5,7 +5,7 @@ it sends.
 Invariant: every job ends in exactly one answer the bridge takes, whatever the function did. An
 answer the bridge would refuse (an empty ``block``, a field the hook does not take) is never
 sent: the hook would then wait until its deadline. A function that raises or returns something
-else fails closed where the hook guards something: a prompt-submit failure blocks the prompt, a
+else (an answer whose field has another type included) fails closed where the hook guards something: a prompt-submit failure blocks the prompt, a
 post-tool failure withholds the tool's output; a stop failure lets the turn end.
 """
 
@@ -28,6 +28,13 @@ log = logging.getLogger("deepseek_harness")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ANSWERS = {"prompt-submit": PromptSubmitAnswer, "post-tool": PostToolAnswer, "stop": StopAnswer}
+#: The type of each answer's fields (None aside). A field of another type is a wrong answer, not
+#: one to coerce: ``bool("false")`` is True, and ``str()`` of a list is its repr.
+_FIELD_TYPES: Dict[type, Dict[str, type]] = {
+    PromptSubmitAnswer: {"block": str, "context": str},
+    PostToolAnswer: {"content": str, "is_error": bool, "context": str},
+    StopAnswer: {"continue_with": str},
+}
 
 Job = Tuple[Callable[[], Any], Callable[[Any, Optional[BaseException]], Answer], bool]
 
@@ -63,6 +70,8 @@ def hook_answer(sid: str, hook_id: str, hook: str, value: Any, exc: Optional[Bas
     expected = _ANSWERS[hook]
     if exc is None and value is not None and not isinstance(value, expected):
         exc = TypeError(f"the {hook} hook returned {type(value).__name__}, not {expected.__name__} or None")
+    if exc is None and value is not None:
+        exc = _wrong_field(value, expected)
     fields: Dict[str, Any] = {}
     if exc is not None:
         why = exc.args[0] if isinstance(exc, Unanswerable) and exc.args else f"{type(exc).__name__}: {exc}"
@@ -92,6 +101,16 @@ def hook_answer(sid: str, hook_id: str, hook: str, value: Any, exc: Optional[Bas
     if too_big is not None:
         raise Unanswerable(f"the {hook} hook's answer cannot be sent: {too_big}")
     return "session/hook", params
+
+
+def _wrong_field(value: Any, answer_type: type) -> Optional[TypeError]:
+    """Why an answer's field has another type than the answer declares (it then fails closed, as
+    a wrong answer does), or None."""
+    for field, kind in _FIELD_TYPES[answer_type].items():
+        got = getattr(value, field)
+        if got is not None and not isinstance(got, kind):
+            return TypeError(f"{type(value).__name__}.{field} is a {type(got).__name__}, not a {kind.__name__} or None")
+    return None
 
 
 def _is_async(fn: Any) -> bool:

@@ -27,6 +27,7 @@ import functools
 import inspect
 import logging
 import threading
+import weakref
 from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple
 
 from ..client_tools import ClientTool
@@ -85,6 +86,10 @@ class ToolDispatcher:
         self._outstanding: Dict[str, int] = {}
         # session id → the asyncio tasks answering its events, with their loops.
         self._tasks: Dict[str, Set[Tuple[asyncio.AbstractEventLoop, "asyncio.Task[None]"]]] = {}
+        # The tasks this dispatcher cancelled (`_cancel`): only their CancelledError means "nobody
+        # waits for an answer"; one raised out of the user's coroutine is its failure (Python 3.10
+        # has no Task.cancelling() to tell them apart).
+        self._cancelled: "weakref.WeakSet[asyncio.Task[None]]" = weakref.WeakSet()
 
     def attach(self) -> None:
         answer_requests(self.conn, self.handle, self.settled)
@@ -150,10 +155,7 @@ class ToolDispatcher:
                     self._settled[sid] = self._settled.get(sid, 0) + 1
             jobs = [job for sid in session_ids for job in self._tasks.pop(sid, ())]
         for loop, task in jobs:
-            try:
-                loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:
-                pass
+            self._cancel(loop, task)
 
     # -- where jobs run ---------------------------------------------------------------------
 
@@ -225,13 +227,35 @@ class ToolDispatcher:
             if inspect.isawaitable(value):
                 value = await value
             answer = answered(finish, value, None)
-        except asyncio.CancelledError:
-            raise  # the turn is over or the harness closed: nobody waits for an answer
+        except asyncio.CancelledError as exc:
+            if self._cancelled_job():
+                raise  # the turn is over or the harness closed: nobody waits for an answer
+            # Raised by the user's coroutine (an inner task it awaited was cancelled): a failure
+            # like any other, so the job still answers (else the turn waits out its deadline).
+            answer = answered(finish, None, exc)
         except BaseException as exc:  # noqa: BLE001 - sys.exit() in a tool is its answer, not the caller's exit
             answer = answered(finish, None, exc)
         for attempt in _Attempts(answer, finish):
             with attempt:
                 await arequest(self.conn, *attempt.answer, timeout=ANSWER_TIMEOUT_SECONDS)
+
+    def _cancel(self, loop: asyncio.AbstractEventLoop, task: "asyncio.Task[None]") -> None:
+        with self._lock:
+            self._cancelled.add(task)
+        try:
+            loop.call_soon_threadsafe(task.cancel)
+        except RuntimeError:
+            pass
+
+    def _cancelled_job(self) -> bool:
+        """In a job's task: whether the CancelledError being handled is that task's cancellation
+        (by this dispatcher, or the loop's teardown), not one the user's coroutine raised."""
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+        if cancelling is not None and cancelling() > 0:
+            return True
+        with self._lock:
+            return task in self._cancelled
 
     def close(self) -> None:
         """Cancels the async jobs and shuts the pools down (queued jobs dropped; a sync function
@@ -244,10 +268,7 @@ class ToolDispatcher:
             jobs = [job for tasks in self._tasks.values() for job in tasks]
             self._tasks.clear()
         for loop, task in jobs:
-            try:
-                loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:
-                pass
+            self._cancel(loop, task)
         for pool in pools:
             pool.shutdown()
 
