@@ -138,9 +138,25 @@ const target = targetNode();
 // --hash-seed is not: it would be rejected, and start-up would lose what the cache saves).
 const blob = `sea-prep-${arch}.blob`;
 const seaConfig = `sea-config-${arch}.json`;
-fs.writeFileSync(path.join(buildDir, seaConfig), JSON.stringify({ main: path.basename(bundle), output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: { ...Object.fromEntries(chunks.map((c) => [c.name, c.name])), ...landlockAsset } }));
+// V8 flags of the binary. A young generation of 4 MB from the start: with V8's 1 MB default the
+// start-up's allocations made a scavenge before the `initialize` response (bench/README.md, "Cold
+// start"); it grows to V8's usual maximum under load either way. The blob is made under the same
+// flags: V8 rejects a code cache made under flags that change its code (start-up would then parse
+// the whole bundle, and print a warning: test/server/e2e-lifecycle.test.ts, "--version").
+const seaExecArgv = ["--min-semi-space-size=4"];
+fs.writeFileSync(
+  path.join(buildDir, seaConfig),
+  JSON.stringify({
+    main: path.basename(bundle),
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    useCodeCache: true,
+    execArgv: seaExecArgv,
+    assets: { ...Object.fromEntries(chunks.map((c) => [c.name, c.name])), ...landlockAsset },
+  }),
+);
 try {
-  execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--experimental-sea-config", seaConfig], {
+  execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", ...seaExecArgv, "--experimental-sea-config", seaConfig], {
     cwd: buildDir,
     stdio: ["ignore", "ignore", "inherit"],
   });

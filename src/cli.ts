@@ -13,6 +13,7 @@ import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import { PERMISSION_MODES, type PermissionMode } from "./protocol/types.js";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
 import { secretRedactor } from "./redact.js";
+import { probeSandboxAtStart } from "./sandbox/probe.js";
 import { readSecretsFd } from "./secrets-fd.js";
 import { HarnessServer } from "./server/server.js";
 import { coalescingWritable } from "./transport/coalescing-writable.js";
@@ -284,6 +285,9 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
   const redactor = secretRedactor(PROVIDER_KEY_VARIABLES.map((name) => env[name]));
   const logger = createStderrLogger(options.logLevel, undefined, redactor.active ? redactor.text : undefined);
+  // Where bubblewrap is visibly not there, `initialize` reports Landlock's probe: started now
+  // (the keys are out of the environment it inherits), it runs while the first request is read.
+  probeSandboxAtStart(options.permissionMode, env);
   // The default root is resolved by the server with the store, which loads after initialize.
   // An empty HARNESS_SESSION_ROOT counts as unset: as a path it would make every prompt fail (mkdir '').
   const sessionRoot = options.sessionRoot ?? (process.env.HARNESS_SESSION_ROOT || undefined);

@@ -8,7 +8,7 @@
  * up where it left off: the turn is the number of user messages so far (`turns[i % length]`),
  * the step the number of assistant messages since the last user message.
  */
-import * as fs from "node:fs";
+import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_SCRIPT } from "./demo-script.js";
@@ -102,7 +102,7 @@ export function loadScript(model: string, cwd: string): Script {
   const file = path.resolve(cwd, model);
   let text: string;
   try {
-    text = fs.readFileSync(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (error) {
     fail(`'${model}'`, `cannot read the script file ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); use model "demo" for the built-in script`);
   }

@@ -11,7 +11,6 @@
  *
  * Executables are found at fixed system locations, never through PATH or in the workspace.
  */
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
 import { hiddenPaths } from "./hidden.js";

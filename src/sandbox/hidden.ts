@@ -4,8 +4,8 @@
  * them (bwrap.ts); the Landlock confinement never grants them (landlock.ts); the file tools
  * refuse them (`isHiddenPath`).
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { homedir } from "node:os";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
 
@@ -46,7 +46,7 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
     for (const p of wantedHidden(env)) {
       paths.add(path.resolve(p));
       try {
-        paths.add(fs.realpathSync(p));
+        paths.add(realpathSync(p));
       } catch {
         // not there yet: its name still counts
       }
@@ -57,7 +57,7 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
 }
 
 export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
-  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
+  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
   return [
     ...HIDDEN_HOME_PATHS.map((p) => path.join(home, p)),
     ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
@@ -69,9 +69,10 @@ export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
 export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
   const found = new Map<string, boolean>();
   for (const p of wantedHidden(env)) {
+    if (!existsSync(p)) continue; // most are not there: no exception to build (see landlock.ts `real`)
     try {
-      const real = fs.realpathSync(p);
-      found.set(real, fs.statSync(real).isDirectory());
+      const real = realpathSync.native(p);
+      found.set(real, statSync(real).isDirectory());
     } catch {
       // not there: nothing to hide
     }

@@ -1,31 +1,37 @@
 /**
  * The Landlock helper's executable (helper/landlock-exec.c): taken from the single
- * executable's asset `landlock-exec`, written once to a private folder, and checked against
- * its sha256 before every exec.
+ * executable's asset `landlock-exec`, written once to a private folder, and compared byte for
+ * byte with the helper this build carries before every exec.
  *
- * Where its bytes and its expected sha256 come from:
- * - in the single executable: the SEA asset, and the sha256 scripts/build.mjs compiled in
- *   (`__LANDLOCK_HELPER_SHA256__`), so a changed file is never run;
- * - run from source (the tests) or as a plain bundle: build/sandbox/landlock-exec-ARCH and the
- *   sha256 file the build wrote beside it (scripts/sandbox-helper.mjs).
+ * Where its bytes come from, and why they are trusted:
+ * - in the single executable: the SEA asset, a part of the executable's own file, as
+ *   trustworthy as the code reading it (whoever could change the one could change the other,
+ *   and a sha256 compiled into the same file would change with it); scripts/build.mjs embeds
+ *   the helper it compiled and its sha256 (`__LANDLOCK_HELPER_SHA256__`), which names the file;
+ * - run from source (the tests) or as a plain bundle: build/sandbox/landlock-exec-ARCH, a file
+ *   of its own, so it is checked against the sha256 compiled into the bundle (or, from source,
+ *   the sha256 file the build wrote beside it: scripts/sandbox-helper.mjs) and a changed file is
+ *   never run.
+ * So node:crypto is loaded only where a helper file is read (not by the single executable):
+ * loading it is a few milliseconds of the bridge's start-up (bench/README.md, "Why the code does
+ * this"), on the path of the Landlock probe that `initialize` awaits.
  *
  * The private folder: `<tmpdir>/harness-bridge-<uid>`, created 0700, used only if it is a real
  * folder (not a link), owned by this uid and closed to others — a folder someone else made in
  * a shared /tmp is never used (a fresh mkdtemp folder is, instead). The file is written under a
  * unique name and renamed into place, so a reader never sees half of it.
  */
-import { createHash } from "node:crypto";
-import * as fs from "node:fs";
-import * as os from "node:os";
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Set by scripts/build.mjs; undefined when run from source. */
 declare const __LANDLOCK_HELPER_SHA256__: string | undefined;
 
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+const sha256 = (bytes: Uint8Array) => process.getBuiltinModule("node:crypto").createHash("sha256").update(bytes).digest("hex");
 
-/** The helper's bytes and the sha256 they must have, or why there are none. */
+/** The helper's bytes and their sha256 (a helper file's bytes checked against it already), or why there are none. */
 function helperSource(): { bytes: Buffer; sha: string } | { missing: string } {
   const compiled = typeof __LANDLOCK_HELPER_SHA256__ === "string" ? __LANDLOCK_HELPER_SHA256__ : undefined;
   try {
@@ -40,13 +46,14 @@ function helperSource(): { bytes: Buffer; sha: string } | { missing: string } {
   const dirs = [path.join(here, "..", "..", "build", "sandbox"), path.join(here, "sandbox")];
   for (const dir of dirs) {
     const file = path.join(dir, name);
+    let found: { bytes: Buffer; sha: string };
     try {
-      const bytes = fs.readFileSync(file);
-      const sha = compiled ?? fs.readFileSync(`${file}.sha256`, "utf8").trim();
-      return { bytes, sha };
+      found = { bytes: readFileSync(file), sha: compiled ?? readFileSync(`${file}.sha256`, "utf8").trim() };
     } catch {
-      // try the next place
+      continue; // try the next place
     }
+    if (sha256(found.bytes) !== found.sha) throw new Error(`the Landlock helper ${file} does not match its sha256`);
+    return found;
   }
   return { missing: `this build has no Landlock helper for ${process.platform}-${process.arch} (build/sandbox/${name}: run npm run build)` };
 }
@@ -54,7 +61,7 @@ function helperSource(): { bytes: Buffer; sha: string } | { missing: string } {
 /** Whether `dir` is this uid's own folder, closed to everyone else. */
 function isPrivateFolder(dir: string): boolean {
   try {
-    const st = fs.lstatSync(dir);
+    const st = lstatSync(dir);
     return st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o077) === 0;
   } catch {
     return false;
@@ -64,48 +71,48 @@ function isPrivateFolder(dir: string): boolean {
 let privateDir: { base: string; dir: string } | undefined;
 /** This uid's private folder for the helper and the commands' temporary folders (see above). */
 export function privateFolder(): string {
-  const base = os.tmpdir();
+  const base = tmpdir();
   if (privateDir?.base === base && isPrivateFolder(privateDir.dir)) return privateDir.dir;
   const shared = path.join(base, `harness-bridge-${process.getuid?.() ?? "user"}`);
   try {
-    fs.mkdirSync(shared, { mode: 0o700 });
+    mkdirSync(shared, { mode: 0o700 });
   } catch {
     // there already (checked below), or not makeable (a fresh folder below)
   }
-  privateDir = { base, dir: isPrivateFolder(shared) ? shared : fs.mkdtempSync(path.join(base, "harness-bridge-")) };
+  privateDir = { base, dir: isPrivateFolder(shared) ? shared : mkdtempSync(path.join(base, "harness-bridge-")) };
   return privateDir.dir;
 }
 
 let source: { bytes: Buffer; sha: string } | undefined;
 
 /**
- * The helper's path, its bytes just checked against the expected sha256 (rewritten from the
- * source if they differ); throws with the reason when there is no trustworthy helper. The check
- * and the exec are two steps: what could change the file between them is this uid outside any
- * sandbox (a sandboxed command cannot write the private folder), which could as well change
- * the bridge itself.
+ * The helper's path, its bytes just compared with the trusted ones (rewritten from them if they
+ * differ); throws with the reason when there is no trustworthy helper. The check and the exec
+ * are two steps: what could change the file between them is this uid outside any sandbox (a
+ * sandboxed command cannot write the private folder), which could as well change the bridge
+ * itself.
  */
 export function verifiedHelper(): string {
   if (!source) {
     const found = helperSource();
     if ("missing" in found) throw new Error(found.missing);
-    if (sha256(found.bytes) !== found.sha) throw new Error("the embedded Landlock helper does not match its sha256");
     source = found;
   }
   const file = path.join(privateFolder(), `landlock-exec-${source.sha.slice(0, 16)}`);
-  if (!fileHas(file, source.sha)) {
+  if (!fileHas(file, source.bytes)) {
     const tmp = `${file}.${process.pid}.${Date.now()}`;
-    fs.writeFileSync(tmp, source.bytes, { mode: 0o700, flag: "wx" });
-    fs.renameSync(tmp, file);
-    if (!fileHas(file, source.sha)) throw new Error(`the Landlock helper written to ${file} does not match its sha256`);
+    writeFileSync(tmp, source.bytes, { mode: 0o700, flag: "wx" });
+    renameSync(tmp, file);
+    if (!fileHas(file, source.bytes)) throw new Error(`the Landlock helper written to ${file} is not the one this build carries`);
   }
   return file;
 }
 
-function fileHas(file: string, sha: string): boolean {
+/** Whether `file` is this uid's, not writable by others, and holds exactly `bytes`. */
+function fileHas(file: string, bytes: Buffer): boolean {
   try {
-    const st = fs.lstatSync(file);
-    return st.isFile() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 && sha256(fs.readFileSync(file)) === sha;
+    const st = lstatSync(file);
+    return st.isFile() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 && st.size === bytes.length && readFileSync(file).equals(bytes);
   } catch {
     return false;
   }

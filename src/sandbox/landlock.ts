@@ -14,9 +14,8 @@
  * inside an allowed folder makes this confinement refuse the workspace rather than show it.
  * The network is not restricted (as with bubblewrap).
  */
-import { execFile } from "node:child_process";
-import * as fs from "node:fs";
-import * as os from "node:os";
+import { existsSync, mkdtempSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
 import { hiddenPaths } from "./hidden.js";
@@ -45,10 +44,14 @@ export function landlockOff(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.HARNESS_LANDLOCK === "off";
 }
 
-const exists = (p: string) => fs.existsSync(p);
+const exists = (p: string) => existsSync(p);
+// On the path of the start-up probe (bench/README.md, "Why the code does this"): most of the
+// folders asked about do not exist, and `existsSync` says so without building an exception;
+// the native realpath is one system call where the JavaScript one walks every component.
 const real = (p: string) => {
+  if (!existsSync(p)) return undefined;
   try {
-    return fs.realpathSync(p);
+    return realpathSync.native(p);
   } catch {
     return undefined;
   }
@@ -56,12 +59,14 @@ const real = (p: string) => {
 
 /**
  * The helper's rule arguments for a command in `workspace` (a real path) with the private
- * temporary folder `tmp`, or why this workspace cannot be confined by Landlock.
+ * temporary folder `tmp`, or why this workspace cannot be confined by Landlock. Without a
+ * workspace (the start-up probe, which asks only whether the helper confines here) nothing is
+ * refused: the refusals below are a workspace's, checked when it is known.
  */
-export function landlockRules(workspace: string, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
+export function landlockRules(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
   const hidden = hiddenPaths(env).map((h) => h.path);
   const touchesHidden = (dir: string) => hidden.some((h) => isInside(dir, h) || isInside(h, dir));
-  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : os.homedir();
+  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
 
   const read = new Set<string>(LANDLOCK_SYSTEM_READ.filter(exists));
   // /etc/resolv.conf is often a link into /run (systemd-resolved): its target, alone, for DNS.
@@ -75,11 +80,11 @@ export function landlockRules(workspace: string, tmp: string | undefined, env: N
     const dir = real(p);
     if (dir) read.add(dir);
   }
-  const write = [workspace, ...(tmp ? [tmp] : [])];
+  const write = [...(workspace ? [workspace] : []), ...(tmp ? [tmp] : [])];
   // A hidden path inside anything allowed would be readable: refuse instead (bubblewrap can hide
   // it). One that holds the workspace does not count below it, as with bubblewrap.
-  for (const dir of [...read, ...write]) {
-    const h = hidden.find((h) => isInside(dir, h) && !isInside(h, workspace));
+  for (const dir of workspace ? [...read, ...write] : []) {
+    const h = hidden.find((h) => isInside(dir, h) && !isInside(h, workspace!));
     if (!h) continue;
     return {
       refused:
@@ -98,7 +103,7 @@ export function landlockRules(workspace: string, tmp: string | undefined, env: N
 }
 
 /** The argv prefix that runs a program confined (`... -- PROGRAM ARGS`), the helper verified just now; throws with the reason it cannot. */
-export function landlockCommand(workspace: string, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env, extra: string[] = []): string[] {
+export function landlockCommand(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env, extra: string[] = []): string[] {
   const rules = landlockRules(workspace, tmp, env);
   if ("refused" in rules) throw new Error(rules.refused);
   return [verifiedHelper(), "--parent-pid", String(process.pid), ...extra, ...rules.args, "--"];
@@ -106,31 +111,49 @@ export function landlockCommand(workspace: string, tmp: string | undefined, env:
 
 /** A fresh private temporary folder for one command (the caller removes it). */
 export function makeCommandTmp(): string {
-  return fs.mkdtempSync(path.join(privateFolder(), "tmp-"));
+  return mkdtempSync(path.join(privateFolder(), "tmp-"));
 }
 
-const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
+const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
-/** Starts the confinement for `workspace` with `true` in it: its Landlock ABI, or why it does not work here. */
-export function probeLandlock(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<{ abi: number } | { failure: string }> {
-  if (landlockOff(env)) return Promise.resolve({ failure: "Landlock is switched off (HARNESS_LANDLOCK=off)" });
-  if (process.platform !== "linux") return Promise.resolve({ failure: `Landlock is Linux's (this is ${process.platform})` });
+/**
+ * Starts the confinement with `true` in it: its Landlock ABI, or why it does not work here. With
+ * a `workspace`, that workspace's confinement (its refusals, its rule); without one, the
+ * process's rules alone: whether the helper runs and the kernel confines it.
+ */
+export async function probeLandlock(workspace: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<{ abi: number } | { failure: string }> {
+  if (landlockOff(env)) return { failure: "Landlock is switched off (HARNESS_LANDLOCK=off)" };
+  if (process.platform !== "linux") return { failure: `Landlock is Linux's (this is ${process.platform})` };
   let argv: string[];
   try {
     argv = landlockCommand(workspace, undefined, env, ["--print-abi"]);
   } catch (error) {
-    return Promise.resolve({ failure: (error as Error).message });
+    return { failure: (error as Error).message };
   }
+  // Loaded here, not at the top: the bridge's start-up does not need it when bubblewrap is there.
+  // spawn with only stderr piped (what the helper says): one pipe less to set up than execFile's,
+  // on the start-up path where bwrap is absent (bench/README.md, "Why the code does this").
+  const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
-    execFile(argv[0], [...argv.slice(1), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
-      const abi = /^landlock-abi (\d+)$/m.exec(String(stderr));
-      if (!err && abi) return resolve({ abi: Number(abi[1]) });
-      const said = String(stderr).split("\n").find((line) => line.startsWith("landlock-exec: "));
-      if (said) return resolve({ failure: said.slice("landlock-exec: ".length) });
-      // Not the helper's own refusal: it could not start (an emulator, a noexec folder) or died.
-      const how = !err ? "it reported no ABI" : typeof err.code === "string" ? `could not start it: ${err.code}` : err.signal ? `it was killed by ${err.signal}` : `it exited with ${err.code}`;
-      const first = String(stderr).trim().split("\n")[0].replace(/[^\x20-\x7e]+/g, "?");
+    const failed = (how: string, stderr: string) => {
+      const first = stderr.trim().split("\n")[0].replace(/[^\x20-\x7e]+/g, "?");
       resolve({ failure: `its helper did not run (${how}${first ? `: ${first.slice(0, 300)}` : ""})` });
+    };
+    const child = spawn(argv[0], [...argv.slice(1), TRUE], { stdio: ["ignore", "ignore", "pipe"], timeout: 10_000 });
+    let stderr = "";
+    // No stderr when the spawn failed for want of descriptors (EMFILE): the "error" below says so.
+    child.stderr?.setEncoding("utf8").on("data", (text: string) => {
+      if (stderr.length < 65_536) stderr += text;
+    });
+    // It could not start (an emulator, a noexec folder): no exit to wait for.
+    child.on("error", (error: NodeJS.ErrnoException) => failed(`could not start it: ${error.code ?? error.message}`, stderr));
+    child.on("close", (code, signal) => {
+      const abi = /^landlock-abi (\d+)$/m.exec(stderr);
+      if (code === 0 && abi) return resolve({ abi: Number(abi[1]) });
+      const said = stderr.split("\n").find((line) => line.startsWith("landlock-exec: "));
+      if (said) return resolve({ failure: said.slice("landlock-exec: ".length) });
+      // Not the helper's own refusal: it died, or ran without confining.
+      failed(code === 0 ? "it reported no ABI" : signal ? `it was killed by ${signal}` : `it exited with ${code}`, stderr);
     });
   });
 }

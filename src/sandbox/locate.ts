@@ -1,13 +1,13 @@
 /** Executables the sandbox runs, found at fixed system locations, never through PATH or in the workspace. */
-import * as fs from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
 
 /** Where bash is looked for. */
 export const BASH_LOCATIONS: readonly string[] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
 
 export const isExecutableFile = (p: string) => {
   try {
-    fs.accessSync(p, fs.constants.X_OK);
-    return fs.statSync(p).isFile();
+    accessSync(p, constants.X_OK);
+    return statSync(p).isFile();
   } catch {
     return false;
   }

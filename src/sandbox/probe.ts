@@ -6,17 +6,20 @@
  * folders (docs/tools.md has the table). The bash tool awaits the choice before its first
  * command; the server starts it right after the `initialize` response, so it is ready by then.
  */
-import { execFile } from "node:child_process";
-import * as fs from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
-import { probeLandlock } from "./landlock.js";
+import { landlockOff, landlockRules, probeLandlock } from "./landlock.js";
 import { sandboxStatusAtStart, type SandboxStatus } from "./status.js";
 
 /** What confines bash for a workspace. */
 export type Confinement = { kind: "bubblewrap"; bwrap: string } | { kind: "landlock"; abi: number } | { kind: "none"; reason: string };
 
+/** What the Landlock probe found: the kernel's ABI, or why the confinement cannot run. */
+type LandlockAnswer = { abi: number } | { failure: string };
+
 /** What the probe runs in the sandbox: `true` (half the time of a bash start). */
-const TRUE = fs.existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
+const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
 const probes = new Map<string, Promise<unknown>>();
 function once<T>(key: string, probe: () => Promise<T>): Promise<T> {
@@ -29,20 +32,51 @@ function once<T>(key: string, probe: () => Promise<T>): Promise<T> {
 export function probeBubblewrap(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
   const bwrap = findBwrap(env);
   if (!bwrap) return Promise.resolve(bwrapNotFound(env));
-  return once(`bwrap\0${bwrap}\0${workspace}`, () => new Promise<string | null>((resolve) => {
-    execFile(bwrap, [...bwrapArgs(workspace, env), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
-      resolve(err ? `bubblewrap cannot make its sandbox here: ${(String(stderr).trim() || err.message).split("\n")[0]}` : null);
+  return once(`bwrap\0${bwrap}\0${workspace}`, () => {
+    // Loaded here, not at the top: nothing before the `initialize` response starts bubblewrap.
+    const { execFile } = process.getBuiltinModule("node:child_process");
+    return new Promise<string | null>((resolve) => {
+      execFile(bwrap, [...bwrapArgs(workspace, env), TRUE], { timeout: 10_000 }, (err, _stdout, stderr) => {
+        resolve(err ? `bubblewrap cannot make its sandbox here: ${(String(stderr).trim() || err.message).split("\n")[0]}` : null);
+      });
     });
-  }));
+  });
 }
 
-/** The confinement of bash for `workspace` (a real path): see the module comment. */
-export async function chooseSandbox(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<Confinement> {
+/** bubblewrap if it works for `workspace`, else Landlock if `landlock` says it runs, else none with both reasons. */
+async function choose(workspace: string, env: NodeJS.ProcessEnv, landlock: () => Promise<LandlockAnswer>): Promise<Confinement> {
   const bwrapFailure = await probeBubblewrap(workspace, env);
   if (bwrapFailure === null) return { kind: "bubblewrap", bwrap: findBwrap(env)! };
-  const landlock = await once(`landlock\0${env.HARNESS_LANDLOCK ?? ""}\0${workspace}`, () => probeLandlock(workspace, env));
-  if ("abi" in landlock) return { kind: "landlock", abi: landlock.abi };
-  return { kind: "none", reason: `${bwrapFailure}; and the Landlock confinement cannot run: ${landlock.failure}` };
+  const answer = await landlock();
+  if ("abi" in answer) return { kind: "landlock", abi: answer.abi };
+  return { kind: "none", reason: `${bwrapFailure}; and the Landlock confinement cannot run: ${answer.failure}` };
+}
+
+/** The confinement of bash for `workspace` (a real path), each probe run for this workspace: see the module comment. */
+export function chooseSandbox(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<Confinement> {
+  return choose(workspace, env, () => once(`landlock\0${env.HARNESS_LANDLOCK ?? ""}\0${workspace}`, () => probeLandlock(workspace, env)));
+}
+
+/**
+ * The process's own Landlock probe, with no workspace (whether the helper runs and the kernel
+ * confines it), once per environment that shapes its rules: `probeSandboxAtStart` starts it as
+ * the process starts, `initialSandboxStatus` awaits it.
+ */
+function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockAnswer> {
+  const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tmpdir()].join("\0");
+  return once(`landlock-start\0${key}`, () => probeLandlock(undefined, env));
+}
+
+/**
+ * Starts, as the process starts, the probe `initialize` will await when bubblewrap is visibly
+ * not there (`sandboxStatusAtStart`): the helper then runs while the bridge loads and reads its
+ * first request, instead of after it. Nothing is started where bubblewrap is (`initialize`
+ * starts nothing then) or where `ceiling` rules out `workspace-write`. The probe runs the helper
+ * with `true` and this process's environment: call it once provider keys are out of it.
+ */
+export function probeSandboxAtStart(ceiling: string, env: NodeJS.ProcessEnv = process.env): void {
+  if (ceiling === "read-only" || sandboxStatusAtStart("workspace-write", env).bash !== "none") return;
+  void landlockAtStart(env);
 }
 
 /** Forgets the probes (tests change `HARNESS_BWRAP`, `HARNESS_LANDLOCK`). */
@@ -50,29 +84,48 @@ export function resetSandboxProbes(): void {
   probes.clear();
 }
 
-/** What confines bash under `mode` for `workspace`, probed by starting the sandbox. */
-export async function sandboxStatus(mode: string, workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<SandboxStatus> {
-  if (mode !== "workspace-write") return sandboxStatusAtStart(mode, env);
-  let real: string;
+const statusOf = (chosen: Confinement): SandboxStatus =>
+  chosen.kind === "bubblewrap" ? { bash: "bubblewrap" } : chosen.kind === "landlock" ? { bash: "landlock", landlockAbi: chosen.abi } : { bash: "none", reason: chosen.reason };
+
+/** The real path of `workspace`, or the status of a workspace that cannot be confined. */
+function realWorkspace(workspace: string): string | SandboxStatus {
   try {
-    real = fs.realpathSync(workspace);
+    return realpathSync.native(workspace);
   } catch (error) {
     return { bash: "none", reason: `the workspace is not accessible: ${(error as Error).message}` };
   }
-  const chosen = await chooseSandbox(real, env);
-  if (chosen.kind === "bubblewrap") return { bash: "bubblewrap" };
-  if (chosen.kind === "landlock") return { bash: "landlock", landlockAbi: chosen.abi };
-  return { bash: "none", reason: chosen.reason };
+}
+
+/** What confines bash under `mode` for `workspace`, probed by starting the sandbox. */
+export async function sandboxStatus(mode: string, workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<SandboxStatus> {
+  if (mode !== "workspace-write") return sandboxStatusAtStart(mode, env);
+  const real = realWorkspace(workspace);
+  return typeof real === "string" ? statusOf(await chooseSandbox(real, env)) : real;
 }
 
 /**
  * What `initialize` reports: bubblewrap as far as start-up can tell without starting a process
  * (sandboxStatusAtStart; the first bash call still probes it, and falls back to Landlock if it
- * cannot run after all); where bubblewrap is visibly absent or refused, the Landlock probe's
- * answer — one start of a 30 KB static helper — so the report says what will confine bash.
+ * cannot run after all); where bubblewrap is visibly absent or refused, Landlock's answer — this
+ * workspace's refusals, checked here, and the process's probe (one start of a 30 KB static
+ * helper, begun as the process started: `probeSandboxAtStart`) — so the report says what will
+ * confine bash. The first bash call probes this workspace's own confinement (`chooseSandbox`),
+ * and refuses to run if it does not start after all.
  */
 export async function initialSandboxStatus(mode: string, workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<SandboxStatus> {
   const start = sandboxStatusAtStart(mode, env);
   if (mode !== "workspace-write" || start.bash !== "none") return start;
-  return sandboxStatus(mode, workspace, env);
+  const real = realWorkspace(workspace);
+  if (typeof real !== "string") return real;
+  return statusOf(
+    await choose(real, env, async () => {
+      try {
+        const rules = landlockOff(env) ? undefined : landlockRules(real, undefined, env);
+        if (rules && "refused" in rules) return { failure: rules.refused };
+      } catch (error) {
+        return { failure: (error as Error).message };
+      }
+      return landlockAtStart(env);
+    }),
+  );
 }

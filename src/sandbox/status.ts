@@ -2,7 +2,7 @@
  * What confines bash, as the `initialize` result reports it, and the error of a bash that
  * refuses to run unconfined.
  */
-import * as fs from "node:fs";
+import { readFileSync } from "node:fs";
 import { bwrapNotFound, findBwrap } from "./bwrap.js";
 
 /** What confines bash in this process: the `sandbox` of the `initialize` result. */
@@ -15,7 +15,7 @@ export interface SandboxStatus {
 
 const readSysctl = (name: string): string | undefined => {
   try {
-    return fs.readFileSync(`/proc/sys/${name}`, "utf8").trim();
+    return readFileSync(`/proc/sys/${name}`, "utf8").trim();
   } catch {
     return undefined;
   }

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import * as fs from "node:fs";
+import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vm from "node:vm";
 
@@ -20,7 +20,7 @@ export function evaluateChunk<T>(name: string): T {
     // Not a single executable (or a node without node:sea): the chunk is a file.
   }
   const filename = path.join(__dirname, name);
-  code ??= fs.readFileSync(filename, "utf8");
+  code ??= readFileSync(filename, "utf8");
   const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename });
   const module = { exports: {} as T };
   wrapper(module.exports, require, module, filename, path.dirname(filename));

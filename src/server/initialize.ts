@@ -6,7 +6,7 @@
  * Nothing here imports the agent modules statically (see agent-modules.ts): they load behind
  * a `setImmediate`, after the transport has written the response.
  */
-import * as fs from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
@@ -93,7 +93,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     });
   }
   const workspace = path.resolve(params.cwd);
-  const found = fs.statSync(workspace, { throwIfNoEntry: false });
+  const found = statSync(workspace, { throwIfNoEntry: false });
   if (!found?.isDirectory()) {
     // The cause (missing, or not a folder) and the fix: a new user's first mistake is often a typo.
     const why = found ? "is not a folder" : "does not exist";
@@ -153,7 +153,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     .then(() => {
       if (bashOffered && permissionMode === "workspace-write") {
         // The real probe of the sandbox, ready before the first bash call needs it.
-        void import("../sandbox/probe.js").then(({ chooseSandbox }) => chooseSandbox(fs.realpathSync(workspace), env)).catch(() => undefined);
+        void import("../sandbox/probe.js").then(({ chooseSandbox }) => chooseSandbox(realpathSync(workspace), env)).catch(() => undefined);
       }
       // The tracer only when an OTEL variable asks for it (tracing-loader.ts): otherwise undefined, nothing loaded.
       return Promise.all([loadAgentModules(), settings.preload(), tracerFor(env, settings.version, logger, settings.redactor)]);

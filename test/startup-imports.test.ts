@@ -1,0 +1,40 @@
+/**
+ * What the bridge evaluates before it can answer `initialize` is every module reached from
+ * src/main.ts by static imports (the agent and MCP halves come later, through `import()`:
+ * server/agent-modules.ts, mcp-loader.ts). On that path no module takes `node:fs` or `node:os`
+ * as a namespace (`import * as fs`): the CommonJS bundle turns each such import into a copy of
+ * every export of the module at load, a share of the start-up measured in bench/README.md
+ * ("Cold start"); named imports are plain `require`s.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const SRC = path.resolve(__dirname, "..", "src");
+// Value imports and re-exports (not `import type`, not `import()`) of a relative module.
+const STATIC = /(?:^|[\n;])\s*(?:import(?!\s+type\b)|export(?!\s+type\b))\b[^;"'`]*?\bfrom\s*["'](\.{1,2}\/[^"']+)["']|(?:^|[\n;])\s*import\s*["'](\.{1,2}\/[^"']+)["']/g;
+const NAMESPACE = /^import \* as \w+ from "node:(fs|os)";$/m;
+
+/** The .ts files reached from `entry` by static value imports. */
+function startupFiles(entry: string): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const match of fs.readFileSync(file, "utf8").matchAll(STATIC)) {
+      const target = path.resolve(path.dirname(file), (match[1] ?? match[2])!.replace(/\.js$/, ".ts"));
+      if (fs.existsSync(target)) visit(target);
+    }
+  };
+  visit(entry);
+  return [...seen];
+}
+
+describe("the start-up path (src/main.ts and what it imports statically)", () => {
+  it("takes node:fs and node:os by name, not as namespaces", () => {
+    const files = startupFiles(path.join(SRC, "main.ts"));
+    expect(files.map((f) => path.relative(SRC, f))).toEqual(expect.arrayContaining(["cli.ts", "server/initialize.ts", "sandbox/probe.ts"]));
+    expect(files.map((f) => path.relative(SRC, f))).not.toContain("agent/runtime.ts");
+    expect(files.filter((f) => NAMESPACE.test(fs.readFileSync(f, "utf8"))).map((f) => path.relative(SRC, f))).toEqual([]);
+  });
+});
