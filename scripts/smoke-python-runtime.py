@@ -5,7 +5,8 @@ Starts a local DeepSeek-format HTTP server (scripts/fake_deepseek.py, standard l
 points bin/harness-bridge (or $HARNESS_TEST_BINARY) at it, and through the SDK runs every scenario of
 snapshots/deepseek/ (a text turn, a tool turn, a subagent turn, an error turn, a cancelled
 turn, a client tool turn and approval turns, the SDK answering those through ``@tool`` and
-``can_use_tool``); then raw-protocol passes without the SDK (a tool turn, a client tool turn). Each stream and response is normalized by
+``can_use_tool``); then raw-protocol passes without the SDK (a tool turn, a client tool turn, a
+stop hook, a steered turn, a budget). Each stream and response is normalized by
 snapshots/README.md's rules and compared with the files. Exits non-zero on any difference.
 
     python scripts/smoke-python-runtime.py            # compare
@@ -78,7 +79,7 @@ def run_with_sdk(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> 
                 cancelled.set()
                 threading.Thread(target=harness.cancel, args=(SESSION_ID,), daemon=True).start()
 
-        result = harness.run(scenario["prompt"], session_id=SESSION_ID, on_notification=watch)
+        result = harness.run(scenario["prompt"], session_id=SESSION_ID, on_notification=watch, max_cost_usd=scenario.get("maxCostUsd"))
         frames = [{"jsonrpc": "2.0", "method": n.method, "params": n.payload} for n in result.notifications]
         response = {"status": result.status, "reason": result.reason.model_dump(by_alias=True, exclude_none=True)}
         if scenario.get("cancelOn") and not cancelled.is_set():
@@ -93,7 +94,8 @@ def run_raw(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> Tuple
     env.update(bridge_env(server))
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"cwd": str(workspace), "provider": "deepseek", "model": scenario["model"], **scenario.get("initialize", {})}},
-        {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": SESSION_ID, "contentBlocks": [{"type": "text", "text": scenario["prompt"]}]}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": SESSION_ID, "contentBlocks": [{"type": "text", "text": scenario["prompt"]}],
+                                                                   **({"maxCostUsd": scenario["maxCostUsd"]} if "maxCostUsd" in scenario else {})}},
         {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
     ]
     # Written all at once: session/prompt waits for initialize, shutdown only for its turn.
@@ -106,6 +108,7 @@ def run_raw(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> Tuple
     response: Any = None
     next_id = 100
     hooks_asked: Dict[str, int] = {}
+    steered = False
 
     def answer(method: str, params: Dict[str, Any]) -> None:
         nonlocal next_id
@@ -117,6 +120,11 @@ def run_raw(scenario: Dict[str, Any], server: FakeDeepSeek, base: Path) -> Tuple
     for line in proc.stdout:
         frame = json.loads(line)
         event = frame["params"].get("event", {}) if frame.get("method") == "session.event" else {}
+        steer_on = scenario.get("steerOn")
+        if steer_on and not steered and event.get("type") == steer_on["event"]:
+            # Written before the answer to the same event (a tool result): the steer joins after it.
+            steered = True
+            answer("session/steer", {"sessionId": SESSION_ID, "contentBlocks": [{"type": "text", "text": steer_on["text"]}]})
         if event.get("type") == "tool/request" and event["data"]["name"] in scenario.get("toolResults", {}):
             answer("session/tool_result", {"sessionId": SESSION_ID, "callId": event["data"]["callId"], **scenario["toolResults"][event["data"]["name"]]})
         if event.get("type") == "permission/request" and "permission" in scenario:
@@ -178,13 +186,19 @@ def main() -> int:
         tmp_path = Path(tmp).resolve()
         for index, directory in enumerate(sorted(p for p in SCENARIOS.iterdir() if p.is_dir())):
             scenario = json.loads((directory / "scenario.json").read_text(encoding="utf-8"))
+            if "steerOn" in scenario:
+                # A steer must reach the bridge before the SDK's own answer to the same event, which
+                # the SDK sends from its worker pool: no order to rely on. The raw pass below runs
+                # it; the SDK's steer is tested in python/sdk/tests/test_turn_control.py.
+                continue
             server.table = scenario["server"]
             base = tmp_path / f"sdk-{index}"
             base.mkdir()
             passed &= check(f"sdk  deepseek/{directory.name}", directory, run_with_sdk(scenario, server, base), args.update)
         # The raw wire: a tool turn, a client tool answered by hand (tool/request → session/tool_result)
-        # and a stop hook answered by hand (hook/request → session/hook).
-        for raw_name in ("tool-turn", "client-tool-turn", "stop-hook-turn"):
+        # a stop hook answered by hand (hook/request → session/hook), a steer written before the
+        # tool result it must follow, and a budget.
+        for raw_name in ("tool-turn", "client-tool-turn", "stop-hook-turn", "steered-turn", "budget-turn"):
             raw_dir = SCENARIOS / raw_name
             scenario = json.loads((raw_dir / "scenario.json").read_text(encoding="utf-8"))
             server.table = scenario["server"]
