@@ -58,7 +58,8 @@ export interface TurnConfig {
   /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
   hooks?: TurnHooks;
   /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
-  checkpoints?: { forTurn(turn: number): TurnCheckpoint };
+  /** `undefined` from `forTurn`: this turn cannot be checkpointed (it runs, and rewinds find nothing of it). */
+  checkpoints?: { forTurn(turn: number): TurnCheckpoint | undefined };
   /** This turn's recorder (set by `runTurn` from `checkpoints`). */
   recorder?: TurnCheckpoint;
   /** The turn's spans, when tracing is on (turn-trace.ts); the loop marks where each model request and tool call begins and ends. */

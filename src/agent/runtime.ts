@@ -26,7 +26,6 @@ import { SteerInbox } from "./steer.js";
 import { pricesFor } from "./prices.js";
 import type { SessionRewindParams, SessionRewindResult } from "../protocol/index.js";
 import { CheckpointsBySession } from "./checkpoints/by-session.js";
-import { TurnRecorder } from "./checkpoints/turn-recorder.js";
 import { rewindSession } from "./checkpoints/rewind-session.js";
 
 export type { RuntimeOptions, RuntimeSink, TurnRequest } from "./runtime-options.js";
@@ -355,7 +354,7 @@ export class AgentRuntime {
           output: request.output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
-          checkpoints: { forTurn: (turn) => new TurnRecorder(this.checkpoints.of(session.id), turn, this.options.permissionMode) },
+          checkpoints: { forTurn: (turn) => this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger) },
           hooks: this.hooks?.forDepth(depth),
           steers,
           prices: this.prices,

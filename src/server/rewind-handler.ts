@@ -32,6 +32,7 @@ export async function rewindSession(agent: Agent, params: SessionRewindParams): 
         ...(refusal.turns !== undefined ? { turns: refusal.turns } : {}),
       });
     }
+    if (name === "CheckpointsUnavailableError") throw new RpcError(ErrorCode.InternalError, (error as Error).message, { kind: "checkpoints-unavailable", sessionId: params.sessionId });
     throw toRpcError(agent.modules, error, { busyMessage });
   }
 }

@@ -172,6 +172,23 @@ describe("without a session log", () => {
   });
 });
 
+describe("when no checkpoint can be kept", () => {
+  it("a TMPDIR where no private folder can be made costs the checkpoint, never the turn", async () => {
+    rig = new Rig(false);
+    const missing = path.join(rig.root, "no-such-folder");
+    const c = await rig.bridge(undefined, { ...process.env, TMPDIR: missing }, {}, ["--stdio", "--no-session-log"]);
+    await rig.prompt(c, "s"); // the turn writes its files, as without checkpoints
+    expect(rig.read("keep.txt")).toBe("turn1\n");
+    expect(fs.existsSync(missing)).toBe(false);
+    expect(c.stderr).toMatch(/the turn runs without a checkpoint: no checkpoint store can be made \(ENOENT/);
+    // A rewind cannot restore what was never kept: a specific error, and the bridge serves on.
+    const rewind = await rig.call(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(rewind.error).toMatchObject({ code: -32603, data: { kind: "checkpoints-unavailable", sessionId: "s" } });
+    expect(rewind.error?.message).toMatch(/private folder under TMPDIR/);
+    await rig.prompt(c, "s");
+  });
+});
+
 describe("forks", () => {
   it("a fork taken before a rewind keeps the history, and can rewind the files of the turns it copied", async () => {
     rig = new Rig(false);

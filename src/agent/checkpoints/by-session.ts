@@ -5,6 +5,17 @@
 import { privateCheckpointFolder } from "./memory-folder.js";
 import { SessionCheckpoints } from "./session-checkpoints.js";
 import { CheckpointStore } from "./store.js";
+import { TurnRecorder } from "./turn-recorder.js";
+import type { Logger } from "../../log.js";
+import type { PermissionMode } from "../../protocol/index.js";
+
+/** No checkpoint store can be made for a session (without a session log: no private folder in TMPDIR). */
+export class CheckpointsUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`no checkpoint store can be made (${(cause as Error).message}); without a session log, checkpoints are kept in a private folder under TMPDIR`);
+    this.name = "CheckpointsUnavailableError";
+  }
+}
 
 export class CheckpointsBySession {
   private readonly known = new Map<string, SessionCheckpoints>();
@@ -18,10 +29,30 @@ export class CheckpointsBySession {
   of(sessionId: string): SessionCheckpoints {
     let known = this.known.get(sessionId);
     if (!known) {
-      known = new SessionCheckpoints(new CheckpointStore(this.logFolder ?? privateCheckpointFolder(), sessionId), this.workspace);
+      let folder: string;
+      try {
+        folder = this.logFolder ?? privateCheckpointFolder();
+      } catch (error) {
+        throw new CheckpointsUnavailableError(error);
+      }
+      known = new SessionCheckpoints(new CheckpointStore(folder, sessionId), this.workspace);
       this.known.set(sessionId, known);
     }
     return known;
+  }
+
+  /**
+   * What records turn `turn`'s checkpoint. Checkpoints are a safety net the user did not ask
+   * for: when they cannot be kept (no private folder can be made: a missing or full TMPDIR
+   * without a session log), the turn runs without one (`undefined`), and the log says why.
+   */
+  recorder(sessionId: string, turn: number, mode: PermissionMode, logger: Logger): TurnRecorder | undefined {
+    try {
+      return new TurnRecorder(this.of(sessionId), turn, mode);
+    } catch (error) {
+      logger.warn(`session ${sessionId}, turn ${turn}: the turn runs without a checkpoint: ${(error as Error).message}`);
+      return undefined;
+    }
   }
 
   /** After a `session/fork` at `turn` (default: all): the fork gets the checkpoints of the turns it copied. */
