@@ -17,10 +17,12 @@
  * - What was done is journaled (a rewind record with the states it left), so the next rewind
  *   knows what the session last wrote, and which turns are spent.
  * - A rewind that changes files keeps their state first (`capture`, below): its own checkpoint,
- *   a turn numbered after the session's last one (`rewind` set, rewind-session.ts). Such a turn
- *   is undone only by a rewind to exactly it (the rewind is undone); a rewind to an earlier
- *   turn leaves it out, and does not spend it: what it did concerned turns a file rewind had
- *   already spent, and undoing it there would put their changes back.
+ *   a turn numbered after the session's last one (`rewind` set, rewind-session.ts), which
+ *   undid some turns (`undid`: the turns its journal record spent). A rewind to `turn` undoes
+ *   such a turn (from `turn` on) only when every turn it undid is before `turn` — a rewind to
+ *   it, or to a later turn, undoes it, putting their changes back. When it undid `turn` or a
+ *   later one, it is left out (and not spent): what it did is part of going back to before
+ *   `turn` (those turns are spent), and undoing it would put their changes back.
  *
  * - A content kept as a blob of the repository (git-objects.ts) is read back with
  *   `git cat-file --batch` and written only when its SHA-256 is the one recorded: a blob the
@@ -51,6 +53,8 @@ export interface TurnChanges {
   partial: boolean;
   /** A rewind's own checkpoint: the turn that rewind went back to. */
   rewind?: number;
+  /** A rewind's own checkpoint: the turns that rewind undid (unknown when its record is missing). */
+  undid?: number[];
 }
 
 /** The journal read as turns, the state each path was last left in by the session, and the turns cut from the history. */
@@ -69,7 +73,11 @@ export function readJournal(records: JournalRecord[]): JournalView {
   const key = (r: { turn: number; rewind?: number }) => `${r.turn}${r.rewind === undefined ? "" : "r"}`;
   const lastWritten = new Map<string, PathState | undefined>();
   const cut = new Set<number>();
+  // The turns the last file rewind undid, for its own turn record (journaled right after it).
+  let undid: number[] | undefined;
   for (const r of records) {
+    const lastUndid = undid;
+    undid = undefined;
     switch (r.type) {
       case "capture":
       case "skip": {
@@ -85,7 +93,8 @@ export function readJournal(records: JournalRecord[]): JournalView {
         break;
       }
       case "turn": {
-        const whole: TurnChanges = { turn: r.turn, kind: r.kind, entries: r.entries, uncovered: r.uncovered, skipped: r.skipped, spent: false, partial: false, ...(r.rewind !== undefined ? { rewind: r.rewind } : {}) };
+        const whole: TurnChanges = { turn: r.turn, kind: r.kind, entries: r.entries, uncovered: r.uncovered, skipped: r.skipped, spent: false, partial: false };
+        if (r.rewind !== undefined) Object.assign(whole, { rewind: r.rewind, ...(lastUndid ? { undid: lastUndid } : {}) });
         const partial = open.get(key(r));
         if (partial) turns.splice(turns.indexOf(partial), 1, whole);
         else turns.push(whole);
@@ -96,8 +105,10 @@ export function readJournal(records: JournalRecord[]): JournalView {
       case "rewind":
         if (r.files) {
           const left = new Set(r.conflicts ?? []);
+          undid = [];
           for (const t of turns) {
             if (!undoneBy(t, r.turn) || t.turn > r.lastTurn || t.spent) continue;
+            undid.push(t.turn);
             t.entries = t.entries.filter((e) => left.has(e.path));
             t.uncovered = [];
             t.skipped = [];
@@ -112,9 +123,15 @@ export function readJournal(records: JournalRecord[]): JournalView {
   return { turns, lastWritten, cut };
 }
 
-/** Whether a rewind to `turn` undoes `t` (not spent yet): a later turn, but a rewind's own checkpoint only when it is `turn` (see the module comment). */
+/**
+ * Whether a rewind to `turn` undoes `t` (not spent yet): a turn from `turn` on; a rewind's own
+ * checkpoint only when every turn it undid is before `turn` (see the module comment; its
+ * record missing: only a rewind to it).
+ */
 function undoneBy(t: TurnChanges, turn: number): boolean {
-  return t.rewind === undefined ? t.turn >= turn : t.turn === turn;
+  if (t.turn < turn) return false;
+  if (t.rewind === undefined) return true;
+  return t.undid ? t.undid.every((u) => u < turn) : t.turn === turn;
 }
 
 /**
