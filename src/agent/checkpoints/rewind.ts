@@ -125,13 +125,14 @@ export function readJournal(records: JournalRecord[]): JournalView {
 
 /**
  * Whether a rewind to `turn` undoes `t` (not spent yet): a turn from `turn` on; a rewind's own
- * checkpoint only when every turn it undid is before `turn` (see the module comment; its
- * record missing: only a rewind to it).
+ * checkpoint only when every turn it undid is before `turn` (see the module comment). A rewind
+ * killed before its turn record was journaled (captures only) is never undone: its number was
+ * never logged, and a later turn may have taken it.
  */
 function undoneBy(t: TurnChanges, turn: number): boolean {
   if (t.turn < turn) return false;
   if (t.rewind === undefined) return true;
-  return t.undid ? t.undid.every((u) => u < turn) : t.turn === turn;
+  return t.undid !== undefined && t.undid.every((u) => u < turn);
 }
 
 /**
