@@ -5,7 +5,8 @@
  * for byte and mode — files the rewind restored, the files it removed (created by the turns), and
  * it removes what it made again — while the fork taken first holds the conversation. The same
  * after a restart; a file changed after the rewind is a conflict unless force; a later rewind to
- * an earlier turn leaves the rewind's checkpoint alone; `conversation: true` on it is refused.
+ * an earlier turn leaves the rewind's checkpoint alone; `conversation: true` on it is refused; a
+ * fork after the rewind can undo it; what the size cap keeps out is announced and reported.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -171,5 +172,43 @@ describe("a rewind's checkpoint and later rewinds", () => {
     expect(await rig.ok(c, "session/rewind", { sessionId: "s", turn: 3, conversation: false })).toEqual({ restored: ["keep.txt", "new.txt", "sub/deep.txt"], removed: [], conflicts: [], unrestored: [] });
     expect(rig.read("keep.txt")).toBe("turn2\n");
     expect(rig.read("sub/deep.txt")).toBe("deep\n");
+  });
+});
+
+describe("a rewind's checkpoint in forks and under the size cap", () => {
+  it("a fork taken after the rewind gets its checkpoint, and can undo it", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge(SCRIPT);
+    for (let t = 1; t <= 2; t++) await rig.prompt(c, "s");
+    await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
+    await rig.ok(c, "session/fork", { sessionId: "s", newSessionId: "after" });
+    await rig.ok(c, "session/fork", { sessionId: "s", newSessionId: "at2", turn: 2 });
+    expect((await checkpoints(c, "after")).at(-1)).toEqual({ turn: 3, files: 3, kind: "files", rewind: 1 });
+    // A fork at turn 2 copies the log up to the next prompt: the rewind's events, and its journal records with them.
+    expect((await checkpoints(c, "at2")).at(-1)).toEqual({ turn: 3, files: 3, kind: "files", rewind: 1 });
+    expect(await rig.ok(c, "session/rewind", { sessionId: "after", turn: 3, conversation: false })).toEqual({ restored: ["keep.txt", "new.txt", "sub/deep.txt"], removed: [], conflicts: [], unrestored: [] });
+    expect(rig.read("keep.txt")).toBe("turn2\n");
+    expect(rig.read("sub/deep.txt")).toBe("deep\n");
+  });
+
+  it("what the cap keeps out is announced for the rewind's turn (checkpoint/skipped), and its undo reports it unrestored", async () => {
+    rig = new Rig(false);
+    // Room for the turns' contents ("original\n", "turn1\n": 15 bytes), none for the rewind's.
+    const c = await rig.bridge(SCRIPT, { ...process.env, HARNESS_CHECKPOINT_MAX_BYTES: "15" });
+    for (let t = 1; t <= 2; t++) await rig.prompt(c, "s");
+    expect(await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 })).toMatchObject({ restored: ["keep.txt"], removed: ["new.txt", "sub/deep.txt"], conflicts: [] });
+    const events = await rig.events(c, "s");
+    expect(events.slice(-3).map((e) => [e.type, e.data])).toEqual([
+      ["session/rewound", { turn: 1 }],
+      ["checkpoint/skipped", { turn: 3, paths: ["keep.txt", "new.txt", "sub/deep.txt"], reason: "size-cap" }],
+      ["checkpoint", { turn: 3, files: 3, kind: "files", rewind: 1 }],
+    ]);
+    const undo = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 3, conversation: false });
+    expect(undo).toEqual({ restored: [], removed: [], conflicts: [], unrestored: [{ turn: 3, tools: [], paths: ["keep.txt", "new.txt", "sub/deep.txt"] }] });
+    expect(rig.read("keep.txt")).toBe("original\n");
+    // That changed nothing: no checkpoint of its own, no turn number taken.
+    expect((await checkpoints(c, "s")).map((d) => d.turn)).toEqual([1, 2, 3]);
+    await rig.prompt(c, "s");
+    expect((await rig.events(c, "s")).filter((e) => e.type === "turn/start").at(-1).data.turn).toBe(4);
   });
 });

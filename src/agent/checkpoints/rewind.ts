@@ -223,6 +223,11 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
       out.conflicts.push(rel);
       continue;
     }
+    // No content to put back (not kept, or nothing a file can be made from): not touched, not captured.
+    if (before?.t === "other" || (before?.t === "file" && before.git === undefined && !cp.store.has(before.hash))) {
+      loseOne(rel);
+      continue;
+    }
     planned.push({ rel, before, now });
   }
   const kept = planned.length > 0 && capture ? capture(planned.map((p) => p.rel)) : undefined;
