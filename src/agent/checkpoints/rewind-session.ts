@@ -66,7 +66,7 @@ export async function rewindSession(session: Session, checkpoints: SessionCheckp
   let own: OwnCheckpoint | undefined;
   if (files) {
     // A turn number no record holds yet (a rewind killed before it was logged took one too).
-    const ownTurn = Math.max(lastTurn, ...view.turns.map((t) => t.turn)) + 1;
+    const ownTurn = view.turns.reduce((n, t) => Math.max(n, t.turn), lastTurn) + 1;
     own = new OwnCheckpoint(checkpoints, ownTurn, turn);
     const done = await rewindFiles(checkpoints, view, turn, params.force ?? false, own.capture);
     Object.assign(result, { restored: done.restored, removed: done.removed, conflicts: done.conflicts, unrestored: done.unrestored });
