@@ -221,7 +221,9 @@ export class Session {
         break;
       case "checkpoint":
         // A rewind's own checkpoint takes a turn number of its own (checkpoints/rewind-session.ts).
-        this.turns = Math.max(this.turns, event.data.turn);
+        // Not a field the history needs (store/event-shape.ts does not check it): a log edited to
+        // hold no number there leaves the count alone.
+        if (Number.isSafeInteger(event.data.turn)) this.turns = Math.max(this.turns, event.data.turn);
         break;
       case "turn/end":
         // A hook still waiting when its turn ended was abandoned by a cancel: not a leftover.
