@@ -219,6 +219,12 @@ export class Session {
       case "session/rewound":
         this.cutTo(event.data.turn);
         break;
+      case "checkpoint":
+        // A rewind's own checkpoint takes a turn number of its own (checkpoints/rewind-session.ts).
+        // Not a field the history needs (store/event-shape.ts does not check it): a log edited to
+        // hold no number there leaves the count alone.
+        if (Number.isSafeInteger(event.data.turn)) this.turns = Math.max(this.turns, event.data.turn);
+        break;
       case "turn/end":
         // A hook still waiting when its turn ended was abandoned by a cancel: not a leftover.
         this.pendingHooks.clear();

@@ -24,6 +24,14 @@ export interface CheckpointEventData {
    * them in `unrestored`.
    */
   uncovered?: string[];
+  /**
+   * Present on a rewind's own checkpoint (an addition): a `session/rewind` that changed files
+   * first kept their state, under a turn number of its own (`turn`, after the session's last
+   * turn; the next turn takes the number after it), and logged this event after its
+   * `session/rewound`. `rewind` is the turn that rewind went back to; `files` the files it
+   * changed. `session/rewind { turn, conversation: false }` undoes the rewind.
+   */
+  rewind?: number;
 }
 
 /**

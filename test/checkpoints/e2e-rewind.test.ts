@@ -57,17 +57,22 @@ describe.each([true, false])("three turns, git work tree: %s", (gitRepo) => {
       expect(result.restored).toEqual(turn === 3 ? [] : ["keep.txt"]);
     }
 
-    // The history is cut: the log keeps everything and a session/rewound; the next turn takes
-    // the next number, and the model is sent the history as it was before `turn` (the same
-    // prompt on it: the same input tokens as turn `turn`'s first request).
+    // The history is cut: the log keeps everything and a session/rewound; a rewind that changed
+    // files took turn 4 for its own checkpoint (logged after the cut), so the next turn is 5
+    // (4 when it changed none), and the model is sent the history as it was before `turn` (the
+    // same prompt on it: the same input tokens as turn `turn`'s first request).
     const events = await rig.events(c, "s");
     expect(events.filter((e) => e.type === "session/rewound").map((e) => e.data)).toEqual([{ turn }]);
     expect(events.filter((e) => e.type === "turn/start")).toHaveLength(3);
+    const changed = result.restored.length + result.removed.length;
+    expect(events.filter((e) => e.type === "checkpoint").slice(3).map((e) => e.data)).toEqual(changed > 0 ? [{ turn: 4, files: changed, kind: "files", rewind: turn }] : []);
+    if (changed > 0) expect(events.findIndex((e) => e.type === "checkpoint" && e.data.turn === 4)).toBeGreaterThan(events.findIndex((e) => e.type === "session/rewound"));
+    const next = changed > 0 ? 5 : 4;
     await rig.prompt(c, "s");
     const after = await rig.events(c, "s");
-    expect(after.filter((e) => e.type === "turn/start").at(-1).data.turn).toBe(4);
+    expect(after.filter((e) => e.type === "turn/start").at(-1).data.turn).toBe(next);
     const tokens = firstRequestTokens(after);
-    expect(tokens.get(4)).toBe(tokens.get(turn));
+    expect(tokens.get(next)).toBe(tokens.get(turn));
     expect(new Set([1, 2, 3].map((t) => tokens.get(t))).size).toBe(3);
   });
 });
@@ -144,12 +149,13 @@ describe("rewind after a restart", () => {
     expect(rig.read("keep.txt")).toBe("turn1\n");
     expect(rig.read("new.txt")).toBe("new\n");
     expect(rig.read("doomed.txt")).toBe(gitRepo ? "doomed\n" : undefined);
-    // The cut history survives a restart too: the next turn is sent the history before turn 2.
+    // The cut history survives a restart too: the next turn (5: the rewind's own checkpoint
+    // took 4) is sent the history before turn 2.
     await rig.ok(second, "shutdown");
     const third = await rig.bridge();
     await rig.prompt(third, "s");
     const tokens = firstRequestTokens(await rig.events(third, "s"));
-    expect(tokens.get(4)).toBe(tokens.get(2));
+    expect(tokens.get(5)).toBe(tokens.get(2));
   });
 });
 

@@ -1,7 +1,8 @@
 """Checkpoints and rewind through the SDK against the real binary: Session.checkpoints() and
 Session.rewind() typed, blocking and asyncio — a plain folder (bash's changes reported as not
 restored), a git work tree (all restored), a conflict then force, the fork-before-rewind
-pattern, and the errors (unknown turn, busy session)."""
+pattern and undoing a rewind (its own checkpoint, rewound with conversation=False), and the
+errors (unknown turn, busy session, conversation on a rewind's checkpoint)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,9 @@ def test_plain_folder_checkpoints_and_rewind(real):
     assert read(real.workspace, "keep.txt") == "turn1\n"
     # bash's changes stay: a files checkpoint does not cover them, and the answer said so.
     assert read(real.workspace, "doomed.txt") is None and read(real.workspace, "made.txt") == "made\n"
-    # The history no longer holds turns 2 and 3: neither do the checkpoints.
-    assert [c.turn for c in s.checkpoints()] == [1]
+    # The history no longer holds turns 2 and 3: neither do the checkpoints. The rewind changed
+    # a file: it has a checkpoint of its own, turn 4.
+    assert [(c.turn, c.rewind) for c in s.checkpoints()] == [(1, None), (4, 2)]
     assert [e.turn for e in s.history() if isinstance(e, SessionRewoundEvent)] == [2]
     with pytest.raises(InvalidParamsError):
         s.rewind(3)
@@ -81,9 +83,18 @@ def test_fork_before_rewind_keeps_a_way_back(real):
     result = s.rewind(1)
     assert sorted(result.restored) == ["doomed.txt", "keep.txt"] and sorted(result.removed) == ["made.txt", "new.txt"]
     assert (read(real.workspace, "keep.txt"), read(real.workspace, "doomed.txt")) == ("original\n", "doomed\n")
-    assert s.checkpoints() == []
+    # The rewind's own checkpoint: all that is left of the history.
+    assert s.checkpoints() == [CheckpointInfo(turn=4, kind="files", files=4, rewind=1)]
     # The fork still holds the three turns (and their checkpoint events).
     assert [c.turn for c in kept.checkpoints()] == [1, 2, 3]
+    # Undo the rewind: its turn, files only; every file is as it was after turn 3.
+    with pytest.raises(InvalidParamsError):
+        s.rewind(4)  # a rewind has no conversation of its own
+    undo = s.rewind(4, conversation=False)
+    assert (sorted(undo.restored), undo.removed, undo.conflicts) == (["keep.txt", "made.txt", "new.txt"], ["doomed.txt"], [])
+    assert [read(real.workspace, f) for f in ("keep.txt", "new.txt", "made.txt", "doomed.txt")] == ["turn2\n", "new\n", "made\n", None]
+    # ... and the conversation goes on in the fork.
+    assert kept.run("go on").status == "ok"
 
 
 def test_async_conflict_force_and_busy(real):
@@ -100,7 +111,8 @@ def test_async_conflict_force_and_busy(real):
             assert read(real.workspace, "keep.txt") == "mine\n"
             forced = await s.rewind(1, force=True)
             assert forced.restored == ["keep.txt"] and read(real.workspace, "keep.txt") == "original\n"
-            assert await s.checkpoints() == []
+            # Turns 1–3 are cut (3: the first rewind's own checkpoint); the second rewind's is turn 4.
+            assert await s.checkpoints() == [CheckpointInfo(turn=4, kind="files", files=1, rewind=1)]
             with pytest.raises(InvalidParamsError):
                 await s.rewind(5)
 

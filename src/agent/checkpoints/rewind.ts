@@ -16,6 +16,13 @@
  *   unless they already hold their old state, or `force`.
  * - What was done is journaled (a rewind record with the states it left), so the next rewind
  *   knows what the session last wrote, and which turns are spent.
+ * - A rewind that changes files keeps their state first (`capture`, below): its own checkpoint,
+ *   a turn numbered after the session's last one (`rewind` set, rewind-session.ts), which
+ *   undid some turns (`undid`: the turns its journal record spent). A rewind to `turn` undoes
+ *   such a turn (from `turn` on) only when every turn it undid is before `turn` — a rewind to
+ *   it, or to a later turn, undoes it, putting their changes back. When it undid `turn` or a
+ *   later one, it is left out (and not spent): what it did is part of going back to before
+ *   `turn` (those turns are spent), and undoing it would put their changes back.
  *
  * - A content kept as a blob of the repository (git-objects.ts) is read back with
  *   `git cat-file --batch` and written only when its SHA-256 is the one recorded: a blob the
@@ -44,6 +51,10 @@ export interface TurnChanges {
   spent: boolean;
   /** The turn record is missing: built from the captures. */
   partial: boolean;
+  /** A rewind's own checkpoint: the turn that rewind went back to. */
+  rewind?: number;
+  /** A rewind's own checkpoint: the turns that rewind undid (unknown when its record is missing). */
+  undid?: number[];
 }
 
 /** The journal read as turns, the state each path was last left in by the session, and the turns cut from the history. */
@@ -56,17 +67,24 @@ export interface JournalView {
 
 export function readJournal(records: JournalRecord[]): JournalView {
   const turns: TurnChanges[] = [];
-  const open = new Map<number, TurnChanges>();
+  // Open (record-less) turns by number and whether they are a rewind's: a turn cut short after a
+  // rewind cut short can take the same number (neither reached the log).
+  const open = new Map<string, TurnChanges>();
+  const key = (r: { turn: number; rewind?: number }) => `${r.turn}${r.rewind === undefined ? "" : "r"}`;
   const lastWritten = new Map<string, PathState | undefined>();
   const cut = new Set<number>();
+  // The turns the last file rewind undid, for its own turn record (journaled right after it).
+  let undid: number[] | undefined;
   for (const r of records) {
+    const lastUndid = undid;
+    undid = undefined;
     switch (r.type) {
       case "capture":
       case "skip": {
-        let partial = open.get(r.turn);
+        let partial = open.get(key(r));
         if (!partial) {
-          partial = { turn: r.turn, kind: "files", entries: [], uncovered: [], skipped: [], spent: false, partial: true };
-          open.set(r.turn, partial);
+          partial = { turn: r.turn, kind: "files", entries: [], uncovered: [], skipped: [], spent: false, partial: true, ...(r.rewind !== undefined ? { rewind: r.rewind } : {}) };
+          open.set(key(r), partial);
           turns.push(partial);
         }
         if (r.type === "capture" && !partial.entries.some((e) => e.path === r.path)) partial.entries.push({ path: r.path, before: r.before });
@@ -76,18 +94,21 @@ export function readJournal(records: JournalRecord[]): JournalView {
       }
       case "turn": {
         const whole: TurnChanges = { turn: r.turn, kind: r.kind, entries: r.entries, uncovered: r.uncovered, skipped: r.skipped, spent: false, partial: false };
-        const partial = open.get(r.turn);
+        if (r.rewind !== undefined) Object.assign(whole, { rewind: r.rewind, ...(lastUndid ? { undid: lastUndid } : {}) });
+        const partial = open.get(key(r));
         if (partial) turns.splice(turns.indexOf(partial), 1, whole);
         else turns.push(whole);
-        open.delete(r.turn);
+        open.delete(key(r));
         for (const e of r.entries) lastWritten.set(e.path, e.after);
         break;
       }
       case "rewind":
         if (r.files) {
           const left = new Set(r.conflicts ?? []);
+          undid = [];
           for (const t of turns) {
-            if (t.turn < r.turn || t.spent) continue;
+            if (!undoneBy(t, r.turn) || t.turn > r.lastTurn || t.spent) continue;
+            undid.push(t.turn);
             t.entries = t.entries.filter((e) => left.has(e.path));
             t.uncovered = [];
             t.skipped = [];
@@ -101,6 +122,24 @@ export function readJournal(records: JournalRecord[]): JournalView {
   }
   return { turns, lastWritten, cut };
 }
+
+/**
+ * Whether a rewind to `turn` undoes `t` (not spent yet): a turn from `turn` on; a rewind's own
+ * checkpoint only when every turn it undid is before `turn` (see the module comment). A rewind
+ * killed before its turn record was journaled (captures only) is never undone: its number was
+ * never logged, and a later turn may have taken it.
+ */
+function undoneBy(t: TurnChanges, turn: number): boolean {
+  if (t.turn < turn) return false;
+  if (t.rewind === undefined) return true;
+  return t.undid !== undefined && t.undid.every((u) => u < turn);
+}
+
+/**
+ * Keeps the current state of the paths a rewind is about to write or remove (none touched
+ * yet), and returns the states it kept, by path.
+ */
+export type RewindCapture = (paths: string[]) => Map<string, PathState>;
 
 export interface FilesRewound {
   restored: string[];
@@ -152,9 +191,12 @@ class GitContents {
   }
 }
 
-/** Puts back the files of turns `turn…` (see the module comment); journals nothing (the caller does). */
-export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, turn: number, force: boolean): Promise<FilesRewound> {
-  const undone = view.turns.filter((t) => t.turn >= turn && !t.spent);
+/**
+ * Puts back the files of turns `turn…` (see the module comment); journals nothing but what
+ * `capture` does, called once with the paths about to change, before any is touched.
+ */
+export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, turn: number, force: boolean, capture?: RewindCapture): Promise<FilesRewound> {
+  const undone = view.turns.filter((t) => undoneBy(t, turn) && !t.spent);
   const target = new Map<string, PathState>();
   for (const t of undone) for (const e of t.entries) if (!target.has(e.path)) target.set(e.path, e.before);
   const fromGit: Array<{ rel: string; id: string; size: number }> = [];
@@ -170,21 +212,33 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
     if (!lost.has(t.turn)) lost.set(t.turn, new Set());
     lost.get(t.turn)!.add(rel);
   };
+  // What changes: the paths not already in their old state, less someone else's changes (unless force).
+  const planned: Array<{ rel: string; before: PathState; now: PathState }> = [];
   for (const rel of [...target.keys()].sort()) {
     const before = target.get(rel)!;
     const now = cp.look(rel);
     if (sameState(now, before)) continue;
     const written = view.lastWritten.get(rel);
-    if (!force && (written === undefined || !sameContent(now, written))) {
+    if ((!force && (written === undefined || !sameContent(now, written))) || (before === null && now?.t === "other")) {
+      out.conflicts.push(rel);
+      continue;
+    }
+    // No content to put back (not kept, or nothing a file can be made from): not touched, not captured.
+    if (before?.t === "other" || (before?.t === "file" && before.git === undefined && !cp.store.has(before.hash))) {
+      loseOne(rel);
+      continue;
+    }
+    planned.push({ rel, before, now });
+  }
+  const kept = planned.length > 0 && capture ? capture(planned.map((p) => p.rel)) : undefined;
+  for (const { rel, before, now } of planned) {
+    // Changed between the look and the capture: someone else's change after all.
+    if (kept && !force && !sameState(kept.get(rel) ?? null, now)) {
       out.conflicts.push(rel);
       continue;
     }
     try {
       if (before === null) {
-        if (now?.t === "other") {
-          out.conflicts.push(rel);
-          continue;
-        }
         removePath(cp.root, rel);
         out.removed.push(rel);
       } else if (before.t === "file") {
@@ -219,6 +273,7 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
     if (t.uncovered.length > 0 || paths.size > 0) out.unrestored.push({ turn: t.turn, tools: t.uncovered, paths: [...paths].sort() });
   }
   out.unrestored.sort((a, b) => a.turn - b.turn);
+  out.conflicts.sort();
   return out;
 }
 

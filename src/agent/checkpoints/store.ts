@@ -34,14 +34,18 @@ export interface ChangedPath {
   after?: PathState;
 }
 
-/** The journal's records, in the order they happened. */
+/**
+ * The journal's records, in the order they happened. `rewind` (captures, skips and turn
+ * records): the turn is a file rewind's own checkpoint (rewind-session.ts), numbered after the
+ * session's last turn then, and `rewind` is the turn that rewind went back to.
+ */
 export type JournalRecord =
-  /** The previous state of a path, kept before a file tool changed it (written before the change). */
-  | { type: "capture"; turn: number; path: string; before: PathState }
+  /** The previous state of a path, kept before a file tool (or a rewind) changed it (written before the change). */
+  | { type: "capture"; turn: number; path: string; before: PathState; rewind?: number }
   /** The whole turn, at its end. */
-  | { type: "turn"; turn: number; kind: "files" | "git"; entries: ChangedPath[]; uncovered: string[]; skipped: string[] }
+  | { type: "turn"; turn: number; kind: "files" | "git"; entries: ChangedPath[]; uncovered: string[]; skipped: string[]; rewind?: number }
   /** A path whose previous content was not kept. */
-  | { type: "skip"; turn: number; path: string }
+  | { type: "skip"; turn: number; path: string; rewind?: number }
   /** A rewind: the states it left (`states`), the paths it left as conflicts, and whether it restored files and cut the history. */
   | { type: "rewind"; turn: number; lastTurn: number; files: boolean; conversation: boolean; states: Array<{ path: string; state: PathState }>; conflicts?: string[] };
 
@@ -192,11 +196,11 @@ export class CheckpointStore {
   /**
    * A fork's store (`session/fork` at `turn`): the journal's records of turns up to `turn`,
    * and the rewinds made before turn `turn + 1` started (`lastTurn ≤ turn`: the fork's log
-   * holds their `session/rewound`), with the contents they name, hard-linked (copied where a
+   * holds their `session/rewound`) with their own checkpoints (numbered `lastTurn + 1`), with the contents they name, hard-linked (copied where a
    * link cannot be made). Nothing of the source changes.
    */
   copyTo(target: CheckpointStore, turn: number): void {
-    const records = this.journal().filter((r) => (r.type === "rewind" ? r.lastTurn <= turn : r.turn <= turn));
+    const records = this.journal().filter((r) => (r.type === "rewind" ? r.lastTurn : r.rewind !== undefined ? r.turn - 1 : r.turn) <= turn);
     if (records.length === 0) return;
     target.ensure();
     const hashes = new Set<string>();
@@ -241,6 +245,7 @@ function goodState(s: unknown): boolean {
 
 function wellFormed(r: JournalRecord): boolean {
   if (typeof r !== "object" || r === null || !Number.isSafeInteger(r.turn)) return false;
+  if (r.type !== "rewind" && r.rewind !== undefined && !Number.isSafeInteger(r.rewind)) return false;
   const safe = (p: unknown) => typeof p === "string" && safeRelative(p) === p;
   switch (r.type) {
     case "capture":

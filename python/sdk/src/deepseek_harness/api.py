@@ -396,9 +396,12 @@ class Session:
         ``files``, the workspace files they changed are put back as they were before ``turn``
         (files they created are removed); with ``conversation``, the history is cut back to
         before ``turn``. A file someone else changed since is left alone and listed in
-        ``conflicts`` unless ``force``. Fork first (:meth:`fork`) to keep a way back. Raises
-        :class:`~deepseek_harness.SessionBusyError` while a turn runs and
-        :class:`~deepseek_harness.InvalidParamsError` for an unknown turn or session."""
+        ``conflicts`` unless ``force``. Fork first (:meth:`fork`) to keep a way back: a
+        rewind that changed files has a checkpoint of its own (the last of :meth:`checkpoints`,
+        ``rewind`` set), and ``rewind(that_turn, conversation=False)`` puts those files back
+        (docs/checkpoints.md). Raises :class:`~deepseek_harness.SessionBusyError` while a turn
+        runs and :class:`~deepseek_harness.InvalidParamsError` for an unknown turn or session,
+        or ``conversation`` on a rewind's own checkpoint."""
         self.harness.start()
         return _checkpoints.rewind_session(self.harness.client, self.session_id, turn, files, conversation, force)
 

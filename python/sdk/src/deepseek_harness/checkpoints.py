@@ -4,7 +4,8 @@ models of ``session/rewind`` and the requests behind :meth:`Session.rewind
 <deepseek_harness.Session.checkpoints>`, shared by the blocking and the asyncio fronts.
 
 A session's checkpoints are read from its log: each ``checkpoint`` event of a turn still in
-the history (a ``session/rewound`` drops the turns it cut).
+the history (a ``session/rewound`` drops the turns it cut; a rewind's own checkpoint comes
+after its ``session/rewound``).
 """
 
 from __future__ import annotations
@@ -62,12 +63,15 @@ class RewindResult(WireModel):
 
 class CheckpointInfo(WireModel):
     """One turn's checkpoint: ``kind`` ``"git"`` or ``"files"``, the number of ``files`` it
-    changed, and the writing tools it does not cover (``uncovered``)."""
+    changed, and the writing tools it does not cover (``uncovered``). A rewind that changed
+    files has one too, under a turn number of its own: ``rewind`` is the turn it went back to,
+    and ``Session.rewind(turn, conversation=False)`` undoes it (docs/checkpoints.md)."""
 
     turn: int
     kind: str
     files: int
     uncovered: List[str] = Field(default_factory=list)
+    rewind: Optional[int] = None
 
 
 def _params(session_id: str, turn: int, files: bool, conversation: bool, force: bool) -> SessionRewindParams:
@@ -97,7 +101,7 @@ class _Collector:
     def add(self, event: Any) -> None:
         if isinstance(event, CheckpointEvent):
             self.by_turn[event.turn] = CheckpointInfo(turn=event.turn, kind=event.kind, files=event.files,
-                                                      uncovered=list(event.uncovered or []))
+                                                      uncovered=list(event.uncovered or []), rewind=event.rewind)
         elif isinstance(event, SessionRewoundEvent):
             for turn in [t for t in self.by_turn if t >= event.turn]:
                 del self.by_turn[turn]

@@ -310,13 +310,17 @@ class CheckpointEvent(BaseSessionEvent):
     <deepseek_harness.Session.rewind>` can undo it (docs/checkpoints.md): ``files`` workspace
     files it changed; ``kind`` ``"git"`` (a snapshot of the work tree: bash's changes covered)
     or ``"files"`` (the file tools' writes only; ``uncovered`` names the other writing tools
-    that ran, whose changes a rewind cannot undo)."""
+    that ran, whose changes a rewind cannot undo). ``rewind`` is set on a rewind's own
+    checkpoint: a rewind that changed files kept their state first under a turn number of its
+    own (``turn``), and ``rewind`` is the turn it went back to; ``rewind(turn,
+    conversation=False)`` undoes it."""
 
     type: Literal["checkpoint"] = "checkpoint"
     turn: int
     files: int
     kind: str
     uncovered: Optional[List[str]] = None
+    rewind: Optional[int] = None
 
 
 class CheckpointSkippedEvent(BaseSessionEvent):
