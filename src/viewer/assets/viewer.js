@@ -193,7 +193,8 @@ function render(event) {
       return card(event, "hook", `hook ${d.skipped !== undefined ? "skipped" : "answered"}: ${String(d.hook)}`, h("pre", null, shown(d)));
     case "checkpoint": {
       const uncovered = Array.isArray(d.uncovered) && d.uncovered.length ? h("div", "text", `not covered: ${d.uncovered.map(String).join(", ")}`) : null;
-      return card(event, "turn", `checkpoint of turn ${d.turn} (${String(d.kind)}): ${d.files} file(s)`, uncovered);
+      const what = d.rewind !== undefined ? `checkpoint of the rewind to before turn ${d.rewind} (turn ${d.turn})` : `checkpoint of turn ${d.turn}`;
+      return card(event, "turn", `${what} (${String(d.kind)}): ${d.files} file(s)`, uncovered);
     }
     case "checkpoint/skipped":
       return card(event, "damaged", `checkpoint of turn ${d.turn} skipped: ${shown(d.reason)}`, h("pre", null, shown(d.paths ?? [])));
