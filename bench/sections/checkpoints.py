@@ -49,33 +49,31 @@ def git_status(ws: Path) -> float:
     return time.perf_counter() - start
 
 
-def store_bytes(root: Path) -> Dict[str, int]:
-    """The session's checkpoint store (`<root>/<workspace>/cp.checkpoints`): bytes of its files,
-    and bytes on disk (allocated blocks, folders included)."""
-    stores = list(root.glob("*/cp.checkpoints"))
-    assert len(stores) == 1, stores
+def folder_bytes(top: Path, skip: str = "") -> Dict[str, int]:
+    """Bytes of the files under ``top`` (folders named ``skip`` left out), and bytes on disk
+    (allocated blocks, folders included)."""
     apparent = disk = 0
-    for dirpath, dirs, names in os.walk(stores[0]):
+    for dirpath, dirs, names in os.walk(top):
+        if skip in dirs:
+            dirs.remove(skip)
         disk += os.lstat(dirpath).st_blocks * 512
         for n in names:
             st = os.lstat(os.path.join(dirpath, n))
             apparent += st.st_size
             disk += st.st_blocks * 512
     return {"apparent": apparent, "disk": disk}
+
+
+def store_bytes(root: Path) -> Dict[str, int]:
+    """The session's checkpoint store (`<root>/<workspace>/cp.checkpoints`)."""
+    stores = list(root.glob("*/cp.checkpoints"))
+    assert len(stores) == 1, stores
+    return folder_bytes(stores[0])
 
 
 def tree_bytes(ws: Path) -> Dict[str, int]:
-    """The work tree outside .git: bytes of its files, and on disk."""
-    apparent = disk = 0
-    for dirpath, dirs, names in os.walk(ws):
-        if ".git" in dirs:
-            dirs.remove(".git")
-        disk += os.lstat(dirpath).st_blocks * 512
-        for n in names:
-            st = os.lstat(os.path.join(dirpath, n))
-            apparent += st.st_size
-            disk += st.st_blocks * 512
-    return {"apparent": apparent, "disk": disk}
+    """The work tree outside .git."""
+    return folder_bytes(ws, skip=".git")
 
 
 def turn_costs(events: List[Dict[str, Any]]) -> Dict[int, Dict[str, float]]:
