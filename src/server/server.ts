@@ -2,7 +2,7 @@
  * The method handlers and the process lifecycle: `initialize` (initialize.ts), `session/prompt`,
  * `session/cancel`, `shutdown`, and what end of input, a closed stdout and signals do.
  *
- * The lifecycle is one `phase`, changed only by `moveTo` and read by `dispatch`:
+ * The lifecycle is one phase (lifecycle.ts), changed only by `Lifecycle.moveTo` and read by `dispatch`:
  *
  *   starting ──initialize──▶ initializing ──ok──▶ ready
  *       ▲                         │
@@ -25,16 +25,13 @@ import type { ServerEndpoint } from "../transport/server-endpoint.js";
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
 import { answerHook, answerPermission, answerToolResult } from "./client-answers.js";
-import { canMove, type ServerPhase } from "./lifecycle.js";
+import { CLIENT_GONE_DRAIN_MS, Lifecycle } from "./lifecycle.js";
 import { compactSession, deleteSession, forkSession, listSessions, readSession } from "./sessions-handlers.js";
 import { toRpcError } from "./rpc-errors.js";
 import { checkBudget, steerSession } from "./turn-control-handlers.js";
 import { rewindSession } from "./rewind-handler.js";
 
-/** How long the process waits for stdout to drain before it exits anyway. */
-export const DRAIN_DEADLINE_MS = 5_000;
-/** The same when the client is known to be gone: what is still queued has no reader. */
-export const CLIENT_GONE_DRAIN_MS = 500;
+export { CLIENT_GONE_DRAIN_MS, DRAIN_DEADLINE_MS } from "./lifecycle.js";
 
 export interface ServerOptions extends ProcessSettings {
   endpoint: ServerEndpoint;
@@ -48,11 +45,9 @@ type Params<K extends ParamsSchema> = ReturnType<Schemas[K]["parse"]>;
 /** A method's handler, from its raw params to its result (see `HarnessServer.methods`). */
 type Method = (server: HarnessServer, params: JsonObject | undefined, method: string) => Promise<unknown>;
 
-/** Exit codes after a signal: 128 + the signal's number, except SIGTERM's clean 0 (PROTOCOL.md). */
-const SIGNAL_EXIT_CODES = { SIGTERM: 0, SIGINT: 130, SIGHUP: 129 } as const;
-
 export class HarnessServer {
-  private phase: ServerPhase = "starting";
+  /** The phase and the way out (lifecycle.ts). */
+  private readonly life: Lifecycle;
   /**
    * Set by a successful `initialize` (phase `ready`); resolves once the agent modules are loaded
    * and the runtime is built, which happens after the `initialize` response was written.
@@ -62,8 +57,6 @@ export class HarnessServer {
   private runtime: AgentRuntime | undefined;
   /** The `initialize` in progress: session requests pipelined behind it wait for it. */
   private initializing: Promise<unknown> | undefined;
-  /** The exit code a signal asked for: it wins over the 0 of an end of input racing it. */
-  private signalExitCode: number | undefined;
   /**
    * A ref'd timer held while any request is unanswered: a turn that waits on nothing but its
    * abort signal (a hung model stream) must not let the event loop empty and the process exit
@@ -81,26 +74,22 @@ export class HarnessServer {
   /** The MCP servers of `initialize`, from before they connect: every way out stops them. */
   private mcp: McpServersHandle | undefined;
 
-  constructor(private readonly options: ServerOptions) {}
-
-  private moveTo(next: ServerPhase): void {
-    if (!canMove(this.phase, next)) throw new Error(`server lifecycle: no move from ${this.phase} to ${next}`);
-    this.options.logger.debug(() => `lifecycle: ${this.phase} -> ${next}`);
-    this.phase = next;
+  constructor(private readonly options: ServerOptions) {
+    this.life = new Lifecycle({
+      logger: options.logger,
+      endpoint: options.endpoint,
+      exit: options.exit,
+      beforeExit: async () => {
+        if (this.keepAlive) clearInterval(this.keepAlive);
+        // Spans not yet sent go now, bounded by the tracer (tracing on only: otherwise nothing waits).
+        await this.runtime?.flushTraces();
+      },
+    });
   }
 
-  /**
-   * Whether new requests are refused: a `shutdown` (or a signal, a closed stdout, a gone client)
-   * arrived. Requests that arrived before it run, as if the client had waited for each answer,
-   * and a turn they start is aborted at once.
-   */
+  /** Whether new requests are refused (lifecycle.ts). */
   private get stopping(): boolean {
-    return this.phase === "shutting-down" || this.phase === "exiting";
-  }
-
-  /** Enters shutting-down, unless already there or past it. */
-  private stop(): void {
-    if (!this.stopping) this.moveTo("shutting-down");
+    return this.life.stopping;
   }
 
   /** The transport's request handler. */
@@ -215,7 +204,7 @@ export class HarnessServer {
       throw new RpcError(ErrorCode.NotInitialized, "already initialized: initialize may succeed once per process", { kind: "already-initialized" });
     }
     // A shutdown that arrived after this initialize leaves the phase alone.
-    if (this.phase === "starting") this.moveTo("initializing");
+    if (this.life.phase === "starting") this.life.moveTo("initializing");
     try {
       const { result, agent } = await initialize(raw, {
         ...this.options,
@@ -233,10 +222,10 @@ export class HarnessServer {
       });
       // A failure here surfaces on the requests that need the runtime, not as an unhandled rejection.
       this.agent.catch(() => undefined);
-      if (this.phase === "initializing") this.moveTo("ready");
+      if (this.life.phase === "initializing") this.life.moveTo("ready");
       return result;
     } catch (error) {
-      if (this.phase === "initializing") this.moveTo("starting");
+      if (this.life.phase === "initializing") this.life.moveTo("starting");
       throw error;
     }
   }
@@ -303,11 +292,11 @@ export class HarnessServer {
   private shutdownReason = "shutdown requested";
 
   private async shutdown(): Promise<Record<string, never>> {
-    this.stop();
+    this.life.stop();
     await this.settleEverything("shutdown requested");
     // Exit once the response itself is on its way: the transport writes it in a reaction to
     // this promise, which runs before the macrotask scheduled here.
-    setImmediate(() => void this.finish(0));
+    setImmediate(() => void this.life.finish(0));
     return {};
   }
 
@@ -337,19 +326,19 @@ export class HarnessServer {
     void this.agent?.then((agent) => agent.runtime.closeClientWaits("the client closed its input"), () => undefined);
     void (async () => {
       while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
-      if (this.phase === "exiting") return;
+      if (this.life.phase === "exiting") return;
       await this.runtime?.settled();
       this.runtime?.closeAll();
       await this.mcp?.close();
-      await this.finish(0);
+      await this.life.finish(0);
     })();
   }
 
   /** stdout is gone (EPIPE): nobody is listening; abort everything and exit. */
   onOutputClosed(error: Error): void {
     this.options.logger.warn(`stdout closed (${(error as NodeJS.ErrnoException).code ?? error.message}); aborting everything`);
-    this.stop();
-    void this.settleEverything("stdout closed").finally(() => this.finish(0));
+    this.life.stop();
+    void this.settleEverything("stdout closed").finally(() => this.life.finish(0));
   }
 
   /**
@@ -358,10 +347,10 @@ export class HarnessServer {
    * `CLIENT_GONE_DRAIN_MS` for stdout.
    */
   onClientGone(why: string): void {
-    if (this.phase === "exiting") return;
+    if (this.life.phase === "exiting") return;
     this.options.logger.warn(`${why}; aborting everything`);
-    this.stop();
-    void this.settleEverything(why).finally(() => this.finish(0, CLIENT_GONE_DRAIN_MS));
+    this.life.stop();
+    void this.settleEverything(why).finally(() => this.life.finish(0, CLIENT_GONE_DRAIN_MS));
   }
 
   /**
@@ -371,32 +360,10 @@ export class HarnessServer {
   onSignal(signal: "SIGTERM" | "SIGINT" | "SIGHUP"): void {
     // Even when an exit is already under way (end of input, shutdown), the signal's code is
     // the one the process ends with, as long as it has not exited yet.
-    this.signalExitCode ??= SIGNAL_EXIT_CODES[signal];
-    if (this.phase === "exiting") return;
+    const code = this.life.signalled(signal);
+    if (this.life.phase === "exiting") return;
     this.options.logger.info(`${signal} received; shutting down`);
-    this.stop();
-    void this.settleEverything(`${signal} received`).finally(() => this.finish(SIGNAL_EXIT_CODES[signal]));
-  }
-
-  private async finish(code: number, drainMs = DRAIN_DEADLINE_MS): Promise<void> {
-    if (this.phase === "exiting") return;
-    this.moveTo("exiting");
-    if (this.keepAlive) clearInterval(this.keepAlive);
-    this.options.endpoint.close();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        this.options.logger.warn(`stdout did not drain within ${drainMs} ms; exiting anyway`);
-        resolve();
-      }, drainMs);
-    });
-    await Promise.race([this.options.endpoint.flush(), deadline]);
-    clearTimeout(timer);
-    // Spans not yet sent go now, bounded by the tracer (tracing on only: otherwise nothing waits).
-    await this.runtime?.flushTraces();
-    // A signal already delivered is handled by the event loop's next poll: let it run, so its
-    // exit code is not lost to an end of input that was read in the same turn.
-    await new Promise<void>((resolve) => setTimeout(resolve, 0));
-    this.options.exit(this.signalExitCode ?? code);
+    this.life.stop();
+    void this.settleEverything(`${signal} received`).finally(() => this.life.finish(code));
   }
 }
