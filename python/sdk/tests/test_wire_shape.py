@@ -122,7 +122,7 @@ def method_paths(source: Any) -> List[str]:
 @pytest.mark.parametrize("event_type", sorted(shape()["events"]))
 def test_every_session_event_type_is_typed_with_the_bridges_fields(event_type: str) -> None:
     cls = ev._SESSION_EVENTS.get(event_type)
-    assert cls is not None, f"{event_type} has no typed event in events.py (it would stream as UnknownEvent)"
+    assert cls is not None, f"{event_type} has no typed event in events.py's registry (it would stream as UnknownEvent)"
     envelope = {f.alias or n for n, f in ev.BaseSessionEvent.model_fields.items()}
     assert paths(cls, envelope) == shape()["events"][event_type]
 
