@@ -122,7 +122,7 @@ def method_paths(source: Any) -> List[str]:
 @pytest.mark.parametrize("event_type", sorted(shape()["events"]))
 def test_every_session_event_type_is_typed_with_the_bridges_fields(event_type: str) -> None:
     cls = ev._SESSION_EVENTS.get(event_type)
-    assert cls is not None, f"{event_type} has no typed event in events.py (it would stream as UnknownEvent)"
+    assert cls is not None, f"{event_type} has no typed event in events.py's registry (it would stream as UnknownEvent)"
     envelope = {f.alias or n for n, f in ev.BaseSessionEvent.model_fields.items()}
     assert paths(cls, envelope) == shape()["events"][event_type]
 
@@ -167,3 +167,27 @@ def test_the_walk_sees_nested_fields() -> None:
     assert "usage.cacheMissTokens" in paths(ev.TurnEndEvent)
     assert "content[].argumentsText" in paths(ev.AssistantMessageEvent)
     assert "contentBlocks[].text" in paths(rp.SessionPromptParams)
+
+
+def test_every_event_class_of_the_event_modules_is_registered_and_re_exported() -> None:
+    # The event models live in turn_events.py and feature_events.py; events.py's registry must
+    # hold each of them (else it would stream as UnknownEvent, and the tests above would not see
+    # it) and events.py must re-export each public name (``from deepseek_harness.events import X``).
+    from deepseek_harness import feature_events, turn_events
+
+    registered = set(ev._SESSION_EVENTS.values()) | set(ev._CHUNKS.values()) | set(ev._NOTIFICATIONS.values())
+    for module in (turn_events, feature_events):
+        for name in module.__all__:
+            assert getattr(ev, name) is getattr(module, name), f"events.py does not re-export {module.__name__}.{name}"
+            obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, ev.TurnEvent) and obj not in (ev.TurnEvent, ev.BaseSessionEvent):
+                assert obj in registered, f"{module.__name__}.{name} is in no registry of events.py"
+    assert {n for n in ev.__all__} >= {n for n in turn_events.__all__ + feature_events.__all__ if n not in ("AssistantBlock", "ResultBlock")}
+
+
+def test_models_re_exports_the_wire_types_split_off_from_it() -> None:
+    from deepseek_harness import usage, wire_model
+
+    for module in (wire_model, usage):
+        for name in module.__all__:
+            assert name in models.__all__ and getattr(models, name) is getattr(module, name), f"{module.__name__}.{name}"

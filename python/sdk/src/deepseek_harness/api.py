@@ -309,7 +309,7 @@ class DeepSeekHarness:
         """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``);
         the file exists once the session has been prompted."""
         c = self._client
-        return _sessions.session_log_path(session_id, self.cwd if self.cwd is not None else os.getcwd(),
+        return _sessions.session_log_path(session_id, os.fspath(self.cwd) if self.cwd is not None else os.getcwd(),
                                           c.session_root, child_env(c.env), c.cwd, c.extra_args)
 
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],

@@ -1,6 +1,7 @@
 """Wire models of client tools and approvals (docs/PROTOCOL.md "Client tools and approvals"):
 what the SDK sends in ``initialize.clientTools``, ``session/tool_result`` and
-``session/permission``. The events the bridge sends about them are in events.py."""
+``session/permission``. The events the bridge sends about them are in feature_events.py
+(re-exported by events.py)."""
 
 from __future__ import annotations
 

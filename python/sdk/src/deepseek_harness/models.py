@@ -1,5 +1,10 @@
 """Wire models: a pydantic v2 mirror of the harness-bridge protocol, version 1.
 
+This module holds the session event envelope, the methods' responses and the notifications;
+it re-exports the wire types split off into their own modules so that ``from
+deepseek_harness.models import X`` keeps working for every name: the base model and content
+blocks (:mod:`.wire_model`), the turn end reason, status and usage (:mod:`.usage`).
+
 Field names are snake_case in Python and camelCase on the wire (``input_tokens`` ↔
 ``inputTokens``); every model accepts either spelling and dumps the wire one with
 ``model_dump(by_alias=True)``.
@@ -12,12 +17,15 @@ the decoded dict and validates lazily, when a typed accessor is first used.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Literal, Optional, Union
+from typing import Any, Dict, List, Literal, Optional, Type
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from .mcp_servers import McpServerStatus
+from .usage import TurnEndReason, TurnStatus, Usage, status_of
+from .wire_model import ContentBlock, ReasoningBlock, TextBlock, ToolCallBlock, WireModel
+
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -50,140 +58,7 @@ PROTOCOL_VERSION = 1
 #: Event types that are streamed but never written to the durable log.
 LIVE_ONLY_EVENT_TYPES = frozenset({"assistant/chunk"})
 
-TurnStatus = Literal["ok", "error", "aborted"]
 PermissionMode = Literal["read-only", "workspace-write", "full"]
-
-
-class WireModel(BaseModel):
-    """Base of every wire model: camelCase aliases, either spelling accepted, extras kept."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="allow",
-    )
-
-    def to_wire(self) -> Dict[str, Any]:
-        """The wire form (camelCase keys, unset optional fields left out)."""
-        return self.model_dump(by_alias=True, exclude_none=True)
-
-
-# ---------------------------------------------------------------------------
-# Content blocks
-# ---------------------------------------------------------------------------
-
-
-class TextBlock(WireModel):
-    """Plain text; the only block a prompt may hold."""
-
-    type: Literal["text"] = "text"
-    text: str
-
-
-class ReasoningBlock(WireModel):
-    """The model's reasoning (assistant content only)."""
-
-    type: Literal["reasoning"] = "reasoning"
-    text: str
-
-
-class ToolCallBlock(WireModel):
-    """A tool call the model asked for (assistant content only)."""
-
-    type: Literal["tool-call"] = "tool-call"
-    id: str
-    name: str
-    arguments: Dict[str, Any] = Field(default_factory=dict)
-    #: Present only when the model sent arguments that were not a JSON object.
-    raw_arguments: Optional[str] = None
-    #: The model's valid arguments exactly as it streamed them, present only when that text is
-    #: not the compact JSON of ``arguments``; the bridge sends it back as written.
-    arguments_text: Optional[str] = None
-
-
-ContentBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock]
-
-
-# ---------------------------------------------------------------------------
-# Turn end reasons and usage
-# ---------------------------------------------------------------------------
-
-
-def status_of(kind: str) -> TurnStatus:
-    """Maps a reason kind to a turn status: completed → ok, aborted → aborted, else error."""
-    if kind == "completed":
-        return "ok"
-    if kind == "aborted":
-        return "aborted"
-    return "error"
-
-
-class TurnEndReason(WireModel):
-    """Why a turn ended.
-
-    Known kinds: ``completed``, ``aborted``, ``max-tokens``, ``max-steps`` (``limit``),
-    ``model-error`` (``message``, ``http_status``, ``code``), ``internal-error``
-    (``message``), ``blocked`` (``message``: a prompt-submit hook's reason), ``budget``
-    (``limit_usd``, ``cost_usd``: the prompt's ``max_cost_usd`` was reached). Unknown kinds are
-    kept as they are (extra fields allowed) and map to
-    status ``error``.
-    """
-
-    kind: str
-    message: Optional[str] = None
-    limit: Optional[int] = None
-    http_status: Optional[int] = None
-    code: Optional[str] = None
-    limit_usd: Optional[float] = None
-    cost_usd: Optional[float] = None
-
-    @property
-    def status(self) -> TurnStatus:
-        """The status this reason maps to."""
-        return status_of(self.kind)
-
-    def describe(self) -> str:
-        """The reason in one line, with every detail it carries: ``completed``, ``max-steps
-        (limit 10)``, ``model-error (HTTP 401, code invalid_request_error): Authentication
-        Fails, ...``. What a program prints when a turn did not go well."""
-        details = [f"HTTP {self.http_status}"] if self.http_status is not None else []
-        details += [f"code {self.code}"] if self.code else []
-        details += [f"limit {self.limit}"] if self.limit is not None else []
-        details += [f"spent ${self.cost_usd:.6f} of ${self.limit_usd:.6f}"] if self.limit_usd is not None and self.cost_usd is not None else []
-        text = self.kind + (f" ({', '.join(details)})" if details else "")
-        return f"{text}: {self.message}" if self.message else text
-
-
-class Usage(WireModel):
-    """Token usage of one model request, or summed over a turn."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: Optional[int] = None
-    cache_hit_tokens: Optional[int] = None
-    #: Input tokens not served from the prompt cache (DeepSeek's ``prompt_cache_miss_tokens``).
-    cache_miss_tokens: Optional[int] = None
-    #: What the request(s) cost in US dollars, when the model's prices are known (the bridge's
-    #: table of DeepSeek's models, or ``prices=``); None otherwise, never a guess.
-    cost_usd: Optional[float] = None
-
-    def __add__(self, other: "Usage") -> "Usage":
-        if not isinstance(other, Usage):
-            return NotImplemented
-
-        def opt(a: Optional[int], b: Optional[int]) -> Optional[int]:
-            if a is None and b is None:
-                return None
-            return (a or 0) + (b or 0)
-
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
-            cache_hit_tokens=opt(self.cache_hit_tokens, other.cache_hit_tokens),
-            cache_miss_tokens=opt(self.cache_miss_tokens, other.cache_miss_tokens),
-            cost_usd=None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0.0) + (other.cost_usd or 0.0),
-        )
 
 
 # ---------------------------------------------------------------------------
@@ -312,7 +187,7 @@ class SubagentFinishedParams(WireModel):
     last_assistant_message: Optional[List[Dict[str, Any]]] = None
 
 
-_PARAMS_MODELS = {
+_PARAMS_MODELS: Dict[str, Type[WireModel]] = {
     "session.event": SessionEventParams,
     "subagent.started": SubagentStartedParams,
     "subagent.finished": SubagentFinishedParams,
@@ -328,6 +203,8 @@ class Notification:
     """
 
     __slots__ = ("method", "_payload", "_line", "_params")
+
+    _params: Any  # set on first access of :attr:`params`
 
     def __init__(self, method: str, payload: Dict[str, Any]) -> None:
         self.method = method

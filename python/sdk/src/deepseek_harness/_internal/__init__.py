@@ -18,7 +18,8 @@
   (:mod:`.tool_answers`: the answers they send);
 * :mod:`.prompt`: one ``session/prompt`` in flight, seen from its consumer (settle, cancel,
   timeout), for both fronts;
-* :mod:`.turn`: the turn collector and the stream buffer the blocking and asyncio fronts share.
+* :mod:`.turn`: the turn collector and the stream buffer the blocking and asyncio fronts share;
+* :mod:`.texts`: the joined text of content blocks, for the event models of both event modules.
 
 The public modules (``client``, ``subscriptions``, ``api``, ``async_api``) import from here,
 never a private name of each other.
