@@ -17,7 +17,7 @@ import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { turns } from "../support/scripts.js";
-import { Rig, git } from "./rewind-support.js";
+import { Rig, THREE_TURNS, git } from "./rewind-support.js";
 
 let rig: Rig;
 const cleanups: Array<() => void> = [];
@@ -93,6 +93,28 @@ describe("links the model planted", () => {
 });
 
 describe("a hostile git repository", () => {
+  it("never runs a git the workspace provides, whatever PATH holds (`.`, an empty entry, a relative or inside folder)", async () => {
+    // Checkpoints run git on their own at every turn: a workspace `git` reached through PATH
+    // would be the repository's code run for merely opening a session there.
+    const traps = outsideDir();
+    const trap = `#!/bin/sh\ntouch ${traps}/fired-$$\nexit 1\n`;
+    rig = new Rig(true, "hb-rewind-", {
+      setup: (ws) => {
+        for (const rel of ["git", "bin/git", "tools/git"]) ws.file(rel, trap);
+      },
+    });
+    for (const rel of ["git", "bin/git", "tools/git"]) fs.chmodSync(path.join(rig.ws.dir, rel), 0o755);
+    const hostilePath = [".", "", "tools", path.join(rig.ws.dir, "bin"), process.env.PATH ?? "/usr/bin:/bin"].join(":");
+    const c = await rig.bridge(THREE_TURNS, { ...process.env, PATH: hostilePath });
+    for (let t = 1; t <= 3; t++) await rig.prompt(c, "s");
+    // The system's git ran (a git snapshot each turn), the workspace's never did.
+    expect((await rig.events(c, "s")).filter((e) => e.type === "checkpoint").map((e) => e.data.kind)).toEqual(["git", "git", "git"]);
+    const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(result.conflicts).toEqual([]);
+    expect(rig.read("keep.txt")).toBe("original\n");
+    expect(fs.readdirSync(traps).filter((n) => n.startsWith("fired-"))).toEqual([]);
+  });
+
   it("runs none of its fsmonitor, hooks, filters or textconv while checkpointing and rewinding", async () => {
     rig = new Rig(true);
     const traps = outsideDir();
