@@ -88,6 +88,20 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   if (config.checkpoints) config = { ...config, recorder: config.checkpoints.forTurn(turn) };
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
+  // A model request that answered without reporting its usage: its cost is unknown, so with a
+  // budget no further request may start (it may have spent the whole budget). Without this, a
+  // gateway that never reports usage makes every request free to the budget, and the turn
+  // spends without bound while the client believes it bounded (the `no-prices` refusal's case).
+  let costUnknown = false;
+  const overBudget = (): TurnEndReason | undefined => {
+    const spent = budgetSpent(usage, config.maxCostUsd);
+    if (spent || !costUnknown || config.maxCostUsd === undefined) return spent;
+    return { kind: "budget", limitUsd: config.maxCostUsd, costUsd: usage?.costUsd ?? 0 };
+  };
+  /** Notes a request that ran (`answered`) and whether its usage was priced. */
+  const priced = (answered: boolean, requestUsage: Usage | undefined) => {
+    if (answered && config.prices !== undefined && requestUsage?.costUsd === undefined) costUnknown = true;
+  };
   let reason: TurnEndReason | undefined;
   let compactionFailed = false;
   /** After a summary that was no shorter than the history: the history's size past which another is worth a request. */
@@ -119,36 +133,42 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       reason = { kind: "max-steps", limit: config.maxSteps };
       break;
     }
-    reason = budgetSpent(usage, config.maxCostUsd);
+    reason = overBudget();
     if (reason) break;
     // Steers that came during the last step join the history now, after its tool results.
     await config.steers?.drain(session, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
-      usage = addUsage(usage, withCost(done.usage, config.prices));
+      const doneUsage = withCost(done.usage, config.prices);
+      usage = addUsage(usage, doneUsage);
+      priced(done.compacted || done.noGainChars !== undefined, doneUsage);
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
       if (done.failed) compactionFailed = true;
       // One that saved nothing is asked for again once the history has grown by its length.
       if (done.noGainChars !== undefined) summaryWorthAsking = session.historyChars + done.noGainChars;
       // The summary's request may have spent the budget; steers that came meanwhile join now.
-      reason = budgetSpent(usage, config.maxCostUsd);
+      reason = overBudget();
       if (reason) break;
       await config.steers?.drain(session, signal);
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
     usage = addUsage(usage, outcome.usage);
+    priced(outcome.answered === true, outcome.usage);
     if (outcome.refusedAsTooLong && compaction && !retriedAfterRefusal && !signal.aborted) {
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
       retriedAfterRefusal = true;
       const done = await compactNow(compaction, "refused");
-      usage = addUsage(usage, withCost(done.usage, config.prices));
-      const spent = budgetSpent(usage, config.maxCostUsd);
+      const doneUsage = withCost(done.usage, config.prices);
+      usage = addUsage(usage, doneUsage);
+      priced(done.compacted || done.noGainChars !== undefined, doneUsage);
+      const spent = overBudget();
       if (spent) outcome = { end: spent };
       else if (done.compacted && !signal.aborted) {
         outcome = await runStep(session, config, tools, signal, turn, step, final);
         usage = addUsage(usage, outcome.usage);
+        priced(outcome.answered === true, outcome.usage);
       }
     }
     reason = outcome.end;
@@ -157,7 +177,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     // it would have, and the steer is refused; so is one for a structured turn whose answer
     // was accepted. A turn that goes on for a steer has not ended: no stop hook is asked.
     const steered = () =>
-      reason?.kind === "completed" && config.steers?.pending === true && !final?.accepted && step < config.maxSteps && !budgetSpent(usage, config.maxCostUsd);
+      reason?.kind === "completed" && config.steers?.pending === true && !final?.accepted && step < config.maxSteps && !overBudget();
     if (steered()) reason = undefined;
     // The model ended the turn with an answer: a stop hook may send it back to work (agent/hooks.ts).
     else if (outcome.answer !== undefined && config.hooks?.stop) {
@@ -185,6 +205,8 @@ interface StepOutcome {
   refusedAsTooLong?: boolean;
   /** The turn completes with this step's plain answer (its text): what a stop hook is asked about. */
   answer?: string;
+  /** The model streamed something back: the request ran, and cost what its usage says (unknown without one). */
+  answered?: boolean;
 }
 
 async function runStep(
@@ -236,6 +258,7 @@ async function runStep(
   const calls = assembler.toolCalls(turn, step);
   const finish = assembler.finishReason;
   const usage = withCost(assembler.usage, config.prices);
+  const answered = !assembler.isEmpty();
   if (!failure && finish === "length") failure = { kind: "max-tokens" };
   if (!failure && finish !== "stop" && finish !== "tool-calls") {
     failure = { kind: "model-error", message: `the model stopped with finish reason '${finish}'` };
@@ -263,23 +286,23 @@ async function runStep(
     const why = failure.kind === "aborted" ? "the turn was aborted before this tool call ran" : `not run: the step ended with ${failure.kind}`;
     for (const call of calls) await recordResult(session, call, { content: [{ type: "text", text: why }], isError: true }, 0);
     const refusedAsTooLong = failure.kind === "model-error" && failure.code === "context-window" && assembler.isEmpty();
-    return { end: failure, usage, refusedAsTooLong };
+    return { end: failure, usage, answered, refusedAsTooLong };
   }
   if (calls.length === 0) {
     if (!final) {
       const answer = assembler.blocks().filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
-      return { end: { kind: "completed" }, usage, answer };
+      return { end: { kind: "completed" }, usage, answered, answer };
     }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
     const reminder = final.remind();
-    if (final.exhausted) return { end: final.endReason(), usage };
+    if (final.exhausted) return { end: final.endReason(), usage, answered };
     await session.emit("output/reminder", { turn, attempt: final.attempts, text: reminder });
-    return { usage };
+    return { usage, answered };
   }
   await runToolCalls(session, config, signal, calls, final);
-  if (signal.aborted) return { end: { kind: "aborted" }, usage };
-  if (final?.accepted) return { end: { kind: "completed" }, usage };
-  return { end: final?.exhausted ? final.endReason() : undefined, usage };
+  if (signal.aborted) return { end: { kind: "aborted" }, usage, answered };
+  if (final?.accepted) return { end: { kind: "completed" }, usage, answered };
+  return { end: final?.exhausted ? final.endReason() : undefined, usage, answered };
 }
 
 function modelFailure(error: unknown): TurnEndReason {

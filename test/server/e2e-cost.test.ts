@@ -196,6 +196,24 @@ describe("the built-in DeepSeek price table (fake DeepSeek server)", () => {
     expect(server.problems).toEqual([]);
   });
 
+  it("with a budget, a request whose usage the server did not report ends the turn budget: its cost is unknown, so no further request starts", async () => {
+    // A gateway that ignores stream_options.include_usage (or a hostile one) would otherwise
+    // make every request free to the budget: the turn would run to maxSteps unbounded.
+    const call = (id: string) => ({ events: [{ delta: { tool_calls: [{ index: 0, id, type: "function", function: { name: "read_file", arguments: '{"path":"notes.txt"}' } }] } }, { delta: {}, finish_reason: "tool_calls" }] });
+    server.table = { loop: [call("c1"), call("c2"), call("c3"), { events: [{ delta: { content: "done" } }, { delta: {}, finish_reason: "stop" }] }] };
+    const asked = server.requests.length;
+    const c = start(fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" }));
+    c.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-flash" });
+    expect((await c.response("init")).error).toBeUndefined();
+    c.request("p", "session/prompt", { ...promptParams("s", "loop"), maxCostUsd: 1 });
+    const result = (await c.response("p")).result;
+    expect(result.status).toBe("error");
+    expect(result.reason).toEqual({ kind: "budget", limitUsd: 1, costUsd: 0 });
+    expect(server.requests.length - asked).toBe(1);
+    // The tool call of the step that ran is answered: the history stays whole.
+    expect(typed(c, "s", "tool/result")).toHaveLength(1);
+  });
+
   it("a model the table does not know: no costUsd", async () => {
     const c = await promptWith("deepseek-v9-imaginary");
     expect(typed(c, "s", "assistant/message")[0].data.usage).not.toHaveProperty("costUsd");
