@@ -69,6 +69,26 @@ export function readConfig(env: NodeJS.ProcessEnv, version: string): TracingConf
   };
 }
 
+/**
+ * `url` as it may be written to a log: without its user name and password (an endpoint may
+ * carry basic-auth credentials, `https://user:token@collector`, which the export still sends)
+ * nor its query and fragment (where some collectors take an API key). The log is stderr,
+ * often kept in CI output or shared in a bug report; only the export request carries them.
+ */
+export function urlForLog(url: string): string {
+  try {
+    const u = new URL(url);
+    const hidden = u.username !== "" || u.password !== "" || u.search !== "" || u.hash !== "";
+    u.username = "";
+    u.password = "";
+    u.search = "";
+    u.hash = "";
+    return hidden ? `${u.href} (credentials and query not shown)` : u.href;
+  } catch {
+    return "(an endpoint that is not a URL)";
+  }
+}
+
 /** The signal-specific endpoint is used as given; the general one gets `/v1/traces` appended (the OTLP exporter spec). */
 function tracesUrl(env: NodeJS.ProcessEnv): string | undefined {
   const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();

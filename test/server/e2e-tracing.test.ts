@@ -266,6 +266,43 @@ describe("the exporter, without a collector", () => {
     }
   });
 
+  it("never writes the endpoint's credentials (user:password, query) or a collector's control characters to stderr; the credentials are still sent", async () => {
+    // A collector that refuses every export with a body full of terminal escapes.
+    const got: http.IncomingHttpHeaders[] = [];
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        got.push(req.headers);
+        res.writeHead(500).end("nope \x1b]0;pwned\x07\x1b[2J\x1b[31mred\x00");
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (server.address() as net.AddressInfo).port;
+      const endpoint = `http://tracer:pa55w0rd-canary@127.0.0.1:${port}/v1/traces?api_key=qkey-canary`;
+      const c = new RawClient({ args: ["--stdio", "--log-level", "info"], env: { ...process.env, DEEPSEEK_API_KEY: KEY, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint } });
+      clients.push(c);
+      c.request(1, "initialize", initParams(ws.dir, "trace.json"));
+      expect((await c.response(1)).error).toBeUndefined();
+      c.request(2, "session/prompt", { sessionId: "creds", contentBlocks: [{ type: "text", text: "read notes.md" }] });
+      expect((await c.response(2)).result.status).toBe("ok");
+      c.request(3, "shutdown");
+      await c.response(3);
+      await c.exited;
+      expect(got.length).toBeGreaterThan(0);
+      expect(got[0].authorization).toBe(`Basic ${Buffer.from("tracer:pa55w0rd-canary").toString("base64")}`);
+      // It did log the endpoint and the failed export, without the secrets or the escapes.
+      expect(c.stderr).toMatch(/tracing: exporting spans to http:\/\/127\.0\.0\.1:\d+\/v1\/traces/);
+      expect(c.stderr).toMatch(/tracing: could not export .*HTTP 500/);
+      expect(c.stderr).not.toContain("pa55w0rd-canary");
+      expect(c.stderr).not.toContain("qkey-canary");
+      expect(c.stderr).not.toContain("tracer:");
+      expect(c.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it("ignores a traceparent that does not parse: the turn runs, as a trace of its own", async () => {
     const receiver = await plainReceiver();
     try {
