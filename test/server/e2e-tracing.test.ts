@@ -12,6 +12,7 @@ import type * as net from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Collector, otelcolHere, otelcolNote, type ReceivedSpan } from "../support/otel-collector.js";
 import { everything } from "../support/mcp-servers.js";
+import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { RawClient, initParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
@@ -300,6 +301,36 @@ describe("the exporter, without a collector", () => {
       expect(c.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
     } finally {
       await new Promise((r) => server.close(r));
+    }
+  });
+
+  it("redacts the key in a failed request's status message (a server that echoes the key in its error body)", async () => {
+    const receiver = await plainReceiver();
+    const fake = new FakeDeepSeek();
+    const baseUrl = await fake.start();
+    try {
+      fake.table = { echo: [{ status: 400, body: { error: { message: `invalid request for key ${KEY}`, type: "invalid_request_error" } } }] };
+      const c = bridge({
+        ...fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" }),
+        DEEPSEEK_API_KEY: KEY,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true",
+      });
+      c.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-flash" });
+      expect((await c.response(1)).error).toBeUndefined();
+      c.request(2, "session/prompt", { sessionId: "echo", contentBlocks: [{ type: "text", text: "echo" }] });
+      const res = await c.response(2);
+      expect(res.result.reason.kind).toBe("model-error");
+      c.request(3, "shutdown");
+      await c.response(3);
+      await c.exited;
+      const body = receiver.got.map((g) => g.body).join("");
+      // The failure is in the spans (so the test would see a leak), with the key replaced.
+      expect(body).toContain("invalid request for key ***");
+      expect(body).not.toContain(KEY);
+    } finally {
+      fake.stop();
+      await receiver.close();
     }
   });
 
