@@ -235,6 +235,26 @@ describe("the checkpoint store", () => {
     expect(rig.read("keep.txt")).toBe("turn1\n");
   });
 
+  it("a hand-edited journal's ill-formed records (a huge or missing lastTurn, non-boolean flags, a kind or tool that is no string) are left out", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge();
+    for (let t = 1; t <= 3; t++) await rig.prompt(c, "s");
+    const bad = [
+      // Taken as a rewind cutting turns 2…1e300: a loop that never ends (or a Set past its size).
+      { type: "rewind", turn: 2, lastTurn: 1e300, files: false, conversation: true, states: [] },
+      { type: "rewind", turn: 2, files: true, conversation: false, states: [] },
+      { type: "rewind", turn: 1, lastTurn: 3, files: "yes", conversation: 0, states: [] },
+      { type: "turn", turn: 3, kind: "evil", entries: [], uncovered: [42, { x: 1 }], skipped: [] },
+      { type: "turn", turn: 3, kind: "files", entries: [], uncovered: ["bash"], skipped: ["../outside", 7] },
+    ];
+    fs.appendFileSync(path.join(rig.store(), "journal.jsonl"), bad.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    const frame = await rig.call(c, "session/rewind", { sessionId: "s", turn: 2 });
+    expect(frame.error).toBeUndefined();
+    // As if the lines were not there: turn 2's edit is undone, turn 3's bash is not covered.
+    expect(frame.result).toEqual({ restored: ["keep.txt"], removed: [], conflicts: [], unrestored: [{ turn: 3, tools: ["bash"], paths: [] }] });
+    expect(rig.read("keep.txt")).toBe("turn1\n");
+  });
+
   it("is private: folders 0700 and files 0600 whatever the umask, beside the session log", async () => {
     rig = new Rig(true);
     // Untracked: its content is copied into the store (a committed one is a reference to its blob).
