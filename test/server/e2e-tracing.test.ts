@@ -334,6 +334,26 @@ describe("the exporter, without a collector", () => {
     }
   });
 
+  it("OTEL_BSP_* and timeouts that are fractions or past a timer's range are not taken (a batch size of 0.5 froze the bridge)", async () => {
+    const receiver = await plainReceiver();
+    try {
+      const { res, exit } = await tracedTurn({
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0.5",
+        OTEL_BSP_MAX_QUEUE_SIZE: "0.5",
+        // Past 2^31-1 ms Node would take 1 ms: every export would time out at once.
+        OTEL_EXPORTER_OTLP_TIMEOUT: "1e10",
+        OTEL_BSP_SCHEDULE_DELAY: "1e10",
+      });
+      expect(res.result.status).toBe("ok");
+      expect(exit.code).toBe(0);
+      const names = receiver.got.flatMap((g) => JSON.parse(g.body).resourceSpans[0].scopeSpans[0].spans.map((s: any) => s.name));
+      expect(names).toContain("invoke_agent harness-bridge");
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("ignores a traceparent that does not parse: the turn runs, as a trace of its own", async () => {
     const receiver = await plainReceiver();
     try {
