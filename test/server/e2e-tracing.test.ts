@@ -354,6 +354,38 @@ describe("the exporter, without a collector", () => {
     }
   });
 
+  it("never hands the collector's credentials (OTLP headers, an endpoint's query) to the commands the model runs", async () => {
+    // The model reads its environment with bash (or an MCP server does): the collector's token
+    // would be one `env` away, then in the session log, the model's history and the spans.
+    const receiver = await plainReceiver();
+    try {
+      ws.script("env.json", { turns: [{ steps: [{ toolCalls: [{ id: "env", name: "bash", arguments: { command: "env" } }] }, { text: "seen" }] }] });
+      const c = bridge({
+        OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.url}/?api-key=qkey-canary-1234`,
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces?api-key=qkey-canary-1234`,
+        OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=hdr-canary-5678",
+        OTEL_EXPORTER_OTLP_TRACES_HEADERS: "authorization=Bearer%20hdr-canary-5678",
+        OTEL_EXPORTER_OTLP_METRICS_HEADERS: "api-key=hdr-canary-5678",
+        OTEL_SERVICE_NAME: "visible-service-name",
+      });
+      c.request(1, "initialize", initParams(ws.dir, "env.json"));
+      expect((await c.response(1)).error).toBeUndefined();
+      c.request(2, "session/prompt", { sessionId: "env", contentBlocks: [{ type: "text", text: "env" }] });
+      expect((await c.response(2)).result.status).toBe("ok");
+      const output = JSON.stringify(c.events("env").filter((e) => e.type === "tool/result"));
+      expect(output).toContain("OTEL_SERVICE_NAME=visible-service-name"); // the command did print its environment
+      expect(output).not.toContain("hdr-canary-5678");
+      expect(output).not.toContain("qkey-canary-1234");
+      c.request(3, "shutdown");
+      await c.response(3);
+      await c.exited;
+      // The export itself still carries them.
+      expect(receiver.got[0].headers).toMatchObject({ "x-honeycomb-team": "hdr-canary-5678", authorization: "Bearer hdr-canary-5678" });
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("ignores a traceparent that does not parse: the turn runs, as a trace of its own", async () => {
     const receiver = await plainReceiver();
     try {
