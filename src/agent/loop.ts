@@ -22,7 +22,7 @@ import { addUsage } from "./usage.js";
 import { requestTools } from "./offered-tools.js";
 import type { Prices } from "../protocol/index.js";
 import type { SteerInbox } from "./steer.js";
-import { budgetSpent, withCost } from "./cost.js";
+import { TurnBudget, withCost } from "./cost.js";
 import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
 import type { TurnTrace } from "./turn-trace.js";
 
@@ -55,6 +55,8 @@ export interface TurnConfig {
   prices?: Prices;
   /** `session/prompt.maxCostUsd`: once the turn's cost reached it, no further model request. */
   maxCostUsd?: number;
+  /** The budget this turn spends, shared with the turn that started it (a subagent's); else made from `maxCostUsd`. */
+  budget?: TurnBudget;
   /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
   hooks?: TurnHooks;
   /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
@@ -88,19 +90,16 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   if (config.checkpoints) config = { ...config, recorder: config.checkpoints.forTurn(turn) };
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
-  // A model request that answered without reporting its usage: its cost is unknown, so with a
-  // budget no further request may start (it may have spent the whole budget). Without this, a
-  // gateway that never reports usage makes every request free to the budget, and the turn
-  // spends without bound while the client believes it bounded (the `no-prices` refusal's case).
-  let costUnknown = false;
-  const overBudget = (): TurnEndReason | undefined => {
-    const spent = budgetSpent(usage, config.maxCostUsd);
-    if (spent || !costUnknown || config.maxCostUsd === undefined) return spent;
-    return { kind: "budget", limitUsd: config.maxCostUsd, costUsd: usage?.costUsd ?? 0 };
-  };
-  /** Notes a request that ran (`answered`) and whether its usage was priced. */
-  const priced = (answered: boolean, requestUsage: Usage | undefined) => {
-    if (answered && config.prices !== undefined && requestUsage?.costUsd === undefined) costUnknown = true;
+  // The prompt's budget (cost.ts), shared with the subagents this turn starts (`subagents` below
+  // gets it through the runtime). A request that answered without reporting its usage has an
+  // unknown cost: with a budget, no further request starts (it may have spent all of it);
+  // otherwise a gateway that never reports usage would make every request free to the budget.
+  const budget = config.budget ?? (config.maxCostUsd !== undefined ? new TurnBudget(config.maxCostUsd) : undefined);
+  const overBudget = (): TurnEndReason | undefined => budget?.reached();
+  /** Counts a request that ran (`answered`) in the turn's usage and against the budget. */
+  const spend = (answered: boolean, requestUsage: Usage | undefined) => {
+    usage = addUsage(usage, requestUsage);
+    if (config.prices !== undefined) budget?.charge(answered, requestUsage);
   };
   let reason: TurnEndReason | undefined;
   let compactionFailed = false;
@@ -140,9 +139,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
-      const doneUsage = withCost(done.usage, config.prices);
-      usage = addUsage(usage, doneUsage);
-      priced(done.compacted || done.noGainChars !== undefined, doneUsage);
+      spend(done.compacted || done.noGainChars !== undefined, withCost(done.usage, config.prices));
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
       if (done.failed) compactionFailed = true;
       // One that saved nothing is asked for again once the history has grown by its length.
@@ -154,21 +151,17 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
-    usage = addUsage(usage, outcome.usage);
-    priced(outcome.answered === true, outcome.usage);
+    spend(outcome.answered === true, outcome.usage);
     if (outcome.refusedAsTooLong && compaction && !retriedAfterRefusal && !signal.aborted) {
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
       retriedAfterRefusal = true;
       const done = await compactNow(compaction, "refused");
-      const doneUsage = withCost(done.usage, config.prices);
-      usage = addUsage(usage, doneUsage);
-      priced(done.compacted || done.noGainChars !== undefined, doneUsage);
+      spend(done.compacted || done.noGainChars !== undefined, withCost(done.usage, config.prices));
       const spent = overBudget();
       if (spent) outcome = { end: spent };
       else if (done.compacted && !signal.aborted) {
         outcome = await runStep(session, config, tools, signal, turn, step, final);
-        usage = addUsage(usage, outcome.usage);
-        priced(outcome.answered === true, outcome.usage);
+        spend(outcome.answered === true, outcome.usage);
       }
     }
     reason = outcome.end;

@@ -90,6 +90,38 @@ describe("session/prompt.maxCostUsd", () => {
     expect(typed(c, "s", "turn/end")[0].data).toMatchObject({ reason: res.reason, usage: { costUsd: COST1 } });
   });
 
+  it("a subagent's requests count against the turn's budget: `task` cannot spend past it", async () => {
+    // The parent's own step is cheap; the subagent's first step spends the whole budget. Were
+    // the subagent unbudgeted, it would go on (and `task` could be called again and again).
+    const cheap = { inputTokens: 10, outputTokens: 1 };
+    const script = {
+      turns: [{ steps: [{ toolCalls: [{ id: "t1", name: "task", arguments: { prompt: "read the notes three times" } }], usage: cheap }, { text: "done", usage: cheap }] }],
+      subagent: {
+        turns: [
+          {
+            steps: [
+              { toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "notes.txt" } }], usage: STEP1 },
+              { toolCalls: [{ id: "r2", name: "read_file", arguments: { path: "notes.txt" } }], usage: STEP1 },
+              { text: "read it", usage: STEP2 },
+            ],
+          },
+        ],
+      },
+    };
+    const c = await started({ prices: PRICES }, script);
+    c.request("p", "session/prompt", { ...promptParams("s", "delegate"), maxCostUsd: 0.001 });
+    const res = (await c.response("p")).result;
+    const cheapCost = (10 * 2 + 1 * 8) / 1e6;
+    expect(res.status).toBe("error");
+    expect(res.reason.kind).toBe("budget");
+    expect(res.reason.costUsd).toBeCloseTo(cheapCost + COST1, 12);
+    // The subagent made one request, the parent none after the task's result.
+    const child = c.frames.find((f: any) => f.method === "subagent.started")?.params.childSessionId;
+    expect(typed(c, child, "step/start")).toHaveLength(1);
+    expect(typed(c, child, "turn/end")[0].data.reason.kind).toBe("budget");
+    expect(typed(c, "s", "step/start")).toHaveLength(1);
+  });
+
   it("a limit the turn does not reach changes nothing", async () => {
     const c = await started({ prices: PRICES });
     c.request("p", "session/prompt", { ...promptParams("s", "read the notes"), maxCostUsd: 1 });
