@@ -32,11 +32,29 @@ export function withCost(usage: Usage | undefined, prices: Prices | undefined): 
 }
 
 /**
- * Why the turn must make no further model request: its cost (the usage summed so far) reached
- * `limitUsd`. `undefined`: under budget, or no budget.
+ * One prompt's budget (`maxCostUsd`), shared by its turn and every subagent that turn starts
+ * (`task`, at any depth): their requests are paid for by the same prompt, so they spend the
+ * same budget. Were a subagent's turn unbudgeted, one `task` call — or many — would let the
+ * turn spend without bound while the client believes it bounded.
+ *
+ * `spentUsd` sums every priced request of the turn and its subagents; `unknown`: a request
+ * answered without reporting usage, so its cost (perhaps the whole budget) is not known.
+ * Either way, once `reached`, no further request of the turn or its subagents starts.
  */
-export function budgetSpent(usage: Usage | undefined, limitUsd: number | undefined): BudgetReason | undefined {
-  if (limitUsd === undefined) return undefined;
-  const costUsd = usage?.costUsd ?? 0;
-  return costUsd >= limitUsd ? { kind: "budget", limitUsd, costUsd } : undefined;
+export class TurnBudget {
+  spentUsd = 0;
+  unknown = false;
+
+  constructor(readonly limitUsd: number) {}
+
+  /** A request ran (`answered`: the model streamed something back) and reported `usage` (priced, or not). */
+  charge(answered: boolean, usage: Usage | undefined): void {
+    if (usage?.costUsd !== undefined) this.spentUsd = roundUsd(this.spentUsd + usage.costUsd);
+    else if (answered) this.unknown = true;
+  }
+
+  /** Why no further request may start; `undefined`: under budget. */
+  reached(): BudgetReason | undefined {
+    return this.spentUsd >= this.limitUsd || this.unknown ? { kind: "budget", limitUsd: this.limitUsd, costUsd: this.spentUsd } : undefined;
+  }
 }

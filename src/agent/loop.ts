@@ -22,7 +22,7 @@ import { addUsage } from "./usage.js";
 import { requestTools } from "./offered-tools.js";
 import type { Prices } from "../protocol/index.js";
 import type { SteerInbox } from "./steer.js";
-import { budgetSpent, withCost } from "./cost.js";
+import { TurnBudget, withCost } from "./cost.js";
 import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
 import type { TurnTrace } from "./turn-trace.js";
 
@@ -55,6 +55,8 @@ export interface TurnConfig {
   prices?: Prices;
   /** `session/prompt.maxCostUsd`: once the turn's cost reached it, no further model request. */
   maxCostUsd?: number;
+  /** The budget this turn spends, shared with the turn that started it (a subagent's); else made from `maxCostUsd`. */
+  budget?: TurnBudget;
   /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
   hooks?: TurnHooks;
   /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
@@ -88,6 +90,17 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   if (config.checkpoints) config = { ...config, recorder: config.checkpoints.forTurn(turn) };
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
+  // The prompt's budget (cost.ts), shared with the subagents this turn starts (`subagents` below
+  // gets it through the runtime). A request that answered without reporting its usage has an
+  // unknown cost: with a budget, no further request starts (it may have spent all of it);
+  // otherwise a gateway that never reports usage would make every request free to the budget.
+  const budget = config.budget ?? (config.maxCostUsd !== undefined ? new TurnBudget(config.maxCostUsd) : undefined);
+  const overBudget = (): TurnEndReason | undefined => budget?.reached();
+  /** Counts a request that ran (`answered`) in the turn's usage and against the budget. */
+  const spend = (answered: boolean, requestUsage: Usage | undefined) => {
+    usage = addUsage(usage, requestUsage);
+    if (config.prices !== undefined) budget?.charge(answered, requestUsage);
+  };
   let reason: TurnEndReason | undefined;
   let compactionFailed = false;
   /** After a summary that was no shorter than the history: the history's size past which another is worth a request. */
@@ -119,36 +132,36 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       reason = { kind: "max-steps", limit: config.maxSteps };
       break;
     }
-    reason = budgetSpent(usage, config.maxCostUsd);
+    reason = overBudget();
     if (reason) break;
     // Steers that came during the last step join the history now, after its tool results.
     await config.steers?.drain(session, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
-      usage = addUsage(usage, withCost(done.usage, config.prices));
+      spend(done.compacted || done.noGainChars !== undefined, withCost(done.usage, config.prices));
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
       if (done.failed) compactionFailed = true;
       // One that saved nothing is asked for again once the history has grown by its length.
       if (done.noGainChars !== undefined) summaryWorthAsking = session.historyChars + done.noGainChars;
       // The summary's request may have spent the budget; steers that came meanwhile join now.
-      reason = budgetSpent(usage, config.maxCostUsd);
+      reason = overBudget();
       if (reason) break;
       await config.steers?.drain(session, signal);
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
-    usage = addUsage(usage, outcome.usage);
+    spend(outcome.answered === true, outcome.usage);
     if (outcome.refusedAsTooLong && compaction && !retriedAfterRefusal && !signal.aborted) {
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
       retriedAfterRefusal = true;
       const done = await compactNow(compaction, "refused");
-      usage = addUsage(usage, withCost(done.usage, config.prices));
-      const spent = budgetSpent(usage, config.maxCostUsd);
+      spend(done.compacted || done.noGainChars !== undefined, withCost(done.usage, config.prices));
+      const spent = overBudget();
       if (spent) outcome = { end: spent };
       else if (done.compacted && !signal.aborted) {
         outcome = await runStep(session, config, tools, signal, turn, step, final);
-        usage = addUsage(usage, outcome.usage);
+        spend(outcome.answered === true, outcome.usage);
       }
     }
     reason = outcome.end;
@@ -157,7 +170,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     // it would have, and the steer is refused; so is one for a structured turn whose answer
     // was accepted. A turn that goes on for a steer has not ended: no stop hook is asked.
     const steered = () =>
-      reason?.kind === "completed" && config.steers?.pending === true && !final?.accepted && step < config.maxSteps && !budgetSpent(usage, config.maxCostUsd);
+      reason?.kind === "completed" && config.steers?.pending === true && !final?.accepted && step < config.maxSteps && !overBudget();
     if (steered()) reason = undefined;
     // The model ended the turn with an answer: a stop hook may send it back to work (agent/hooks.ts).
     else if (outcome.answer !== undefined && config.hooks?.stop) {
@@ -185,6 +198,8 @@ interface StepOutcome {
   refusedAsTooLong?: boolean;
   /** The turn completes with this step's plain answer (its text): what a stop hook is asked about. */
   answer?: string;
+  /** The model streamed something back: the request ran, and cost what its usage says (unknown without one). */
+  answered?: boolean;
 }
 
 async function runStep(
@@ -236,6 +251,7 @@ async function runStep(
   const calls = assembler.toolCalls(turn, step);
   const finish = assembler.finishReason;
   const usage = withCost(assembler.usage, config.prices);
+  const answered = !assembler.isEmpty();
   if (!failure && finish === "length") failure = { kind: "max-tokens" };
   if (!failure && finish !== "stop" && finish !== "tool-calls") {
     failure = { kind: "model-error", message: `the model stopped with finish reason '${finish}'` };
@@ -263,23 +279,23 @@ async function runStep(
     const why = failure.kind === "aborted" ? "the turn was aborted before this tool call ran" : `not run: the step ended with ${failure.kind}`;
     for (const call of calls) await recordResult(session, call, { content: [{ type: "text", text: why }], isError: true }, 0);
     const refusedAsTooLong = failure.kind === "model-error" && failure.code === "context-window" && assembler.isEmpty();
-    return { end: failure, usage, refusedAsTooLong };
+    return { end: failure, usage, answered, refusedAsTooLong };
   }
   if (calls.length === 0) {
     if (!final) {
       const answer = assembler.blocks().filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
-      return { end: { kind: "completed" }, usage, answer };
+      return { end: { kind: "completed" }, usage, answered, answer };
     }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
     const reminder = final.remind();
-    if (final.exhausted) return { end: final.endReason(), usage };
+    if (final.exhausted) return { end: final.endReason(), usage, answered };
     await session.emit("output/reminder", { turn, attempt: final.attempts, text: reminder });
-    return { usage };
+    return { usage, answered };
   }
   await runToolCalls(session, config, signal, calls, final);
-  if (signal.aborted) return { end: { kind: "aborted" }, usage };
-  if (final?.accepted) return { end: { kind: "completed" }, usage };
-  return { end: final?.exhausted ? final.endReason() : undefined, usage };
+  if (signal.aborted) return { end: { kind: "aborted" }, usage, answered };
+  if (final?.accepted) return { end: { kind: "completed" }, usage, answered };
+  return { end: final?.exhausted ? final.endReason() : undefined, usage, answered };
 }
 
 function modelFailure(error: unknown): TurnEndReason {

@@ -18,9 +18,12 @@ export interface TurnRequest {
   maxCostUsd?: number;
   /** `session/prompt.traceparent`: the turn's span is its child (turn-trace.ts). */
   traceparent?: string;
+  /** A subagent's turn: the budget of the turn that started it, which its requests spend too (cost.ts). */
+  budget?: TurnBudget;
 }
 
 import type { Tracer } from "./turn-trace.js";
+import type { TurnBudget } from "./cost.js";
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
 export interface RuntimeSink {

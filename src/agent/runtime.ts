@@ -9,6 +9,7 @@ import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tool
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { HookPoints, type HookAnswerOutcome } from "./hooks.js";
+import { TurnBudget } from "./cost.js";
 import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
 import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
@@ -335,6 +336,8 @@ export class AgentRuntime {
       traceparent: request.traceparent,
       input: content,
     });
+    // One budget for the prompt's turn and every subagent it starts (cost.ts TurnBudget).
+    const budget = request.budget ?? (request.maxCostUsd !== undefined ? new TurnBudget(request.maxCostUsd) : undefined);
     try {
       const reason = await runTurn(
         session,
@@ -348,7 +351,7 @@ export class AgentRuntime {
           workspace: this.options.workspace,
           permissionMode: this.options.permissionMode,
           tools: new Map(toolsAtDepth(tools, depth, subagentDepth).map((t) => [t.name, t])),
-          subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1) : undefined,
+          subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1, budget) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),
           output: request.output,
@@ -358,7 +361,8 @@ export class AgentRuntime {
           hooks: this.hooks?.forDepth(depth),
           steers,
           prices: this.prices,
-          maxCostUsd: request.maxCostUsd,
+          maxCostUsd: budget?.limitUsd,
+          budget,
           trace,
         },
         signal,
@@ -372,12 +376,12 @@ export class AgentRuntime {
   }
 
   /** The subagents `parent` may start: children at `depth`, offered `tools` (less `task` at the depth limit). */
-  private spawnerFor(parent: Session, tools: Tool[], depth: number): SubagentSpawner {
-    return { spawn: (request, signal) => this.runChild(parent, request, signal, tools, depth) };
+  private spawnerFor(parent: Session, tools: Tool[], depth: number, budget: TurnBudget | undefined): SubagentSpawner {
+    return { spawn: (request, signal) => this.runChild(parent, request, signal, tools, depth, budget) };
   }
 
   /** Runs a subagent in a child session and returns its final text as a tool output. */
-  private async runChild(parent: Session, { prompt, description }: SubagentRequest, signal: AbortSignal, tools: Tool[], depth: number): Promise<ToolOutput> {
+  private async runChild(parent: Session, { prompt, description }: SubagentRequest, signal: AbortSignal, tools: Tool[], depth: number, budget: TurnBudget | undefined): Promise<ToolOutput> {
     const childId = `${parent.id.slice(0, 80)}.task-${randomUUID().slice(0, 8)}`;
     const child = this.session(childId, parent.id);
     const { sink } = this.options;
@@ -385,7 +389,7 @@ export class AgentRuntime {
     let reason: TurnEndReason;
     this.runningChildren.set(childId, child.nextTurnNumber());
     try {
-      reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth);
+      reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth, budget ? { budget } : {});
     } catch (error) {
       reason = { kind: "internal-error", message: (error as Error).message };
     } finally {

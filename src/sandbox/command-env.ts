@@ -12,12 +12,22 @@ export const SECRET_ENV_PATTERN =
   /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|(^|_)PASS(_|$)|PGPASS|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION|PRIVATE|^AWS_|^AZURE_CLIENT|^GOOGLE_APPLICATION/i;
 /** A value holding a URL with credentials (`scheme://user:password@host`, e.g. a proxy or database URL) is a secret too. */
 export const CREDENTIAL_URL_PATTERN = /[a-z][a-z0-9+.-]*:\/\/[^\s/@:]*:[^\s/@]*@/i;
+/**
+ * The OpenTelemetry exporter's headers (`OTEL_EXPORTER_OTLP_HEADERS`, `…_TRACES_HEADERS`, any
+ * signal's): they carry the collector's credentials (`authorization=Bearer …`,
+ * `x-honeycomb-team=…`, `api-key=…`) under a name no other rule catches. Secrets, always.
+ */
+export const OTLP_HEADERS_PATTERN = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$/i;
+/** An OTLP endpoint: a secret when its URL carries a query or fragment (an API key there) or credentials. */
+export const OTLP_ENDPOINT_PATTERN = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?ENDPOINT$/i;
+const secretEndpoint = (name: string, value: string) => OTLP_ENDPOINT_PATTERN.test(name) && /[?#@]/.test(value);
 /** Set for every command: no colours, no pagers, a dumb terminal. */
 export const BASH_ENV_OVERRIDES: Readonly<Record<string, string>> = { NO_COLOR: "1", PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb" };
 
 /**
  * The environment of a command: `base` without secrets (names matching `SECRET_ENV_PATTERN`,
- * values holding a URL with credentials), PATH without relative or empty entries (those
+ * values holding a URL with credentials, the OTLP exporter's headers and an OTLP endpoint with
+ * a query), PATH without relative or empty entries (those
  * resolve against the working directory, which is the workspace: a `git` or `ls` planted there
  * would run in place of the real one), plus `BASH_ENV_OVERRIDES`.
  */
@@ -25,6 +35,7 @@ export function commandEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.Proces
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(base)) {
     if (value === undefined || SECRET_ENV_NAMES.includes(name) || SECRET_ENV_PATTERN.test(name) || CREDENTIAL_URL_PATTERN.test(value)) continue;
+    if (OTLP_HEADERS_PATTERN.test(name) || secretEndpoint(name, value)) continue;
     env[name] = value;
   }
   if (env.PATH !== undefined) env.PATH = env.PATH.split(path.delimiter).filter((dir) => path.isAbsolute(dir)).join(path.delimiter);

@@ -60,13 +60,33 @@ export function readConfig(env: NodeJS.ProcessEnv, version: string): TracingConf
     url,
     headers: { ...parsePairs(env.OTEL_EXPORTER_OTLP_HEADERS), ...parsePairs(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
     resource,
-    timeoutMs: positive(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ?? env.OTEL_EXPORTER_OTLP_TIMEOUT, 10_000),
-    scheduleDelayMs: positive(env.OTEL_BSP_SCHEDULE_DELAY, 5_000),
-    maxQueue: positive(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
-    maxBatch: positive(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512),
+    timeoutMs: duration(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ?? env.OTEL_EXPORTER_OTLP_TIMEOUT, 10_000),
+    scheduleDelayMs: duration(env.OTEL_BSP_SCHEDULE_DELAY, 5_000),
+    maxQueue: count(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
+    maxBatch: count(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512),
     captureContent: isTrue(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
-    contentLimit: positive(env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT ?? env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, 16_384),
+    contentLimit: count(env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT ?? env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, 16_384),
   };
+}
+
+/**
+ * `url` as it may be written to a log: without its user name and password (an endpoint may
+ * carry basic-auth credentials, `https://user:token@collector`, which the export still sends)
+ * nor its query and fragment (where some collectors take an API key). The log is stderr,
+ * often kept in CI output or shared in a bug report; only the export request carries them.
+ */
+export function urlForLog(url: string): string {
+  try {
+    const u = new URL(url);
+    const hidden = u.username !== "" || u.password !== "" || u.search !== "" || u.hash !== "";
+    u.username = "";
+    u.password = "";
+    u.search = "";
+    u.hash = "";
+    return hidden ? `${u.href} (credentials and query not shown)` : u.href;
+  } catch {
+    return "(an endpoint that is not a URL)";
+  }
 }
 
 /** The signal-specific endpoint is used as given; the general one gets `/v1/traces` appended (the OTLP exporter spec). */
@@ -97,7 +117,21 @@ export function parsePairs(raw: string | undefined): Record<string, string> {
   return out;
 }
 
-function positive(raw: string | undefined, fallback: number): number {
+/**
+ * A count (spans, characters): a whole number from 1, else the default. A fraction is refused,
+ * not rounded: a batch size of 0.5 took no span per batch, and the export loop spun without end
+ * on a queue it never emptied, freezing the bridge.
+ */
+function count(raw: string | undefined, fallback: number): number {
   const n = Number(raw);
-  return raw !== undefined && Number.isFinite(n) && n > 0 ? n : fallback;
+  return raw !== undefined && raw.trim() !== "" && Number.isSafeInteger(n) && n > 0 ? n : fallback;
+}
+
+/** The longest delay a Node timer takes; past it Node fires after 1 ms (an export would time out at once). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** Milliseconds: a number above 0, rounded up and capped at a timer's range; else the default. */
+function duration(raw: string | undefined, fallback: number): number {
+  const n = Number(raw);
+  return raw !== undefined && raw.trim() !== "" && Number.isFinite(n) && n > 0 ? Math.min(Math.ceil(n), MAX_TIMER_MS) : fallback;
 }

@@ -11,7 +11,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Logger } from "../log.js";
-import type { TracingConfig } from "./config.js";
+import { urlForLog, type TracingConfig } from "./config.js";
 import { encodeTraces } from "./otlp-json.js";
 import type { SpanData } from "./span.js";
 
@@ -94,7 +94,7 @@ export class SpanExporter {
     if (batch.length === 0) return Promise.resolve();
     this.sendingCount = batch.length;
     this.sending = this.post(encodeTraces(this.config.resource, this.version, batch), Math.max(1, timeoutMs))
-      .catch((error: Error) => this.warnOnce(`could not export ${batch.length} spans to ${this.config.url}: ${error.message}`))
+      .catch((error: Error) => this.warnOnce(`could not export ${batch.length} spans to ${urlForLog(this.config.url)}: ${error.message}`))
       .finally(() => {
         this.sending = undefined;
       });

@@ -8,7 +8,11 @@
  * Invariants: no attribute ever holds a key or a header (the config's headers go to the
  * exporter only); message content — the user's text, the model's text, tool arguments and
  * results, error texts — is recorded only with `captureContent`, and then through the bridge's
- * redactor like every session event. Which span is "current" for nesting is carried by an
+ * redactor like every session event. And every span as a whole — its name, each string
+ * attribute and its status message — goes through the redactor once more when it ends: a
+ * failure's message is the model server's error text, which may echo the key (a server that
+ * quotes the request's credentials), and it reaches the span before any session event is
+ * redacted; the export queue must never hold a secret, whichever attribute carries it. Which span is "current" for nesting is carried by an
  * AsyncLocalStorage set around each tool call, so the runtime need not thread it through the
  * `task` tool.
  *
@@ -38,6 +42,7 @@ class OpenSpan {
 
   constructor(
     private readonly exporter: SpanExporter,
+    private readonly redactor: Redactor | undefined,
     private readonly name: string,
     private readonly kind: number,
     parent: SpanContext | undefined,
@@ -56,7 +61,13 @@ class OpenSpan {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    const { context, parentSpanId, name, kind, startNs, attributes, status } = this;
+    const { context, parentSpanId, kind, startNs, attributes, status } = this;
+    let name = this.name;
+    if (this.redactor?.active) {
+      name = this.redactor.text(name);
+      this.redactor.inPlace(attributes);
+      if (status) this.redactor.inPlace(status);
+    }
     this.exporter.add({ context, ...(parentSpanId ? { parentSpanId } : {}), name, kind, startNs, endNs: nowNs(), attributes, ...(status ? { status } : {}) });
   }
 }
@@ -83,7 +94,7 @@ export class GenAiTracer implements Tracer {
       ...(info.parentSessionId ? { "harness.parent_session.id": info.parentSessionId } : {}),
     };
     if (this.options.captureContent) attributes["gen_ai.input.messages"] = this.json([{ role: "user", parts: textParts(info.input) }]);
-    const span = new OpenSpan(this.exporter, `invoke_agent ${AGENT_NAME}`, SpanKind.INTERNAL, parent, attributes);
+    const span = new OpenSpan(this.exporter, this.options.redactor, `invoke_agent ${AGENT_NAME}`, SpanKind.INTERNAL, parent, attributes);
     return new TurnSpans(this, span, info);
   }
 
@@ -93,7 +104,7 @@ export class GenAiTracer implements Tracer {
 
   /** @internal for TurnSpans */
   open(name: string, kind: number, parent: SpanContext, attributes: Record<string, AttributeValue>): OpenSpan {
-    return new OpenSpan(this.exporter, name, kind, parent, attributes);
+    return new OpenSpan(this.exporter, this.options.redactor, name, kind, parent, attributes);
   }
 
   /** @internal runs `fn` with `context` as the span nested turns start under. */

@@ -8,7 +8,7 @@
 import type { Tracer } from "../agent/turn-trace.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
-import { readConfig } from "./config.js";
+import { readConfig, urlForLog } from "./config.js";
 import { SpanExporter } from "./exporter.js";
 import { GenAiTracer } from "./genai-tracer.js";
 
@@ -21,6 +21,6 @@ export function createTracer(env: NodeJS.ProcessEnv, version: string, logger: Lo
     logger.info(`tracing off: ${config.off}`);
     return undefined;
   }
-  logger.info(`tracing: exporting spans to ${config.url}${config.captureContent ? " with message content" : ""}`);
+  logger.info(`tracing: exporting spans to ${urlForLog(config.url)}${config.captureContent ? " with message content" : ""}`);
   return new GenAiTracer(new SpanExporter(config, version, logger), { captureContent: config.captureContent, contentLimit: config.contentLimit, redactor });
 }

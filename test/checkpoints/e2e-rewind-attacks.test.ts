@@ -17,7 +17,7 @@ import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { turns } from "../support/scripts.js";
-import { Rig, git } from "./rewind-support.js";
+import { Rig, THREE_TURNS, git } from "./rewind-support.js";
 
 let rig: Rig;
 const cleanups: Array<() => void> = [];
@@ -93,6 +93,28 @@ describe("links the model planted", () => {
 });
 
 describe("a hostile git repository", () => {
+  it("never runs a git the workspace provides, whatever PATH holds (`.`, an empty entry, a relative or inside folder)", async () => {
+    // Checkpoints run git on their own at every turn: a workspace `git` reached through PATH
+    // would be the repository's code run for merely opening a session there.
+    const traps = outsideDir();
+    const trap = `#!/bin/sh\ntouch ${traps}/fired-$$\nexit 1\n`;
+    rig = new Rig(true, "hb-rewind-", {
+      setup: (ws) => {
+        for (const rel of ["git", "bin/git", "tools/git"]) ws.file(rel, trap);
+      },
+    });
+    for (const rel of ["git", "bin/git", "tools/git"]) fs.chmodSync(path.join(rig.ws.dir, rel), 0o755);
+    const hostilePath = [".", "", "tools", path.join(rig.ws.dir, "bin"), process.env.PATH ?? "/usr/bin:/bin"].join(":");
+    const c = await rig.bridge(THREE_TURNS, { ...process.env, PATH: hostilePath });
+    for (let t = 1; t <= 3; t++) await rig.prompt(c, "s");
+    // The system's git ran (a git snapshot each turn), the workspace's never did.
+    expect((await rig.events(c, "s")).filter((e) => e.type === "checkpoint").map((e) => e.data.kind)).toEqual(["git", "git", "git"]);
+    const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(result.conflicts).toEqual([]);
+    expect(rig.read("keep.txt")).toBe("original\n");
+    expect(fs.readdirSync(traps).filter((n) => n.startsWith("fired-"))).toEqual([]);
+  });
+
   it("runs none of its fsmonitor, hooks, filters or textconv while checkpointing and rewinding", async () => {
     rig = new Rig(true);
     const traps = outsideDir();
@@ -210,6 +232,26 @@ describe("the checkpoint store", () => {
     expect(events.filter((e) => e.type === "checkpoint/skipped").map((e) => e.data)).toEqual([{ turn: 1, paths: ["keep.txt"], reason: "size-cap" }]);
     const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
     expect(result).toEqual({ restored: [], removed: ["new.txt"], conflicts: [], unrestored: [{ turn: 1, tools: [], paths: ["keep.txt"] }] });
+    expect(rig.read("keep.txt")).toBe("turn1\n");
+  });
+
+  it("a hand-edited journal's ill-formed records (a huge or missing lastTurn, non-boolean flags, a kind or tool that is no string) are left out", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge();
+    for (let t = 1; t <= 3; t++) await rig.prompt(c, "s");
+    const bad = [
+      // Taken as a rewind cutting turns 2…1e300: a loop that never ends (or a Set past its size).
+      { type: "rewind", turn: 2, lastTurn: 1e300, files: false, conversation: true, states: [] },
+      { type: "rewind", turn: 2, files: true, conversation: false, states: [] },
+      { type: "rewind", turn: 1, lastTurn: 3, files: "yes", conversation: 0, states: [] },
+      { type: "turn", turn: 3, kind: "evil", entries: [], uncovered: [42, { x: 1 }], skipped: [] },
+      { type: "turn", turn: 3, kind: "files", entries: [], uncovered: ["bash"], skipped: ["../outside", 7] },
+    ];
+    fs.appendFileSync(path.join(rig.store(), "journal.jsonl"), bad.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    const frame = await rig.call(c, "session/rewind", { sessionId: "s", turn: 2 });
+    expect(frame.error).toBeUndefined();
+    // As if the lines were not there: turn 2's edit is undone, turn 3's bash is not covered.
+    expect(frame.result).toEqual({ restored: ["keep.txt"], removed: [], conflicts: [], unrestored: [{ turn: 3, tools: ["bash"], paths: [] }] });
     expect(rig.read("keep.txt")).toBe("turn1\n");
   });
 

@@ -90,6 +90,38 @@ describe("session/prompt.maxCostUsd", () => {
     expect(typed(c, "s", "turn/end")[0].data).toMatchObject({ reason: res.reason, usage: { costUsd: COST1 } });
   });
 
+  it("a subagent's requests count against the turn's budget: `task` cannot spend past it", async () => {
+    // The parent's own step is cheap; the subagent's first step spends the whole budget. Were
+    // the subagent unbudgeted, it would go on (and `task` could be called again and again).
+    const cheap = { inputTokens: 10, outputTokens: 1 };
+    const script = {
+      turns: [{ steps: [{ toolCalls: [{ id: "t1", name: "task", arguments: { prompt: "read the notes three times" } }], usage: cheap }, { text: "done", usage: cheap }] }],
+      subagent: {
+        turns: [
+          {
+            steps: [
+              { toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "notes.txt" } }], usage: STEP1 },
+              { toolCalls: [{ id: "r2", name: "read_file", arguments: { path: "notes.txt" } }], usage: STEP1 },
+              { text: "read it", usage: STEP2 },
+            ],
+          },
+        ],
+      },
+    };
+    const c = await started({ prices: PRICES }, script);
+    c.request("p", "session/prompt", { ...promptParams("s", "delegate"), maxCostUsd: 0.001 });
+    const res = (await c.response("p")).result;
+    const cheapCost = (10 * 2 + 1 * 8) / 1e6;
+    expect(res.status).toBe("error");
+    expect(res.reason.kind).toBe("budget");
+    expect(res.reason.costUsd).toBeCloseTo(cheapCost + COST1, 12);
+    // The subagent made one request, the parent none after the task's result.
+    const child = c.frames.find((f: any) => f.method === "subagent.started")?.params.childSessionId;
+    expect(typed(c, child, "step/start")).toHaveLength(1);
+    expect(typed(c, child, "turn/end")[0].data.reason.kind).toBe("budget");
+    expect(typed(c, "s", "step/start")).toHaveLength(1);
+  });
+
   it("a limit the turn does not reach changes nothing", async () => {
     const c = await started({ prices: PRICES });
     c.request("p", "session/prompt", { ...promptParams("s", "read the notes"), maxCostUsd: 1 });
@@ -194,6 +226,24 @@ describe("the built-in DeepSeek price table (fake DeepSeek server)", () => {
     expect(typed(c, "s", "assistant/message")[0].data.usage.costUsd).toBeCloseTo(expected, 12);
     expect(typed(c, "s", "turn/end")[0].data.usage.costUsd).toBeCloseTo(expected, 12);
     expect(server.problems).toEqual([]);
+  });
+
+  it("with a budget, a request whose usage the server did not report ends the turn budget: its cost is unknown, so no further request starts", async () => {
+    // A gateway that ignores stream_options.include_usage (or a hostile one) would otherwise
+    // make every request free to the budget: the turn would run to maxSteps unbounded.
+    const call = (id: string) => ({ events: [{ delta: { tool_calls: [{ index: 0, id, type: "function", function: { name: "read_file", arguments: '{"path":"notes.txt"}' } }] } }, { delta: {}, finish_reason: "tool_calls" }] });
+    server.table = { loop: [call("c1"), call("c2"), call("c3"), { events: [{ delta: { content: "done" } }, { delta: {}, finish_reason: "stop" }] }] };
+    const asked = server.requests.length;
+    const c = start(fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" }));
+    c.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-flash" });
+    expect((await c.response("init")).error).toBeUndefined();
+    c.request("p", "session/prompt", { ...promptParams("s", "loop"), maxCostUsd: 1 });
+    const result = (await c.response("p")).result;
+    expect(result.status).toBe("error");
+    expect(result.reason).toEqual({ kind: "budget", limitUsd: 1, costUsd: 0 });
+    expect(server.requests.length - asked).toBe(1);
+    // The tool call of the step that ran is answered: the history stays whole.
+    expect(typed(c, "s", "tool/result")).toHaveLength(1);
   });
 
   it("a model the table does not know: no costUsd", async () => {

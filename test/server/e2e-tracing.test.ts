@@ -12,6 +12,7 @@ import type * as net from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Collector, otelcolHere, otelcolNote, type ReceivedSpan } from "../support/otel-collector.js";
 import { everything } from "../support/mcp-servers.js";
+import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { RawClient, initParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
@@ -261,6 +262,125 @@ describe("the exporter, without a collector", () => {
       const body = receiver.got.map((g) => g.body).join("");
       expect(body).toContain("invoke_agent harness-bridge");
       expect(body).not.toContain("tok-1234567890");
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("never writes the endpoint's credentials (user:password, query) or a collector's control characters to stderr; the credentials are still sent", async () => {
+    // A collector that refuses every export with a body full of terminal escapes.
+    const got: http.IncomingHttpHeaders[] = [];
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        got.push(req.headers);
+        res.writeHead(500).end("nope \x1b]0;pwned\x07\x1b[2J\x1b[31mred\x00");
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (server.address() as net.AddressInfo).port;
+      const endpoint = `http://tracer:pa55w0rd-canary@127.0.0.1:${port}/v1/traces?api_key=qkey-canary`;
+      const c = new RawClient({ args: ["--stdio", "--log-level", "info"], env: { ...process.env, DEEPSEEK_API_KEY: KEY, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint } });
+      clients.push(c);
+      c.request(1, "initialize", initParams(ws.dir, "trace.json"));
+      expect((await c.response(1)).error).toBeUndefined();
+      c.request(2, "session/prompt", { sessionId: "creds", contentBlocks: [{ type: "text", text: "read notes.md" }] });
+      expect((await c.response(2)).result.status).toBe("ok");
+      c.request(3, "shutdown");
+      await c.response(3);
+      await c.exited;
+      expect(got.length).toBeGreaterThan(0);
+      expect(got[0].authorization).toBe(`Basic ${Buffer.from("tracer:pa55w0rd-canary").toString("base64")}`);
+      // It did log the endpoint and the failed export, without the secrets or the escapes.
+      expect(c.stderr).toMatch(/tracing: exporting spans to http:\/\/127\.0\.0\.1:\d+\/v1\/traces/);
+      expect(c.stderr).toMatch(/tracing: could not export .*HTTP 500/);
+      expect(c.stderr).not.toContain("pa55w0rd-canary");
+      expect(c.stderr).not.toContain("qkey-canary");
+      expect(c.stderr).not.toContain("tracer:");
+      expect(c.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it("redacts the key in a failed request's status message (a server that echoes the key in its error body)", async () => {
+    const receiver = await plainReceiver();
+    const fake = new FakeDeepSeek();
+    const baseUrl = await fake.start();
+    try {
+      fake.table = { echo: [{ status: 400, body: { error: { message: `invalid request for key ${KEY}`, type: "invalid_request_error" } } }] };
+      const c = bridge({
+        ...fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" }),
+        DEEPSEEK_API_KEY: KEY,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true",
+      });
+      c.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-flash" });
+      expect((await c.response(1)).error).toBeUndefined();
+      c.request(2, "session/prompt", { sessionId: "echo", contentBlocks: [{ type: "text", text: "echo" }] });
+      const res = await c.response(2);
+      expect(res.result.reason.kind).toBe("model-error");
+      c.request(3, "shutdown");
+      await c.response(3);
+      await c.exited;
+      const body = receiver.got.map((g) => g.body).join("");
+      // The failure is in the spans (so the test would see a leak), with the key replaced.
+      expect(body).toContain("invalid request for key ***");
+      expect(body).not.toContain(KEY);
+    } finally {
+      fake.stop();
+      await receiver.close();
+    }
+  });
+
+  it("OTEL_BSP_* and timeouts that are fractions or past a timer's range are not taken (a batch size of 0.5 froze the bridge)", async () => {
+    const receiver = await plainReceiver();
+    try {
+      const { res, exit } = await tracedTurn({
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0.5",
+        OTEL_BSP_MAX_QUEUE_SIZE: "0.5",
+        // Past 2^31-1 ms Node would take 1 ms: every export would time out at once.
+        OTEL_EXPORTER_OTLP_TIMEOUT: "1e10",
+        OTEL_BSP_SCHEDULE_DELAY: "1e10",
+      });
+      expect(res.result.status).toBe("ok");
+      expect(exit.code).toBe(0);
+      const names = receiver.got.flatMap((g) => JSON.parse(g.body).resourceSpans[0].scopeSpans[0].spans.map((s: any) => s.name));
+      expect(names).toContain("invoke_agent harness-bridge");
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("never hands the collector's credentials (OTLP headers, an endpoint's query) to the commands the model runs", async () => {
+    // The model reads its environment with bash (or an MCP server does): the collector's token
+    // would be one `env` away, then in the session log, the model's history and the spans.
+    const receiver = await plainReceiver();
+    try {
+      ws.script("env.json", { turns: [{ steps: [{ toolCalls: [{ id: "env", name: "bash", arguments: { command: "env" } }] }, { text: "seen" }] }] });
+      const c = bridge({
+        OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.url}/?api-key=qkey-canary-1234`,
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces?api-key=qkey-canary-1234`,
+        OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=hdr-canary-5678",
+        OTEL_EXPORTER_OTLP_TRACES_HEADERS: "authorization=Bearer%20hdr-canary-5678",
+        OTEL_EXPORTER_OTLP_METRICS_HEADERS: "api-key=hdr-canary-5678",
+        OTEL_SERVICE_NAME: "visible-service-name",
+      });
+      c.request(1, "initialize", initParams(ws.dir, "env.json"));
+      expect((await c.response(1)).error).toBeUndefined();
+      c.request(2, "session/prompt", { sessionId: "env", contentBlocks: [{ type: "text", text: "env" }] });
+      expect((await c.response(2)).result.status).toBe("ok");
+      const output = JSON.stringify(c.events("env").filter((e) => e.type === "tool/result"));
+      expect(output).toContain("OTEL_SERVICE_NAME=visible-service-name"); // the command did print its environment
+      expect(output).not.toContain("hdr-canary-5678");
+      expect(output).not.toContain("qkey-canary-1234");
+      c.request(3, "shutdown");
+      await c.response(3);
+      await c.exited;
+      // The export itself still carries them.
+      expect(receiver.got[0].headers).toMatchObject({ "x-honeycomb-team": "hdr-canary-5678", authorization: "Bearer hdr-canary-5678" });
     } finally {
       await receiver.close();
     }

@@ -18,9 +18,21 @@
  * `protocol.*.allow`; `GIT_NO_LAZY_FETCH=1` where git knows it): reading an object that is
  * missing from a partial clone would otherwise fetch it from a remote the repository names.
  *
+ * Invariant: the `git` that runs is never one the workspace provides. Checkpoints run git on
+ * their own, at every turn, with no tool call and no approval: were `git` looked up through
+ * PATH from the workspace (the child's cwd), a PATH holding `.`, an empty entry (which means
+ * `.`), any relative entry, or a folder inside the workspace would run the repository's own
+ * `git` script just for opening a session there. So git is resolved here to an absolute path,
+ * from PATH's absolute entries whose real path is outside the real workspace (the file's own
+ * real path too), and git gets that same filtered PATH; no such git: git is absent (the turn's
+ * checkpoint falls back to `files`).
+ *
  * @module
  */
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { isInside } from "../../tools/path-inside.js";
 
 /** Overrides on every git command line: settings of the repository that would run a program. */
 export const GIT_NEUTRAL_CONFIG: readonly string[] = [
@@ -32,10 +44,51 @@ export const GIT_NEUTRAL_CONFIG: readonly string[] = [
   "-c", "gc.auto=0",
 ];
 
-/** The environment git runs in: PATH and HOME, no inherited `GIT_*`, no system or global config. */
-export function gitEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+const realOrUndefined = (p: string): string | undefined => {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * PATH's entries git may come from, for a command run in `workspace`: absolute, existing, and
+ * (real path) outside the real workspace. Relative and empty entries resolve against the cwd —
+ * the workspace — and are dropped (see the module's invariant).
+ */
+export function trustedPath(workspace: string, pathVar: string | undefined = process.env.PATH): string[] {
+  const root = realOrUndefined(workspace) ?? path.resolve(workspace);
+  const out: string[] = [];
+  for (const entry of (pathVar ?? "/usr/bin:/bin").split(path.delimiter)) {
+    if (!path.isAbsolute(entry)) continue;
+    const real = realOrUndefined(entry);
+    if (real === undefined || isInside(root, real) || isInside(root, path.resolve(entry)) || out.includes(entry)) continue;
+    out.push(entry);
+  }
+  return out;
+}
+
+/** The absolute path of the git to run in `workspace` (the first on `trustedPath` whose real file is outside it too); `undefined`: none. */
+export function findGit(workspace: string, pathVar: string | undefined = process.env.PATH): string | undefined {
+  const root = realOrUndefined(workspace) ?? path.resolve(workspace);
+  for (const dir of trustedPath(workspace, pathVar)) {
+    const candidate = path.join(dir, "git");
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      const real = fs.realpathSync.native(candidate);
+      if (fs.statSync(real).isFile() && !isInside(root, real)) return candidate;
+    } catch {
+      // not there, or not an executable file: the next entry
+    }
+  }
+  return undefined;
+}
+
+/** The environment git runs in: a trusted PATH and HOME, no inherited `GIT_*`, no system or global config. */
+export function gitEnv(base: NodeJS.ProcessEnv = process.env, workspace?: string): NodeJS.ProcessEnv {
   return {
-    PATH: base.PATH ?? "/usr/bin:/bin",
+    PATH: workspace === undefined ? (base.PATH ?? "/usr/bin:/bin") : trustedPath(workspace, base.PATH).join(path.delimiter),
     ...(base.HOME ? { HOME: base.HOME } : {}),
     LC_ALL: "C",
     GIT_CONFIG_NOSYSTEM: "1",
@@ -50,11 +103,13 @@ export function gitEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv
 
 /** Runs git with the neutral config and environment; `input` goes to its stdin. `undefined`: it failed (or exited `okCodes`-less non-zero). */
 export function runGit(cwd: string, args: string[], input?: Buffer | string, okCodes: readonly number[] = [0]): Promise<{ code: number; stdout: Buffer } | undefined> {
+  const gitPath = findGit(cwd);
+  if (gitPath === undefined) return Promise.resolve(undefined);
   return new Promise((resolve) => {
     const child = execFile(
-      "git",
+      gitPath,
       [...GIT_NEUTRAL_CONFIG, ...args],
-      { cwd, env: gitEnv(), encoding: "buffer", maxBuffer: 1 << 30, timeout: 120_000, windowsHide: true },
+      { cwd, env: gitEnv(process.env, cwd), encoding: "buffer", maxBuffer: 1 << 30, timeout: 120_000, windowsHide: true },
       (error, stdout) => {
         const code = error ? (typeof (error as { code?: unknown }).code === "number" ? ((error as { code: number }).code) : -1) : 0;
         resolve(okCodes.includes(code) ? { code, stdout } : undefined);

@@ -78,6 +78,26 @@ export function sameStat(a: StatKey | undefined, b: StatKey): boolean {
   return a !== undefined && a.ino === b.ino && a.size === b.size && a.mtime === b.mtime && a.ctime === b.ctime && a.mode === b.mode;
 }
 
+/**
+ * Lets a pass over many paths (a snapshot, a turn's end, a rewind) give the event loop a turn
+ * now and then. Each path is read synchronously (up to `MAX_CHECKPOINT_FILE_BYTES`), and the
+ * workspace decides how many there are: a model that made ten thousand 60 MB sparse files with
+ * one `truncate` would otherwise hold the whole bridge for half an hour — no request read, no
+ * `session/cancel`, no other session's turn. Invariant: a pass never runs more than about
+ * `SLICE_MS` (plus one file's read) without yielding.
+ */
+export class Pacer {
+  static readonly SLICE_MS = 25;
+  private since = performance.now();
+
+  /** Yields (a macrotask: I/O is served) once the current slice is used up. */
+  async pace(): Promise<void> {
+    if (performance.now() - this.since < Pacer.SLICE_MS) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.since = performance.now();
+  }
+}
+
 /** What `readState` found, with the file's bytes when it was read. */
 export interface ReadPath {
   state: PathState;

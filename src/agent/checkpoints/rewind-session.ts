@@ -20,7 +20,7 @@
  */
 import type { CheckpointEventData, SessionRewindParams, SessionRewindResult } from "../../protocol/index.js";
 import type { Session } from "../session.js";
-import { sameState, type PathState } from "./path-state.js";
+import { Pacer, sameState, type PathState } from "./path-state.js";
 import { canRestore } from "./restore-fs.js";
 import { readJournal, rewindFiles, type RewindCapture } from "./rewind.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
@@ -70,7 +70,7 @@ export async function rewindSession(session: Session, checkpoints: SessionCheckp
     own = new OwnCheckpoint(checkpoints, ownTurn, turn);
     const done = await rewindFiles(checkpoints, view, turn, params.force ?? false, own.capture);
     Object.assign(result, { restored: done.restored, removed: done.removed, conflicts: done.conflicts, unrestored: done.unrestored });
-    checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states, conflicts: done.conflicts }, ...own.close()], true);
+    checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states, conflicts: done.conflicts }, ...(await own.close())], true);
   } else {
     checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: [] }], true);
   }
@@ -100,10 +100,12 @@ class OwnCheckpoint {
   ) {}
 
   /** Keeps the paths' current states, journaled (fsynced) before the rewind touches any of them; a store that cannot be written refuses the rewind here. */
-  readonly capture: RewindCapture = (paths) => {
+  readonly capture: RewindCapture = async (paths) => {
     const records: JournalRecord[] = [];
     const folders = new Map<string, string | undefined>();
+    const pacer = new Pacer();
     for (const rel of paths) {
+      await pacer.pace();
       const kept = this.cp.keep(rel, folders);
       this.before.set(rel, kept.state);
       if (kept.skipped) {
@@ -116,11 +118,13 @@ class OwnCheckpoint {
   };
 
   /** The turn record of what the rewind changed (nothing when it was not asked to change anything). */
-  close(): JournalRecord[] {
+  async close(): Promise<JournalRecord[]> {
     if (this.before.size === 0) return [];
     const entries: ChangedPath[] = [];
     const folders = new Map<string, string | undefined>();
+    const pacer = new Pacer();
     for (const [rel, before] of this.before) {
+      await pacer.pace();
       const after = this.cp.look(rel, folders);
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
     }

@@ -35,7 +35,7 @@
  */
 import type { UnrestoredTurn } from "../../protocol/index.js";
 import { readBlobs } from "./git-objects.js";
-import { sameContent, sameState, sha256, type PathState } from "./path-state.js";
+import { Pacer, sameContent, sameState, sha256, type PathState } from "./path-state.js";
 import { removePath, restoreFile, restoreLink, RestoreRefused } from "./restore-fs.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
 import type { ChangedPath, JournalRecord } from "./store.js";
@@ -139,7 +139,7 @@ function undoneBy(t: TurnChanges, turn: number): boolean {
  * Keeps the current state of the paths a rewind is about to write or remove (none touched
  * yet), and returns the states it kept, by path.
  */
-export type RewindCapture = (paths: string[]) => Map<string, PathState>;
+export type RewindCapture = (paths: string[]) => Promise<Map<string, PathState>>;
 
 export interface FilesRewound {
   restored: string[];
@@ -214,7 +214,9 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   };
   // What changes: the paths not already in their old state, less someone else's changes (unless force).
   const planned: Array<{ rel: string; before: PathState; now: PathState }> = [];
+  const pacer = new Pacer();
   for (const rel of [...target.keys()].sort()) {
+    await pacer.pace();
     const before = target.get(rel)!;
     const now = cp.look(rel);
     if (sameState(now, before)) continue;
@@ -230,7 +232,7 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
     }
     planned.push({ rel, before, now });
   }
-  const kept = planned.length > 0 && capture ? capture(planned.map((p) => p.rel)) : undefined;
+  const kept = planned.length > 0 && capture ? await capture(planned.map((p) => p.rel)) : undefined;
   for (const { rel, before, now } of planned) {
     // Changed between the look and the capture: someone else's change after all.
     if (kept && !force && !sameState(kept.get(rel) ?? null, now)) {

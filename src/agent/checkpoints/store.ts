@@ -234,6 +234,11 @@ export class CheckpointStore {
 }
 
 
+/** The most turns a session's journal may name: far past any real session, and a bound on the walk over a rewind's `turn…lastTurn`. */
+const MAX_JOURNAL_TURN = 1_000_000;
+
+const turnNumber = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 1 && n <= MAX_JOURNAL_TURN;
+
 function goodState(s: unknown): boolean {
   if (s === null) return true;
   if (typeof s !== "object") return false;
@@ -243,9 +248,17 @@ function goodState(s: unknown): boolean {
   return v.t === "other";
 }
 
+/**
+ * Whether a journal line is a record this code can act on, every field it reads of the type it
+ * expects. The journal is a file beside the log that anyone with the user's rights can edit
+ * (or a crash can tear): a record that is not exactly what `append` writes is left out, never
+ * half-used. Turn numbers are positive safe integers, and a rewind's `lastTurn` is one at least
+ * its `turn` and at most `MAX_JOURNAL_TURN`: readJournal walks `turn…lastTurn`, so a `lastTurn`
+ * of 1e300 would be a loop without end.
+ */
 function wellFormed(r: JournalRecord): boolean {
-  if (typeof r !== "object" || r === null || !Number.isSafeInteger(r.turn)) return false;
-  if (r.type !== "rewind" && r.rewind !== undefined && !Number.isSafeInteger(r.rewind)) return false;
+  if (typeof r !== "object" || r === null || !turnNumber(r.turn)) return false;
+  if (r.type !== "rewind" && r.rewind !== undefined && !turnNumber(r.rewind)) return false;
   const safe = (p: unknown) => typeof p === "string" && safeRelative(p) === p;
   switch (r.type) {
     case "capture":
@@ -253,9 +266,26 @@ function wellFormed(r: JournalRecord): boolean {
     case "skip":
       return safe(r.path);
     case "turn":
-      return Array.isArray(r.entries) && r.entries.every((e) => safe(e.path) && goodState(e.before) && (e.after === undefined || goodState(e.after))) && Array.isArray(r.uncovered) && Array.isArray(r.skipped);
+      return (
+        (r.kind === "files" || r.kind === "git") &&
+        Array.isArray(r.entries) &&
+        r.entries.every((e) => typeof e === "object" && e !== null && safe(e.path) && goodState(e.before) && (e.after === undefined || goodState(e.after))) &&
+        Array.isArray(r.uncovered) &&
+        r.uncovered.every((u) => typeof u === "string") &&
+        Array.isArray(r.skipped) &&
+        r.skipped.every(safe)
+      );
     case "rewind":
-      return Array.isArray(r.states) && r.states.every((s) => safe(s.path) && goodState(s.state)) && (r.conflicts === undefined || (Array.isArray(r.conflicts) && r.conflicts.every(safe)));
+      return (
+        turnNumber(r.lastTurn) &&
+        r.lastTurn >= r.turn &&
+        r.lastTurn - r.turn <= MAX_JOURNAL_TURN &&
+        typeof r.files === "boolean" &&
+        typeof r.conversation === "boolean" &&
+        Array.isArray(r.states) &&
+        r.states.every((s) => typeof s === "object" && s !== null && safe(s.path) && goodState(s.state)) &&
+        (r.conflicts === undefined || (Array.isArray(r.conflicts) && r.conflicts.every(safe)))
+      );
     default:
       return false;
   }

@@ -16,7 +16,7 @@
  */
 import type { JsonObject, PermissionMode } from "../../protocol/index.js";
 import type { Session } from "../session.js";
-import { sameState, type PathState } from "./path-state.js";
+import { Pacer, sameState, type PathState } from "./path-state.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
 import type { ChangedPath } from "./store.js";
 
@@ -91,10 +91,18 @@ export class TurnRecorder {
       snapshot.set(rel, kept.state);
       if (kept.skipped) this.skipped.set(rel, kept.skipped);
     };
-    for (const rel of listed) keep(rel, reference);
+    const pacer = new Pacer();
+    for (const rel of listed) {
+      keep(rel, reference);
+      await pacer.pace();
+    }
     // A blob the index names but the repository does not hold (a crafted or damaged index, an
     // intent-to-add entry): that file is copied after all.
-    if (reference) for (const rel of await cp.unconfirmed(snapshot)) keep(rel, false);
+    if (reference)
+      for (const rel of await cp.unconfirmed(snapshot)) {
+        keep(rel, false);
+        await pacer.pace();
+      }
     return snapshot;
   }
 
@@ -121,18 +129,20 @@ export class TurnRecorder {
     const entries: ChangedPath[] = [];
     const seen = new Set<string>();
     const folders = new Map<string, string | undefined>();
-    const add = (rel: string, before: PathState) => {
+    const pacer = new Pacer();
+    const add = async (rel: string, before: PathState) => {
       if (seen.has(rel)) return;
       seen.add(rel);
       const after = cp.look(rel, folders);
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
+      await pacer.pace();
     };
     if (this.snapshot) {
       const now = (await cp.listed()) ?? [];
       const paths = new Set([...this.snapshot.keys(), ...now]);
-      for (const rel of paths) add(rel, this.snapshot.get(rel) ?? null);
+      for (const rel of paths) await add(rel, this.snapshot.get(rel) ?? null);
     }
-    for (const [rel, before] of this.captured) if (!this.snapshot?.has(rel)) add(rel, before);
+    for (const [rel, before] of this.captured) if (!this.snapshot?.has(rel)) await add(rel, before);
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     const kind: "files" | "git" = this.snapshot ? "git" : "files";
     // A skipped path that did not change needs no content: only changed ones are reported.

@@ -1,0 +1,104 @@
+/**
+ * A checkpoint pass over many paths gives the event loop a turn now and then (path-state.ts
+ * `Pacer`): the workspace decides how many paths there are and how long each takes to read
+ * (ten thousand 60 MB sparse files are one `truncate` away for the model), and a pass that never
+ * yields holds the whole bridge — no request read, no `session/cancel`, no other session.
+ *
+ * In process, with each path's read made slower than a pacing slice: a callback queued when
+ * the pass starts (`setImmediate`, as I/O is served) must run while the pass is still going —
+ * not only after it, as it did when the passes ran as one synchronous loop.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Pacer } from "../../src/agent/checkpoints/path-state.js";
+import { readJournal, rewindFiles } from "../../src/agent/checkpoints/rewind.js";
+import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
+import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
+import { TurnRecorder } from "../../src/agent/checkpoints/turn-recorder.js";
+import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { git } from "./rewind-support.js";
+
+const PATHS = 6;
+let ws: TempWorkspace;
+let root: string;
+afterEach(() => {
+  ws?.cleanup();
+  if (root) fs.rmSync(root, { recursive: true, force: true });
+});
+
+/** Checkpoints whose every `look`/`keep` takes longer than a pacing slice; counts the calls. */
+function slowCheckpoints(gitRepo: boolean): { cp: SessionCheckpoints; calls: () => number } {
+  ws = tempWorkspace("hb-pacing-");
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-pacing-root-"));
+  for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `file ${i}\n`);
+  if (gitRepo) {
+    git(ws.dir, "init", "-q");
+    git(ws.dir, "add", ".");
+    git(ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+  }
+  const cp = new SessionCheckpoints(new CheckpointStore(root, "s"), ws.dir);
+  let calls = 0;
+  // A read that takes a slice and a bit (a big file): only the pacing's yield lets I/O in.
+  const slow = <T extends (...args: any[]) => any>(fn: T): T =>
+    ((...args: any[]) => {
+      calls++;
+      const until = performance.now() + Pacer.SLICE_MS + 5;
+      while (performance.now() < until);
+      return fn(...args);
+    }) as T;
+  cp.look = slow(cp.look.bind(cp));
+  cp.keep = slow(cp.keep.bind(cp));
+  return { cp, calls: () => calls };
+}
+
+/** Runs `pass` and returns how many slow calls had happened when a callback queued at its start ran. */
+async function callsWhenIoRan(pass: () => Promise<unknown>, calls: () => number): Promise<{ at: number; total: number }> {
+  let at = -1;
+  const start = calls();
+  setImmediate(() => (at = calls() - start));
+  await pass();
+  return { at, total: calls() - start };
+}
+
+describe("checkpoint passes yield to the event loop", () => {
+  it("a git snapshot and a turn's end", async () => {
+    const { cp, calls } = slowCheckpoints(true);
+    const recorder = new TurnRecorder(cp, 1);
+    // A pass starts with `listed` (git: real I/O), so the callback is queued once it is done.
+    const listed = cp.listed.bind(cp);
+    // How many slow calls had happened when I/O got a turn (absent: it never did during the pass).
+    const during: { at?: number } = {};
+    cp.listed = async (stage?: boolean) => {
+      const out = await listed(stage);
+      const start = calls();
+      setImmediate(() => (during.at = calls() - start));
+      return out;
+    };
+    await recorder.beforeTool("bash", false, {});
+    expect(during.at).toBeGreaterThanOrEqual(1);
+    expect(during.at).toBeLessThan(PATHS);
+    for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
+    // The turn's end lists again (the patched `listed` queues the callback), then looks at each path.
+    delete during.at;
+    await (recorder as unknown as { close(): Promise<unknown> }).close();
+    expect(during.at).toBeGreaterThanOrEqual(1);
+    expect(during.at).toBeLessThan(PATHS);
+  });
+
+  it("a rewind's look, capture and close", async () => {
+    const { cp, calls } = slowCheckpoints(false);
+    const recorder = new TurnRecorder(cp, 1);
+    for (let i = 0; i < PATHS; i++) await recorder.beforeTool("write_file", false, { path: `f${i}.txt` });
+    for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
+    await (recorder as unknown as { close(): Promise<unknown> }).close();
+    const view = readJournal(cp.store.journal());
+    const capture = async (paths: string[]) => new Map(paths.map((rel) => [rel, cp.keep(rel).state] as const));
+    const { at, total } = await callsWhenIoRan(() => rewindFiles(cp, view, 1, false, capture), calls);
+    expect(total).toBeGreaterThan(PATHS);
+    expect(at).toBeGreaterThanOrEqual(1);
+    expect(at).toBeLessThan(PATHS);
+    expect(fs.readFileSync(path.join(ws.dir, "f0.txt"), "utf8")).toBe("file 0\n");
+  });
+});
