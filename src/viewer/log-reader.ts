@@ -22,9 +22,10 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { isObject } from "../json-value.js";
 import type { SessionListEntry } from "../protocol/sessions-types.js";
 import { isSessionId, logPath, openLogForReading, parseHeader, refuseSymlinkedFolder, type SessionHeader } from "../agent/store/log-format.js";
-import { lineHead, MAX_NESTING, nestedTooDeep } from "../agent/store/log-lines.js";
+import { eachLine, lineHead, MAX_NESTING, nestedTooDeep } from "../agent/store/log-lines.js";
 import { readMeta, scanLog, sortEntries } from "../agent/store/summary.js";
 
 /** Most lines in one page. */
@@ -38,7 +39,6 @@ export const TAIL_BYTES = 4 * 1024 * 1024;
 /** How much of an unparsable line is shown. */
 const UNPARSABLE_SHOWN = 2000;
 const HEAD_BYTES = 256;
-const CHUNK = 256 * 1024;
 
 /** One entry of a page: an event as the log holds it, or the viewer's note on a line it could not use. */
 export type ViewerEvent = Record<string, unknown> & { type: string };
@@ -222,7 +222,7 @@ function eventOf(line: Line): ViewerEvent {
   } catch {
     return unparsable(line.body, line.bytes, "not JSON");
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value) || typeof (value as { type?: unknown }).type !== "string") {
+  if (!isObject(value) || typeof value.type !== "string") {
     return unparsable(line.body, line.bytes, "not an event object");
   }
   return value as ViewerEvent;
@@ -233,46 +233,10 @@ function unparsable(bytes: Buffer, length: number, why: string): ViewerEvent {
 }
 
 /**
- * Visits each whole line (ended by "\n") from `from` on, until `visit` returns false. A line of
- * more than `LINE_CAP` bytes is visited with its head only: its bytes are counted, not kept.
+ * Visits each whole line (ended by "\n") from `from` on, until `visit` returns false: the store's
+ * line reader (log-lines.ts `eachLine`), capped at `LINE_CAP`, so a longer line is visited with
+ * its head only: its bytes are counted, not kept.
  */
 function scanLines(fd: number, from: number, visit: (line: Line) => boolean): void {
-  const chunk = Buffer.allocUnsafe(CHUNK);
-  let position = from;
-  let start = from;
-  let pieces: Buffer[] = [];
-  let held = 0; // bytes in `pieces`
-  let length = 0; // bytes of the current line so far
-  let head: Buffer | undefined; // kept once the line passes LINE_CAP
-  for (;;) {
-    const read = fs.readSync(fd, chunk, 0, CHUNK, position);
-    if (read === 0) return;
-    let offset = 0;
-    while (offset < read) {
-      const newline = chunk.indexOf(10, offset);
-      const stop = newline === -1 || newline >= read ? read : newline;
-      const piece = chunk.subarray(offset, stop);
-      length += piece.length;
-      if (!head && held + piece.length <= LINE_CAP) {
-        pieces.push(Buffer.from(piece));
-        held += piece.length;
-      } else if (!head) {
-        const all = Buffer.concat([...pieces, piece.subarray(0, HEAD_BYTES)]);
-        head = all.subarray(0, HEAD_BYTES);
-        pieces = [];
-        held = 0;
-      }
-      if (stop === read) break;
-      const body = head ? undefined : Buffer.concat(pieces);
-      const end = position + newline + 1;
-      if (!visit({ start, end, bytes: length, head: head ?? body!.subarray(0, HEAD_BYTES), body })) return;
-      start = end;
-      pieces = [];
-      held = 0;
-      length = 0;
-      head = undefined;
-      offset = newline + 1;
-    }
-    position += read;
-  }
+  eachLine(fd, from, (line, start, end, cut) => visit({ start, end, bytes: end - start - 1, head: line.subarray(0, HEAD_BYTES), body: cut ? undefined : line }), LINE_CAP);
 }
