@@ -10,12 +10,12 @@
  * kept as it is (the replay ignores types it does not know).
  */
 
+import { isObject } from "../../json-value.js";
+
 type Check = (data: Record<string, unknown>) => string | undefined;
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
-
-/** Content blocks as the history holds them: text, reasoning, tool calls. */
-function blocksProblem(value: unknown, field: string): string | undefined {
+/** Why `value` is not content blocks as the history holds them (text, reasoning, tool calls); `undefined` when it is. */
+export function blocksProblem(value: unknown, field: string): string | undefined {
   if (!Array.isArray(value)) return `${field} is not a list of content blocks`;
   for (const [i, block] of value.entries()) {
     if (!isObject(block) || typeof block.type !== "string") return `${field}[${i}] is not a content block`;

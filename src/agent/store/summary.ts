@@ -18,6 +18,8 @@ import { TITLE_MAX_CHARS, type SessionListEntry } from "../../protocol/sessions-
 import type { SessionEvent, TextBlock } from "../../protocol/types.js";
 import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead } from "./log-lines.js";
+import { blocksProblem } from "./event-shape.js";
+import { isObject } from "../../json-value.js";
 
 /** The longest line a listing's scan holds whole (`scanLog`): four times the bridge's default longest input line (16 MiB). */
 export const SCAN_LINE_CAP = 64 * 1024 * 1024;
@@ -79,7 +81,8 @@ export class SummaryTracker {
     if (typeof data !== "object" || data === null) return;
     if (event.type === "user/message" && this.title === undefined) {
       const content = (data as { content?: unknown }).content;
-      if (isContent(content)) this.title = titleOf(content);
+      // Content the replay would refuse (store/event-shape.ts) gives no title either.
+      if (blocksProblem(content, "content") === undefined) this.title = titleOf(content as TextBlock[]);
     }
     // A resume after a compaction may hold no `turn/start`: the compaction names the last turn.
     else if (event.type === "turn/start" || event.type === "context/compacted") {
@@ -98,14 +101,6 @@ export class SummaryTracker {
   }
 }
 
-/** Content blocks as the protocol has them: objects with a type, a text block's text a string. */
-function isContent(content: unknown): content is TextBlock[] {
-  return Array.isArray(content) && content.every((block: unknown) => {
-    if (typeof block !== "object" || block === null) return false;
-    const { type, text } = block as { type?: unknown; text?: unknown };
-    return typeof type === "string" && (type !== "text" || typeof text === "string");
-  });
-}
 
 /** Newest first: `updatedAt`, then `createdAt`, then id (for a stable order). */
 export function sortEntries(entries: SessionListEntry[]): SessionListEntry[] {
@@ -221,7 +216,7 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
       } catch {
         return true; // a torn line: it holds nothing to list
       }
-      if (typeof event !== "object" || event === null || Array.isArray(event)) return true; // JSON, but no event
+      if (!isObject(event)) return true; // JSON, but no event
       tracker!.absorb(event);
       titled = tracker!.titled;
     } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
