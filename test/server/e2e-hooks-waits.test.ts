@@ -90,18 +90,24 @@ function readPostTool() {
   return turns([{ toolCalls: [{ id: "r", name: "read_file", arguments: { path: "a.txt" } }] }, { text: "done" }], [{ text: "resumed" }]);
 }
 
+/**
+ * A bridge whose turn waits at `hook` is killed (SIGKILL) there; a second bridge on the same
+ * session root is started (with `secondHooks`). Returns it and the abandoned hook/request's data.
+ */
+async function killedWhileHookWaits(hook: string, script: string, secondHooks: string[] = []) {
+  const args = ["--stdio", "--session-root", sessionRoot()];
+  const first = await initialized({}, { hooks: [hook] }, args, undefined, "scripted", script);
+  first.request("p", "session/prompt", promptParams("s", "one"));
+  const { data } = await event(first, "s", "hook/request");
+  first.kill("SIGKILL");
+  await first.exit();
+  const second = await initialized({}, secondHooks.length ? { hooks: secondHooks } : {}, args, undefined, "scripted", script);
+  return { second, data };
+}
+
 describe("a session resumed after the bridge died while a hook waited", () => {
   it("a post-tool hook: recorded as skipped, and the tool's output becomes its result", async () => {
-    const root = sessionRoot();
-    const args = ["--stdio", "--session-root", root];
-    const script = kit.ws.script("s.json", readPostTool());
-    const first = await initialized({}, { hooks: ["post-tool"] }, args, undefined, "scripted", script);
-    first.request("p", "session/prompt", promptParams("s", "one"));
-    const { data } = await event(first, "s", "hook/request");
-    first.kill("SIGKILL");
-    await first.exit();
-
-    const second = await initialized({}, { hooks: ["post-tool"] }, args, undefined, "scripted", script);
+    const { second, data } = await killedWhileHookWaits("post-tool", kit.ws.script("s.json", readPostTool()), ["post-tool"]);
     second.request("late", "session/hook", hook("s", data.hookId));
     expect((await second.response("late")).error?.data?.kind).toBe("unknown-hook");
     second.request("p", "session/prompt", promptParams("s", "two"));
@@ -113,16 +119,7 @@ describe("a session resumed after the bridge died while a hook waited", () => {
   });
 
   it("a prompt-submit hook: recorded as skipped, and the interrupted prompt stays in the history like any interrupted turn's", async () => {
-    const root = sessionRoot();
-    const args = ["--stdio", "--session-root", root];
-    const script = kit.ws.script("s.json", turns([{ text: "never" }], [{ text: "resumed" }]));
-    const first = await initialized({}, { hooks: ["prompt-submit"] }, args, undefined, "scripted", script);
-    first.request("p", "session/prompt", promptParams("s", "one"));
-    const { data } = await event(first, "s", "hook/request");
-    first.kill("SIGKILL");
-    await first.exit();
-
-    const second = await initialized({}, {}, args, undefined, "scripted", script);
+    const { second, data } = await killedWhileHookWaits("prompt-submit", kit.ws.script("s.json", turns([{ text: "never" }], [{ text: "resumed" }])));
     second.request("p", "session/prompt", promptParams("s", "two"));
     expect((await second.response("p")).result.status).toBe("ok");
     expect(types(second, "s")).toEqual(["hook/decision", "user/message", "turn/start", "step/start", "assistant/message", "turn/end"]);
@@ -133,16 +130,7 @@ describe("a session resumed after the bridge died while a hook waited", () => {
   });
 
   it("a stop hook: recorded as skipped once, and the resumed session goes on", async () => {
-    const root = sessionRoot();
-    const args = ["--stdio", "--session-root", root];
-    const script = kit.ws.script("s.json", turns([{ text: "done" }], [{ text: "resumed" }]));
-    const first = await initialized({}, { hooks: ["stop"] }, args, undefined, "scripted", script);
-    first.request("p", "session/prompt", promptParams("s", "one"));
-    const { data } = await event(first, "s", "hook/request");
-    first.kill("SIGKILL");
-    await first.exit();
-
-    const second = await initialized({}, {}, args, undefined, "scripted", script);
+    const { second, data } = await killedWhileHookWaits("stop", kit.ws.script("s.json", turns([{ text: "done" }], [{ text: "resumed" }])));
     second.request("p", "session/prompt", promptParams("s", "two"));
     expect((await second.response("p")).result.status).toBe("ok");
     expect(second.events("s")[0]).toMatchObject({ type: "hook/decision", data: { hookId: data.hookId, hook: "stop", skipped: expect.any(String) } });
