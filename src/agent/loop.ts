@@ -59,8 +59,11 @@ export interface TurnConfig {
   budget?: TurnBudget;
   /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
   hooks?: TurnHooks;
-  /** Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent: nothing is recorded. */
-  /** `undefined` from `forTurn`: this turn cannot be checkpointed (it runs, and rewinds find nothing of it). */
+  /**
+   * Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent:
+   * nothing is recorded. `undefined` from `forTurn`: this turn cannot be checkpointed (it runs,
+   * and rewinds find nothing of it).
+   */
   checkpoints?: { forTurn(turn: number): TurnCheckpoint | undefined };
   /** This turn's recorder (set by `runTurn` from `checkpoints`). */
   recorder?: TurnCheckpoint;
