@@ -186,7 +186,7 @@ describe("when no checkpoint can be kept", () => {
     await rig.prompt(c, "s"); // the turn writes its files, as without checkpoints
     expect(rig.read("keep.txt")).toBe("turn1\n");
     expect(fs.existsSync(missing)).toBe(false);
-    expect(c.stderr).toMatch(/the turn runs without a checkpoint: no checkpoint store can be made \(ENOENT/);
+    await c.stderrMatching(/the turn runs without a checkpoint: no checkpoint store can be made \(ENOENT/);
     // A rewind cannot restore what was never kept: a specific error, and the bridge serves on.
     const rewind = await rig.call(c, "session/rewind", { sessionId: "s", turn: 1 });
     expect(rewind.error).toMatchObject({ code: -32603, data: { kind: "checkpoints-unavailable", sessionId: "s" } });

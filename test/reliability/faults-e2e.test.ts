@@ -108,7 +108,7 @@ describe("the model server answers 429", () => {
     c.request("p", "session/prompt", promptParams("rl", "go"));
     expect((await c.response("p", 15_000)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
     expect(server.requests).toHaveLength(2);
-    expect(c.stderr).toMatch(/HTTP 429: Rate limit reached for requests; retry 1 of 2 in 0 ms/);
+    await c.stderrMatching(/HTTP 429: Rate limit reached for requests; retry 1 of 2 in 0 ms/);
     const message = c.events("rl").find((e) => e.type === "assistant/message");
     expect(message.data.content).toEqual([{ type: "text", text: "after the wait" }]);
   });

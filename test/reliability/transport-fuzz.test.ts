@@ -215,7 +215,8 @@ class BridgeProcess {
     this.child.stdin.on("error", () => undefined);
     this.child.stdout.on("data", (chunk: Buffer) => this.onStdout(chunk));
     this.child.stderr.on("data", (chunk: Buffer) => (this.stderr += chunk.toString("utf8")));
-    this.exit = new Promise((resolve) => this.child.on("exit", (code, signal) => resolve({ code, signal })));
+    // "close", not "exit": stderr is read to the end before a test asserts on it.
+    this.exit = new Promise((resolve) => this.child.on("close", (code, signal) => resolve({ code, signal })));
   }
 
   private onStdout(chunk: Buffer): void {

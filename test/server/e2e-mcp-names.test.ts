@@ -72,7 +72,8 @@ describe("a tool named like another's rewritten name", () => {
       const log = path.join(ws.dir, `calls-${i}.log`);
       const { c, init } = await bridge(script, log, order);
       const { status, results } = await prompt(c, "p");
-      const warning = c.stderr.split("\n").find((l) => l.includes("MCP server m: tools left out")) ?? "";
+      const stderr = await c.stderrMatching(/MCP server m: tools left out[^\n]*\n/);
+      const warning = stderr.split("\n").find((l) => l.includes("MCP server m: tools left out")) ?? "";
       // What the user is told: each left-out tool with its reason (listed in the server's order, so sorted here).
       const reasons = (warning.match(/'[^']*' \([^)]*\)/g) ?? []).sort();
       const { durationMs: _d1, ...contested } = results.contested ?? {};
@@ -117,6 +118,6 @@ describe("a tool named like another's rewritten name", () => {
     );
     // The tool named like the rewrite never ran: the name is not remapped.
     expect(ran(log)).toEqual(["call a/b", "call swap"]);
-    expect(c.stderr).toContain(`'${LITERAL}' (its name ${REWRITTEN} ran 'a/b' before tools/list_changed; it is not given to another tool)`);
+    await c.stderrMatching(`'${LITERAL}' (its name ${REWRITTEN} ran 'a/b' before tools/list_changed; it is not given to another tool)`);
   });
 });

@@ -224,6 +224,7 @@ describe("tools/list_changed", () => {
     const { c } = await initialized(script, { probe: probe(log) }, {}, ["--log-level", "info"]);
     expect(text((await prompt(c, "s", "p1")).results.f)).toBe("sent 200");
     expect((await prompt(c, "s", "p2")).results.w.isError).toBe(false);
+    await c.stderrMatching("MCP server probe: tool list changed");
     const listings = c.stderr.split("\n").filter((l) => l.includes("MCP server probe: tool list changed")).length;
     expect(listings).toBeGreaterThan(0);
     // One in flight at a time: notifications that come meanwhile make one more, so far fewer than 200.

@@ -61,7 +61,7 @@ describe("a key on --secrets-fd", () => {
     expect(output).toContain("HB_MARKER=environ-is-readable");
     expect(output).not.toContain(KEY);
     expect(JSON.stringify(client.frames)).not.toContain(KEY);
-    expect(client.stderr).not.toContain(KEY);
+    expect(await client.finalStderr()).not.toContain(KEY);
   });
 
   it("overrides a key in the environment", async () => {

@@ -51,7 +51,11 @@ export class RawClient {
   readonly badLines: string[] = [];
   /** Every raw stdout line, in order. */
   readonly lines: string[] = [];
+  /** stderr so far. While the bridge runs, wait for a line with `stderrMatching` (stderr is a
+   * second pipe: it can arrive after a later stdout frame); after `exited` it is complete. */
   stderr = "";
+  /** Resolves once the process has exited and its stderr has been read to the end (or 5 s after
+   * the exit, should something else still hold the pipe). */
   readonly exited: Promise<Exit>;
   private stdoutBuffer = "";
   private waiters: Array<() => void> = [];
@@ -76,11 +80,17 @@ export class RawClient {
     });
     // The tests write after the child may have exited; a broken stdin must not crash them.
     this.child.stdin.on("error", () => undefined);
+    const stderrEnded = new Promise<void>((resolve) => this.child.stderr.on("close", () => resolve()));
     this.exited = new Promise<Exit>((resolve) => {
       this.child.on("exit", (code, signal) => {
-        this.exitInfo = { code, signal };
-        resolve(this.exitInfo);
-        this.wake();
+        const exit = { code, signal };
+        let grace: NodeJS.Timeout | undefined;
+        void Promise.race([stderrEnded, new Promise<void>((r) => (grace = setTimeout(r, 5_000)))]).then(() => {
+          clearTimeout(grace);
+          this.exitInfo = exit;
+          resolve(exit);
+          this.wake();
+        });
       });
     });
   }
@@ -135,6 +145,20 @@ export class RawClient {
       `${n} id-null errors`,
       timeoutMs,
     );
+  }
+
+  /** Waits until stderr matches (a line logged while the bridge runs); returns all of stderr. */
+  stderrMatching(pattern: RegExp | string, timeoutMs = DEFAULT_WAIT_MS): Promise<string> {
+    const found = () => (typeof pattern === "string" ? this.stderr.includes(pattern) : pattern.test(this.stderr)) || undefined;
+    return this.until(() => (found() ? this.stderr : undefined), `stderr to contain ${String(pattern)}`, timeoutMs);
+  }
+
+  /** Closes stdin and waits for the exit: what the bridge wrote on stderr, complete (for
+   * assertions that something was never said). */
+  async finalStderr(timeoutMs = DEFAULT_WAIT_MS): Promise<string> {
+    this.end();
+    await this.exit(timeoutMs);
+    return this.stderr;
   }
 
   /** Waits for the exit. */
