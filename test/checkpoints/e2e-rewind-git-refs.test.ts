@@ -6,7 +6,9 @@
  * a second turn deleting a fourth adds only what turn 1 left modified; and a rewind restores
  * all four exactly (content and mode). A blob deleted from the object
  * store after the checkpoint leaves its path not restored, the rest restored; an index entry
- * whose blob the repository never held is copied instead.
+ * whose blob the repository never held is copied instead. A path whose name is not UTF-8 (no
+ * string names it) is never kept: one a turn changes is reported as not kept and not
+ * restored, never silently left as if the rewind had put it back.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -137,5 +139,28 @@ describe("blobs the repository does not hold", () => {
     expect(result).toEqual({ restored: ["ghost.txt", "keep.txt"], removed: [], conflicts: [], unrestored: [] });
     expect(rig.read("ghost.txt")).toBe("ghost\n");
     expect(rig.read("keep.txt")).toBe("original\n");
+  });
+});
+
+describe("paths whose names are not UTF-8", () => {
+  const raw = (rel: string) => Buffer.concat([Buffer.from(`${rig.ws.dir}/`), Buffer.from(rel, "latin1")]);
+  const LOSSY = "caf\uFFFD.txt"; // "caf\xe9.txt" as UTF-8 text
+
+  it("one a turn changed is checkpoint/skipped 'unreadable' and unrestored; one it did not change is not named; the rest is restored", async () => {
+    rig = new Rig(true);
+    fs.writeFileSync(raw("old\xff.txt"), "left alone\n");
+    const script = turns([{ toolCalls: [{ name: "bash", arguments: { command: "printf 'made\\n' > \"$(printf 'caf\\351.txt')\" && rm doomed.txt" } }] }, { text: "one" }]);
+    const c = await rig.bridge(script);
+    await rig.prompt(c, "s");
+    expect(fs.readFileSync(raw("caf\xe9.txt"), "utf8")).toBe("made\n");
+    const events = await rig.events(c, "s");
+    expect(events.filter((e) => e.type === "checkpoint/skipped").map((e) => e.data)).toEqual([{ turn: 1, paths: [LOSSY], reason: "unreadable" }]);
+    expect(events.filter((e) => e.type === "checkpoint").map((e) => e.data)).toEqual([{ turn: 1, files: 2, kind: "git" }]);
+    const result = await rig.ok(c, "session/rewind", { sessionId: "s", turn: 1 });
+    expect(result).toEqual({ restored: ["doomed.txt"], removed: [], conflicts: [], unrestored: [{ turn: 1, tools: [], paths: [LOSSY] }] });
+    expect(rig.read("doomed.txt")).toBe("doomed\n");
+    // Not restored, as said: the file bash made is still there, and the untouched one too.
+    expect(fs.readFileSync(raw("caf\xe9.txt"), "utf8")).toBe("made\n");
+    expect(fs.readFileSync(raw("old\xff.txt"), "utf8")).toBe("left alone\n");
   });
 });

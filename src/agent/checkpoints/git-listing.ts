@@ -134,6 +134,28 @@ export async function isGitWorkTree(workspace: string): Promise<boolean> {
 export interface WorkTreeListing {
   paths: string[];
   index: Map<string, string>;
+  /**
+   * The paths whose names are not UTF-8, as git printed them (relative bytes). No string
+   * names them, so no checkpoint can keep or restore them: the turn only tells whether one
+   * changed (turn-recorder.ts).
+   */
+  unnamed: Buffer[];
+}
+
+/** The listing's NUL-separated lines: strings, or the raw bytes of a line that is not UTF-8. */
+function listingLines(out: Buffer): Array<string | Buffer> {
+  const text = out.toString("utf8");
+  if (!text.includes("\uFFFD")) return text.split("\0");
+  const lines: Array<string | Buffer> = [];
+  for (let start = 0; start <= out.length; ) {
+    let end = out.indexOf(0, start);
+    if (end === -1) end = out.length;
+    const raw = out.subarray(start, end);
+    const line = raw.toString("utf8");
+    lines.push(Buffer.from(line, "utf8").equals(raw) ? line : Buffer.from(raw));
+    start = end + 1;
+  }
+  return lines;
 }
 
 /**
@@ -151,7 +173,14 @@ export async function listWorkTree(workspace: string, stage = true): Promise<Wor
   const seen = new Set<string>();
   const index = new Map<string, string>();
   const unmerged = new Set<string>();
-  for (const line of out.toString("utf8").split("\0")) {
+  const unnamed: Buffer[] = [];
+  for (const line of listingLines(out)) {
+    if (typeof line !== "string") {
+      // The head ("? ", or "<tag> <mode> <object> <stage>\t") is ASCII: the name is what follows it.
+      const name = line.subarray(line[0] === 0x3f || !stage ? 2 : line.indexOf(9) + 1);
+      if (name.length > 0 && name[name.length - 1] !== 0x2f) unnamed.push(name);
+      continue;
+    }
     let entry: string;
     if (line.startsWith("? ") || !stage) entry = line.slice(2);
     else {
@@ -169,5 +198,5 @@ export async function listWorkTree(workspace: string, stage = true): Promise<Wor
     seen.add(entry);
   }
   for (const entry of unmerged) index.delete(entry);
-  return { paths: [...seen], index };
+  return { paths: [...seen], index, unnamed };
 }

@@ -31,6 +31,8 @@ export class SessionCheckpoints {
   private referencing: Promise<boolean> | undefined;
   /** The blob id the index recorded for each tracked path, at the last listing. */
   private index = new Map<string, string>();
+  /** The paths of the last listing whose names are not UTF-8 (git-listing.ts). */
+  private unnamed: Buffer[] = [];
   /** Git blob id of a content, by its SHA-256 (computed when a file's bytes were read against an index entry). */
   private readonly blobOf = new Map<string, string>();
   /** Blob ids found in the repository (with the size expected). */
@@ -137,6 +139,7 @@ export class SessionCheckpoints {
     const listing = await listWorkTree(this.workspace, stage);
     if (!listing) return undefined;
     if (stage) this.index = listing.index;
+    this.unnamed = listing.unnamed;
     const listed = listing.paths;
     // Never copied into the store: credential stores and the session logs (a home folder as
     // workspace holds them). Checked per file only when one of them is inside the workspace.
@@ -145,6 +148,27 @@ export class SessionCheckpoints {
     for (const entry of listed) {
       const rel = safeRelative(entry);
       if (rel !== undefined && !(hidden && isHiddenPath(path.join(this.root, rel), this.root))) out.push(rel);
+    }
+    return out;
+  }
+
+  /**
+   * A stamp of each path of the last listing whose name is not UTF-8, by its bytes (hex): inode,
+   * size, mode and the change and modification times, from an `lstat` by the raw name (no
+   * string names it). Stamps that differ mean the path was changed; equal ones that it was not.
+   */
+  unnamedStamps(): Map<string, { name: string; stamp: string }> {
+    const out = new Map<string, { name: string; stamp: string }>();
+    const base = Buffer.from(`${this.workspace}/`);
+    for (const raw of this.unnamed) {
+      let stamp = "absent";
+      try {
+        const st = fs.lstatSync(Buffer.concat([base, raw]), { bigint: true });
+        stamp = `${st.ino}:${st.size}:${st.mode}:${st.ctimeNs}:${st.mtimeNs}`;
+      } catch {
+        // gone since the listing
+      }
+      out.set(raw.toString("hex"), { name: raw.toString("utf8"), stamp });
     }
     return out;
   }

@@ -31,6 +31,8 @@ export class TurnRecorder {
   private readonly captured = new Map<string, PathState>();
   private readonly skipped = new Map<string, "size-cap" | "unreadable">();
   private readonly uncovered = new Set<string>();
+  /** Stamps of the paths whose names are not UTF-8, at the snapshot (SessionCheckpoints.unnamedStamps). */
+  private unnamedBefore = new Map<string, { name: string; stamp: string }>();
 
   constructor(
     private readonly checkpoints: SessionCheckpoints,
@@ -84,6 +86,7 @@ export class TurnRecorder {
     const reference = await cp.canReference();
     const listed = await cp.listed(reference);
     if (!listed) return undefined;
+    this.unnamedBefore = cp.unnamedStamps();
     const snapshot = new Map<string, PathState>();
     const folders = new Map<string, string | undefined>();
     const keep = (rel: string, ref: boolean) => {
@@ -137,10 +140,16 @@ export class TurnRecorder {
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
       await pacer.pace();
     };
+    // Paths whose names are not UTF-8 are never kept: one the turn changed is reported as not kept ("unreadable").
+    const unnamedChanged = new Set<string>();
     if (this.snapshot) {
       const now = (await cp.listed()) ?? [];
       const paths = new Set([...this.snapshot.keys(), ...now]);
       for (const rel of paths) await add(rel, this.snapshot.get(rel) ?? null);
+      const unnamedNow = cp.unnamedStamps();
+      for (const [key, { name }] of [...this.unnamedBefore, ...unnamedNow]) {
+        if ((this.unnamedBefore.get(key)?.stamp ?? "absent") !== (unnamedNow.get(key)?.stamp ?? "absent")) unnamedChanged.add(name);
+      }
     }
     for (const [rel, before] of this.captured) if (!this.snapshot?.has(rel)) await add(rel, before);
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
@@ -148,12 +157,13 @@ export class TurnRecorder {
     // A skipped path that did not change needs no content: only changed ones are reported.
     const changed = new Set(entries.map((e) => e.path));
     const skipped = [...this.skipped].filter(([rel]) => changed.has(rel));
+    for (const name of [...unnamedChanged].sort()) if (!changed.has(name)) skipped.push([name, "unreadable"]);
     const uncovered = [...this.uncovered];
     cp.store.append([{ type: "turn", turn: this.turn, kind, entries, uncovered, skipped: skipped.map(([rel]) => rel) }], true);
     const skippedEvents = (["size-cap", "unreadable"] as const)
       .map((reason) => ({ turn: this.turn, paths: skipped.filter(([, why]) => why === reason).map(([rel]) => rel), reason }))
       .filter((e) => e.paths.length > 0);
-    const event = { turn: this.turn, files: entries.length, kind, ...(uncovered.length > 0 ? { uncovered } : {}) };
+    const event = { turn: this.turn, files: entries.length + unnamedChanged.size, kind, ...(uncovered.length > 0 ? { uncovered } : {}) };
     return { event, skippedEvents };
   }
 }
