@@ -13,6 +13,7 @@ import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import { PERMISSION_MODES, type PermissionMode } from "./protocol/types.js";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
 import { secretRedactor } from "./redact.js";
+import { exporterSecrets } from "./sandbox/command-env.js";
 import { probeSandboxAtStart } from "./sandbox/probe.js";
 import { readSecretsFd } from "./secrets-fd.js";
 import { HarnessServer } from "./server/server.js";
@@ -283,7 +284,7 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
   // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
   const env = { ...process.env, ...secrets };
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
-  const redactor = secretRedactor(PROVIDER_KEY_VARIABLES.map((name) => env[name]));
+  const redactor = secretRedactor([...PROVIDER_KEY_VARIABLES.map((name) => env[name]), ...exporterSecrets(env)]);
   const logger = createStderrLogger(options.logLevel, undefined, redactor.active ? redactor.text : undefined);
   // Where bubblewrap is visibly not there, `initialize` reports Landlock's probe: started now
   // (the keys are out of the environment it inherits), it runs while the first request is read.

@@ -21,6 +21,41 @@ export const OTLP_HEADERS_PATTERN = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$/i;
 /** An OTLP endpoint: a secret when its URL carries a query or fragment (an API key there) or credentials. */
 export const OTLP_ENDPOINT_PATTERN = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?ENDPOINT$/i;
 const secretEndpoint = (name: string, value: string) => OTLP_ENDPOINT_PATTERN.test(name) && /[?#@]/.test(value);
+/**
+ * The secrets the OpenTelemetry exporter's settings carry, for the redactor (redact.ts): each
+ * header value as written and decoded, and the bearer token in it; an endpoint's password and
+ * query values. A command in `full` mode can still read the bridge's own environment
+ * (`/proc/<pid>/environ`), so they must not reach the model's history or the logs either.
+ */
+export function exporterSecrets(env: NodeJS.ProcessEnv): string[] {
+  const out: string[] = [];
+  const decoded = (raw: string) => {
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return raw;
+    }
+  };
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (OTLP_HEADERS_PATTERN.test(name)) {
+      for (const part of value.split(",")) {
+        const raw = part.slice(part.indexOf("=") + 1).trim();
+        const plain = decoded(raw);
+        out.push(raw, plain, plain.split(/\s+/).at(-1) ?? "");
+      }
+    } else if (OTLP_ENDPOINT_PATTERN.test(name)) {
+      try {
+        const url = new URL(value);
+        out.push(url.password, decoded(url.password), url.search.slice(1), ...url.searchParams.values(), url.hash.slice(1));
+      } catch {
+        // not a URL: nothing the exporter would send
+      }
+    }
+  }
+  return out;
+}
+
 /** Set for every command: no colours, no pagers, a dumb terminal. */
 export const BASH_ENV_OVERRIDES: Readonly<Record<string, string>> = { NO_COLOR: "1", PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb" };
 

@@ -3,7 +3,8 @@
  * that echoes it in an error body, a model that repeats it, a command (in `full` mode, with the
  * key passed in the environment) that prints the bridge's start-up environment. Checked in
  * every notification, every response, stderr at debug level and every session log file; each
- * occurrence is `***`. Through the binary.
+ * occurrence is `***`. The OpenTelemetry exporter's credentials (header values, an endpoint's
+ * password and query) are the bridge's secrets too. Through the binary.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -41,10 +42,10 @@ function allFiles(dir: string): string {
   return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => fs.readFileSync(path.join(e.parentPath, e.name), "utf8")).join("\n");
 }
 
-async function started(): Promise<RawClient> {
+async function started(extraEnv: NodeJS.ProcessEnv = {}): Promise<RawClient> {
   client = new RawClient({
     args: ["--stdio", "--session-root", root, "--log-level", "debug"],
-    env: { ...fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "0" }), DEEPSEEK_API_KEY: KEY },
+    env: { ...fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "0" }), DEEPSEEK_API_KEY: KEY, ...extraEnv },
   });
   client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-chat", permissionMode: "full" });
   expect((await client.response("init")).error).toBeUndefined();
@@ -96,5 +97,32 @@ describe("the provider key", () => {
     const result = c.events("echo-tool").find((e) => e.type === "tool/result");
     expect(JSON.stringify(result.data.content)).toContain("DEEPSEEK_API_KEY=***");
     await expectNowhere(c);
+  });
+});
+
+describe("the OpenTelemetry exporter's credentials", () => {
+  const TOKEN = "otlp-token-canary-51c2";
+  const PASSWORD = "otlp-pass-canary-77ab";
+  const QUERY = "otlp-query-canary-9d0e";
+
+  it("printed by a command from the bridge's start-up environment (full mode): header values, the endpoint's password and query show ***", async () => {
+    // A port nothing listens on: the export fails, the turn does not.
+    const c = await started({
+      OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer%20${TOKEN},x-team=${QUERY}-team`,
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://user:${PASSWORD}@127.0.0.1:9/v1/traces?api_key=${QUERY}`,
+    });
+    const command = `tr '\\0' '\\n' < /proc/${c.child.pid}/environ | grep OTEL_`;
+    const call = { id: "call_otel", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } };
+    server.table["print the exporter settings"] = [
+      { events: [{ delta: { role: "assistant", content: "", tool_calls: [{ index: 0, ...call }] } }, { delta: {}, finish_reason: "tool_calls" }] },
+      { events: say("done") },
+    ];
+    c.request(1, "session/prompt", promptParams("echo-otel", "print the exporter settings"));
+    expect((await c.response(1)).result.status).toBe("ok");
+    const output = JSON.stringify(c.events("echo-otel").find((e) => e.type === "tool/result").data.content);
+    expect(output).toContain("OTEL_EXPORTER_OTLP_HEADERS=authorization=***");
+    expect(output).toContain("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=");
+    const everything = `${JSON.stringify(c.frames)}\n${await c.finalStderr()}\n${allFiles(root)}\n${JSON.stringify(server.requests)}`;
+    for (const secret of [TOKEN, PASSWORD, QUERY]) expect(everything).not.toContain(secret);
   });
 });
