@@ -146,5 +146,5 @@ describe.skipIf(missing !== undefined && !required)("a real model (Gemma 3 270M 
     expect(settled.result, diagnosis()).toEqual({ status: "ok", reason: { kind: "completed" } });
     expect(events.at(-1), diagnosis()).toMatchObject({ type: "turn/end", data: { reason: { kind: "completed" } } });
     expect(c.badLines).toEqual([]);
-  }, 150_000);
+  }, 420_000);
 });
