@@ -12,6 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { workspaceFolderName } from "../../src/agent/store/index.js";
+import { wholeJsonLines } from "../support/json-lines.js";
 import { promptParams, type Frame } from "../support/raw-client.js";
 import { turns } from "../support/scripts.js";
 import { Rig, firstRequestTokens } from "./rewind-support.js";
@@ -28,22 +29,6 @@ const SCRIPT = turns(
   [{ text: "three" }],
   [{ text: "four" }],
 );
-
-/** Every line of a JSON-lines file parsed: a torn or interleaved line fails the test. */
-function wholeLines(file: string): any[] {
-  const text = fs.readFileSync(file, "utf8");
-  expect(text.endsWith("\n")).toBe(true);
-  return text
-    .slice(0, -1)
-    .split("\n")
-    .map((line, i) => {
-      try {
-        return JSON.parse(line);
-      } catch {
-        throw new Error(`line ${i + 1} of ${path.basename(file)} is not whole: ${line.slice(0, 200)}`);
-      }
-    });
-}
 
 function expectLocked(frame: Frame): void {
   expect(frame.error, JSON.stringify(frame)).toMatchObject({ code: -32001, data: { kind: "session-locked", sessionId: "s" } });
@@ -115,12 +100,12 @@ describe("session/rewind and a second bridge on the same session", () => {
     }
     expect(done + locked).toBe(16);
     expect(done).toBeGreaterThanOrEqual(8);
-    const log = wholeLines(path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.jsonl"));
+    const log = wholeJsonLines(path.join(rig.root, workspaceFolderName(rig.ws.dir), "s.jsonl"));
     const numbers = log.filter((e) => e.type === "turn/start" || (e.type === "checkpoint" && e.data.rewind !== undefined)).map((e) => e.data.turn);
     expect(new Set(numbers).size).toBe(numbers.length);
     const seqs = log.slice(1).map((e) => e.seq);
     for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]);
-    const records = wholeLines(path.join(rig.store(), "journal.jsonl"));
+    const records = wholeJsonLines(path.join(rig.store(), "journal.jsonl"));
     expect(records.every((r) => typeof r.type === "string" && Number.isInteger(r.turn))).toBe(true);
     // A third bridge reads the session whole and can still rewind it.
     const c = await rig.bridge(script);

@@ -11,6 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { workspaceFolderName } from "../../src/agent/store/index.js";
+import { wholeJsonLines } from "../support/json-lines.js";
 import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 
@@ -48,21 +49,8 @@ function send(c: RawClient, method: string, params?: object): Promise<Frame> {
 
 const logFile = (sessionId: string) => path.join(root, workspaceFolderName(ws.dir), `${sessionId}.jsonl`);
 
-/** Every line of a log parsed (a corrupt one fails the test), the header first. */
-function logLines(sessionId: string): any[] {
-  const text = fs.readFileSync(logFile(sessionId), "utf8");
-  expect(text.endsWith("\n")).toBe(true);
-  return text
-    .slice(0, -1)
-    .split("\n")
-    .map((line, i) => {
-      try {
-        return JSON.parse(line);
-      } catch {
-        throw new Error(`line ${i + 1} of the log is corrupt: ${line.slice(0, 200)}`);
-      }
-    });
-}
+/** Every line of a log parsed (a torn one fails the test), the header first. */
+const logLines = (sessionId: string): any[] => wholeJsonLines(logFile(sessionId));
 
 /** Seqs grow along the log (live-only events such as chunks take seqs the log never holds). */
 function expectIncreasingSeqs(lines: any[]): void {
