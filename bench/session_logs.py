@@ -10,21 +10,33 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from common import line
-from deepseek_harness._internal.session_requests import workspace_folder as sdk_workspace_folder
 
-__all__ = ["TIME0", "append_compaction", "log_folder", "read_until", "request", "workspace_folder", "write_log"]
+__all__ = ["TIME0", "append_compaction", "log_folder", "read_until", "request", "write_log"]
 
 TIME0 = 1_700_000_000_000
 
 
-def log_folder(tmp: Path, name: str) -> Tuple[Path, Path, Path]:
+def log_folder(bin_path: Path, tmp: Path, name: str) -> Tuple[Path, Path, Path]:
     """A workspace `tmp/<name>-ws` whose `turn.json` scripts a one-step turn, a session root
-    `tmp/<name>-root`, and the root's folder of that workspace's logs (made): (workspace, root, folder)."""
+    `tmp/<name>-root`, and the root's folder of that workspace's logs (made), as a bridge of
+    `bin_path` names it in `session/list`: (workspace, root, folder)."""
     workspace = tmp / f"{name}-ws"
     workspace.mkdir(exist_ok=True)
     (workspace / "turn.json").write_text(json.dumps({"steps": [{"text": "ok"}]}))
     root = tmp / f"{name}-root"
-    folder = root / workspace_folder(workspace)
+    proc = subprocess.Popen([str(bin_path), "--stdio", "--session-root", str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin
+    proc.stdin.write(request(1, "initialize", {"cwd": str(workspace), "provider": "scripted", "model": "turn.json"}))
+    proc.stdin.write(request(2, "session/list", {}))
+    proc.stdin.flush()
+    read_until(proc, 1)
+    listed = read_until(proc, 2)["result"]
+    proc.stdin.close()
+    proc.wait()
+    if "logFolder" not in listed:
+        raise RuntimeError(f"{bin_path} names no logFolder in session/list: a build older than that field")
+    folder = Path(listed["logFolder"])
     folder.mkdir(parents=True, exist_ok=True)
     return workspace, root, folder
 
@@ -96,9 +108,3 @@ def read_until(proc: "subprocess.Popen[bytes]", rid: int) -> Dict[str, Any]:
             if "error" in msg:
                 raise RuntimeError(f"request {rid} failed: {msg['error']}")
             return msg
-
-
-def workspace_folder(workspace: Path) -> str:
-    """The folder of the session root that holds `workspace`'s logs (the SDK's own rule)."""
-    folder: str = sdk_workspace_folder(str(workspace))
-    return folder

@@ -58,7 +58,7 @@ def run(ctx: Context) -> Result:
     sizes = [1_000]
     while sizes[-1] < largest:
         sizes.append(sizes[-1] * 10)
-    workspace, root, folder = log_folder(tmp, "resume")
+    workspace, root, folder = log_folder(bin_path, tmp, "resume")
     res = Result("Resume: spawn -> first prompt response of a session with N logged events (median)",
                      ["events", "log MB", "raw read ms", "read+parse ms", "resume ms", "vs raw read", "vs read+parse", "µs/event",
                       "after a compaction ms"])

@@ -54,7 +54,7 @@ def search_tree(root: Path, files: int) -> None:
 
 def node_modules_tree(root: Path, copies: int) -> Optional[int]:
     """`copies` copies of this repository's node_modules under `root` (c1, c2, …), hard-linked
-    (no data is copied), as issue 34's tree of real packages; its file count, or None when there is
+    (no data is copied): a tree of real packages; its file count, or None when there is
     no node_modules or it cannot be linked from here (another file system)."""
     source = REPO / "node_modules"
     if not source.is_dir():
@@ -219,7 +219,7 @@ def run(ctx: Context) -> Result:
     b, o = median(head_ms), median(read_ms)
     res.row("read_file of a 10 MiB file, first 2 000 lines (baseline: head -n 2000)", f"{b:.1f}", f"{o:.1f}", f"{o / b:.2f}x", "", "")
     res.goal("read_file: first 2 000 lines of a 10 MiB file within 3x of head -n 2000", f"{o / b:.2f}x ({o:.1f} ms vs {b:.1f} ms)", o / b <= 3)
-    # The capped grep on a tree of real packages (issue 34): big minified files, long lines.
+    # The capped grep on a tree of real packages: big minified files, long lines.
     packages = tmp / "node-modules-tree"
     packages.mkdir()
     copies = ctx.count(COUNTS["node_modules_copies"])

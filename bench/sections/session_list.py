@@ -21,7 +21,7 @@ NODE_READDIR_STAT = ("const fs=require('fs'),p=require('path'),d=process.argv[1]
 def run(ctx: Context) -> Result:
     tmp, bin_path = ctx.tmp, ctx.bin
     n, runs = ctx.count(COUNTS["sessions"]), ctx.count(COUNTS["runs"])
-    workspace, root, folder = log_folder(tmp, "list")
+    workspace, root, folder = log_folder(bin_path, tmp, "list")
     for i in range(n):
         write_log(folder / f"s{i}.jsonl", f"s{i}", 11, TIME0 + i * 1000)
     res = Result(f"session/list over {n:,} sessions, in a running bridge (median of {runs})",

@@ -2,9 +2,7 @@
  * The agent runtime of one bridge process (one successful `initialize`): its sessions, their
  * in-flight turns, subagents, and the resources they hold.
  */
-import { randomUUID } from "node:crypto";
-import type { AssistantContentBlock, JsonObject, SubagentFinishedNotification, SubagentStartedNotification, TextBlock, TurnEndReason } from "../protocol/index.js";
-import { statusOf } from "../protocol/index.js";
+import type { JsonObject, TextBlock, TurnEndReason } from "../protocol/index.js";
 import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
@@ -12,6 +10,7 @@ import { HookPoints, type HookAnswerOutcome } from "./hooks.js";
 import { TurnBudget } from "./cost.js";
 import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
+import { childSessionId, subagentFinished, subagentOutput } from "./subagents.js";
 import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
@@ -382,7 +381,7 @@ export class AgentRuntime {
 
   /** Runs a subagent in a child session and returns its final text as a tool output. */
   private async runChild(parent: Session, { prompt, description }: SubagentRequest, signal: AbortSignal, tools: Tool[], depth: number, budget: TurnBudget | undefined): Promise<ToolOutput> {
-    const childId = `${parent.id.slice(0, 80)}.task-${randomUUID().slice(0, 8)}`;
+    const childId = childSessionId(parent.id);
     const child = this.session(childId, parent.id);
     const { sink } = this.options;
     await sink.subagentStarted({ parentSessionId: parent.id, childSessionId: childId });
@@ -395,22 +394,10 @@ export class AgentRuntime {
     } finally {
       this.runningChildren.delete(childId);
     }
-    const last: AssistantContentBlock[] | undefined = child.lastAssistantContent;
-    await sink.subagentFinished({
-      provider: this.options.provider.name,
-      agentId: childId,
-      parentSessionId: parent.id,
-      childSessionId: childId,
-      status: statusOf(reason),
-      stopReason: reason,
-      ...(last ? { lastAssistantMessage: last } : {}),
-    });
+    const last = child.lastAssistantContent;
+    await sink.subagentFinished(subagentFinished(this.options.provider.name, parent.id, childId, reason, last));
     child.sync();
     this.release(child);
-    const text = (last ?? []).filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
-    const label = description ? `subagent '${description}'` : "the subagent";
-    if (reason.kind === "completed") return { content: [{ type: "text", text: text || `(${label} finished without a final message)` }], isError: false };
-    const why = reason.kind === "aborted" ? "was aborted" : `failed (${reason.kind}${"message" in reason ? `: ${reason.message}` : ""})`;
-    return { content: [{ type: "text", text: `${label} ${why}${text ? `; its last message: ${text}` : ""}` }], isError: true };
+    return subagentOutput(reason, last, description);
   }
 }

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { PERMISSION_MODES, type InitializeParams, type PermissionMode } from "./types.js";
+import { PERMISSION_MODES, THINKING_MODES, type InitializeParams } from "./types.js";
 
 const nonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0;
 
@@ -62,42 +62,62 @@ export function effortProblem(effort: string): string | undefined {
 
 const positiveSafeInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 
+/**
+ * How the fast path takes one field: `check` says whether a value is plainly valid (`required`:
+ * the params are not plain without it); `"schema"`: any value of the field sends the params to
+ * the schema.
+ */
+type FieldRule = { required?: true; check: (value: unknown) => boolean } | "schema";
+
+/**
+ * Every `initialize` field, in the schema's order, and how the fast path takes it. The keys are
+ * exactly those of `InitializeParams` (`satisfies` fails the build otherwise, and schemas.ts
+ * holds the zod schema to that same type), so a new option cannot be passed over here: it gets a
+ * check, or goes to the schema. test/protocol/initialize-fast-path.test.ts compares these keys
+ * with the schema's and fuzzes every one of them.
+ */
+export const INITIALIZE_FIELD_RULES = {
+  cwd: { required: true, check: (v) => nonEmptyString(v) && !cwdProblem(v) },
+  provider: { required: true, check: (v) => nonEmptyString(v) && !nameProblem(v) },
+  model: { required: true, check: (v) => nonEmptyString(v) && !nameProblem(v) },
+  maxTokens: { check: positiveSafeInt },
+  maxSteps: { check: positiveSafeInt },
+  permissionMode: { check: (v) => (PERMISSION_MODES as readonly unknown[]).includes(v) },
+  tools: { check: (v) => Array.isArray(v) && v.every((t) => typeof t === "string" && !nameProblem(t)) },
+  instructions: { check: (v) => typeof v === "string" },
+  protocolVersion: { check: (v) => v === 1 },
+  thinking: { check: (v) => (THINKING_MODES as readonly unknown[]).includes(v) },
+  reasoningEffort: { check: (v) => nonEmptyString(v) && !effortProblem(v) },
+  user: { check: (v) => nonEmptyString(v) && !userProblem(v) },
+  // Rarer settings, and every addition's (client tools and approvals, MCP servers, compaction,
+  // prices, hooks), take the schema's path.
+  toolChoice: "schema",
+  firstTokenTimeoutMs: "schema",
+  modelRequestTimeoutMs: "schema",
+  clientTools: "schema",
+  clientToolTimeoutMs: "schema",
+  approvals: "schema",
+  mcpServers: "schema",
+  contextWindow: "schema",
+  compactAt: "schema",
+  prices: "schema",
+  hooks: "schema",
+} satisfies Record<keyof InitializeParams, FieldRule>;
+
+const FIELD_RULES = Object.entries(INITIALIZE_FIELD_RULES) as [keyof InitializeParams, FieldRule][];
+
 /** `params` as `InitializeParams` when they are plainly valid; `undefined`: ask the schema. */
 export function plainInitializeParams(params: Record<string, unknown>): InitializeParams | undefined {
-  const { cwd, provider, model, maxTokens, maxSteps, permissionMode, tools, instructions, protocolVersion, thinking, reasoningEffort, user } = params;
-  if (!nonEmptyString(cwd) || !nonEmptyString(provider) || !nonEmptyString(model)) return undefined;
-  if (cwdProblem(cwd) || nameProblem(provider) || nameProblem(model)) return undefined;
-  if (maxTokens !== undefined && !positiveSafeInt(maxTokens)) return undefined;
-  if (maxSteps !== undefined && !positiveSafeInt(maxSteps)) return undefined;
-  if (permissionMode !== undefined && !(PERMISSION_MODES as readonly unknown[]).includes(permissionMode)) return undefined;
-  if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === "string" && !nameProblem(t)))) return undefined;
-  if (instructions !== undefined && typeof instructions !== "string") return undefined;
-  if (protocolVersion !== undefined && protocolVersion !== 1) return undefined;
-  if (thinking !== undefined && thinking !== "enabled" && thinking !== "disabled") return undefined;
-  if (reasoningEffort !== undefined && !(nonEmptyString(reasoningEffort) && !effortProblem(reasoningEffort))) return undefined;
-  if (user !== undefined && !(nonEmptyString(user) && !userProblem(user))) return undefined;
-  // Rarer settings take the schema's path.
-  if (params.toolChoice !== undefined || params.firstTokenTimeoutMs !== undefined || params.modelRequestTimeoutMs !== undefined) return undefined;
-  // Client tools and approvals are for the schema to check.
-  if (params.clientTools !== undefined || params.clientToolTimeoutMs !== undefined || params.approvals !== undefined) return undefined;
-  // So are MCP servers.
-  if (params.mcpServers !== undefined) return undefined;
-  // Compaction settings too.
-  if (params.contextWindow !== undefined || params.compactAt !== undefined) return undefined;
-  // And prices (turn control).
-  if (params.prices !== undefined) return undefined;
-  // And hooks.
-  if (params.hooks !== undefined) return undefined;
   // A fresh object of the known fields, like zod's output (which strips unknown keys).
-  const result: InitializeParams = { cwd, provider, model };
-  if (maxTokens !== undefined) result.maxTokens = maxTokens;
-  if (maxSteps !== undefined) result.maxSteps = maxSteps;
-  if (permissionMode !== undefined) result.permissionMode = permissionMode as PermissionMode;
-  if (tools !== undefined) result.tools = [...(tools as string[])];
-  if (instructions !== undefined) result.instructions = instructions;
-  if (protocolVersion !== undefined) result.protocolVersion = 1;
-  if (thinking !== undefined) result.thinking = thinking;
-  if (reasoningEffort !== undefined) result.reasoningEffort = reasoningEffort;
-  if (user !== undefined) result.user = user;
-  return result;
+  const result: Record<string, unknown> = {};
+  for (const [name, rule] of FIELD_RULES) {
+    const value = params[name];
+    if (value === undefined) {
+      if (rule !== "schema" && rule.required) return undefined;
+      continue;
+    }
+    if (rule === "schema" || !rule.check(value)) return undefined;
+    result[name] = Array.isArray(value) ? [...value] : value;
+  }
+  return result as unknown as InitializeParams;
 }

@@ -1,8 +1,9 @@
 /**
  * Every request method of the protocol with its params and result: the one list of the wire's
- * methods. The server's method table must serve exactly these, and the SDK must type each
- * (test/protocol/wire-shape.test.ts, python/sdk/tests/test_wire_shape.py). A file of its own:
- * it names the types of every addition, and those files build on `types.ts`.
+ * methods. The server's method table (server/server.ts) is typed by it, so it serves exactly
+ * these, each with its result type; the SDK must type each (test/protocol/wire-shape.test.ts,
+ * python/sdk/tests/test_wire_shape.py). A file of its own: it names the types of every
+ * addition, and those files build on `types.ts`.
  *
  * @module
  */

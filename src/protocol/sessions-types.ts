@@ -1,7 +1,7 @@
 /**
  * Wire types of the sessions API (shared/PROTOCOL.md, Additions, "Long sessions"):
- * `session/list`, `session/read`, `session/fork`, `session/delete`. Their own module because
- * `types.ts` is full; `index.ts` re-exports both, so this is still the one definition.
+ * `session/list`, `session/read`, `session/fork`, `session/delete`. One file per addition, as for
+ * the others; `index.ts` re-exports them with `types.ts`, and each type is defined once.
  *
  * @module
  */
@@ -30,6 +30,13 @@ export interface SessionListEntry {
 /** Result of `session/list`: newest `updatedAt` first. */
 export interface SessionListResult {
   sessions: SessionListEntry[];
+  /**
+   * The absolute folder that holds this workspace's logs: a session's log is
+   * `<logFolder>/<sessionId>.jsonl` once it has been prompted. Absent with `--no-session-log`.
+   * Reported here, not by `initialize`: naming the folder hashes the workspace path, and
+   * nothing loads `node:crypto` before the `initialize` response (bench/README.md, "Cold start").
+   */
+  logFolder?: string;
 }
 
 /** Params of `session/read`. */

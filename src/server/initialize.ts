@@ -32,6 +32,8 @@ import { runtimeInfo } from "../version.js";
 export interface Agent {
   runtime: AgentRuntime;
   modules: AgentModules;
+  /** The absolute folder of this workspace's session logs (`session/list` reports it); none without a session log. */
+  logFolder?: string;
 }
 
 /** The process's settings, from the command line and the environment (cli.ts). */
@@ -159,6 +161,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
       return Promise.all([loadAgentModules(), settings.preload(), tracerFor(env, settings.version, logger, settings.redactor)]);
     })
     .then(([modules, , tracer]): Agent => {
+      const store = settings.sessionLog ? new modules.store.SessionStore(settings.sessionRoot ?? modules.store.defaultSessionRoot(env), workspace) : undefined;
       const runtime = new modules.runtime.AgentRuntime({
         workspace,
         provider,
@@ -169,7 +172,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         permissionMode,
         tools: modules.tools.toolsFor(permissionMode, params.tools, params.clientTools),
         subagentDepth: settings.subagentDepth,
-        store: settings.sessionLog ? new modules.store.SessionStore(settings.sessionRoot ?? modules.store.defaultSessionRoot(env), workspace) : undefined,
+        store,
         sink: settings.sink,
         logger,
         redactor: settings.redactor,
@@ -189,7 +192,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
         // Tracing
         tracer,
       });
-      return { runtime, modules };
+      return store ? { runtime, modules, logFolder: path.resolve(store.directory) } : { runtime, modules };
     });
   logger.info(`initialized: provider ${params.provider}, model ${params.model}, workspace ${workspace}, permission ${permissionMode}`);
   return {

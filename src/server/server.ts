@@ -13,6 +13,7 @@
  * `agent`, `runtime` and `initializing` are data the phases carry, not flags.
  */
 import { ErrorCode, RpcError } from "../protocol/errors.js";
+import type { RequestMap, RequestMethod } from "../protocol/methods.js";
 import {
   statusOf,
   type InitializeResult,
@@ -43,7 +44,9 @@ type Schemas = typeof import("../protocol/schemas.js");
 type ParamsSchema = keyof Schemas & `${string}ParamsSchema`;
 type Params<K extends ParamsSchema> = ReturnType<Schemas[K]["parse"]>;
 /** A method's handler, from its raw params to its result (see `HarnessServer.methods`). */
-type Method = (server: HarnessServer, params: JsonObject | undefined, method: string) => Promise<unknown>;
+type Method<R = unknown> = (server: HarnessServer, params: JsonObject | undefined, method: string) => Promise<R>;
+/** One handler per method of the protocol (methods.ts), each answering that method's result type. */
+type MethodTable = { [M in RequestMethod]: Method<RequestMap[M]["result"]> };
 
 export class HarnessServer {
   /** The phase and the way out (lifecycle.ts). */
@@ -129,7 +132,7 @@ export class HarnessServer {
    * A method that needs the runtime: sent before a successful `initialize` it is refused
    * (-32002) before its params are checked against `schema`; then `run` gets them parsed.
    */
-  private static withAgent<K extends ParamsSchema>(schema: K, run: (server: HarnessServer, params: Params<K>, agent: Agent) => unknown): Method {
+  private static withAgent<K extends ParamsSchema, R>(schema: K, run: (server: HarnessServer, params: Params<K>, agent: Agent) => R | Promise<R>): Method<R> {
     return async (server, raw, method) => {
       const agent = await server.requireRuntime(method);
       return run(server, await server.validate(schema, raw), agent);
@@ -138,30 +141,34 @@ export class HarnessServer {
 
   /**
    * Every method the server answers, in the order the "method not found" answer lists them.
-   * Each runs synchronously up to its first await, so what `initialize` and `shutdown` change
-   * is seen by the requests read after them. `initialize` checks its params itself
-   * (initialize.ts); `shutdown` takes none.
+   * Typed by the protocol's `RequestMap`: a method missing here, one it does not list, or a
+   * handler whose result is not the method's fails the build. Each runs synchronously up to
+   * its first await, so what `initialize` and `shutdown` change is seen by the requests read
+   * after them. `initialize` checks its params itself (initialize.ts); `shutdown` takes none.
    */
-  private static readonly methods: ReadonlyMap<string, Method> = new Map<string, Method>([
-    ["initialize", (server, raw) => server.initialize(raw)],
-    ["session/prompt", HarnessServer.withAgent("sessionPromptParamsSchema", (server, params, agent) => server.prompt(params, agent))],
-    ["session/cancel", HarnessServer.withAgent("sessionCancelParamsSchema", (server, params, agent) => server.cancel(params, agent))],
+  private static readonly table: MethodTable = {
+    initialize: (server, raw) => server.initialize(raw),
+    "session/prompt": HarnessServer.withAgent("sessionPromptParamsSchema", (server, params, agent) => server.prompt(params, agent)),
+    "session/cancel": HarnessServer.withAgent("sessionCancelParamsSchema", (server, params, agent) => server.cancel(params, agent)),
     // Client tools and approvals (client-answers.ts)
-    ["session/tool_result", HarnessServer.withAgent("sessionToolResultParamsSchema", (_, params, { runtime }) => answerToolResult(runtime, params))],
-    ["session/permission", HarnessServer.withAgent("sessionPermissionParamsSchema", (_, params, { runtime }) => answerPermission(runtime, params))],
-    ["session/hook", HarnessServer.withAgent("sessionHookParamsSchema", (_, params, { runtime }) => answerHook(runtime, params))],
+    "session/tool_result": HarnessServer.withAgent("sessionToolResultParamsSchema", (_, params, { runtime }) => answerToolResult(runtime, params)),
+    "session/permission": HarnessServer.withAgent("sessionPermissionParamsSchema", (_, params, { runtime }) => answerPermission(runtime, params)),
+    "session/hook": HarnessServer.withAgent("sessionHookParamsSchema", (_, params, { runtime }) => answerHook(runtime, params)),
     // The sessions API (sessions-handlers.ts)
-    ["session/list", HarnessServer.withAgent("sessionListParamsSchema", (server, _, agent) => listSessions(agent, server.options.logger))],
-    ["session/read", HarnessServer.withAgent("sessionReadParamsSchema", (_, params, agent) => readSession(agent, params))],
-    ["session/fork", HarnessServer.withAgent("sessionForkParamsSchema", (_, params, agent) => forkSession(agent, params))],
-    ["session/delete", HarnessServer.withAgent("sessionDeleteParamsSchema", (_, params, agent) => deleteSession(agent, params))],
-    ["session/compact", HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params))],
+    "session/list": HarnessServer.withAgent("sessionListParamsSchema", (server, _, agent) => listSessions(agent, server.options.logger)),
+    "session/read": HarnessServer.withAgent("sessionReadParamsSchema", (_, params, agent) => readSession(agent, params)),
+    "session/fork": HarnessServer.withAgent("sessionForkParamsSchema", (_, params, agent) => forkSession(agent, params)),
+    "session/delete": HarnessServer.withAgent("sessionDeleteParamsSchema", (_, params, agent) => deleteSession(agent, params)),
+    "session/compact": HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params)),
     // Turn control (turn-control-handlers.ts)
-    ["session/steer", HarnessServer.withAgent("sessionSteerParamsSchema", (_, params, agent) => steerSession(agent, params))],
+    "session/steer": HarnessServer.withAgent("sessionSteerParamsSchema", (_, params, agent) => steerSession(agent, params)),
     // Checkpoints and rewind (rewind-handler.ts)
-    ["session/rewind", HarnessServer.withAgent("sessionRewindParamsSchema", (_, params, agent) => rewindSession(agent, params))],
-    ["shutdown", (server) => server.shutdown()],
-  ]);
+    "session/rewind": HarnessServer.withAgent("sessionRewindParamsSchema", (_, params, agent) => rewindSession(agent, params)),
+    shutdown: (server) => server.shutdown(),
+  };
+
+  /** The table by name, for dispatch (a Map: no inherited names such as `toString` are methods). */
+  private static readonly methods: ReadonlyMap<string, Method> = new Map(Object.entries(HarnessServer.table));
 
   /** The methods the server answers (the wire-shape test holds them against the protocol's types). */
   static get methodNames(): string[] {

@@ -36,7 +36,7 @@ export function listSessions(agent: Agent, logger: Logger): SessionListResult {
   }
   const { sessions, problems } = listed;
   for (const problem of problems) logger.warn(`session/list left out a session log it could not read: ${problem}`);
-  return { sessions };
+  return agent.logFolder === undefined ? { sessions } : { sessions, logFolder: agent.logFolder };
 }
 
 export function readSession(agent: Agent, params: SessionReadParams): SessionReadResult {

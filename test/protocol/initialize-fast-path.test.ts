@@ -1,10 +1,12 @@
 /**
  * The zod-free `initialize` check may be stricter than the schema, never looser: whatever it
- * accepts, `initializeParamsSchema` accepts with the same result.
+ * accepts, `initializeParamsSchema` accepts with the same result. Its fields are the schema's:
+ * the field list below is read off the schema, so a field added to it is fuzzed here, and one
+ * the fast path has no rule for (or a rule for a field the schema lacks) fails the first test.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { plainInitializeParams } from "../../src/protocol/initialize-fast-path.js";
+import { INITIALIZE_FIELD_RULES, plainInitializeParams } from "../../src/protocol/initialize-fast-path.js";
 import { initializeParamsSchema } from "../../src/protocol/schemas.js";
 
 // Values near every field's edge, and some of every JSON type.
@@ -17,10 +19,7 @@ const anyValue = fc.oneof(
   fc.array(fc.oneof(fc.string(), fc.integer(), fc.constant(null)), { maxLength: 3 }),
   fc.dictionary(fc.string(), fc.string(), { maxKeys: 2 }),
 );
-const keys = [
-  "cwd", "provider", "model", "maxTokens", "maxSteps", "permissionMode", "tools", "instructions", "protocolVersion",
-  "thinking", "reasoningEffort", "user", "toolChoice", "firstTokenTimeoutMs", "modelRequestTimeoutMs",
-] as const;
+const keys = Object.keys(initializeParamsSchema.shape);
 const params = fc.record(
   {
     ...Object.fromEntries(keys.map((k) => [k, anyValue])),
@@ -51,6 +50,17 @@ const plausible = fc.record(
 ).map((p) => ({ cwd: "/tmp", provider: "scripted", model: "demo", ...p }));
 
 describe("plainInitializeParams", () => {
+  it("has a rule for every field of the schema, and for no other", () => {
+    expect(Object.keys(INITIALIZE_FIELD_RULES)).toEqual(keys);
+  });
+
+  it("sends params with any value of a field it leaves to the schema to the schema", () => {
+    const plain = { cwd: "/w", provider: "scripted", model: "demo" };
+    const left = Object.entries(INITIALIZE_FIELD_RULES).filter(([, rule]) => rule === "schema").map(([name]) => name);
+    expect(left.length).toBeGreaterThan(5);
+    for (const name of left) expect(plainInitializeParams({ ...plain, [name]: 1 })).toBeUndefined();
+  });
+
   it("accepts only what the schema accepts, with the same result", () => {
     fc.assert(
       fc.property(fc.oneof(params, { arbitrary: plausible, weight: 3 }), (raw) => {

@@ -77,8 +77,12 @@ describe("session/list and session/read", () => {
     await prompt(c, "alpha", "  Fix the\n\tparser:   it drops the last token of every line when the input ends without a newline, see issue 12");
     await prompt(c, "alpha", "and add a test");
     await prompt(c, "beta", "Rename the module");
-    const list = (await ok(c, "session/list", {})).sessions;
+    const listed = await ok(c, "session/list", {});
+    const list = listed.sessions;
     expect(list.map((s: any) => s.sessionId)).toEqual(["beta", "alpha"]);
+    // Where the logs are, so that a client need not work the folder's name out itself.
+    expect(listed.logFolder).toBe(folder());
+    expect(fs.existsSync(path.join(listed.logFolder, "alpha.jsonl"))).toBe(true);
     const alpha = list[1];
     expect(alpha.title).toBe("Fix the parser: it drops the last token of every line when the input ends witho…");
     expect(Array.from(alpha.title)).toHaveLength(80);

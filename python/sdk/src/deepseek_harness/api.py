@@ -17,12 +17,10 @@ from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
 from .checkpoints import CheckpointInfo, RewindResult
 from ._internal.output import output_spec
-from ._internal.process import child_env
+from ._internal.harness_setup import LogFolder, check_tools, initialize_keywords
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
-from .client_tools import split_tools
 from .events import TurnEvent, event_from_notification
-from .hooks import Hooks
 from .models import InitializeResponse
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult, final_response_of, usage_of
@@ -153,29 +151,16 @@ class DeepSeekHarness:
         self.max_tokens = o.max_tokens
         self.max_steps = o.max_steps
         self.permission_mode = o.permission_mode
-        builtin, client_tools = split_tools(list(o.tools) if o.tools is not None else None,
-                                            list(o.builtin_tools) if o.builtin_tools is not None else None)
-        if o.approvals is not None and o.approvals not in ("never", "writes", "always"):
-            raise ValueError(f"approvals must be 'never', 'writes' or 'always', not {o.approvals!r}")
-        if o.approvals not in (None, "never") and o.can_use_tool is None:
-            raise ValueError(f"approvals={o.approvals!r} needs can_use_tool=: the callback that allows or denies each call")
-        if o.can_use_tool is not None and not callable(o.can_use_tool):
-            raise TypeError(f"can_use_tool must be callable, not {type(o.can_use_tool).__name__}")
-        if o.can_use_tool is not None and o.approvals in (None, "never"):
-            # Silently never calling it would let every call through that the caller meant to review.
-            raise ValueError("can_use_tool= is asked only with approvals='writes' or 'always'; say which calls it reviews")
-        if o.hooks is not None and not isinstance(o.hooks, Hooks):
-            raise TypeError(f"hooks= takes a Hooks(prompt_submit=..., post_tool=..., stop=...), not {type(o.hooks).__name__}")
-        self.tools = builtin
+        self._tools = check_tools(o)
+        self.tools = self._tools.builtin
         #: The client tools offered (from ``tools``).
-        self.client_tools = client_tools
+        self.client_tools = self._tools.client
         self.instructions = o.instructions
         self._client = HarnessClient(options=o)
         self._dispatcher: Optional[ToolDispatcher] = None
-        # Hooks with no function ask for nothing: no hook point, no dispatcher.
-        hooks = self._hooks = o.hooks if o.hooks is not None and o.hooks.wire_names() else None
-        if client_tools or o.approvals not in (None, "never") or hooks is not None:
-            self._dispatcher = ToolDispatcher(self._client, client_tools, o.can_use_tool, hooks)
+        if self._tools.need_dispatch(o.approvals):
+            self._dispatcher = ToolDispatcher(self._client, self._tools.client, o.can_use_tool, self._tools.hooks)
+        self._log_folder = LogFolder()
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
         self._costs = _turn_control.SessionCosts()
@@ -199,29 +184,8 @@ class DeepSeekHarness:
                 self._dispatcher.attach()
             try:
                 self._initialized = self._client.initialize(
-                    self.cwd if self.cwd is not None else os.getcwd(),
-                    self.provider,
-                    self.model,
-                    max_tokens=self.max_tokens,
-                    max_steps=self.max_steps,
-                    permission_mode=self.permission_mode,
-                    tools=self.tools,
-                    instructions=self.instructions,
-                    thinking=self.options.thinking,
-                    reasoning_effort=self.options.reasoning_effort,
-                    user=self.options.user,
-                    tool_choice=self.options.tool_choice,
-                    first_token_timeout_seconds=self.options.first_token_timeout_seconds,
-                    model_request_timeout_seconds=self.options.model_request_timeout_seconds,
-                    mcp_servers=self.options.mcp_servers,
-                    context_window=self.options.context_window,
-                    compact_at=self.options.compact_at,
-                    prices=self.options.prices,
-                    client_tools=self.client_tools or None,
-                    approvals=self.options.approvals,
-                    client_tool_timeout_seconds=self.options.client_tool_timeout_seconds,
-                    hooks=self._hooks,
-                )
+                    self.cwd if self.cwd is not None else os.getcwd(), self.provider, self.model,
+                    **initialize_keywords(self.options, self._tools, self))
             except BaseException:
                 self.close()
                 raise
@@ -295,7 +259,9 @@ class DeepSeekHarness:
     def list_sessions(self) -> List[SessionInfo]:
         """This workspace's sessions (subagent sessions and forks included), newest first."""
         self.start()
-        return _sessions.list_sessions(self._client)
+        listed = _sessions.list_sessions(self._client)
+        self._log_folder.learn(listed.log_folder)
+        return list(listed.sessions)
 
     def session(self, session_id: str) -> "Session":
         """A handle on an existing session, to resume it; raises
@@ -307,10 +273,12 @@ class DeepSeekHarness:
 
     def log_path_of(self, session_id: str) -> Optional[Path]:
         """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``);
-        the file exists once the session has been prompted."""
-        c = self._client
-        return _sessions.session_log_path(session_id, os.fspath(self.cwd) if self.cwd is not None else os.getcwd(),
-                                          c.session_root, child_env(c.env), c.cwd, c.extra_args)
+        the file exists once the session has been prompted. The folder is the bridge's answer
+        to ``session/list``: the first call starts the bridge and asks, unless
+        :meth:`list_sessions` already did."""
+        if not self._log_folder.known:
+            self.list_sessions()
+        return _sessions.log_path(self._log_folder.folder, session_id)
 
     def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
              output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,

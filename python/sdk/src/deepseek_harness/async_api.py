@@ -39,6 +39,7 @@ from ._internal.output import output_spec
 from ._internal.turn import StreamBuffer, TurnCollector
 from .api import DeepSeekHarness, new_session_id
 from ._internal.decode import NotificationCallback
+from ._internal.harness_setup import LogFolder
 from ._internal.inbox import AsyncInbox
 from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
 from ._internal import session_requests as _sessions
@@ -70,6 +71,9 @@ class AsyncDeepSeekHarness:
         # Configuration, process lifecycle and initialize are the blocking harness's; only the
         # waiting is done differently here.
         self._harness = DeepSeekHarness(resolve_options("AsyncDeepSeekHarness", options, overrides))
+        # What this front's own turns cost, and where its bridge keeps logs (from session/list).
+        self._costs = _turn_control.SessionCosts()
+        self._log_folder = LogFolder()
         self._starting: Optional["asyncio.Future[Any]"] = None
         # session id → the prompt of a stream dropped while its turn was in flight, then the
         # task that cancels it and waits for it to settle (see AsyncTurnStream.__del__).
@@ -141,7 +145,7 @@ class AsyncDeepSeekHarness:
 
     def session_cost_usd(self, session_id: str) -> Optional[float]:
         """What the turns this harness ran in ``session_id`` cost (None: none was priced)."""
-        return self._harness.session_cost_usd(session_id)
+        return self._costs.of(session_id)
 
     def stream(self, input: PromptInput, session_id: Optional[str] = None) -> "AsyncTurnStream":
         """Runs one turn as an :class:`AsyncTurnStream` (typed events, then the TurnResult)."""
@@ -158,7 +162,9 @@ class AsyncDeepSeekHarness:
     async def list_sessions(self) -> List[SessionInfo]:
         """This workspace's sessions (subagent sessions and forks included), newest first."""
         await self.start()
-        return await _sessions.alist_sessions(self.client)
+        listed = await _sessions.alist_sessions(self.client)
+        self._log_folder.learn(listed.log_folder)
+        return list(listed.sessions)
 
     async def session(self, session_id: str) -> "AsyncSession":
         """A handle on an existing session, to resume it; raises
@@ -169,8 +175,13 @@ class AsyncDeepSeekHarness:
         return AsyncSession(self, session_id)
 
     def log_path_of(self, session_id: str) -> Optional[Path]:
-        """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``)."""
-        return self._harness.log_path_of(session_id)
+        """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``).
+        The folder is the bridge's answer to ``session/list``: unless :meth:`list_sessions`
+        already ran, the first call starts the bridge and asks, blocking until it answers."""
+        if not self._log_folder.known:
+            self._harness.start()
+            self._log_folder.learn(_sessions.list_sessions(self.client).log_folder)
+        return _sessions.log_path(self._log_folder.folder, session_id)
 
     async def _run(self, session_id: str, input: PromptInput, on_notification: Optional[NotificationCallback],
                    output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
@@ -181,7 +192,7 @@ class AsyncDeepSeekHarness:
         response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
                                      output_schema=spec.schema if spec else None, max_cost_usd=max_cost_usd)
         result = collector.result(response)
-        self._harness._costs.add(session_id, result.cost_usd)
+        self._costs.add(session_id, result.cost_usd)
         return result
 
     async def _prepare(self, session_id: str) -> None:

@@ -254,7 +254,7 @@ class HarnessClient(Connection):
 
     def session_list(self, *, timeout: Optional[float] = None) -> List[SessionInfo]:
         """``session/list``: this workspace's sessions, newest first."""
-        return list_sessions(self, timeout)
+        return list(list_sessions(self, timeout).sessions)
 
     def session_read(self, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None, *,
                      timeout: Optional[float] = None) -> SessionReadResponse:

@@ -1,9 +1,9 @@
 """Wire models: a pydantic v2 mirror of the harness-bridge protocol, version 1.
 
 This module holds the session event envelope, the methods' responses and the notifications;
-it re-exports the wire types split off into their own modules so that ``from
-deepseek_harness.models import X`` keeps working for every name: the base model and content
-blocks (:mod:`.wire_model`), the turn end reason, status and usage (:mod:`.usage`).
+it re-exports the wire types kept in modules of their own, so that ``from
+deepseek_harness.models import X`` works for every name: the base model and content blocks
+(:mod:`.wire_model`), the turn end reason, status and usage (:mod:`.usage`).
 
 Field names are snake_case in Python and camelCase on the wire (``input_tokens`` ↔
 ``inputTokens``); every model accepts either spelling and dumps the wire one with

@@ -49,9 +49,12 @@ class SessionInfo(WireModel):
 
 
 class SessionListResponse(WireModel):
-    """Result of ``session/list``: newest ``updated_at`` first."""
+    """Result of ``session/list``: newest ``updated_at`` first; ``log_folder``: the absolute
+    folder of this workspace's logs (``<log_folder>/<session_id>.jsonl``), None when the bridge
+    keeps none (``--no-session-log``)."""
 
     sessions: List[SessionInfo] = Field(default_factory=list)
+    log_folder: Optional[str] = None
 
 
 class SessionReadResponse(WireModel):

@@ -12,8 +12,10 @@
   its functions (``send``, ``request``, ``outcome``, ``forget``, ``answer_requests``, ...) are
   what the other modules here do with a connection, never its private names;
 * :mod:`.request_params`: the wire params of the requests built as dicts, typed;
-* :mod:`.session_requests`: the sessions API's requests (list, read, fork, delete, compact) and
-  history paging, for both fronts;
+* :mod:`.session_requests`: the sessions API's requests (list, read, fork, delete, compact),
+  history paging, and a session's log path in the folder the bridge reports, for both fronts;
+* :mod:`.harness_setup`: what a harness makes of its options before the bridge runs (the
+  checked tools, approvals and hooks, ``initialize``'s keywords) and the log folder it learns;
 * :mod:`.tool_dispatch`: running client tools and the approval callback
   (:mod:`.tool_answers`: the answers they send);
 * :mod:`.prompt`: one ``session/prompt`` in flight, seen from its consumer (settle, cancel,

@@ -1,20 +1,17 @@
 """The sessions API requests, shared by the blocking and the asyncio fronts: their params, the
-validation of their results, history paging, and where a session's log lives."""
+validation of their results, history paging, and where a session's log lives (the folder the
+bridge reports in ``session/list``)."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
 from pathlib import Path
-from typing import AsyncIterator, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import AsyncIterator, Iterator, Optional
 
 from ..events import TurnEvent
 from ..sessions import (
     READ_LIMIT_DEFAULT,
     SessionDeleteResponse,
     SessionForkResponse,
-    SessionInfo,
     SessionListResponse,
     SessionReadResponse,
     history_event,
@@ -27,8 +24,7 @@ from .request_params import (
 
 __all__ = [
     "list_sessions", "alist_sessions", "read_page", "aread_page", "fork_session", "afork_session",
-    "delete_session", "adelete_session", "compact_session", "acompact_session", "history", "ahistory", "session_log_path",
-    "workspace_folder",
+    "delete_session", "adelete_session", "compact_session", "acompact_session", "history", "ahistory", "log_path",
 ]
 
 _NO_PARAMS: SessionListParams = {}
@@ -50,14 +46,16 @@ def _fork_params(session_id: str, new_session_id: str, turn: Optional[int]) -> S
     return params
 
 
-def list_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
+def list_sessions(conn: Connection, timeout: Optional[float] = None) -> SessionListResponse:
     result = request(conn, "session/list", _NO_PARAMS, timeout=timeout)
-    return list(validate(SessionListResponse, result, "session/list").sessions)
+    listed: SessionListResponse = validate(SessionListResponse, result, "session/list")
+    return listed
 
 
-async def alist_sessions(conn: Connection, timeout: Optional[float] = None) -> List[SessionInfo]:
+async def alist_sessions(conn: Connection, timeout: Optional[float] = None) -> SessionListResponse:
     result = await arequest(conn, "session/list", _NO_PARAMS, timeout=timeout)
-    return list(validate(SessionListResponse, result, "session/list").sessions)
+    listed: SessionListResponse = validate(SessionListResponse, result, "session/list")
+    return listed
 
 
 def read_page(conn: Connection, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None,
@@ -144,48 +142,7 @@ async def ahistory(conn: Connection, session_id: str, page_size: int = READ_LIMI
         after = nxt
 
 
-def workspace_folder(workspace: str) -> str:
-    """The bridge's folder name of a workspace (src/agent/store/log-format.ts ``workspaceFolderName``):
-    the basename with every character outside ``[A-Za-z0-9._-]`` replaced by ``_`` — one per
-    UTF-16 unit, as JavaScript counts — cut to 48, then 12 hex digits of the path's sha256."""
-    base = os.path.basename(workspace)
-    safe = "".join(c if re.fullmatch(r"[A-Za-z0-9._-]", c) else "_" * (2 if ord(c) > 0xFFFF else 1) for c in base)
-    name = safe[:48] or "root"
-    digest = hashlib.sha256(workspace.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{name}-{digest}"
-
-
-def _resolve(path: str, cwd: str) -> str:
-    """Node's ``path.resolve`` for POSIX paths: absolute against ``cwd``, normalized, one leading slash."""
-    full = os.path.normpath(os.path.join(cwd, path))
-    return "/" + full.lstrip("/") if full.startswith("//") else full
-
-
-def session_log_path(session_id: str, workspace: str, session_root: Optional[Union[str, "os.PathLike[str]"]],
-                     env: Mapping[str, str], bridge_cwd: Optional[Union[str, "os.PathLike[str]"]],
-                     extra_args: Sequence[str]) -> Optional[Path]:
-    """Where the bridge started with these settings keeps the log of ``session_id`` (None with
-    ``--no-session-log``): the same resolution as the bridge's (``--session-root``, else
-    ``HARNESS_SESSION_ROOT``, else ``$XDG_STATE_HOME/harness-bridge`` when absolute, else
-    ``~/.local/state/harness-bridge``; relative roots against the bridge's working directory)."""
-    if "--no-session-log" in extra_args:
-        return None
-    cwd = os.fspath(bridge_cwd) if bridge_cwd is not None else os.getcwd()
-    root: Optional[str] = None
-    args = list(extra_args)
-    for i, arg in enumerate(args):  # the bridge's own parser: the last --session-root wins
-        if arg == "--session-root" and i + 1 < len(args):
-            root = args[i + 1]
-        elif arg.startswith("--session-root="):
-            root = arg.split("=", 1)[1]
-    if root is None and session_root is not None:
-        root = os.fspath(session_root)
-    if root is None:
-        root = env.get("HARNESS_SESSION_ROOT") or None  # empty is unset, as for the bridge
-    if root is None:
-        state = env.get("XDG_STATE_HOME", "")
-        if not os.path.isabs(state):
-            state = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
-        root = os.path.join(state, "harness-bridge")
-    ws = _resolve(workspace, cwd)
-    return Path(_resolve(root, cwd)) / workspace_folder(ws) / f"{session_id}.jsonl"
+def log_path(log_folder: Optional[str], session_id: str) -> Optional[Path]:
+    """The log of ``session_id`` in the folder ``session/list`` reported (None: the bridge keeps
+    no log, ``--no-session-log``)."""
+    return None if log_folder is None else Path(log_folder) / f"{session_id}.jsonl"

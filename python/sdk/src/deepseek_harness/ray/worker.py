@@ -3,9 +3,9 @@ turns in flight across the whole cluster.
 
 A worker is an async actor owning one :class:`~deepseek_harness.batch.HarnessPool`: many
 sessions at once on its bridges (one bridge per workspace and options, see the pool), each
-turn entered through the cluster-wide limiter. The issue asked for one harness per actor; the
-pool is that harness whenever the tasks share a workspace and options, and one bridge per such
-key otherwise, because the protocol fixes ``cwd`` per ``initialize``.
+turn entered through the cluster-wide limiter. The pool is the actor's one harness whenever the
+tasks share a workspace and options, and one bridge per such key otherwise, because the
+protocol fixes ``cwd`` per ``initialize``.
 
 The limiter is one named actor per batch (or one shared by name across batches, see
 ``limiter_name`` of :class:`~deepseek_harness.ray.RayBatchRunner`): DeepSeek limits concurrency
