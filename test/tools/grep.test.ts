@@ -76,6 +76,13 @@ describe("grep", () => {
     expect(await run({ pattern: "needle 3 ", path: "big" })).toBe(`big/data.txt:3:needle 3 ${"é".repeat(40)}`);
   });
 
+  it("a UTF-8 byte order mark is the first line's first character, on both engines (ripgrep runs with --encoding=none)", async () => {
+    writeTree(sb.ws, { "bom/b.txt": "\uFEFFneedle first\r\nneedle second\n" });
+    expect(await run({ pattern: "^needle", path: "bom" })).toBe("bom/b.txt:2:needle second");
+    expect(await run({ pattern: "^needle", path: "bom/b.txt" })).toBe("bom/b.txt:2:needle second");
+    expect(await run({ pattern: "needle", path: "bom" })).toBe("bom/b.txt:1:\uFEFFneedle first\nbom/b.txt:2:needle second");
+  });
+
   it("reports no match plainly", async () => {
     expect(await run({ pattern: "zzz" })).toMatch(/^No matches for \/zzz\//);
   });

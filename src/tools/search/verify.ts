@@ -197,7 +197,7 @@ export class ShownPathCheck {
   }
 
   async close(): Promise<void> {
-    for (const d of this.held.values()) fs.close(d.fd, () => undefined);
+    for (const d of this.held.values()) fs.closeSync(d.fd); // a folder descriptor: closing it never waits
     this.held.clear();
   }
 }
