@@ -122,10 +122,11 @@ export function readBytes(bytes: Buffer): ReadAt {
 
 /**
  * Bytes a line's read asks for first (lines near it come with it); a longer line is read on in
- * steps at least `LINE_GROW_BYTES` large (and at least the bytes read so far).
+ * steps as large as what was read so far (doubling: a minified line of a MiB takes ~8 reads).
+ * Small reads, because what a capped search costs is mostly per file and per byte: most shown
+ * lines are short, and each file's first `GREP_BINARY_SNIFF_BYTES` are read anyway.
  */
-const LINE_WINDOW_BYTES = 16 * 1024;
-const LINE_GROW_BYTES = 256 * 1024;
+const LINE_WINDOW_BYTES = 4 * 1024;
 
 /**
  * The text of the lines `matches` (in increasing offsets) of data of `size` bytes read with
@@ -145,7 +146,7 @@ export async function linesAt(
   matches: readonly LineMatch[],
   head: Buffer = Buffer.alloc(0),
   window = LINE_WINDOW_BYTES,
-  grow = LINE_GROW_BYTES,
+  grow = LINE_WINDOW_BYTES,
 ): Promise<[number, string][]> {
   const out: [number, string][] = [];
   // The bytes read last, from `at` on: lines near each other share one read.
