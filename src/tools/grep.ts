@@ -83,7 +83,7 @@ function addLines(found: Found, shown: string, opened: MatchedLines): boolean {
   return true;
 }
 
-/** Files opened ahead while ripgrep goes on (in order; each at most 2 MiB of text). */
+/** Files opened ahead while ripgrep goes on (in order; each holds only the lines it shows). */
 const READ_AHEAD_FILES = 8;
 
 let matchingLinesOf: ((lines: string[], re: CompiledRe2, max: number) => number[]) | undefined;
