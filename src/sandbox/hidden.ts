@@ -7,7 +7,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
-import { isInside } from "../tools/path-inside.js";
+import { isInside, isInsideNormal, isNormalAbsolute } from "../tools/path-inside.js";
 
 /**
  * Credential stores hidden from sandboxed commands, relative to the home folder: a folder is
@@ -29,7 +29,10 @@ export function hideFromSandbox(p: string): void {
 /** Bumped when `extraHidden` grows, so the file tools' cached list knows it is stale. */
 let extraHiddenVersion = 0;
 
-/** The hidden paths as the file tools check them, and for each workspace those that count below it. */
+/**
+ * The hidden paths as the file tools check them (each resolved: in normal form), and for each
+ * workspace those that count below it.
+ */
 let hiddenForTools: { key: string; paths: string[]; below: Map<string, string[]> } | undefined;
 /** Workspaces whose relevant hidden paths are kept (a bridge serves a few). */
 const MAX_ROOTS_KEPT = 16;
@@ -62,6 +65,8 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
     below = hiddenForTools.paths.filter((h) => !isInside(h, root));
     hiddenForTools.below.set(root, below);
   }
+  // `real` is checked for normal form once, not once per hidden path (a search asks for each file it shows).
+  if (isNormalAbsolute(real)) return below.some((h) => isInsideNormal(h, real));
   return below.some((h) => isInside(h, real));
 }
 

@@ -5,7 +5,7 @@
 import * as path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isInside } from "../../src/tools/path-inside.js";
+import { isInside, isNormalAbsolute } from "../../src/tools/path-inside.js";
 
 /** The answer from `path.relative` alone (what isInside was before the string comparison). */
 function insideByRelative(root: string, candidate: string): boolean {
@@ -28,6 +28,16 @@ describe("isInside", () => {
         expect(isInside(candidate, root)).toBe(insideByRelative(candidate, root));
       }),
       { numRuns: 5000 },
+    );
+  });
+
+  it("takes what path.resolve gives as normal form (the hidden paths are compared as strings on that ground)", () => {
+    fc.assert(
+      fc.property(absolute, (p) => {
+        expect(isNormalAbsolute(path.resolve(p))).toBe(true);
+        if (isNormalAbsolute(p)) expect(path.resolve(p)).toBe(p);
+      }),
+      { numRuns: 2000 },
     );
   });
 
