@@ -7,7 +7,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
-import { isInside } from "../tools/path-inside.js";
+import { isInside, isInsideNormal, isNormalAbsolute } from "../tools/path-inside.js";
 
 /**
  * Credential stores hidden from sandboxed commands, relative to the home folder: a folder is
@@ -29,7 +29,13 @@ export function hideFromSandbox(p: string): void {
 /** Bumped when `extraHidden` grows, so the file tools' cached list knows it is stale. */
 let extraHiddenVersion = 0;
 
-let hiddenForTools: { key: string; paths: string[] } | undefined;
+/**
+ * The hidden paths as the file tools check them (each resolved: in normal form), and for each
+ * workspace those that count below it.
+ */
+let hiddenForTools: { key: string; paths: string[]; below: Map<string, string[]> } | undefined;
+/** Workspaces whose relevant hidden paths are kept (a bridge serves a few). */
+const MAX_ROOTS_KEPT = 16;
 
 /**
  * Whether the real path `real` is in a hidden path (a credential store, HARNESS_SANDBOX_HIDE,
@@ -51,9 +57,17 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
         // not there yet: its name still counts
       }
     }
-    hiddenForTools = { key, paths: [...paths] };
+    hiddenForTools = { key, paths: [...paths], below: new Map() };
   }
-  return hiddenForTools.paths.some((h) => !isInside(h, root) && isInside(h, real));
+  let below = hiddenForTools.below.get(root);
+  if (!below) {
+    if (hiddenForTools.below.size >= MAX_ROOTS_KEPT) hiddenForTools.below.clear();
+    below = hiddenForTools.paths.filter((h) => !isInside(h, root));
+    hiddenForTools.below.set(root, below);
+  }
+  // `real` is checked for normal form once, not once per hidden path (a search asks for each file it shows).
+  if (isNormalAbsolute(real)) return below.some((h) => isInsideNormal(h, real));
+  return below.some((h) => isInside(h, real));
 }
 
 export function wantedHidden(env: NodeJS.ProcessEnv): string[] {

@@ -13,11 +13,11 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { isConfined, isInside, resolveInWorkspace } from "./workspace.js";
 import { GitignoreFilter, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
-import { GREP_MAX_FILE_BYTES, numberedLines, openNamed, readCandidate, splitLines, type Candidate, type OpenCandidate } from "./search/files.js";
+import { GREP_MAX_FILE_BYTES, linesAt, openNamed, readBytes, readCandidate, readMatchedLines, splitLines, type MatchedLines, type OpenCandidate } from "./search/files.js";
 import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
 import { findRipgrep } from "./search/ripgrep.js";
 import { comparePaths } from "./search/order.js";
-import { ripgrepLineNumbers, ripgrepSearch } from "./search/ripgrep-grep.js";
+import { ripgrepMatches, ripgrepSearch } from "./search/ripgrep-grep.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { haveDescriptorPaths } from "./descriptor-paths.js";
 
@@ -67,38 +67,23 @@ interface Found {
   binary: boolean;
 }
 
-/** A file opened race-free (search/files.ts) and, if it is text, read into lines. */
-type Opened = Exclude<Candidate, { kind: "text" }> | { kind: "text"; lines: string[] };
-
-/** A candidate's lines: all of them, or (`numbers`: ripgrep's matches) only those (search/files.ts). */
-function linesOf(cand: Candidate, numbers?: readonly number[]): Opened {
-  if (cand.kind !== "text") return cand;
-  return { kind: "text", lines: numbers ? numberedLines(cand.bytes, numbers) : splitLines(cand.bytes.toString("utf8")) };
-}
-
-async function openAndRead(open: OpenCandidate, abs: string, numbers?: readonly number[]): Promise<Opened> {
-  // ripgrep's numbers: the file is read no further than the last of them.
-  return linesOf(await readCandidate(open, abs, numbers ? numbers.reduce((a, b) => Math.max(a, b), 0) : Infinity), numbers);
-}
-
-/** Adds a file's matching lines (1-based `numbers`) to `found`; returns whether to go on. */
-function addLines(found: Found, shown: string, opened: Opened, numbers: (lines: string[]) => number[]): boolean {
+/** Adds a file's matching lines (read race-free, search/files.ts) to `found`; returns whether to go on. */
+function addLines(found: Found, shown: string, opened: MatchedLines): boolean {
   if (opened.kind === "large") found.skippedLarge++;
   if (opened.kind === "binary") found.binary = true;
   if (opened.kind !== "text") return true;
-  for (const n of numbers(opened.lines)) {
-    if (n > opened.lines.length) continue; // the file shrank since ripgrep read it
+  for (const [n, line] of opened.lines) {
     if (found.out.length >= GREP_MAX_MATCHES) {
       found.capped = true;
       found.stoppedAt = shown;
       return false;
     }
-    found.out.push(`${shown}:${n}:${cutLine(opened.lines[n - 1])}`);
+    found.out.push(`${shown}:${n}:${cutLine(line)}`);
   }
   return true;
 }
 
-/** Files opened ahead while ripgrep goes on (in order; each at most 2 MiB of text). */
+/** Files opened ahead while ripgrep goes on (in order; each holds only the lines it shows). */
 const READ_AHEAD_FILES = 8;
 
 let matchingLinesOf: ((lines: string[], re: CompiledRe2, max: number) => number[]) | undefined;
@@ -171,19 +156,22 @@ export const grepTool: Tool = {
       if (done) {
         // nothing to search
       } else if (rg && single) {
-        // ripgrep searches the bytes read here, through its stdin.
+        // ripgrep searches the bytes read here, through its stdin; its lines are taken from them as a folder search's are from each file.
         const cand = await readCandidate(named, target);
-        const numbers = cand.kind === "text" ? await ripgrepLineNumbers({ rg, pattern: parsed.rust!, input: cand.bytes, maxPerFile: wanted(), signal: ctx.signal }) : [];
-        addLines(found, toPosix(requested), linesOf(cand, numbers), () => numbers);
+        const opened: MatchedLines =
+          cand.kind === "text"
+            ? { kind: "text", lines: await linesAt(readBytes(cand.bytes), cand.bytes.length, await ripgrepMatches({ rg, pattern: parsed.rust!, input: cand.bytes, maxPerFile: wanted(), signal: ctx.signal })) }
+            : cand;
+        addLines(found, toPosix(requested), opened);
         done = true;
       } else if (rg) {
         const place = await ripgrepPlace(insideWs ? workspace : target, target);
-        const ahead: { shown: string; numbers: number[]; opened: Promise<Opened> }[] = [];
+        const ahead: { shown: string; count: number; opened: Promise<MatchedLines> }[] = [];
         let aheadLines = 0;
         const next = async (): Promise<boolean> => {
           const item = ahead.shift()!;
-          aheadLines -= item.numbers.length;
-          return addLines(found, item.shown, await item.opened, () => item.numbers);
+          aheadLines -= item.count;
+          return addLines(found, item.shown, await item.opened);
         };
         const run = place
           ? await ripgrepSearch({
@@ -194,12 +182,12 @@ export const grepTool: Tool = {
               maxPerFile: GREP_MAX_MATCHES + 1,
               signal: ctx.signal,
               onFile: (abs, all) => {
-                // Lines past the cap are never shown: the file is read no further than the one that reaches it.
-                const numbers = all.slice(0, Math.max(1, wanted() - aheadLines));
-                const opened = openAndRead(listed, abs, numbers);
+                // Lines past the cap are never shown: they are not read.
+                const matches = all.slice(0, Math.max(1, wanted() - aheadLines));
+                const opened = readMatchedLines(listed, abs, matches);
                 opened.catch(() => undefined);
-                ahead.push({ shown: display(abs), numbers, opened });
-                aheadLines += numbers.length;
+                ahead.push({ shown: display(abs), count: matches.length, opened });
+                aheadLines += matches.length;
                 // Opened ahead are at most READ_AHEAD_FILES, and none past the files whose lines (as
                 // ripgrep numbered them) already reach the cap: ripgrep waits meanwhile.
                 const full = () => ahead.length >= READ_AHEAD_FILES || (ahead.length > 0 && aheadLines >= wanted());
@@ -233,8 +221,13 @@ export const grepTool: Tool = {
         let lastYield = Date.now();
         for (const abs of files) {
           ctx.signal.throwIfAborted();
-          const opened = await openAndRead(single ? named : listed, abs);
-          if (!addLines(found, single ? toPosix(requested) : display(abs), opened, (lines) => match(lines, re, wanted()).map((n) => n + 1))) break;
+          const cand = await readCandidate(single ? named : listed, abs);
+          let opened: MatchedLines;
+          if (cand.kind === "text") {
+            const lines = splitLines(cand.bytes.toString("utf8"));
+            opened = { kind: "text", lines: match(lines, re, wanted()).map((i) => [i + 1, lines[i]]) };
+          } else opened = cand;
+          if (!addLines(found, single ? toPosix(requested) : display(abs), opened)) break;
           if (Date.now() - lastYield > 10) {
             await yieldToLoop(); // re2js runs on this thread: let other sessions and a cancel in
             lastYield = Date.now();

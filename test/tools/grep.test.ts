@@ -76,6 +76,25 @@ describe("grep", () => {
     expect(await run({ pattern: "needle 3 ", path: "big" })).toBe(`big/data.txt:3:needle 3 ${"é".repeat(40)}`);
   });
 
+  it("a UTF-8 byte order mark is the first line's first character, on both engines (ripgrep runs with --encoding=none)", async () => {
+    writeTree(sb.ws, { "bom/b.txt": "\uFEFFneedle first\r\nneedle second\n" });
+    expect(await run({ pattern: "^needle", path: "bom" })).toBe("bom/b.txt:2:needle second");
+    expect(await run({ pattern: "^needle", path: "bom/b.txt" })).toBe("bom/b.txt:2:needle second");
+    expect(await run({ pattern: "needle", path: "bom" })).toBe("bom/b.txt:1:\uFEFFneedle first\nbom/b.txt:2:needle second");
+  });
+
+  it("lines of a file found binary do not count toward the cap: the search goes on past it (ripgrep numbered 501 of them)", async () => {
+    const many = Array.from({ length: 600 }, (_, i) => `needle ${i}`).join("\n");
+    writeTree(sb.ws, { "bin/a.dat": `\0${many}\n`, "bin/b.txt": "needle b1\nno\nneedle b2\n" });
+    expect(await run({ pattern: "needle", path: "bin" })).toBe("bin/b.txt:1:needle b1\nbin/b.txt:3:needle b2");
+    writeTree(sb.ws, { "bin/c.txt": `${many}\n` });
+    const out = (await run({ pattern: "needle", path: "bin" })).split("\n");
+    expect(out.slice(0, 2)).toEqual(["bin/b.txt:1:needle b1", "bin/b.txt:3:needle b2"]);
+    expect(out).toHaveLength(GREP_MAX_MATCHES + 1);
+    expect(out[GREP_MAX_MATCHES - 1]).toBe("bin/c.txt:498:needle 497");
+    expect(out[GREP_MAX_MATCHES]).toMatch(/^\[stopped after 500 matches/);
+  });
+
   it("reports no match plainly", async () => {
     expect(await run({ pattern: "zzz" })).toMatch(/^No matches for \/zzz\//);
   });

@@ -1,10 +1,10 @@
 /**
  * What both grep engines do with one candidate file: open it race-free, skip it
- * when too large or binary, and cut its text into lines. Every line shown to the model comes from
- * a descriptor opened here, so a file listed through a folder swapped for a symbolic link is
- * refused or read from inside the workspace, never from outside. The text is decoded by the
- * caller: all of it to match every line (the built-in engine, `splitLines`), or only the lines
- * ripgrep numbered (`numberedLines`).
+ * when too large or binary, and read its text: all of it, to match every line (the built-in
+ * engine, `readCandidate`, `splitLines`), or only the lines ripgrep matched (`readMatchedLines`).
+ * Every line shown to the model comes from a descriptor opened here, so a file listed through a
+ * folder swapped for a symbolic link is refused or read from inside the workspace, never from
+ * outside.
  */
 import * as fs from "node:fs";
 import { promisify } from "node:util";
@@ -48,11 +48,11 @@ const readAsync = promisify(fs.read);
 
 /**
  * Opens `abs` with `open` (race-free: `openNamed`, or `ShownPathCheck.openShownFile` for a name
- * a walk listed), classifies it and, if it is text, reads it — at most the size seen at open, so
- * a growing file cannot exceed the cap; with `lines`, no further than the end of that many
- * lines (ripgrep numbered the ones wanted) — and closes it.
+ * a walk listed) and classifies it; `use` gets the descriptor's bytes (never more than the size
+ * seen at open, so a growing file cannot exceed the cap) and the first of them, which the binary
+ * sniff read. The file is closed when `use` is done.
  */
-export async function readCandidate(open: OpenCandidate, abs: string, lines = Infinity): Promise<Candidate> {
+async function withCandidate<T>(open: OpenCandidate, abs: string, headBytes: number, use: (read: ReadAt, size: number, head: Buffer) => Promise<T>): Promise<T | Exclude<Candidate, { kind: "text" }>> {
   let opened;
   try {
     opened = await open(abs);
@@ -64,9 +64,10 @@ export async function readCandidate(open: OpenCandidate, abs: string, lines = In
   const { fd, size } = opened;
   try {
     if (size > GREP_MAX_FILE_BYTES) return { kind: "large" };
-    const buf = await readUpTo(fd, size, lines);
-    if (buf.subarray(0, GREP_BINARY_SNIFF_BYTES).includes(0)) return { kind: "binary" };
-    return { kind: "text", bytes: buf };
+    const read = readFd(fd, size);
+    const head = await read(0, Math.min(size, Math.max(headBytes, GREP_BINARY_SNIFF_BYTES)));
+    if (head.subarray(0, GREP_BINARY_SNIFF_BYTES).includes(0)) return { kind: "binary" };
+    return await use(read, size, head);
   } catch (err) {
     rethrowIfOutOfDescriptors(err);
     return { kind: "unreadable" };
@@ -75,25 +76,104 @@ export async function readCandidate(open: OpenCandidate, abs: string, lines = In
   }
 }
 
-/** Past the first `SYNC_READ_BYTES`, a read of the first `lines` lines asks for this much at a time. */
-const LINES_READ_BYTES = 256 * 1024;
+/** Opens `abs` race-free (see `withCandidate`) and, if it is text, reads all of it (the built-in engine matches every line). */
+export function readCandidate(open: OpenCandidate, abs: string): Promise<Candidate> {
+  return withCandidate(open, abs, SYNC_READ_BYTES, async (read, size, head) => {
+    const rest = head.length < size ? await read(head.length, size - head.length) : undefined;
+    return { kind: "text", bytes: rest ? Buffer.concat([head, rest]) : head };
+  });
+}
 
-/** Reads at most `size` bytes from the start of the file, stopping once `lines` newlines were read. */
-async function readUpTo(fd: number, size: number, lines: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(size);
+/** A line ripgrep matched: its 1-based number and the byte offset where it starts (`--byte-offset`). */
+export interface LineMatch {
+  line: number;
+  offset: number;
+}
+
+/** A candidate's lines that ripgrep matched, as `[number, text]`. */
+export type MatchedLines = Exclude<Candidate, { kind: "text" }> | { kind: "text"; lines: [number, string][] };
+
+/**
+ * Opens `abs` race-free (see `withCandidate`) and, if it is text, reads only the lines `matches`
+ * (`linesAt`): ripgrep found them, and a file is shown by a few of its lines, often near the top
+ * of a large one (bench/README.md).
+ */
+export function readMatchedLines(open: OpenCandidate, abs: string, matches: readonly LineMatch[]): Promise<MatchedLines> {
+  return withCandidate(open, abs, GREP_BINARY_SNIFF_BYTES, async (read, size, head) => ({ kind: "text", lines: await linesAt(read, size, matches, head) }));
+}
+
+/** Reads up to `len` bytes at `pos` (fewer at the end of the data). */
+export type ReadAt = (pos: number, len: number) => Promise<Buffer>;
+
+/** Reads of descriptor `fd`, never past `size` (the size seen at open). */
+function readFd(fd: number, size: number): ReadAt {
+  return async (pos, len) => {
+    const want = Math.max(0, Math.min(len, size - pos));
+    const buf = Buffer.allocUnsafe(want);
+    const bytesRead = want === 0 ? 0 : want <= SYNC_READ_BYTES ? fs.readSync(fd, buf, 0, want, pos) : (await readAsync(fd, buf, 0, want, pos)).bytesRead;
+    return buf.subarray(0, bytesRead);
+  };
+}
+
+/** The reads of bytes already in memory (a single file, read whole to be piped to ripgrep). */
+export function readBytes(bytes: Buffer): ReadAt {
+  return async (pos, len) => bytes.subarray(pos, pos + len);
+}
+
+/**
+ * Bytes a line's read asks for first (lines near it come with it); a longer line is read on in
+ * steps as large as what was read so far (doubling: a minified line of a MiB takes ~8 reads).
+ * Small reads, because what a capped search costs is mostly per file and per byte: most shown
+ * lines are short, and each file's first `GREP_BINARY_SNIFF_BYTES` are read anyway.
+ */
+const LINE_WINDOW_BYTES = 4 * 1024;
+
+/**
+ * The text of the lines `matches` (in increasing offsets) of data of `size` bytes read with
+ * `read` (`head`: its first bytes, already read), each as `splitLines` of the whole decoded text
+ * gives it: up to the next `\n` or the end, one `\r` before that end dropped. A UTF-8 sequence
+ * never holds the byte `\n`, so decoding line by line gives what decoding the whole text would.
+ * Nothing but those lines (and the byte before each) is read, and each is decoded alone.
+ *
+ * A match that does not start a line of these bytes — at or past their end, or not after a
+ * `\n` — is dropped: the file changed since ripgrep read it (or ripgrep read another file, through
+ * a folder swapped meanwhile); its offsets are applied to the bytes opened here, or not at all.
+ * `window`/`grow` are the read sizes (tests make them small to cross read boundaries).
+ */
+export async function linesAt(
+  read: ReadAt,
+  size: number,
+  matches: readonly LineMatch[],
+  head: Buffer = Buffer.alloc(0),
+  window = LINE_WINDOW_BYTES,
+  grow = LINE_WINDOW_BYTES,
+): Promise<[number, string][]> {
+  const out: [number, string][] = [];
+  // The bytes read last, from `at` on: lines near each other share one read.
+  let buf = head;
   let at = 0;
-  let newlines = 0;
-  while (at < size && newlines < lines) {
-    const want = lines === Infinity ? size - at : Math.min(size - at, at === 0 ? SYNC_READ_BYTES : LINES_READ_BYTES);
-    const bytesRead = want <= SYNC_READ_BYTES ? fs.readSync(fd, buf, at, want, at) : (await readAsync(fd, buf, at, want, at)).bytesRead;
-    if (bytesRead === 0) break;
-    if (lines !== Infinity) {
-      const read = buf.subarray(0, at + bytesRead);
-      for (let i = read.indexOf(10, at); i !== -1; i = read.indexOf(10, i + 1)) newlines++;
+  for (const { line, offset } of matches) {
+    if (offset >= size) continue;
+    const from = Math.max(0, offset - 1); // the byte before the line must be a newline
+    if (from < at || offset >= at + buf.length) {
+      at = from;
+      buf = await read(from, Math.min(Math.max(window, offset - from + 1), size - from));
     }
-    at += bytesRead;
+    if (offset >= at + buf.length) continue; // the data ended early (the file shrank)
+    if (offset > 0 && buf[offset - 1 - at] !== 10) continue;
+    let end = buf.indexOf(10, offset - at);
+    while (end === -1 && at + buf.length < size) {
+      const more = await read(at + buf.length, Math.max(grow, buf.length));
+      if (more.length === 0) break;
+      const scanned = buf.length;
+      buf = Buffer.concat([buf, more]);
+      end = buf.indexOf(10, scanned);
+    }
+    if (end === -1) end = buf.length;
+    const start = offset - at;
+    out.push([line, buf.toString("utf8", start, end > start && buf[end - 1] === 13 ? end - 1 : end)]);
   }
-  return buf.subarray(0, at);
+  return out;
 }
 
 /**
@@ -108,29 +188,5 @@ export function splitLines(text: string): string[] {
   const last = lines.length - 1;
   // A final CR ends the line too (a last line without "\n"); a last line ended by "\n" loses one CR, as every other line does.
   if (last >= 0 && !normal.endsWith("\n") && lines[last].endsWith("\r")) lines[last] = lines[last].slice(0, -1);
-  return lines;
-}
-
-/**
- * Lines `numbers` (1-based) of `bytes`, each as `splitLines` of the whole decoded text gives it,
- * in an array as long as the text's lines up to the largest of them (the others are holes).
- * Only those lines are decoded, and nothing past the largest is scanned: ripgrep numbered the
- * matching lines of a file, often a few near the top of a large one, and the grep shows only
- * them (bench/README.md). A UTF-8 sequence never holds the byte `\n`, so decoding line by line
- * gives what decoding the whole text would.
- */
-export function numberedLines(bytes: Buffer, numbers: readonly number[]): string[] {
-  const wanted = new Set(numbers);
-  const last = numbers.reduce((a, b) => Math.max(a, b), 0);
-  const lines: string[] = [];
-  let count = 0;
-  for (let start = 0; count < last && start < bytes.length; ) {
-    const newline = bytes.indexOf(10, start);
-    const end = newline === -1 ? bytes.length : newline;
-    count++;
-    if (wanted.has(count)) lines[count - 1] = bytes.toString("utf8", start, end > start && bytes[end - 1] === 13 ? end - 1 : end);
-    start = end + 1;
-  }
-  lines.length = count;
   return lines;
 }

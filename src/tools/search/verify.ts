@@ -46,8 +46,10 @@ export class ShownPathCheck {
   /** Folders refused (gone, a link, not a folder, outside): never opened again in this search. */
   private readonly refused = new Set<string>();
   private realRoot: Promise<string>;
+  private readonly resolvedWorkspace: string;
 
   constructor(private readonly workspace: string) {
+    this.resolvedWorkspace = path.resolve(workspace);
     this.realRoot = fsp.realpath(workspace);
     this.realRoot.catch(() => undefined); // awaited (and its error handled) only when a path is checked
   }
@@ -70,7 +72,7 @@ export class ShownPathCheck {
     let fd: number;
     try {
       // The workspace path itself may be a link (e.g. /tmp → /private/tmp); below it, none is followed.
-      const noFollow = path.resolve(dir) === path.resolve(this.workspace) ? 0 : C.O_NOFOLLOW;
+      const noFollow = path.resolve(dir) === this.resolvedWorkspace ? 0 : C.O_NOFOLLOW;
       fd = this.retryStarved(() => fs.openSync(dir, C.O_RDONLY | C.O_DIRECTORY | noFollow));
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
@@ -197,7 +199,7 @@ export class ShownPathCheck {
   }
 
   async close(): Promise<void> {
-    for (const d of this.held.values()) fs.close(d.fd, () => undefined);
+    for (const d of this.held.values()) fs.closeSync(d.fd); // a folder descriptor: closing it never waits
     this.held.clear();
   }
 }
