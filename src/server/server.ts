@@ -30,6 +30,7 @@ import { compactSession, deleteSession, forkSession, listSessions, readSession }
 import { toRpcError } from "./rpc-errors.js";
 import { checkBudget, steerSession } from "./turn-control-handlers.js";
 import { rewindSession } from "./rewind-handler.js";
+import { evaluateChunk } from "./chunk.js";
 
 export { CLIENT_GONE_DRAIN_MS, DRAIN_DEADLINE_MS } from "./lifecycle.js";
 
@@ -40,6 +41,9 @@ export interface ServerOptions extends ProcessSettings {
 }
 
 type Schemas = typeof import("../protocol/schemas.js");
+
+/** Set by scripts/build.mjs to the schemas' chunk (zod with them); undefined when run from source. */
+declare const __SCHEMAS_CHUNK__: string | undefined;
 type ParamsSchema = keyof Schemas & `${string}ParamsSchema`;
 type Params<K extends ParamsSchema> = ReturnType<Schemas[K]["parse"]>;
 /** A method's handler, from its raw params to its result (see `HarnessServer.methods`). */
@@ -179,7 +183,7 @@ export class HarnessServer {
 
   /** zod and the schemas: loaded after `initialize` answered (or by an `initialize` that needs them), not at start-up. */
   private loadSchemas(): Promise<Schemas> {
-    this.schemas ??= import("../protocol/schemas.js");
+    this.schemas ??= typeof __SCHEMAS_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk<Schemas>(__SCHEMAS_CHUNK__ as string)) : import("../protocol/schemas.js");
     return this.schemas;
   }
 
