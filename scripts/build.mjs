@@ -173,16 +173,21 @@ const seaConfig = `sea-config-${arch}.json`;
 // the whole bundle, and print a warning: test/server/e2e-lifecycle.test.ts, "--version").
 const seaExecArgv = ["--min-semi-space-size=4"];
 // Each chunk's code cache (scripts/chunk-cache.cjs), made like the blob's: by the target's node,
-// under the binary's flags and the fixed seed, named relative to build/.
+// under the binary's flags and the fixed seed, named relative to build/. Unlike the blob's, it is
+// made after evaluating the chunk, and what an evaluation leaves compiled depends on V8's helper
+// threads (concurrent GC ages and flushes bytecode, lazy functions compile in the background):
+// --predictable runs all of it on the main thread, so the bytes are the same on every build, and
+// V8 leaves it out of the flag hash, so the binary (without it) accepts the cache
+// (test/dist-build/ checks both).
 try {
-  execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", ...seaExecArgv, path.join(root, "scripts", "chunk-cache.cjs"), ...chunks.map((c) => c.name)], {
+  execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", "chunk-cache.cjs"), arch, ...chunks.map((c) => c.name)], {
     cwd: buildDir,
     stdio: ["ignore", "ignore", "inherit"],
   });
 } catch (err) {
   fail(`making the chunks' code caches with ${target.run.join(" ")} failed (${err.message})`);
 }
-step(`code caches: ${chunks.map((c) => `${c.name}.cache ${fs.statSync(path.join(buildDir, `${c.name}.cache`)).size} bytes`).join(", ")}`);
+step(`code caches: ${chunks.map((c) => `${c.name}.${arch}.cache ${fs.statSync(path.join(buildDir, `${c.name}.${arch}.cache`)).size} bytes`).join(", ")}`);
 fs.writeFileSync(
   path.join(buildDir, seaConfig),
   JSON.stringify({
@@ -191,7 +196,7 @@ fs.writeFileSync(
     disableExperimentalSEAWarning: true,
     useCodeCache: true,
     execArgv: seaExecArgv,
-    assets: { ...Object.fromEntries(chunks.flatMap((c) => [c.name, `${c.name}.cache`].map((file) => [file, file]))), ...landlockAsset },
+    assets: { ...Object.fromEntries(chunks.flatMap((c) => [[c.name, c.name], [`${c.name}.cache`, `${c.name}.${arch}.cache`]])), ...landlockAsset },
   }),
 );
 try {
