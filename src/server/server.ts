@@ -40,10 +40,10 @@ export interface ServerOptions extends ProcessSettings {
   exit: (code: number) => void;
 }
 
-type Schemas = typeof import("../protocol/schemas.js");
-
 /** Set by scripts/build.mjs to the schemas' chunk (zod with them); undefined when run from source. */
 declare const __SCHEMAS_CHUNK__: string | undefined;
+
+type Schemas = typeof import("../protocol/schemas.js");
 type ParamsSchema = keyof Schemas & `${string}ParamsSchema`;
 type Params<K extends ParamsSchema> = ReturnType<Schemas[K]["parse"]>;
 /** A method's handler, from its raw params to its result (see `HarnessServer.methods`). */
