@@ -178,15 +178,16 @@ const seaExecArgv = ["--min-semi-space-size=4"];
 // threads (concurrent GC ages and flushes bytecode, lazy functions compile in the background):
 // --predictable runs all of it on the main thread, so the bytes are the same on every build, and
 // V8 leaves it out of the flag hash, so the binary (without it) accepts the cache
-// (test/dist-build/ checks both).
-try {
-  execFileSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", "chunk-cache.cjs"), arch, ...chunks.map((c) => c.name)], {
-    cwd: buildDir,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-} catch (err) {
-  fail(`making the chunks' code caches with ${target.run.join(" ")} failed (${err.message})`);
-}
+// (test/dist-build/ checks both). It also depends on what the evaluation sees of its process: the
+// caches differed with stderr a file rather than a pipe, so the run gets no environment and the
+// same stdio on every build.
+const caching = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", "chunk-cache.cjs"), arch, ...chunks.map((c) => c.name)], {
+  cwd: buildDir,
+  env: {},
+  stdio: ["ignore", "ignore", "pipe"],
+  encoding: "utf8",
+});
+if (caching.status !== 0) fail(`making the chunks' code caches with ${target.run.join(" ")} failed (${caching.error?.message ?? `exit ${caching.status ?? caching.signal}`}): ${caching.stderr}`);
 step(`code caches: ${chunks.map((c) => `${c.name}.${arch}.cache ${fs.statSync(path.join(buildDir, `${c.name}.${arch}.cache`)).size} bytes`).join(", ")}`);
 fs.writeFileSync(
   path.join(buildDir, seaConfig),
