@@ -76,8 +76,15 @@ const defines = { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta
 // (src/server/mcp-loader.ts); the tracer (src/tracing/index.ts), when an OTEL variable asks for
 // traces (src/server/tracing-loader.ts); the session viewer (src/viewer/index.ts, `harness-bridge
 // view`, src/viewer-loader.ts), which --stdio never evaluates, its page's files embedded in it as
-// strings (`?raw` imports, the raw-text plugin). In the main bundle each one's import stays
-// external and unused, and a define names the chunk to evaluate instead (src/server/chunk.ts).
+// strings (`?raw` imports, the raw-text plugin); the provider's HTTP client (undici and the SSE
+// parser, src/providers/openai-compatible/http-client.ts), on the first model request; the
+// request schemas with zod (src/protocol/schemas.ts), once `initialize` has answered; the tools'
+// npm packages (src/tools/packages.ts: re2js, ignore, tinyglobby, picomatch, Ajv), on the first
+// use of any of them. So the main bundle holds no npm package (test/startup-imports.test.ts). In the main
+// bundle each one's import stays external and unused, and a define names the chunk to evaluate
+// instead (src/server/chunk.ts). A chunk is bundled whole, with its own copy of every module it
+// imports: an entry must import no module whose state or classes the main bundle shares (these
+// import npm packages and constants only).
 const rawText = {
   name: "raw-text",
   setup(build) {
@@ -89,6 +96,15 @@ const chunks = [
   { name: "mcp-client.cjs", entry: path.join("mcp", "index.ts"), importer: path.join("server", "mcp-loader.ts"), specifier: /\/mcp\/index\.js$/, define: "__MCP_CHUNK__" },
   { name: "tracing.cjs", entry: path.join("tracing", "index.ts"), importer: path.join("server", "tracing-loader.ts"), specifier: /\/tracing\/index\.js$/, define: "__TRACING_CHUNK__" },
   { name: "viewer.cjs", entry: path.join("viewer", "index.ts"), importer: "viewer-loader.ts", specifier: /\/viewer\/index\.js$/, define: "__VIEWER_CHUNK__", plugins: [rawText] },
+  {
+    name: "http-client.cjs",
+    entry: path.join("providers", "openai-compatible", "http-client.ts"),
+    importer: path.join("providers", "openai-compatible", "provider.ts"),
+    specifier: /^\.\/http-client\.js$/,
+    define: "__HTTP_CHUNK__",
+  },
+  { name: "schemas.cjs", entry: path.join("protocol", "schemas.ts"), importer: path.join("server", "server.ts"), specifier: /\/protocol\/schemas\.js$/, define: "__SCHEMAS_CHUNK__" },
+  { name: "packages.cjs", entry: path.join("tools", "packages.ts"), importer: path.join("tools", "packages-loader.ts"), specifier: /^\.\/packages\.js$/, define: "__PACKAGES_CHUNK__" },
 ];
 const chunksExternal = {
   name: "chunks-external",
@@ -98,18 +114,30 @@ const chunksExternal = {
     }
   },
 };
-await esbuild.build({
+const main = await esbuild.build({
   ...common,
   entryPoints: [path.join(root, "src", "main.ts")],
   outfile: bundle,
+  metafile: true,
   define: { ...defines, ...landlockDefine, ...Object.fromEntries(chunks.map((c) => [c.define, JSON.stringify(c.name)])) },
   plugins: [chunksExternal],
 });
+// What went into the main bundle, for test/startup-imports.test.ts (inputs relative to the root).
+fs.writeFileSync(path.join(buildDir, "harness-bridge.meta.json"), `${JSON.stringify(Object.keys(main.metafile.inputs).sort(), null, 1)}\n`);
+// A chunk file is one function expression (src/server/chunk.ts): the bytes its code cache is made
+// from below are the bytes the bridge compiles.
 for (const chunk of chunks) {
-  await esbuild.build({ ...common, entryPoints: [path.join(root, "src", chunk.entry)], outfile: path.join(buildDir, chunk.name), define: defines, plugins: chunk.plugins ?? [] });
+  await esbuild.build({
+    ...common,
+    entryPoints: [path.join(root, "src", chunk.entry)],
+    outfile: path.join(buildDir, chunk.name),
+    define: defines,
+    plugins: chunk.plugins ?? [],
+    banner: { js: `(function (exports, require, module, __filename, __dirname) {${common.banner.js}` },
+    footer: { js: "})" },
+  });
 }
 step(`bundle ${fs.statSync(bundle).size} bytes; chunks: ${chunks.map((c) => `${c.name} ${fs.statSync(path.join(buildDir, c.name)).size} bytes`).join(", ")}`);
-
 
 /**
  * The node to copy, and how to run it (the blob's code cache must come from the target's V8):
@@ -144,6 +172,23 @@ const seaConfig = `sea-config-${arch}.json`;
 // flags: V8 rejects a code cache made under flags that change its code (start-up would then parse
 // the whole bundle, and print a warning: test/server/e2e-lifecycle.test.ts, "--version").
 const seaExecArgv = ["--min-semi-space-size=4"];
+// Each chunk's code cache (scripts/chunk-cache.cjs), made like the blob's: by the target's node,
+// under the binary's flags and the fixed seed, named relative to build/. Unlike the blob's, it is
+// made after evaluating the chunk, and what an evaluation leaves compiled depends on V8's helper
+// threads (concurrent GC ages and flushes bytecode, lazy functions compile in the background):
+// --predictable runs all of it on the main thread, so the bytes are the same on every build, and
+// V8 leaves it out of the flag hash, so the binary (without it) accepts the cache
+// (test/dist-build/ checks both). It also depends on what the evaluation sees of its process: the
+// caches differed with stderr a file rather than a pipe, so the run gets no environment and the
+// same stdio on every build.
+const caching = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", "chunk-cache.cjs"), arch, ...chunks.map((c) => c.name)], {
+  cwd: buildDir,
+  env: {},
+  stdio: ["ignore", "ignore", "pipe"],
+  encoding: "utf8",
+});
+if (caching.status !== 0) fail(`making the chunks' code caches with ${target.run.join(" ")} failed (${caching.error?.message ?? `exit ${caching.status ?? caching.signal}`}): ${caching.stderr}`);
+step(`code caches: ${chunks.map((c) => `${c.name}.${arch}.cache ${fs.statSync(path.join(buildDir, `${c.name}.${arch}.cache`)).size} bytes`).join(", ")}`);
 fs.writeFileSync(
   path.join(buildDir, seaConfig),
   JSON.stringify({
@@ -152,7 +197,7 @@ fs.writeFileSync(
     disableExperimentalSEAWarning: true,
     useCodeCache: true,
     execArgv: seaExecArgv,
-    assets: { ...Object.fromEntries(chunks.map((c) => [c.name, c.name])), ...landlockAsset },
+    assets: { ...Object.fromEntries(chunks.flatMap((c) => [[c.name, c.name], [`${c.name}.cache`, `${c.name}.${arch}.cache`]])), ...landlockAsset },
   }),
 );
 try {

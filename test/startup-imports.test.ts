@@ -5,10 +5,17 @@
  * as a namespace (`import * as fs`): the CommonJS bundle turns each such import into a copy of
  * every export of the module at load, a share of the start-up measured in bench/README.md
  * ("Cold start"); named imports are plain `require`s.
+ *
+ * And the main bundle, whose code cache every start of the binary deserializes, holds no npm
+ * package: undici (the provider's HTTP client), zod (with the request schemas) and the tools'
+ * packages are chunks of their own, evaluated on first use (scripts/build.mjs,
+ * src/server/chunk.ts). The build lists the bundle's inputs in build/harness-bridge.meta.json;
+ * the bundle is the one test/support/build-once.ts built for this run.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
+import { ROOT } from "./support/raw-client.js";
 
 const SRC = path.resolve(__dirname, "..", "src");
 // Value imports and re-exports (not `import type`, not `import()`) of a relative module.
@@ -36,5 +43,22 @@ describe("the start-up path (src/main.ts and what it imports statically)", () =>
     expect(files.map((f) => path.relative(SRC, f))).toEqual(expect.arrayContaining(["cli.ts", "server/initialize.ts", "sandbox/probe.ts"]));
     expect(files.map((f) => path.relative(SRC, f))).not.toContain("agent/runtime.ts");
     expect(files.filter((f) => NAMESPACE.test(fs.readFileSync(f, "utf8"))).map((f) => path.relative(SRC, f))).toEqual([]);
+  });
+});
+
+describe("the main bundle", () => {
+  it("holds no npm package, and none of the chunks' entries", () => {
+    const inputs = JSON.parse(fs.readFileSync(path.join(ROOT, "build", "harness-bridge.meta.json"), "utf8")) as string[];
+    expect(inputs).toEqual(expect.arrayContaining(["src/main.ts", "src/server/chunk.ts", "src/providers/openai-compatible/provider.ts"]));
+    expect(inputs.filter((input) => !input.startsWith("src/"))).toEqual([]);
+    for (const entry of ["src/providers/openai-compatible/http-client.ts", "src/protocol/schemas.ts", "src/tools/packages.ts", "src/mcp/index.ts", "src/tracing/index.ts", "src/viewer/index.ts"]) {
+      expect(inputs).not.toContain(entry);
+    }
+    // And the chunks hold the packages: undici's and zod's own strings are there, not in the bundle.
+    const main = fs.readFileSync(path.join(ROOT, "build", "harness-bridge.cjs"), "utf8");
+    for (const [chunk, marker] of [["http-client.cjs", "llhttp"], ["schemas.cjs", "$ZodError"], ["packages.cjs", "RE2JSSyntaxException"], ["packages.cjs", "strictTuples"]]) {
+      expect(fs.readFileSync(path.join(ROOT, "build", chunk!), "utf8")).toContain(marker);
+      expect(main).not.toContain(marker);
+    }
   });
 });

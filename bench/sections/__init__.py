@@ -9,11 +9,12 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Dict
 
-from sections import (checkpoints, client_tools, cold, death, memory, peers, resume, roundtrip, search, session_list, sessions,
-                      size, store, throughput)
+from sections import (checkpoints, client_tools, cold, death, first_request, memory, peers, resume, roundtrip, search, session_list,
+                      sessions, size, store, throughput)
 
 SECTIONS: Dict[str, ModuleType] = {
     "cold": cold,
+    "first-request": first_request,
     "throughput": throughput,
     "roundtrip": roundtrip,
     "peers": peers,

@@ -20,6 +20,7 @@ import type { JsonObject, JsonValue, ToolCallBlock } from "../protocol/index.js"
 import { FINAL_ANSWER_TOOL, MAX_OUTPUT_ATTEMPTS, type OutputInvalidReason } from "../protocol/index.js";
 import type { ToolSpec } from "../providers/types.js";
 import type { ToolOutput } from "../tools/types.js";
+import { loadPackages } from "../tools/packages-loader.js";
 
 /** Largest `outputSchema` accepted, as JSON. */
 export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024;
@@ -52,7 +53,7 @@ let engines: Promise<{ ajv: import("ajv/dist/2020.js").default }> | undefined;
 
 /** One Ajv for the process (its compiled schemas are cached by content; a schema that failed is not kept). */
 function loadAjv(): Promise<{ ajv: import("ajv/dist/2020.js").default }> {
-  engines ??= Promise.all([import("ajv/dist/2020.js"), import("re2js")]).then(([ajvModule, re2Module]) => {
+  engines ??= loadPackages().then(({ ajv2020: ajvModule, re2js: re2Module }) => {
     const Ajv = ((ajvModule as unknown as { default: AjvModule["default"] }).default ?? ajvModule) as AjvModule["default"];
     const { RE2JS } = re2Module as unknown as Re2Module;
     const regExp = Object.assign((pattern: string) => {

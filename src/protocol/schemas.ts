@@ -8,6 +8,11 @@
  * whatever zod costs to load is paid between spawn and the `initialize` response (figures:
  * bench/README.md, "Why the code does this").
  *
+ * In the single executable this module, with zod, is a chunk of its own (scripts/build.mjs,
+ * `schemas.cjs`), which server.ts evaluates once `initialize` has answered: nothing before that
+ * response needs zod. Nothing in the main bundle may import it statically
+ * (test/startup-imports.test.ts checks the bundle).
+ *
  * @module
  */
 import * as z from "zod/mini";
@@ -17,7 +22,7 @@ import { cwdProblem, effortProblem, nameProblem, userProblem } from "./initializ
 import { PERMISSION_MODES, THINKING_MODES, type InitializeParams, type PermissionMode, type SessionCancelParams, type SessionPromptParams, type ThinkingMode } from "./types.js";
 import { MAX_MCP_SERVERS, MCP_SERVER_NAME } from "./mcp-types.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy, type SessionPermissionParams, type SessionToolResultParams } from "./types.js";
-import { READ_LIMIT_MAX, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
+import { READ_LIMIT_MAX, SESSION_ID_PATTERN, type SessionDeleteParams, type SessionForkParams, type SessionListParams, type SessionReadParams } from "./sessions-types.js";
 import type { SessionCompactParams } from "./compaction-types.js";
 import type { SessionSteerParams } from "./turn-control-types.js";
 import type { SessionRewindParams } from "./checkpoint-types.js";
@@ -27,8 +32,7 @@ import { HOOK_NAMES, type HookName, type SessionHookParams } from "./hooks-types
 // expected and what came, which is what a client needs in a -32602.
 z.config(en());
 
-/** Session ids are file names in the durable store, so they are kept to a safe alphabet. */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+export { SESSION_ID_PATTERN };
 
 const sessionId = z
   .string()

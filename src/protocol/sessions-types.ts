@@ -80,6 +80,13 @@ export interface SessionDeleteResult {
   deleted: boolean;
 }
 
+/**
+ * Session ids are file names in the durable store, so they are kept to a safe alphabet. Here,
+ * not in schemas.ts, so that the store can test an id without loading zod (schemas.ts is a chunk
+ * of its own in the single executable).
+ */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
 /** Events per `session/read` page when `limit` is not given. */
 export const READ_LIMIT_DEFAULT = 200;
 /** The largest `limit` `session/read` accepts. */

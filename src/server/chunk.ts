@@ -1,28 +1,51 @@
 /**
  * Evaluates a chunk that scripts/build.mjs built beside the main bundle (the MCP client, the
- * tracer): read from the SEA's assets, or from the file next to the main bundle under plain
- * node, and run as a CommonJS module. Why chunks: esbuild's CommonJS bundle inlines dynamic
- * imports, so code that only some runs need would otherwise be parsed, and compiled into the
- * SEA's code cache, by every start of the bridge.
+ * tracer, the viewer, the provider's HTTP client, the request schemas): read from the SEA's
+ * assets, or from the file next to the main bundle under plain node, and run as a CommonJS
+ * module. Why chunks: esbuild's CommonJS bundle inlines dynamic imports, so code that only some
+ * runs need, or that nothing needs before the `initialize` response, would otherwise be in the
+ * main bundle, whose code cache every start of the bridge deserializes.
+ *
+ * A chunk file is one function expression, `(function (exports, require, module, __filename,
+ * __dirname) {…})`: scripts/build.mjs wraps esbuild's output so, and makes each chunk's V8 code
+ * cache from those same bytes with the embedded node (scripts/chunk-cache.cjs). In the single
+ * executable the cache is the asset `<chunk>.cache`; V8 accepts it only for the same source
+ * length, V8 version and flags, so the chunk's functions (those its evaluation compiled at build
+ * time) are not compiled again. Without the asset (plain node, whose V8 may differ) the chunk is
+ * compiled from its source, the same way.
  *
  * @module
  */
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import * as vm from "node:vm";
+import { Script } from "node:vm";
+
+type Sea = { isSea(): boolean; getAsset(key: string): ArrayBuffer; getAsset(key: string, encoding: string): string };
+type ChunkFunction = (exports: unknown, require: NodeJS.Require, module: { exports: unknown }, filename: string, dirname: string) => void;
+
+function seaAssets(): Sea | undefined {
+  try {
+    const sea = require("node:sea") as Sea;
+    return sea.isSea() ? sea : undefined;
+  } catch {
+    return undefined; // A node without node:sea: not a single executable.
+  }
+}
 
 export function evaluateChunk<T>(name: string): T {
-  let code: string | undefined;
-  try {
-    const sea = require("node:sea") as { isSea(): boolean; getAsset(key: string, encoding: string): string };
-    if (sea.isSea()) code = sea.getAsset(name, "utf8");
-  } catch {
-    // Not a single executable (or a node without node:sea): the chunk is a file.
-  }
+  const sea = seaAssets();
   const filename = path.join(__dirname, name);
-  code ??= readFileSync(filename, "utf8");
-  const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename });
+  const code = sea ? sea.getAsset(name, "utf8") : readFileSync(filename, "utf8");
+  let cachedData: Uint8Array | undefined;
+  try {
+    if (sea) cachedData = new Uint8Array(sea.getAsset(`${name}.cache`));
+  } catch {
+    // No cache for this chunk (a build that could not make one): compiled from source.
+  }
+  const script = new Script(code, { filename, cachedData });
+  // A rejected cache costs start-up time, not correctness; say so once, as node does for the blob's.
+  if (script.cachedDataRejected) process.emitWarning(`the code cache of ${name} was rejected; it is compiled from source`);
   const module = { exports: {} as T };
-  wrapper(module.exports, require, module, filename, path.dirname(filename));
+  (script.runInThisContext() as ChunkFunction)(module.exports, require, module, filename, path.dirname(filename));
   return module.exports;
 }

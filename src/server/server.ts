@@ -31,6 +31,7 @@ import { compactSession, deleteSession, forkSession, listSessions, readSession }
 import { toRpcError } from "./rpc-errors.js";
 import { checkBudget, steerSession } from "./turn-control-handlers.js";
 import { rewindSession } from "./rewind-handler.js";
+import { evaluateChunk } from "./chunk.js";
 
 export { CLIENT_GONE_DRAIN_MS, DRAIN_DEADLINE_MS } from "./lifecycle.js";
 
@@ -39,6 +40,9 @@ export interface ServerOptions extends ProcessSettings {
   /** Ends the process; called once, after stdout drained or the drain deadline passed. */
   exit: (code: number) => void;
 }
+
+/** Set by scripts/build.mjs to the schemas' chunk (zod with them); undefined when run from source. */
+declare const __SCHEMAS_CHUNK__: string | undefined;
 
 type Schemas = typeof import("../protocol/schemas.js");
 type ParamsSchema = keyof Schemas & `${string}ParamsSchema`;
@@ -186,7 +190,7 @@ export class HarnessServer {
 
   /** zod and the schemas: loaded after `initialize` answered (or by an `initialize` that needs them), not at start-up. */
   private loadSchemas(): Promise<Schemas> {
-    this.schemas ??= import("../protocol/schemas.js");
+    this.schemas ??= typeof __SCHEMAS_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk<Schemas>(__SCHEMAS_CHUNK__ as string)) : import("../protocol/schemas.js");
     return this.schemas;
   }
 

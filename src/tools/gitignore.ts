@@ -20,6 +20,7 @@ import type { Ignore, Options as IgnoreOptions } from "ignore";
 import { sortPaths } from "./search/order.js";
 import { isInside } from "./workspace.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
+import { loadPackages } from "./packages-loader.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -27,8 +28,7 @@ let ignoreFactory: IgnoreFactory | undefined;
 
 async function loadIgnore(): Promise<IgnoreFactory> {
   if (!ignoreFactory) {
-    const mod = (await import("ignore")) as unknown as { default: IgnoreFactory };
-    ignoreFactory = mod.default;
+    ignoreFactory = (await loadPackages()).ignore as unknown as IgnoreFactory;
   }
   return ignoreFactory;
 }
@@ -231,7 +231,7 @@ export async function listFiles(options: {
 }): Promise<string[]> {
   options.signal.throwIfAborted();
   await loadIgnore();
-  const { glob } = await import("tinyglobby");
+  const { glob } = (await loadPackages()).tinyglobby;
   const files = await glob(options.patterns, {
     cwd: options.cwd,
     dot: true,

@@ -13,6 +13,7 @@ import { GitignoreFilter, listFiles, patternEscapes, walkFiles } from "./gitigno
 import { ToolError, textOutput, type Tool } from "./types.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { RIPGREP_COMMON_FLAGS, findRipgrep, runRipgrep } from "./search/ripgrep.js";
+import { loadPackages } from "./packages-loader.js";
 
 /** Paths returned at most; the rest is counted and cut. */
 export const GLOB_MAX_RESULTS = 1000;
@@ -116,7 +117,7 @@ export const globTool: Tool = {
     try {
       let listed = false;
       const matcher = async () => {
-        const picomatch = ((await import("picomatch")) as unknown as { default: Picomatch }).default;
+        const picomatch = ((await loadPackages()).picomatch as unknown as { default: Picomatch }).default;
         let normal = pattern.endsWith("/") ? pattern.slice(0, -1) : pattern;
         normal = path.posix.normalize(normal);
         return picomatch(normal, { dot: true, posix: true });

@@ -24,7 +24,7 @@ describe("bench", () => {
         const out = path.join(dir, "results.md");
         const run = spawnSync(python, [path.join(root, "bench", "run.py"), "--quick", "--out", out], { cwd: root, encoding: "utf8", timeout: 90_000 });
         expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
-        for (const section of ["Cold start", "Event throughput", "Prompt round trip", "Round trip against the protocol SDKs", "Memory under a slow reader", "Size", "Durable log cost", "Bridge death", "Resume: spawn", "session/list over", "Client tool round trip", "Checkpoints: a bash turn"]) {
+        for (const section of ["Cold start", "First model request", "Event throughput", "Prompt round trip", "Round trip against the protocol SDKs", "Memory under a slow reader", "Size", "Durable log cost", "Bridge death", "Resume: spawn", "session/list over", "Client tool round trip", "Checkpoints: a bash turn"]) {
           expect(run.stdout).toContain(section);
         }
         // Quick mode measures nothing, so it judges nothing: every goal row says so, none says

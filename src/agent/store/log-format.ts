@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { SESSION_ID_PATTERN } from "../../protocol/schemas.js";
+import { SESSION_ID_PATTERN } from "../../protocol/sessions-types.js";
 
 /** The first line of every session log. */
 export interface SessionHeader {

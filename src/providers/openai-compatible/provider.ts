@@ -4,13 +4,15 @@
  * the SSE stream with eventsource-parser and yields each chunk's parts; every failure it can
  * classify becomes an `AttemptFailure`, which `withRetries` retries or reports.
  *
- * undici and eventsource-parser are loaded lazily, on the first request, so that importing this
- * module costs nothing at start-up. Only types are imported statically.
+ * undici and eventsource-parser (http-client.ts, a chunk of its own in the single executable) are
+ * loaded lazily, on the first request, so that importing this module costs nothing at start-up.
+ * Only types are imported from them statically.
  *
  * @module
  */
 import type { Dispatcher } from "undici";
 import { guardHttpSockets } from "../../http-socket-guard.js";
+import { evaluateChunk } from "../../server/chunk.js";
 import { ModelError, type ModelProvider, type ModelRequest, type ModelStreamPart } from "../types.js";
 import { mapChunk, mapFinishReason, type ChunkResult } from "./chunks.js";
 import { describeNetworkError, httpFailure, isContextWindowMessage, serverErrorMessage } from "./errors.js";
@@ -21,25 +23,21 @@ import type { OpenAICompatibleSettings } from "./settings.js";
 import { AttemptWatchdog, RequestDeadline } from "./watchdog.js";
 import { buildRequestBody } from "./wire-messages.js";
 
-const importUndici = () => import("undici");
-const importParser = () => import("eventsource-parser");
-type Undici = Awaited<ReturnType<typeof importUndici>>;
-type ParserModule = Awaited<ReturnType<typeof importParser>>;
+type HttpClient = typeof import("./http-client.js");
 
-let undiciModule: Promise<Undici> | undefined;
-let parserModule: Promise<ParserModule> | undefined;
+/** Set by scripts/build.mjs to the HTTP client's chunk (undici, the SSE parser); undefined when run from source. */
+declare const __HTTP_CHUNK__: string | undefined;
 
-function loadUndici(): Promise<Undici> {
-  return (undiciModule ??= importUndici());
-}
+let httpClient: Promise<HttpClient> | undefined;
 
-function loadParser(): Promise<ParserModule> {
-  return (parserModule ??= importParser());
+function loadHttpClient(): Promise<HttpClient> {
+  httpClient ??= typeof __HTTP_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk<HttpClient>(__HTTP_CHUNK__ as string)) : import("./http-client.js");
+  return httpClient;
 }
 
 /** Builds the dispatcher: `EnvHttpProxyAgent` when a proxy is configured, a plain `Agent` otherwise. */
 async function createDispatcher(settings: OpenAICompatibleSettings): Promise<Dispatcher> {
-  const undici = await loadUndici();
+  const http = await loadHttpClient();
   // The last resort behind undici itself: an exception in a socket's handler fails that
   // socket's request, never the process (http-socket-guard.ts).
   guardHttpSockets((error, event) => settings.log("warn", `an HTTP connection failed in its '${event}' handler and was closed, failing its request: ${error.stack ?? error.message}`));
@@ -54,12 +52,12 @@ async function createDispatcher(settings: OpenAICompatibleSettings): Promise<Dis
     // Values are always passed (possibly ""), so undici never falls back to process.env.
     // proxyTunnel: CONNECT for http:// endpoints too, as docs/providers.md says (undici 8
     // forwards plain-http requests to the proxy instead unless told).
-    return new undici.EnvHttpProxyAgent({ ...agentOptions, httpProxy, httpsProxy, noProxy, proxyTunnel: true });
+    return new http.EnvHttpProxyAgent({ ...agentOptions, httpProxy, httpsProxy, noProxy, proxyTunnel: true });
   }
-  return new undici.Agent(agentOptions);
+  return new http.Agent(agentOptions);
 }
 
-type Response = Awaited<ReturnType<Undici["fetch"]>>;
+type Response = Awaited<ReturnType<HttpClient["fetch"]>>;
 
 /** A provider speaking OpenAI-compatible streamed chat completions. */
 class OpenAICompatibleProvider implements ModelProvider {
@@ -89,7 +87,7 @@ class OpenAICompatibleProvider implements ModelProvider {
    * aborts, the request is aborted at once and the abort reason propagates.
    */
   private async *attempt(body: string, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
-    const [undici, { createParser }] = await Promise.all([loadUndici(), loadParser()]);
+    const http = await loadHttpClient();
     this.dispatcher ??= createDispatcher(this.settings);
     const dispatcher = await this.dispatcher;
     // The signal may have aborted while the modules or the dispatcher were loading: the
@@ -99,9 +97,9 @@ class OpenAICompatibleProvider implements ModelProvider {
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     let finished = false;
     try {
-      const response = await this.open(undici, dispatcher, body, watchdog, signal);
+      const response = await this.open(http, dispatcher, body, watchdog, signal);
       reader = response.body!.getReader();
-      for await (const part of this.readParts(reader, createParser, watchdog, signal)) {
+      for await (const part of this.readParts(reader, http.createParser, watchdog, signal)) {
         if (part.type === "finish") finished = true;
         yield part;
       }
@@ -113,7 +111,7 @@ class OpenAICompatibleProvider implements ModelProvider {
   }
 
   /** Sends the request; returns a 200 response with an event-stream body, or throws its failure. */
-  private async open(undici: Undici, dispatcher: Dispatcher, body: string, watchdog: AttemptWatchdog, signal: AbortSignal): Promise<Response> {
+  private async open(http: HttpClient, dispatcher: Dispatcher, body: string, watchdog: AttemptWatchdog, signal: AbortSignal): Promise<Response> {
     const { settings } = this;
     const headers: Record<string, string> = {
       "content-type": "application/json",
@@ -125,7 +123,7 @@ class OpenAICompatibleProvider implements ModelProvider {
     watchdog.armIdle("waiting for the response headers");
     let response: Response;
     try {
-      response = await undici.fetch(settings.endpoint, { method: "POST", headers, body, signal: watchdog.signal, dispatcher });
+      response = await http.fetch(settings.endpoint, { method: "POST", headers, body, signal: watchdog.signal, dispatcher });
     } catch (err) {
       throw watchdog.failure(err, "the request to");
     }
@@ -167,7 +165,7 @@ class OpenAICompatibleProvider implements ModelProvider {
   /** The parts of an event stream, ending with its `finish` part; throws its failure. */
   private async *readParts(
     reader: ReadableStreamDefaultReader<Uint8Array>,
-    createParser: ParserModule["createParser"],
+    createParser: HttpClient["createParser"],
     watchdog: AttemptWatchdog,
     signal: AbortSignal,
   ): AsyncGenerator<ModelStreamPart> {

@@ -17,6 +17,7 @@
  * Constructs neither engine runs the same way are refused here with a message naming them.
  */
 import { ToolError } from "../types.js";
+import { loadPackages } from "../packages-loader.js";
 
 /** Longest pattern accepted. */
 export const GREP_MAX_PATTERN_CHARS = 4096;
@@ -199,7 +200,7 @@ let re2Module: Re2Module | undefined;
 
 /** Compiles the RE2 form with re2js (multi-line: `^`/`$` at line ends); a syntax error becomes a ToolError. */
 export async function compileRe2(p: GrepPattern, original: string): Promise<CompiledRe2> {
-  re2Module ??= (await import("re2js")) as unknown as Re2Module;
+  re2Module ??= (await loadPackages()).re2js as unknown as Re2Module;
   try {
     return re2Module.RE2JS.compile(p.re2, re2Module.RE2JS.MULTILINE);
   } catch (err) {
