@@ -109,7 +109,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   /** After a summary that was no shorter than the history: the history's size past which another is worth a request. */
   let summaryWorthAsking: number | undefined;
   let retriedAfterRefusal = false;
-  const tools = requestTools(config.tools.values(), config.output);
+  const tools = requestTools(config.tools, config.output);
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
   const compaction: CompactionContext | undefined = config.context && {
@@ -239,7 +239,9 @@ async function runStep(
       if (signal.aborted) break;
       assembler.add(part);
       if (part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-call-delta") {
-        await session.emit("assistant/chunk", { turn, step, chunk: part });
+        // Awaited only when the client is behind (backpressure): no tick per chunk otherwise.
+        const room = session.emit("assistant/chunk", { turn, step, chunk: part });
+        if (room) await room;
       }
     }
     if (signal.aborted) failure = { kind: "aborted" };
@@ -390,6 +392,6 @@ async function executeTool(
   }
 }
 
-function recordResult(session: Session, call: ToolCallBlock, output: ToolOutput, durationMs: number): Promise<void> {
-  return session.emit("tool/result", { callId: call.id, name: call.name, content: output.content, isError: output.isError, durationMs });
+async function recordResult(session: Session, call: ToolCallBlock, output: ToolOutput, durationMs: number): Promise<void> {
+  await session.emit("tool/result", { callId: call.id, name: call.name, content: output.content, isError: output.isError, durationMs });
 }

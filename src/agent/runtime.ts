@@ -12,7 +12,7 @@ import { HookPoints, type HookAnswerOutcome } from "./hooks.js";
 import { TurnBudget } from "./cost.js";
 import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
-import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
+import { canDelegate, requestTools, toolsAtDepth, toolsByName, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import type { Session } from "./session.js";
@@ -350,7 +350,7 @@ export class AgentRuntime {
           maxTokens: this.options.maxTokens,
           workspace: this.options.workspace,
           permissionMode: this.options.permissionMode,
-          tools: new Map(toolsAtDepth(tools, depth, subagentDepth).map((t) => [t.name, t])),
+          tools: toolsByName(tools, depth, subagentDepth),
           subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1, budget) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),

@@ -27,8 +27,9 @@ import { HOOK_NAMES, type HookName, type SessionHookParams } from "./hooks-types
 // expected and what came, which is what a client needs in a -32602.
 z.config(en());
 
-/** Session ids are file names in the durable store, so they are kept to a safe alphabet. */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+import { SESSION_ID_PATTERN } from "./prompt-fast-path.js";
+
+export { SESSION_ID_PATTERN };
 
 const sessionId = z
   .string()
