@@ -82,7 +82,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
   // client tool or approval was pending) get one now, durably, before the history goes on.
   // Hooks it left waiting are recorded as skipped first (a post-tool hook's output is its result).
-  await settleLeftoverHooks(session);
+  // (Called only when there are: most turns have none, and an async call costs its promises.)
+  if (session.leftoverHooks().length > 0) await settleLeftoverHooks(session);
   for (const { callId, name } of session.unansweredCalls()) {
     const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
     await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
@@ -138,7 +139,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     reason = overBudget();
     if (reason) break;
     // Steers that came during the last step join the history now, after its tool results.
-    await config.steers?.drain(session, signal);
+    if (config.steers?.pending) await config.steers.drain(session, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
@@ -150,7 +151,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       // The summary's request may have spent the budget; steers that came meanwhile join now.
       reason = overBudget();
       if (reason) break;
-      await config.steers?.drain(session, signal);
+      if (config.steers?.pending) await config.steers.drain(session, signal);
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
