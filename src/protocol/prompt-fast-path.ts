@@ -2,7 +2,7 @@
  * A zod-free check of `session/prompt` params, for the common case only.
  *
  * Why: every prompt's params are checked before its turn starts, and zod's object, array and
- * string checks were a fifth of a one-chunk turn's own JavaScript (bench/README.md, "Issue 34,
+ * string checks were ~6% of a one-chunk turn's CPU in its profile (bench/README.md, "Issue 34,
  * round 4"). As with `initialize` (initialize-fast-path.ts), this check accepts only params
  * that are plainly valid and returns them as the schema would; for anything else it returns
  * `undefined` and the caller validates with `sessionPromptParamsSchema` (zod), which stays the
