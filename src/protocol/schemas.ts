@@ -22,12 +22,11 @@ import type { SessionCompactParams } from "./compaction-types.js";
 import type { SessionSteerParams } from "./turn-control-types.js";
 import type { SessionRewindParams } from "./checkpoint-types.js";
 import { HOOK_NAMES, type HookName, type SessionHookParams } from "./hooks-types.js";
+import { SESSION_ID_PATTERN } from "./prompt-fast-path.js";
 
 // zod/mini ships no messages ("Invalid input" for everything); the English ones say what was
 // expected and what came, which is what a client needs in a -32602.
 z.config(en());
-
-import { SESSION_ID_PATTERN } from "./prompt-fast-path.js";
 
 export { SESSION_ID_PATTERN };
 
