@@ -44,8 +44,17 @@ const MAX_SEARCH_DEPTH = 32;
  * holds, and the bytes of a multi-byte UTF-8 character are never below 0x80.
  */
 export function jsonLine(value: unknown, sizes = JSON_LINE_SIZES): string | Iterable<Buffer> {
-  if (!holdsLongString(value, sizes.longString, 0)) return `${JSON.stringify(value)}\n`;
-  return new LineEncoder(sizes).line(value);
+  const text = jsonText(value, sizes);
+  return text === undefined ? new LineEncoder(sizes).line(value) : `${text}\n`;
+}
+
+/**
+ * `JSON.stringify(value)` when it holds no long string; `undefined` when it does (its line must
+ * then be made by `jsonLine`, piece by piece). What lets a caller encode a value once and splice
+ * the text into several lines (a session event into its log line and its notification's).
+ */
+export function jsonText(value: unknown, sizes = JSON_LINE_SIZES): string | undefined {
+  return holdsLongString(value, sizes.longString, 0) ? undefined : JSON.stringify(value);
 }
 
 function holdsLongString(value: unknown, longString: number, depth: number): boolean {

@@ -54,7 +54,7 @@ export class LoadedSessions {
     }
     const { store, provider, model, sink, redactor } = this.options;
     const log = store.open(sessionId, { provider, model, ...(parentSessionId ? { parentSessionId } : {}) });
-    const session = new Session(sessionId, log, (id, event) => sink.sessionEvent(id, event), parentSessionId ?? log.header.parentSessionId, redactor);
+    const session = new Session(sessionId, log, (id, event, json) => sink.sessionEvent(id, event, json), parentSessionId ?? log.header.parentSessionId, redactor);
     this.sessions.set(sessionId, session);
     return session;
   }

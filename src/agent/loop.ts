@@ -82,7 +82,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
   // client tool or approval was pending) get one now, durably, before the history goes on.
   // Hooks it left waiting are recorded as skipped first (a post-tool hook's output is its result).
-  await settleLeftoverHooks(session);
+  // (Called only when there are: most turns have none, and an async call costs its promises.)
+  if (session.leftoverHooks().length > 0) await settleLeftoverHooks(session);
   for (const { callId, name } of session.unansweredCalls()) {
     const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
     await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
@@ -109,7 +110,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   /** After a summary that was no shorter than the history: the history's size past which another is worth a request. */
   let summaryWorthAsking: number | undefined;
   let retriedAfterRefusal = false;
-  const tools = requestTools(config.tools.values(), config.output);
+  const tools = requestTools(config.tools, config.output);
   // What compaction needs for this turn's requests; absent: no compaction.
   const { provider, model, system, maxTokens } = config;
   const compaction: CompactionContext | undefined = config.context && {
@@ -138,7 +139,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     reason = overBudget();
     if (reason) break;
     // Steers that came during the last step join the history now, after its tool results.
-    await config.steers?.drain(session, signal);
+    if (config.steers?.pending) await config.steers.drain(session, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
     if (compaction && !compactionFailed) {
       const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
@@ -150,7 +151,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       // The summary's request may have spent the budget; steers that came meanwhile join now.
       reason = overBudget();
       if (reason) break;
-      await config.steers?.drain(session, signal);
+      if (config.steers?.pending) await config.steers.drain(session, signal);
     }
     await session.emit("step/start", { turn, step });
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
@@ -239,7 +240,9 @@ async function runStep(
       if (signal.aborted) break;
       assembler.add(part);
       if (part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-call-delta") {
-        await session.emit("assistant/chunk", { turn, step, chunk: part });
+        // Awaited only when the client is behind (backpressure): no tick per chunk otherwise.
+        const room = session.emit("assistant/chunk", { turn, step, chunk: part });
+        if (room) await room;
       }
     }
     if (signal.aborted) failure = { kind: "aborted" };
@@ -390,6 +393,6 @@ async function executeTool(
   }
 }
 
-function recordResult(session: Session, call: ToolCallBlock, output: ToolOutput, durationMs: number): Promise<void> {
-  return session.emit("tool/result", { callId: call.id, name: call.name, content: output.content, isError: output.isError, durationMs });
+async function recordResult(session: Session, call: ToolCallBlock, output: ToolOutput, durationMs: number): Promise<void> {
+  await session.emit("tool/result", { callId: call.id, name: call.name, content: output.content, isError: output.isError, durationMs });
 }

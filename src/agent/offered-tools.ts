@@ -32,13 +32,37 @@ export function toolsAtDepth(tools: Tool[], depth: number, subagentDepth: number
   return canDelegate(depth, subagentDepth) ? tools : tools.filter((t) => t.name !== "task");
 }
 
+/**
+ * A set of tools, by name, as a turn at `depth` is offered them (`toolsAtDepth`): made once per
+ * set and depth, not per turn. The runtime's set is one array for its life; an MCP turn's is a
+ * new array each turn (`topLevelTools`), so its entry goes with it (a WeakMap's).
+ */
+export function toolsByName(tools: Tool[], depth: number, subagentDepth: number): ReadonlyMap<string, Tool> {
+  let byDepth = byNameCache.get(tools);
+  if (!byDepth) byNameCache.set(tools, (byDepth = new Map()));
+  const delegates = canDelegate(depth, subagentDepth);
+  let byName = byDepth.get(delegates);
+  if (!byName) byDepth.set(delegates, (byName = new Map(toolsAtDepth(tools, depth, subagentDepth).map((t) => [t.name, t]))));
+  return byName;
+}
+const byNameCache = new WeakMap<Tool[], Map<boolean, ReadonlyMap<string, Tool>>>();
+
 /** What a model request says of each tool. */
 export function toolSpecs(tools: Iterable<Tool>): ToolSpec[] {
   return Array.from(tools, ({ name, description, parameters }) => ({ name, description, parameters }));
 }
 
-/** The tools every model request of a turn offers (the set is fixed for the turn): `final_answer` last in a structured turn. */
-export function requestTools(tools: Iterable<Tool>, output?: OutputContract): ToolSpec[] {
-  const specs = toolSpecs(tools);
+/**
+ * The tools every model request of a turn offers (the set is fixed for the turn): `final_answer`
+ * last in a structured turn. The specs of a map of tools (`toolsByName`, never changed once
+ * made) are made once and shared by every request offering it: nothing changes a request's specs.
+ */
+export function requestTools(tools: ReadonlyMap<string, Tool> | Tool[], output?: OutputContract): ToolSpec[] {
+  let specs = tools instanceof Map ? specsCache.get(tools) : undefined;
+  if (!specs) {
+    specs = toolSpecs(tools.values());
+    if (tools instanceof Map) specsCache.set(tools, specs);
+  }
   return output ? [...specs, output.tool] : specs;
 }
+const specsCache = new WeakMap<ReadonlyMap<string, Tool>, ToolSpec[]>();

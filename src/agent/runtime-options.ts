@@ -27,7 +27,8 @@ import type { TurnBudget } from "./cost.js";
 
 /** Where the runtime's notifications go; each resolves when the client has room for more. */
 export interface RuntimeSink {
-  sessionEvent(sessionId: string, event: SessionEvent): Promise<void>;
+  /** `json`: the event's JSON text when it was encoded whole (session.ts); `undefined` as a result: the client has room now. */
+  sessionEvent(sessionId: string, event: SessionEvent, json?: string): Promise<void> | undefined;
   subagentStarted(params: SubagentStartedNotification): Promise<void>;
   subagentFinished(params: SubagentFinishedNotification): Promise<void>;
 }

@@ -11,7 +11,7 @@ import { TurnBudget } from "./cost.js";
 import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
 import { childSessionId, subagentFinished, subagentOutput } from "./subagents.js";
-import { canDelegate, requestTools, toolsAtDepth, topLevelTools } from "./offered-tools.js";
+import { canDelegate, requestTools, toolsAtDepth, toolsByName, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import type { Session } from "./session.js";
@@ -349,7 +349,7 @@ export class AgentRuntime {
           maxTokens: this.options.maxTokens,
           workspace: this.options.workspace,
           permissionMode: this.options.permissionMode,
-          tools: new Map(toolsAtDepth(tools, depth, subagentDepth).map((t) => [t.name, t])),
+          tools: toolsByName(tools, depth, subagentDepth),
           subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1, budget) : undefined,
           gate: this.gate,
           client: clientToolRunner(session, this.waits),

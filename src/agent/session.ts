@@ -18,10 +18,15 @@ import {
 import type { ModelMessage } from "../providers/types.js";
 import { historyEdited } from "../providers/history-tally.js";
 import { noRedaction, type Redactor } from "../redact.js";
+import { jsonText } from "../json-line.js";
 import type { SessionLog } from "./store/index.js";
 
-/** Where a session's events are announced (the server turns them into notifications). */
-export type EventAnnouncer = (sessionId: string, event: SessionEvent) => Promise<void>;
+/**
+ * Where a session's events are announced (the server turns them into notifications). `json`:
+ * the event's JSON text, when it was encoded whole. Returns `undefined` when the client has room
+ * now, else a promise that resolves when it has.
+ */
+export type EventAnnouncer = (sessionId: string, event: SessionEvent, json: string | undefined) => Promise<void> | undefined;
 
 export class Session {
   private seq: number;
@@ -66,18 +71,28 @@ export class Session {
     return this.turns + 1;
   }
 
-  /** Records (when durable) and announces an event; resolves when the client has room for more. */
-  emit<T extends SessionEventType>(type: T, data: SessionEventDataMap[T]): Promise<void> {
-    this.seq += 1;
+  /**
+   * Records (when durable) and announces an event. `undefined` when the client has room for
+   * more now, else a promise that resolves when it has: a caller in a loop awaits only then.
+   */
+  emit<T extends SessionEventType>(type: T, data: SessionEventDataMap[T]): Promise<void> | undefined {
+    const seq = ++this.seq;
+    const time = Date.now();
     // In place: the recorded event, the history built from it and what the caller still holds
     // (a turn's reason, which becomes the prompt response) stay one and the same clean value.
     if (this.redactor.active) this.redactor.inPlace(data);
-    const event = { type, seq: this.seq, time: Date.now(), data } as SessionEvent;
+    const event = { type, seq, time, data } as SessionEvent;
+    // Encoded once, for the log line and the notification both. The text is what
+    // JSON.stringify(event) gives: the keys in this order (log-lines.ts reads them from a line's
+    // head), `type` a constant of the protocol that needs no escaping, `seq` and `time` integers.
+    // Data holding a long string is left to each writer to encode piece by piece (json-line.ts).
+    const dataJson = jsonText(data);
+    const json = dataJson === undefined ? undefined : `{"type":"${type}","seq":${seq},"time":${time},"data":${dataJson}}`;
     if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
-      this.log?.append(event);
+      this.log?.append(event, json);
       this.absorb(event);
     }
-    return this.announce(this.id, event);
+    return this.announce(this.id, event, json);
   }
 
   /** The tool calls of the last assistant message that have no result yet; at a turn's start, those a stopped bridge left. */

@@ -145,43 +145,46 @@ export function stepFor(script: Script, request: ModelRequest, summariesAsked = 
   return { step, turnIndex, stepIndex };
 }
 
-async function* streamStep(
-  step: ScriptStep,
-  request: ModelRequest,
-  signal: AbortSignal,
-  turnIndex: number,
-  stepIndex: number,
-  defaultDelayMs: number,
-): AsyncGenerator<ModelStreamPart> {
+/** The deltas of a step, in the order they stream: its reasoning, its text (`repeat` times), its tool calls. */
+function* deltasOf(step: ScriptStep, turnIndex: number, stepIndex: number): Generator<ModelStreamPart & { type: "reasoning-delta" | "text-delta" | "tool-call-delta" }> {
   const size = step.chunkSize ?? DEFAULT_CHUNK_SIZE;
-  const delay = step.delayMs ?? defaultDelayMs;
-  const pace = async () => {
-    if (delay > 0) await sleep(delay, undefined, { signal });
-    else if (signal.aborted) throw signal.reason;
-  };
-  let outChars = 0;
-  for (const text of chunksOf(step.reasoning ?? "", size)) {
-    await pace();
-    outChars += text.length;
-    yield { type: "reasoning-delta", text };
-  }
+  for (const text of chunksOf(step.reasoning ?? "", size)) yield { type: "reasoning-delta", text };
   const textChunks = chunksOf(step.text ?? "", size);
   for (let r = 0; r < (step.repeat ?? 1); r++) {
-    for (const text of textChunks) {
-      await pace();
-      outChars += text.length;
-      yield { type: "text-delta", text };
-    }
+    for (const text of textChunks) yield { type: "text-delta", text };
   }
   for (const [index, call] of (step.toolCalls ?? []).entries()) {
     const args = call.rawArguments ?? JSON.stringify(call.arguments ?? {});
-    await pace();
     yield { type: "tool-call-delta", index, id: call.id ?? `call_${turnIndex + 1}_${stepIndex + 1}_${index}`, name: call.name, argumentsDelta: "" };
-    for (const piece of chunksOf(args, size)) {
-      await pace();
-      outChars += piece.length;
-      yield { type: "tool-call-delta", index, argumentsDelta: piece };
-    }
+    for (const piece of chunksOf(args, size)) yield { type: "tool-call-delta", index, argumentsDelta: piece };
+  }
+}
+
+/**
+ * Streams the step that answers `request`, picked on the first `next()` (a script with no such
+ * step fails the stream, not the call). One async generator for the whole stream, and no wait
+ * before a chunk of an unpaced step: a chunk costs the consumer one tick.
+ */
+async function* streamStep(
+  script: Script,
+  request: ModelRequest,
+  signal: AbortSignal,
+  summariesAsked: Map<string, number>,
+  defaultDelayMs: number,
+): AsyncGenerator<ModelStreamPart> {
+  let asked = 0;
+  if (request.purpose === "compaction") {
+    asked = summariesAsked.get(request.sessionId) ?? 0;
+    summariesAsked.set(request.sessionId, asked + 1);
+  }
+  const { step, turnIndex, stepIndex } = stepFor(script, request, asked);
+  const delay = step.delayMs ?? defaultDelayMs;
+  let outChars = 0;
+  for (const part of deltasOf(step, turnIndex, stepIndex)) {
+    if (delay > 0) await sleep(delay, undefined, { signal });
+    else if (signal.aborted) throw signal.reason;
+    outChars += part.type === "tool-call-delta" ? part.argumentsDelta.length : part.text.length;
+    yield part;
   }
   if (step.hang) {
     await new Promise<void>((_, reject) => {
@@ -214,14 +217,8 @@ export class ScriptedProvider implements ModelProvider {
     private readonly defaultDelayMs = 0,
   ) {}
 
-  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
-    let asked = 0;
-    if (request.purpose === "compaction") {
-      asked = this.summariesAsked.get(request.sessionId) ?? 0;
-      this.summariesAsked.set(request.sessionId, asked + 1);
-    }
-    const { step, turnIndex, stepIndex } = stepFor(this.script, request, asked);
-    yield* streamStep(step, request, signal, turnIndex, stepIndex, this.defaultDelayMs);
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+    return streamStep(this.script, request, signal, this.summariesAsked, this.defaultDelayMs);
   }
 }
 

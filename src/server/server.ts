@@ -32,6 +32,7 @@ import { toRpcError } from "./rpc-errors.js";
 import { checkBudget, steerSession } from "./turn-control-handlers.js";
 import { rewindSession } from "./rewind-handler.js";
 import { evaluateChunk } from "./chunk.js";
+import { plainPromptParams } from "../protocol/prompt-fast-path.js";
 
 export { CLIENT_GONE_DRAIN_MS, DRAIN_DEADLINE_MS } from "./lifecycle.js";
 
@@ -65,9 +66,9 @@ export class HarnessServer {
   /** The `initialize` in progress: session requests pipelined behind it wait for it. */
   private initializing: Promise<unknown> | undefined;
   /**
-   * A ref'd timer held while any request is unanswered: a turn that waits on nothing but its
-   * abort signal (a hung model stream) must not let the event loop empty and the process exit
-   * with the request unanswered, e.g. after stdin's EOF.
+   * A timer ref'd while any request is unanswered (unref'd otherwise): a turn that waits on
+   * nothing but its abort signal (a hung model stream) must not let the event loop empty and the
+   * process exit with the request unanswered, e.g. after stdin's EOF.
    */
   private keepAlive: NodeJS.Timeout | undefined;
   /**
@@ -78,6 +79,8 @@ export class HarnessServer {
   private readonly prompts = new Map<string, Promise<unknown>>();
   private readonly pending = new Set<Promise<unknown>>();
   private schemas: Promise<Schemas> | undefined;
+  /** The schemas, once `schemas` has resolved. */
+  private loadedSchemas: Schemas | undefined;
   /** The MCP servers of `initialize`, from before they connect: every way out stops them. */
   private mcp: McpServersHandle | undefined;
 
@@ -103,16 +106,14 @@ export class HarnessServer {
   readonly handle = (method: string, params: JsonObject | undefined): Promise<unknown> => {
     const result = this.dispatch(method, params);
     this.pending.add(result);
-    this.keepAlive ??= setInterval(() => undefined, 2 ** 30);
+    // One timer for the process, not one made and cleared per request (work on the timer list).
+    if (this.pending.size === 1) (this.keepAlive ??= setInterval(() => undefined, 2 ** 30)).ref();
     const sessionId = method === "session/prompt" && typeof params?.sessionId === "string" ? params.sessionId : undefined;
     // A prompt refused as busy must not take the place of the one in flight.
     if (sessionId !== undefined && !this.prompts.has(sessionId)) this.prompts.set(sessionId, result);
     const forget = () => {
       this.pending.delete(result);
-      if (this.pending.size === 0 && this.keepAlive) {
-        clearInterval(this.keepAlive);
-        this.keepAlive = undefined;
-      }
+      if (this.pending.size === 0) this.keepAlive?.unref();
       if (sessionId !== undefined && this.prompts.get(sessionId) === result) this.prompts.delete(sessionId);
     };
     result.then(forget, forget);
@@ -136,10 +137,19 @@ export class HarnessServer {
    * A method that needs the runtime: sent before a successful `initialize` it is refused
    * (-32002) before its params are checked against `schema`; then `run` gets them parsed.
    */
-  private static withAgent<K extends ParamsSchema, R>(schema: K, run: (server: HarnessServer, params: Params<K>, agent: Agent) => R | Promise<R>): Method<R> {
+  private static withAgent<K extends ParamsSchema, R>(
+    schema: K,
+    run: (server: HarnessServer, params: Params<K>, agent: Agent) => R | Promise<R>,
+    plain?: (raw: JsonObject) => Params<K> | undefined,
+  ): Method<R> {
     return async (server, raw, method) => {
       const agent = await server.requireRuntime(method);
-      return run(server, await server.validate(schema, raw), agent);
+      // The schemas are loaded with the agent (initialize.ts): every method checks its params
+      // synchronously here, so requests still start in the order they came.
+      const schemas = server.loadedSchemas ?? (await server.loadSchemas());
+      // Plainly valid params skip zod (`plain`, e.g. prompt-fast-path.ts); anything else gets the schema's verdict and wording.
+      const params = (raw && plain?.(raw)) ?? server.check(schemas, schema, raw);
+      return run(server, params, agent);
     };
   }
 
@@ -152,7 +162,7 @@ export class HarnessServer {
    */
   private static readonly table: MethodTable = {
     initialize: (server, raw) => server.initialize(raw),
-    "session/prompt": HarnessServer.withAgent("sessionPromptParamsSchema", (server, params, agent) => server.prompt(params, agent)),
+    "session/prompt": HarnessServer.withAgent("sessionPromptParamsSchema", (server, params, agent) => server.prompt(params, agent), plainPromptParams),
     "session/cancel": HarnessServer.withAgent("sessionCancelParamsSchema", (server, params, agent) => server.cancel(params, agent)),
     // Client tools and approvals (client-answers.ts)
     "session/tool_result": HarnessServer.withAgent("sessionToolResultParamsSchema", (_, params, { runtime }) => answerToolResult(runtime, params)),
@@ -180,7 +190,11 @@ export class HarnessServer {
   }
 
   private async validate<K extends ParamsSchema>(schema: K, params: JsonObject | undefined): Promise<Params<K>> {
-    const schemas = await this.loadSchemas();
+    return this.check(await this.loadSchemas(), schema, params);
+  }
+
+  /** `params` checked against `schema`: parsed, or an -32602 naming what is wrong. */
+  private check<K extends ParamsSchema>(schemas: Schemas, schema: K, params: JsonObject | undefined): Params<K> {
     const parsed = schemas[schema].safeParse(params ?? {});
     if (!parsed.success) {
       throw new RpcError(ErrorCode.InvalidParams, `invalid params: ${schemas.describeIssues(parsed.error)}`, { kind: "invalid-params" });
@@ -190,7 +204,9 @@ export class HarnessServer {
 
   /** zod and the schemas: loaded after `initialize` answered (or by an `initialize` that needs them), not at start-up. */
   private loadSchemas(): Promise<Schemas> {
-    this.schemas ??= typeof __SCHEMAS_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk<Schemas>(__SCHEMAS_CHUNK__ as string)) : import("../protocol/schemas.js");
+    this.schemas ??= (
+      typeof __SCHEMAS_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk<Schemas>(__SCHEMAS_CHUNK__ as string)) : import("../protocol/schemas.js")
+    ).then((schemas) => (this.loadedSchemas = schemas));
     return this.schemas;
   }
 
@@ -243,8 +259,20 @@ export class HarnessServer {
 
   private get sink(): RuntimeSink {
     const { endpoint } = this.options;
+    // The JSON of the last session id seen: a turn's events all name the same session.
+    let lastId: string | undefined;
+    let lastIdJson = "";
     return {
-      sessionEvent: (sessionId: string, event: import("../protocol/types.js").SessionEvent) => endpoint.notify("session.event", { sessionId, event }),
+      // An event encoded whole (session.ts) is spliced into its frame: the same bytes as the
+      // object `{sessionId, event}` encoded, without encoding the event a second time.
+      sessionEvent: (sessionId: string, event: import("../protocol/types.js").SessionEvent, json?: string) => {
+        if (json === undefined) return endpoint.notify("session.event", { sessionId, event });
+        if (sessionId !== lastId) {
+          lastId = sessionId;
+          lastIdJson = JSON.stringify(sessionId);
+        }
+        return endpoint.notifyJson("session.event", `{"sessionId":${lastIdJson},"event":${json}}`);
+      },
       subagentStarted: (params: import("../protocol/types.js").SubagentStartedNotification) => endpoint.notify("subagent.started", params),
       subagentFinished: (params: import("../protocol/types.js").SubagentFinishedNotification) => endpoint.notify("subagent.finished", params),
     };

@@ -60,7 +60,12 @@ export class FrameWriter {
    * released, or the output broke): a producer that awaits it goes at the client's reading pace.
    */
   whenRoom(accepted: boolean): Promise<void> {
-    return accepted || this.released ? Promise.resolve() : this.waitForDrain();
+    return this.roomPromise(accepted) ?? Promise.resolve();
+  }
+
+  /** `whenRoom`, but `undefined` when there is room now: a producer in a loop awaits nothing then (no promise, no tick). */
+  roomPromise(accepted: boolean): Promise<void> | undefined {
+    return accepted || this.released ? undefined : this.waitForDrain();
   }
 
   /** Stops holding producers back: pending and future `whenRoom()` promises resolve at once. */
@@ -88,7 +93,12 @@ export class FrameWriter {
    */
   write(frame: object): boolean {
     if (this.outputBroken) return true;
-    const line = jsonLine(frame);
+    return this.writeLine(jsonLine(frame));
+  }
+
+  /** `write` of a frame already encoded: its NDJSON line (see `jsonLine`). */
+  writeLine(line: string | Iterable<Buffer>): boolean {
+    if (this.outputBroken) return true;
     const output = this.options.output;
     let accepted: boolean;
     this.issued++;

@@ -121,6 +121,17 @@ export class ServerEndpoint {
   }
 
   /**
+   * `notify` of params already encoded: `paramsJson` is `JSON.stringify(params)`, so the line is
+   * the same bytes `notify` writes. `undefined` when the output has room now, else a promise
+   * that resolves when it has (`notify`'s promise, without one made when nothing waits).
+   */
+  notifyJson(method: NotificationMethod, paramsJson: string): Promise<void> | undefined {
+    // A method name is a constant of the protocol (`session.event`): nothing in it to escape.
+    const line = `{"jsonrpc":"2.0","method":"${method}","params":${paramsJson}}\n`;
+    return this.writer.roomPromise(this.writer.writeLine(line));
+  }
+
+  /**
    * Stops holding producers back: pending and future `notify()` promises resolve at once. For
    * shutdown and signals, so that turns being aborted reach their end (and the process its
    * drain deadline) even when the client has stopped reading.

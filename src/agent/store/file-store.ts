@@ -250,12 +250,12 @@ class FileSessionLog implements SessionLog {
     this.metaSize = this.size;
   }
 
-  append(event: SessionEvent): void {
+  append(event: SessionEvent, json?: string): void {
     // One writer per session: a write without the lock could interleave with another process's.
     if (!this.held) throw new Error(`session ${this.header.sessionId} was written without its lock (a bug)`);
     let written = 0;
     try {
-      const line = jsonLine(event);
+      const line = json !== undefined ? `${json}\n` : jsonLine(event);
       // A long line is written piece by piece as it is encoded, never whole in memory.
       if (typeof line === "string") written = writeAll(this.fd, line);
       else for (const piece of line) written += writeAll(this.fd, piece);

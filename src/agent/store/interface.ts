@@ -20,7 +20,8 @@ export interface SessionLog {
   readonly loadedEvents: SessionEvent[];
   /** The session has absorbed `loadedEvents`: the log stops holding them (their wrappers are most of a resumed session's memory). */
   releaseLoaded(): void;
-  append(event: SessionEvent): void;
+  /** `json`: the event's JSON text when it was encoded whole (session.ts `emit`); absent: the log encodes it. */
+  append(event: SessionEvent, json?: string): void;
   /**
    * Takes the session's lock for a turn (throws `SessionLockedError` when another process holds
    * it). `false`: the file changed since this log last wrote it (another process wrote or
