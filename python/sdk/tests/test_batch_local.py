@@ -166,7 +166,9 @@ def check_resumed(out: Path, n: int, first_run: List[Dict[str, Any]], tmp_path: 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_batch_command_interrupted_then_resumed_does_not_redo_finished_tasks(tmp_path: Path, sig: int) -> None:
     n = 60
-    write_script(tmp_path / "script.json", "finished", delay_ms=15, chunk=2)
+    # ~0.25 s a task: the 50 after the 10th take ~3 s, so the signal lands mid-batch even when a
+    # busy machine holds this test's poller back (at 15 ms a chunk the batch had ended by then).
+    write_script(tmp_path / "script.json", "finished", delay_ms=60, chunk=2)
     tasks, out = write_tasks(tmp_path, n), tmp_path / "results.jsonl"
     proc = subprocess.Popen(command(tmp_path, tasks, out, "--concurrency", "4"), env=env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
