@@ -115,8 +115,15 @@ def test_result_writer_cuts_a_torn_last_line(tmp_path: Path) -> None:
 # -- the batch command -----------------------------------------------------------------------
 
 
+# Runs argv[1:] with SIGINT at its default: a Python started with SIGINT ignored (what a shell
+# does to a background job without job control, and what this test process may have inherited)
+# keeps it ignored, and the interrupt tests' Ctrl-C would never arrive.
+DEFAULT_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+
+
 def command(tmp_path: Path, tasks: Path, out: Path, *extra: str) -> List[str]:
-    return [sys.executable, "-m", "deepseek_harness.batch", str(tasks), "--out", str(out),
+    return [sys.executable, "-c", DEFAULT_SIGINT,
+            sys.executable, "-m", "deepseek_harness.batch", str(tasks), "--out", str(out),
             "--provider", "scripted", "--model", str(tmp_path / "script.json"),
             "--session-root", str(tmp_path / "sessions"), "--no-progress",
             "--options", json.dumps({"bridge_bin": str(real_bridge_or_skip()), "shutdown_timeout_seconds": 5}),
