@@ -55,7 +55,8 @@ export class RawClient {
    * second pipe: it can arrive after a later stdout frame); after `exited` it is complete. */
   stderr = "";
   /** Resolves once the process has exited and its stdout and stderr have been read to the end
-   * (or 5 s after the exit, should something else still hold a pipe, or a test paused stdout).
+   * (or 5 s after the exit, should something else still hold a pipe; a stdout the test paused
+   * is not waited for).
    * The `exit` event alone can come before the last frames or log lines are read. */
   readonly exited: Promise<Exit>;
   private stdoutBuffer = "";
@@ -82,11 +83,14 @@ export class RawClient {
     // The tests write after the child may have exited; a broken stdin must not crash them.
     this.child.stdin.on("error", () => undefined);
     const closed = (stream: NodeJS.ReadableStream) => new Promise<void>((resolve) => stream.on("close", () => resolve()));
-    const pipesEnded = Promise.all([closed(this.child.stdout), closed(this.child.stderr)]);
+    const stdoutEnded = closed(this.child.stdout);
+    const stderrEnded = closed(this.child.stderr);
     this.exited = new Promise<Exit>((resolve) => {
       this.child.on("exit", (code, signal) => {
         const exit = { code, signal };
         let grace: NodeJS.Timeout | undefined;
+        // A stdout the test paused (to hold the bridge by backpressure) is not waited for.
+        const pipesEnded = Promise.all([this.child.stdout.isPaused() ? undefined : stdoutEnded, stderrEnded]);
         void Promise.race([pipesEnded, new Promise<void>((r) => (grace = setTimeout(r, 5_000)))]).then(() => {
           clearTimeout(grace);
           this.exitInfo = exit;
