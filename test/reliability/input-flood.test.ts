@@ -152,16 +152,22 @@ describe("input flow control, through the binary", () => {
   it("a flood of junk from a client that does not read: memory stays bounded, every line is answered once, it keeps serving", async () => {
     const child = spawn(BINARY, ["--stdio", "--no-session-log"], { stdio: ["pipe", "pipe", "pipe"] });
     try {
-      child.stdout.pause();
       child.stdin.on("error", () => undefined);
-      await waitFor(() => {
-        try {
-          return peakRss(child.pid!) > 0;
-        } catch {
-          return false;
-        }
-      }, 5_000);
-      await new Promise((r) => setTimeout(r, 200)); // let start-up finish before the baseline
+      // The baseline is taken once start-up is over: the bridge has answered a first junk line.
+      // (A fixed wait was too short on a busy machine, and start-up's memory counted as growth.)
+      await new Promise<void>((resolve, reject) => {
+        let first = "";
+        const onData = (chunk: Buffer) => {
+          first += chunk.toString("utf8");
+          if (!first.includes("\n")) return;
+          child.stdout.off("data", onData);
+          child.stdout.pause();
+          resolve();
+        };
+        child.stdout.on("data", onData);
+        child.once("exit", (code) => reject(new Error(`the bridge exited (${code}) at start-up`)));
+        child.stdin.write("x\n");
+      });
       const before = peakRss(child.pid!);
       const LINES = 200_000;
       const block = junk(10_000);

@@ -12,7 +12,9 @@ import { useDeepSeekBridge } from "../support/deepseek-bridge.js";
 import type { ServerTable } from "../support/fake-deepseek.js";
 import { promptParams } from "../support/raw-client.js";
 
-const bridge = useDeepSeekBridge("hb-faults-", { HARNESS_MAX_RETRIES: "1", HARNESS_RETRY_BASE_MS: "10", HARNESS_IDLE_TIMEOUT_MS: "400" });
+// The idle timeout ends the stall case; it is long enough that a bridge stalled by a busy
+// machine does not time out a reply that is streaming.
+const bridge = useDeepSeekBridge("hb-faults-", { HARNESS_MAX_RETRIES: "1", HARNESS_RETRY_BASE_MS: "10", HARNESS_IDLE_TIMEOUT_MS: "2500" });
 const { server } = bridge;
 
 const say = (text: string) => [{ delta: { role: "assistant", content: text } }, { delta: {}, finish_reason: "stop" }, { usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } }];

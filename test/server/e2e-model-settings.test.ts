@@ -141,16 +141,17 @@ describe("toolChoice: a named tool is forced on a turn's first request only, so 
 
 describe("the model deadlines are set at initialize, over the environment", () => {
   it("firstTokenTimeoutMs ends a queued request (keep-alives only) with first-token-timeout", async () => {
-    const c = await bridge.start({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "600000", HARNESS_IDLE_TIMEOUT_MS: "300" }, undefined, { firstTokenTimeoutMs: 500 });
+    // Keep-alives every 50 ms re-arm the idle timer (1.5 s: room for a busy machine's stalls).
+    const c = await bridge.start({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "600000", HARNESS_IDLE_TIMEOUT_MS: "1500" }, undefined, { firstTokenTimeoutMs: 2500 });
     deepseek.table = { "Queued.": [{ events: [], stall: true, keepAliveMs: 50 }] };
     const result = await prompt(c, "deadline-1", "Queued.");
-    expect(result).toEqual({ status: "error", reason: { kind: "model-error", code: "first-token-timeout", message: expect.any(String) } });
+    expect(result).toEqual({ status: "error", reason: { kind: "model-error", code: "first-token-timeout", message: expect.stringContaining("2500 ms") } });
   });
 
   it("modelRequestTimeoutMs ends a request that streams, then only keeps alive, with request-timeout", async () => {
-    const c = await bridge.start({ HARNESS_IDLE_TIMEOUT_MS: "300" }, undefined, { modelRequestTimeoutMs: 800 });
+    const c = await bridge.start({ HARNESS_IDLE_TIMEOUT_MS: "1500" }, undefined, { modelRequestTimeoutMs: 2500 });
     deepseek.table = { "Slow.": [{ events: [{ delta: { role: "assistant", content: "Working" } }], stall: true, keepAliveMs: 50 }] };
     const result = await prompt(c, "deadline-2", "Slow.");
-    expect(result).toEqual({ status: "error", reason: { kind: "model-error", code: "request-timeout", message: expect.any(String) } });
+    expect(result).toEqual({ status: "error", reason: { kind: "model-error", code: "request-timeout", message: expect.stringContaining("2500 ms") } });
   });
 });

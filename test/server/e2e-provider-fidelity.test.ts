@@ -98,20 +98,20 @@ describe("usage: cache hits and misses", () => {
 
 describe("no endless wait: keep-alive comments do not hold a turn forever", () => {
   it.each<[string, ServerTable[string][number], Record<string, string>, string]>([
-    ["only keep-alives (a queued request)", { events: [], stall: true, keepAliveMs: 50 }, { HARNESS_FIRST_TOKEN_TIMEOUT_MS: "600" }, "first-token-timeout"],
+    ["only keep-alives (a queued request)", { events: [], stall: true, keepAliveMs: 50 }, { HARNESS_FIRST_TOKEN_TIMEOUT_MS: "3000" }, "first-token-timeout"],
     [
       "output, then keep-alives forever",
       { events: [{ delta: { role: "assistant", content: "Working" } }], stall: true, keepAliveMs: 50 },
-      { HARNESS_REQUEST_TIMEOUT_MS: "800" },
+      { HARNESS_REQUEST_TIMEOUT_MS: "3000" },
       "request-timeout",
     ],
   ])("%s: the turn ends with a model error of its own code, the session goes on", async (name, entry, tuning, code) => {
-    const c = await bridge.start({ HARNESS_IDLE_TIMEOUT_MS: "300", ...tuning });
+    // Keep-alives every 50 ms re-arm the idle timer (1.5 s: room for a busy machine's stalls),
+    // so only the longer deadline can end the turn, with its own code.
+    const c = await bridge.start({ HARNESS_IDLE_TIMEOUT_MS: "1500", ...tuning });
     deepseek.table = { [name]: [entry], "Still there?": [{ events: say("Yes.") }] };
-    const started = performance.now();
     const result = await prompt(c, `wait-${code}`, name);
-    expect(result).toEqual({ status: "error", reason: { kind: "model-error", code, message: expect.any(String) } });
-    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(result).toEqual({ status: "error", reason: { kind: "model-error", code, message: expect.stringContaining("3000 ms") } });
     expect(await prompt(c, `wait-${code}`, "Still there?")).toEqual(OK);
     expect(deepseek.problems).toEqual([]);
   });

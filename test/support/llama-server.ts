@@ -57,8 +57,11 @@ export interface LlamaServer {
  * Starts the server and waits until `GET /v1/models` answers 200 (the model is loaded).
  * `args` are passed on after `--model`, `--host` and `--port`.
  */
-export async function startLlamaServer(args: string[], readyWithinMs = 120_000): Promise<LlamaServer> {
+export async function startLlamaServer(args: string[], readyWithinMs = 120_000, attempts = 3): Promise<LlamaServer> {
+  // The port is found free, then released for the server to bind: another process can take it
+  // in between (the server then exits, address in use), and a new port is tried.
   const port = await freePort();
+  const started = Date.now();
   const child: ChildProcess = spawn(LLAMA_PYTHON, ["-m", "llama_cpp.server", "--model", MODEL_FILE, "--host", "127.0.0.1", "--port", String(port), ...args], {
     stdio: ["ignore", "pipe", "pipe"],
     // Its own process group, so that stop() also ends anything it started.
@@ -68,6 +71,7 @@ export async function startLlamaServer(args: string[], readyWithinMs = 120_000):
   child.stdout?.setEncoding("utf8").on("data", (s: string) => (output += s));
   child.stderr?.setEncoding("utf8").on("data", (s: string) => (output += s));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   let gone = false;
   void exited.then(() => (gone = true));
   const stop = async () => {
@@ -91,7 +95,11 @@ export async function startLlamaServer(args: string[], readyWithinMs = 120_000):
   const baseUrl = `http://127.0.0.1:${port}/v1`;
   const deadline = Date.now() + readyWithinMs;
   for (;;) {
-    if (gone) throw new Error(`llama_cpp.server exited before it was ready:\n${output}`);
+    if (gone) {
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 5_000))]); // its last output
+      if (attempts > 1 && /address already in use/i.test(output)) return startLlamaServer(args, readyWithinMs - (Date.now() - started), attempts - 1);
+      throw new Error(`llama_cpp.server exited before it was ready:\n${output}`);
+    }
     const status = await fetch(`${baseUrl}/models`).then(
       (r) => r.status,
       () => 0,

@@ -80,7 +80,17 @@ export class Collector {
     });
     await new Promise<void>((resolve) => this.sink!.listen(0, "127.0.0.1", resolve));
     const sinkPort = (this.sink.address() as net.AddressInfo).port;
-    const receiverPort = await freePort();
+    // The receiver's port is found free, then released for the collector to take: another
+    // process can take it in between (the collector then exits, address in use): a new port.
+    for (let attempt = 1; ; attempt++) {
+      if (await this.startCollector(sinkPort, await freePort())) return;
+      if (attempt === 3 || !/address already in use/.test(this.log)) throw new Error(`the collector exited: ${this.log}`);
+    }
+  }
+
+  /** Starts the collector on `receiverPort`; true once it answers, false if it exited first. */
+  private async startCollector(sinkPort: number, receiverPort: number): Promise<boolean> {
+    this.log = "";
     const config = path.join(this.dir, "config.yaml");
     fs.writeFileSync(
       config,
@@ -115,14 +125,19 @@ export class Collector {
     this.child.stderr!.on("data", (c) => (this.log += c));
     this.endpoint = `http://127.0.0.1:${receiverPort}`;
     // Ready when its receiver answers: an empty export is a valid request.
-    for (let i = 0; ; i++) {
-      if (this.child.exitCode !== null) throw new Error(`the collector exited: ${this.log}`);
+    const child = this.child;
+    const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+    let gone = false;
+    void exited.then(() => (gone = true));
+    const deadline = Date.now() + 60_000; // a Go binary's start on a busy machine
+    for (;;) {
+      if (gone) return false;
       const ok = await fetch(`${this.endpoint}/v1/traces`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"resourceSpans":[]}' }).then(
         (r) => r.ok,
         () => false,
       );
-      if (ok) return;
-      if (i > 300) throw new Error(`the collector did not start: ${this.log}`);
+      if (ok) return true;
+      if (Date.now() > deadline) throw new Error(`the collector did not start: ${this.log}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -54,8 +54,10 @@ export class RawClient {
   /** stderr so far. While the bridge runs, wait for a line with `stderrMatching` (stderr is a
    * second pipe: it can arrive after a later stdout frame); after `exited` it is complete. */
   stderr = "";
-  /** Resolves once the process has exited and its stderr has been read to the end (or 5 s after
-   * the exit, should something else still hold the pipe). */
+  /** Resolves once the process has exited and its stdout and stderr have been read to the end
+   * (or 5 s after the exit, should something else still hold a pipe; a stdout the test paused
+   * is not waited for).
+   * The `exit` event alone can come before the last frames or log lines are read. */
   readonly exited: Promise<Exit>;
   private stdoutBuffer = "";
   private waiters: Array<() => void> = [];
@@ -80,12 +82,16 @@ export class RawClient {
     });
     // The tests write after the child may have exited; a broken stdin must not crash them.
     this.child.stdin.on("error", () => undefined);
-    const stderrEnded = new Promise<void>((resolve) => this.child.stderr.on("close", () => resolve()));
+    const closed = (stream: NodeJS.ReadableStream) => new Promise<void>((resolve) => stream.on("close", () => resolve()));
+    const stdoutEnded = closed(this.child.stdout);
+    const stderrEnded = closed(this.child.stderr);
     this.exited = new Promise<Exit>((resolve) => {
       this.child.on("exit", (code, signal) => {
         const exit = { code, signal };
         let grace: NodeJS.Timeout | undefined;
-        void Promise.race([stderrEnded, new Promise<void>((r) => (grace = setTimeout(r, 5_000)))]).then(() => {
+        // A stdout the test paused (to hold the bridge by backpressure) is not waited for.
+        const pipesEnded = Promise.all([this.child.stdout.isPaused() ? undefined : stdoutEnded, stderrEnded]);
+        void Promise.race([pipesEnded, new Promise<void>((r) => (grace = setTimeout(r, 5_000)))]).then(() => {
           clearTimeout(grace);
           this.exitInfo = exit;
           resolve(exit);

@@ -15,6 +15,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 
 export interface Swapper {
+  /** The flips made so far (the child reports every 64th). */
+  flips(): number;
   /** Stops the child, restores `entry` as the real thing, and says how many flips it made. */
   stop(): Promise<{ flips: number }>;
 }
@@ -37,19 +39,20 @@ const put = (from, to) => {
   return false;
 };
 let flips = 0;
-for (;;) {
-  if ((flips & 31) === 0 && fs.existsSync(stopFile)) break;
+for (let i = 0; ; i++) {
+  if ((i & 31) === 0 && fs.existsSync(stopFile)) break;
   if (!put(entry, parked)) { put(parked, entry); continue; }
   try { fs.symlinkSync(target, link); } catch {}
   put(link, entry);
   try { if (fs.lstatSync(entry).isSymbolicLink()) fs.unlinkSync(entry); } catch {}
   put(parked, entry);
   flips++;
+  if ((flips & 63) === 0) process.stdout.write(flips + "\\n");
 }
 try { if (fs.lstatSync(entry).isSymbolicLink()) fs.unlinkSync(entry); } catch {}
 if (fs.existsSync(parked)) { rm(entry); fs.renameSync(parked, entry); }
 rm(link);
-process.stdout.write(String(flips));
+process.stdout.write(flips + "\\n");
 `;
 
 /**
@@ -65,8 +68,13 @@ export function startSwapper(opts: { entry: string; outsideTarget: string }): Sw
   const child = spawn(process.execPath, ["-e", CHILD, entry, outsideTarget, parked, link, stopFile], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  // The last whole line: the latest count the child reported.
+  const last = () => Number(out.slice(0, out.lastIndexOf("\n")).split("\n").pop() || 0);
+  // "close", not "exit": the flip count is the child's last write, and "exit" can come before
+  // stdout has been read.
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
   return {
+    flips: last,
     async stop() {
       fs.writeFileSync(stopFile, "");
       const guard = setTimeout(() => child.kill("SIGKILL"), 10_000);
@@ -74,7 +82,7 @@ export function startSwapper(opts: { entry: string; outsideTarget: string }): Sw
       clearTimeout(guard);
       fs.rmSync(stopFile, { force: true });
       if (code !== 0) throw new Error(`swapper exited with ${code}`);
-      return { flips: Number(out) };
+      return { flips: last() };
     },
   };
 }

@@ -115,8 +115,15 @@ def test_result_writer_cuts_a_torn_last_line(tmp_path: Path) -> None:
 # -- the batch command -----------------------------------------------------------------------
 
 
+# Runs argv[1:] with SIGINT at its default: a Python started with SIGINT ignored (what a shell
+# does to a background job without job control, and what this test process may have inherited)
+# keeps it ignored, and the interrupt tests' Ctrl-C would never arrive.
+DEFAULT_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+
+
 def command(tmp_path: Path, tasks: Path, out: Path, *extra: str) -> List[str]:
-    return [sys.executable, "-m", "deepseek_harness.batch", str(tasks), "--out", str(out),
+    return [sys.executable, "-c", DEFAULT_SIGINT,
+            sys.executable, "-m", "deepseek_harness.batch", str(tasks), "--out", str(out),
             "--provider", "scripted", "--model", str(tmp_path / "script.json"),
             "--session-root", str(tmp_path / "sessions"), "--no-progress",
             "--options", json.dumps({"bridge_bin": str(real_bridge_or_skip()), "shutdown_timeout_seconds": 5}),
@@ -166,7 +173,9 @@ def check_resumed(out: Path, n: int, first_run: List[Dict[str, Any]], tmp_path: 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_batch_command_interrupted_then_resumed_does_not_redo_finished_tasks(tmp_path: Path, sig: int) -> None:
     n = 60
-    write_script(tmp_path / "script.json", "finished", delay_ms=15, chunk=2)
+    # ~0.25 s a task: the 50 after the 10th take ~3 s, so the signal lands mid-batch even when a
+    # busy machine holds this test's poller back (at 15 ms a chunk the batch had ended by then).
+    write_script(tmp_path / "script.json", "finished", delay_ms=60, chunk=2)
     tasks, out = write_tasks(tmp_path, n), tmp_path / "results.jsonl"
     proc = subprocess.Popen(command(tmp_path, tasks, out, "--concurrency", "4"), env=env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

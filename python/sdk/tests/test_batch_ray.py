@@ -163,7 +163,8 @@ def test_a_task_that_kills_its_worker_each_time_is_answered_after_max_attempts(c
 
 def test_batch_command_on_ray_interrupted_then_resumed(cluster: str, tmp_path: Path) -> None:
     n = 60
-    write_script(tmp_path / "script.json", "finished", delay_ms=15, chunk=2)
+    # ~0.25 s a task: the signal lands mid-batch even when a busy machine holds the poller back.
+    write_script(tmp_path / "script.json", "finished", delay_ms=60, chunk=2)
     tasks, out = write_tasks(tmp_path, n), tmp_path / "results.jsonl"
     ray_tmp = tempfile.mkdtemp(prefix="hbcli-")
     env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_TMPDIR=ray_tmp)

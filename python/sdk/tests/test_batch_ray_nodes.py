@@ -133,15 +133,24 @@ def placed(runner: RayBatchRunner) -> Dict[str, Dict[str, Any]]:
     return {i["name"].split("@")[0][len("ray:"):]: i for i in infos}
 
 
-def run_with_fault(runner: RayBatchRunner, tasks: List[BatchTask], fault: Any, after: int = 2) -> List[BatchResult]:
-    """Runs the batch, calling ``fault()`` once ``after`` results are in; the results, in the
-    order they came."""
+def busy(runner: RayBatchRunner, label: str) -> Any:
+    """Whether the worker ``label`` (``w1.0``) has tasks in flight, read from the runner (frozen
+    while the driving loop handles a result)."""
+    return lambda: any(s.label == label and s.refs for s in runner._slots)
+
+
+def run_with_fault(runner: RayBatchRunner, tasks: List[BatchTask], fault: Any, after: int = 2,
+                   when: Any = lambda: True) -> List[BatchResult]:
+    """Runs the batch, calling ``fault()`` once, when ``after`` results are in and ``when()``
+    holds; the results, in the order they came."""
     results: List[BatchResult] = []
 
     def drive() -> None:
+        done = False
         for r in runner.iter(tasks):
             results.append(r)
-            if len(results) == after:
+            if not done and len(results) >= after and when():
+                done = True
                 fault()
 
     call_within(240, drive)
@@ -197,7 +206,7 @@ def test_a_node_lost_mid_batch_its_tasks_run_on_the_spare_node(own_cluster: Any,
                         limiter_check_seconds=NO_WATCHDOG, worker_options=ON_WORKER_NODE) as runner:
         where = placed(runner)
         spare = ({n.node_id for n in cluster.nodes} - {i["node_id"] for i in where.values()}).pop()
-        results = run_with_fault(runner, tasks, lambda: cluster.lose(where["w1.0"]["node_id"]))
+        results = run_with_fault(runner, tasks, lambda: cluster.lose(where["w1.0"]["node_id"]), when=busy(runner, "w1.0"))
         after = placed(runner)
         counts = (runner.workers_started, runner.workers_lost, runner.workers_unplaced)
         permits = runner.stats()["in_flight"]
@@ -217,7 +226,7 @@ def test_a_node_lost_for_good_the_other_worker_finishes_then_none_left_is_answer
     with RayBatchRunner(options, workers=2, max_turns_in_flight=4, worker_concurrency=2, placement_timeout=3,
                         lost_after_seconds=3, worker_options=ON_WORKER_NODE) as runner:
         where = placed(runner)
-        results = run_with_fault(runner, tasks, lambda: cluster.lose(where["w1.0"]["node_id"]))
+        results = run_with_fault(runner, tasks, lambda: cluster.lose(where["w1.0"]["node_id"]), when=busy(runner, "w1.0"))
         retried = check_batch(results, tasks, tmp_path)
         assert 1 <= len(retried) <= 2
         assert {r.worker.split("@")[0] for r in retried} == {"ray:w0.0"}, "the survivor ran them again"
@@ -354,7 +363,7 @@ def test_a_worker_killed_by_ray_kill_is_replaced_on_its_node(shared_cluster: Nod
                         limiter_check_seconds=NO_WATCHDOG, worker_options=ON_WORKER_NODE) as runner:
         where = placed(runner)
         victim = runner.workers[1]
-        results = run_with_fault(runner, tasks, lambda: ray.kill(victim, no_restart=True))
+        results = run_with_fault(runner, tasks, lambda: ray.kill(victim, no_restart=True), when=busy(runner, "w1.0"))
         after = placed(runner)
         counts = (runner.workers_started, runner.workers_lost, runner.workers_unplaced)
         permits = runner.stats()["in_flight"]

@@ -20,9 +20,9 @@ from test_client_tools import GUARD, async_harness, call, calls, harness, result
 NO_TIMEOUT = 3600.0  # the bridge's wait for an answer: never what ends these tests
 
 
-def one_call(tmp_path: Path, fn: Any, **arguments: Any) -> Dict[str, Any]:
-    h = harness(tmp_path, [calls(call("c1", fn.name, **arguments)), {"text": "done"}], tools=[fn],
-                client_tool_timeout_seconds=NO_TIMEOUT)
+def one_call(tmp_path: Path, fn: Any, chunk_size: int = 16, **arguments: Any) -> Dict[str, Any]:
+    step = {**calls(call("c1", fn.name, **arguments)), "chunkSize": chunk_size}
+    h = harness(tmp_path, [step, {"text": "done"}], tools=[fn], client_tool_timeout_seconds=NO_TIMEOUT)
     with h:
         result = call_within(GUARD, h.run, "go")
     assert result.ok, result
@@ -70,7 +70,9 @@ def test_a_validation_error_repeats_only_the_start_of_a_huge_input(tmp_path: Pat
         """Counts."""
         return str(n)
 
-    text = text_of(one_call(tmp_path, count, n="9" * 20_000_000 + "x"))
+    # Streamed in 1 MB pieces: at the scripted model's default 16 characters that is 1.25 million
+    # deltas, over a minute on a busy machine, and the test is about the answer, not the stream.
+    text = text_of(one_call(tmp_path, count, chunk_size=1_000_000, n="9" * 20_000_000 + "x"))
     assert text.startswith("invalid arguments for count") and "(20000003 characters)" in text and len(text) < 2_000
 
 

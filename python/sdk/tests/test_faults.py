@@ -185,7 +185,9 @@ def deepseek_harness(base_url: str, **env: str) -> DeepSeekHarness:
             "DEEPSEEK_BASE_URL": base_url,
             "HARNESS_MAX_RETRIES": "1",
             "HARNESS_RETRY_BASE_MS": "10",
-            "HARNESS_IDLE_TIMEOUT_MS": "400",
+            # Ends the stall case; long enough that a bridge stalled by a busy machine does not
+            # time out a reply that is streaming.
+            "HARNESS_IDLE_TIMEOUT_MS": "2500",
             "NO_PROXY": "127.0.0.1",
             "no_proxy": "127.0.0.1",
             **env,

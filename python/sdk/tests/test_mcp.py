@@ -187,7 +187,9 @@ def test_read_only_mode_a_killed_server_and_list_changed(bridge: Path, tmp_path:
                 seen.append(int(re.match(r"pid (\d+)", text(data)).group(1)))  # type: ignore[union-attr]
 
         def kill_when_hanging() -> None:
-            wait_for(lambda: log.is_file() and "hang started" in log.read_text(), "the hanging call")
+            # The server's log can say "hang started" before this thread's caller has handled
+            # w1's result (the notification that names the pid): wait for both.
+            wait_for(lambda: bool(seen) and log.is_file() and "hang started" in log.read_text(), "the hanging call", 60)
             os.kill(seen[0], 9)
 
         killer = threading.Thread(target=kill_when_hanging, daemon=True)

@@ -140,10 +140,13 @@ def test_the_console_script_is_the_bundled_binary(installed, tmp_path):
     script = installed / "bin" / "harness-bridge"
     bundled = bundled_in(installed)
     version = json.loads((REPO_ROOT / "package.json").read_text())["version"]
-    assert subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60).stdout == f"{version}\n"
+    # clean_env(): a PYTHONPATH pointing at the source tree would make the script import the
+    # SDK from there, which bundles no binary.
+    run = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert (run.returncode, run.stdout) == (0, f"{version}\n"), run.stderr
     # Exit codes and stderr pass through: the same as the binary's own for a bad flag.
-    own = subprocess.run([str(bundled), "--no-such-flag"], capture_output=True, text=True, timeout=60)
-    via = subprocess.run([str(script), "--no-such-flag"], capture_output=True, text=True, timeout=60)
+    own = subprocess.run([str(bundled), "--no-such-flag"], capture_output=True, text=True, timeout=60, env=clean_env())
+    via = subprocess.run([str(script), "--no-such-flag"], capture_output=True, text=True, timeout=60, env=clean_env())
     assert own.returncode != 0 and (via.returncode, via.stderr, via.stdout) == (own.returncode, own.stderr, own.stdout)
     # exec: the script's process becomes the binary (no Python left in between), speaking on its stdio.
     proc = subprocess.Popen([str(script), "--stdio", "--session-root", str(tmp_path / "s")], stdin=subprocess.PIPE,

@@ -22,28 +22,23 @@ describe("timeouts and aborts", () => {
     server.enqueue(sseReply([frame(chunk({ content: "thinking..." }))], { then: "stall" }), okReply());
     const started = performance.now();
     const { parts, error } = await collectError(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "200" }));
-    const elapsed = performance.now() - started;
     expect(text(parts)).toBe("thinking...");
     expect(error).toBeInstanceOf(ModelError);
     expect((error as ModelError).code).toBe("timeout");
-    expect(elapsed).toBeGreaterThanOrEqual(190);
-    expect(elapsed).toBeLessThan(2000);
+    // The 200 ms timer ended it (testEnv's default is 5 s): its message names it. A timer never
+    // fires early, so the lower bound holds on any machine.
+    expect((error as ModelError).message).toContain("no data from the model for 200 ms");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
     expect(server.requests).toHaveLength(1);
     await server.requests[0].socketClosed;
   });
 
   it("keep-alive comments keep a slow stream alive", async () => {
-    const frames = [
-      KEEP_ALIVE,
-      KEEP_ALIVE,
-      KEEP_ALIVE,
-      KEEP_ALIVE,
-      frame(chunk({ content: "late" })),
-      frame(chunk({}, "stop")),
-      DONE,
-    ];
-    server.enqueue(sseReply(frames, { delayMs: 120 }));
-    const parts = await collect(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "250" }));
+    // Each gap (300 ms) is well inside the idle timeout, the whole stream (~2.4 s) well past
+    // it: a process stalled for over a second by a busy machine could still fire the timer.
+    const frames = [...Array(7).fill(KEEP_ALIVE), frame(chunk({ content: "late" })), frame(chunk({}, "stop")), DONE];
+    server.enqueue(sseReply(frames, { delayMs: 300 }));
+    const parts = await collect(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "1500" }));
     expect(text(parts)).toBe("late");
   });
 
@@ -64,15 +59,9 @@ describe("timeouts and aborts", () => {
     expect(await iterator.next()).toEqual({ done: false, value: { type: "text-delta", text: "first" } });
     const pending = iterator.next();
     setTimeout(() => controller.abort(new Error("user cancelled")), 50);
-    const started = performance.now();
-    await expect(pending).rejects.toThrow();
-    expect(performance.now() - started).toBeLessThan(500);
-    let closed = false;
-    await Promise.race([
-      server.requests[0].socketClosed.then(() => (closed = true)),
-      new Promise((resolve) => setTimeout(resolve, 1000)),
-    ]);
-    expect(closed).toBe(true);
+    // The abort's own reason, not the idle timeout (5 s) that would end the stall otherwise.
+    await expect(pending).rejects.toThrow("user cancelled");
+    await server.requests[0].socketClosed; // the test's timeout is the bound
     expect(server.requests).toHaveLength(1);
   });
 
@@ -83,22 +72,17 @@ describe("timeouts and aborts", () => {
       expect(part).toEqual({ type: "text-delta", text: "first" });
       break;
     }
-    let closed = false;
-    await Promise.race([
-      server.requests[0].socketClosed.then(() => (closed = true)),
-      new Promise((resolve) => setTimeout(resolve, 1000)),
-    ]);
-    expect(closed).toBe(true);
+    // Closed while the idle timeout (5 s) has not fired: the test's timeout is the bound.
+    await server.requests[0].socketClosed;
   });
 
   it("aborts a retry's backoff sleep at once", async () => {
     server.enqueue(jsonReply(503, errorBody("busy"), { "retry-after": "30" }), okReply());
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("user cancelled")), 100);
-    const started = performance.now();
+    // A sleep the abort did not cut would take 30 s, past the test's timeout.
     const { error } = await collectError(await makeProvider(), request(), controller.signal);
     expect((error as Error).message).toBe("user cancelled");
-    expect(performance.now() - started).toBeLessThan(1000);
     expect(server.requests).toHaveLength(1);
   });
 
@@ -122,42 +106,40 @@ describe("timeouts and aborts", () => {
   });
 
   it("a stream of keep-alive comments only ends at the first-token deadline, without retry (keep-alives re-arm the idle timer)", async () => {
+    // Keep-alives every 50 ms; the idle timeout (1 s) leaves a busy machine room to stall.
     server.enqueue(sseReply([KEEP_ALIVE], { then: "keep-alive" }), okReply());
-    const started = performance.now();
-    const { parts, error } = await collectError(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "400", HARNESS_IDLE_TIMEOUT_MS: "200" }));
+    const { parts, error } = await collectError(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "2500", HARNESS_IDLE_TIMEOUT_MS: "1000" }));
     expect(parts).toEqual([]);
     expect(error).toMatchObject({ name: "ModelError", code: "first-token-timeout" });
-    expect((error as ModelError).message).toContain("no output within 400 ms");
-    expect(performance.now() - started).toBeLessThan(5000);
+    expect((error as ModelError).message).toContain("no output within 2500 ms");
     expect(server.requests).toHaveLength(1);
     await server.requests[0].socketClosed;
   });
 
   it("the first-token deadline stops counting at the first output", async () => {
-    // The first output comes at ~200 ms, well inside the 1 s deadline even on a loaded machine;
-    // the stream then goes on for ~1.5 s, past it.
-    const frames = [KEEP_ALIVE, frame(chunk({ content: "early" })), ...Array(12).fill(KEEP_ALIVE), frame(chunk({}, "stop")), DONE];
+    // The first output comes at ~200 ms, well inside the 2.5 s deadline even on a busy machine;
+    // the stream then goes on for ~3 s, past it.
+    const frames = [KEEP_ALIVE, frame(chunk({ content: "early" })), ...Array(30).fill(KEEP_ALIVE), frame(chunk({}, "stop")), DONE];
     server.enqueue(sseReply(frames, { delayMs: 100 }));
-    const parts = await collect(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "1000" }));
+    const parts = await collect(await makeProvider({ HARNESS_FIRST_TOKEN_TIMEOUT_MS: "2500" }));
     expect(text(parts)).toBe("early");
     expect(parts.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
   });
 
   it("a stream kept alive after output ends at the request deadline, keeping what was streamed", async () => {
     server.enqueue(sseReply([frame(chunk({ content: "half" }))], { then: "keep-alive" }));
-    const { parts, error } = await collectError(await makeProvider({ HARNESS_REQUEST_TIMEOUT_MS: "400", HARNESS_IDLE_TIMEOUT_MS: "200" }));
+    const { parts, error } = await collectError(await makeProvider({ HARNESS_REQUEST_TIMEOUT_MS: "2500", HARNESS_IDLE_TIMEOUT_MS: "1000" }));
     expect(text(parts)).toBe("half");
     expect(error).toMatchObject({ name: "ModelError", code: "request-timeout" });
-    expect((error as ModelError).message).toContain("did not complete within 400 ms");
+    expect((error as ModelError).message).toContain("did not complete within 2500 ms");
     await server.requests[0].socketClosed;
   });
 
   it("the request deadline covers retries and their backoff", async () => {
     server.enqueue(jsonReply(503, errorBody("busy"), { "retry-after": "30" }), okReply());
-    const started = performance.now();
+    // Retry-After 30 s: only the 300 ms deadline can end it before the test's timeout.
     const { error } = await collectError(await makeProvider({ HARNESS_REQUEST_TIMEOUT_MS: "300" }));
     expect(error).toMatchObject({ name: "ModelError", code: "request-timeout" });
-    expect(performance.now() - started).toBeLessThan(5000);
     expect(server.requests).toHaveLength(1);
   });
 
