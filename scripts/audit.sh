@@ -8,8 +8,18 @@
 # Where that service cannot be reached (a registry mirror serving installs only), nothing is
 # known and nothing was audited: that is said loudly, and fails only with HARNESS_REQUIRE_AUDIT=1
 # (a CI whose registries do answer should set it).
+#
+#   scripts/audit.sh [npm|pip]    one part only (default: both, as .ci/run runs it)
+#
+# The npm verdicts are tested against a fake advisory endpoint (test/dist-build/audit.test.ts),
+# through npm_config_registry; pip-audit's are not (its PyPI service's URL is fixed in pip-audit).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+part=${1:-all}
+case "$part" in
+  all | npm | pip) ;;
+  *) echo "usage: scripts/audit.sh [npm|pip]" >&2; exit 2 ;;
+esac
 status=0
 unreachable() {
   echo "audit: NOT AUDITED: $1 could not be reached ($2)" >&2
@@ -18,6 +28,8 @@ unreachable() {
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# The parts are left unindented inside their `if`s: the pip part's heredoc ends at column 0.
+if [ "$part" != pip ]; then
 echo "== npm audit --omit=dev --audit-level=high"
 npm audit --omit=dev --audit-level=high --json > "$tmp/npm.json" 2> /dev/null
 rc=$?
@@ -33,7 +45,9 @@ case "$verdict" in
     if [ "$rc" -ne 0 ]; then npm audit --omit=dev --audit-level=high >&2; status=1; fi ;;
   *) unreachable "npm's advisory endpoint" "${verdict#error }" ;;
 esac
+fi
 
+if [ "$part" != npm ]; then
 echo "== pip-audit: the SDK's runtime dependencies"
 if ! .venv/bin/python -c 'import pip_audit' 2>/dev/null; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check pip-audit >&2 || { echo "audit: could not install pip-audit" >&2; exit 1; }
@@ -63,5 +77,6 @@ case "$rc" in
   3) unreachable "PyPI's JSON API" "see above" ;;
   *) status=1 ;;
 esac
+fi
 
 exit "$status"
