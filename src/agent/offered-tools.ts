@@ -57,12 +57,9 @@ export function toolSpecs(tools: Iterable<Tool>): ToolSpec[] {
  * last in a structured turn. The specs of a map of tools (`toolsByName`, never changed once
  * made) are made once and shared by every request offering it: nothing changes a request's specs.
  */
-export function requestTools(tools: ReadonlyMap<string, Tool> | Tool[], output?: OutputContract): ToolSpec[] {
-  let specs = tools instanceof Map ? specsCache.get(tools) : undefined;
-  if (!specs) {
-    specs = toolSpecs(tools.values());
-    if (tools instanceof Map) specsCache.set(tools, specs);
-  }
+export function requestTools(tools: ReadonlyMap<string, Tool>, output?: OutputContract): ToolSpec[] {
+  let specs = specsCache.get(tools);
+  if (!specs) specsCache.set(tools, (specs = toolSpecs(tools.values())));
   return output ? [...specs, output.tool] : specs;
 }
 const specsCache = new WeakMap<ReadonlyMap<string, Tool>, ToolSpec[]>();

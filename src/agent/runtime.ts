@@ -11,7 +11,7 @@ import { TurnBudget } from "./cost.js";
 import type { HookAnswer } from "../protocol/index.js";
 import { runTurn } from "./loop.js";
 import { childSessionId, subagentFinished, subagentOutput } from "./subagents.js";
-import { canDelegate, requestTools, toolsAtDepth, toolsByName, topLevelTools } from "./offered-tools.js";
+import { canDelegate, requestTools, toolsByName, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import type { Session } from "./session.js";
@@ -260,7 +260,7 @@ export class AgentRuntime {
     const controller = new AbortController();
     const { provider, model, system, maxTokens, subagentDepth } = this.options;
     // The tools a top-level turn offers (MCP's included), so the provider's prefix cache serves the summary.
-    const offered = Promise.resolve(topLevelTools(this.options)).then((all) => requestTools(toolsAtDepth(all, 0, subagentDepth)));
+    const offered = Promise.resolve(topLevelTools(this.options)).then((all) => requestTools(toolsByName(all, 0, subagentDepth)));
     const turn = session.nextTurnNumber() - 1;
     const done = offered
       .then((specs) => compactNow({ session, provider, model, system, maxTokens, tools: specs, ...this.context, turn, signal: controller.signal }, "request"))
