@@ -13,7 +13,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Callable, Dict, List, Optional, Tuple
 
-from common import BENCH, REPO, Context, Count, Result, bridge_env, initialize_request, line, median, percentile, prompt_request, write_script
+from common import BENCH, REPO, Context, Count, Result, bridge_env, initialize_request, line, median, percentile, proc_status, prompt_request, write_script
 
 COUNTS = {
     # Every target answers `warmup` requests first (V8 has compiled the hot code by then), then
@@ -21,6 +21,10 @@ COUNTS = {
     "warmup": Count(quick=20, full=3_000),
     "rounds": Count(quick=2, full=10),
     "block": Count(quick=20, full=500),
+    # One more bridge, one session: the window of turns measured after the others' warm-up, and
+    # the turn after which the same window is measured again (per-turn cost must not grow).
+    "window": Count(quick=20, full=1_000),
+    "late": Count(quick=60, full=12_000),
 }
 
 # A notification line of every target starts so: the client reads it and does not parse it (the
@@ -85,6 +89,31 @@ class RawPeer:
         assert self.proc.stdin
         self.proc.stdin.close()
         self.proc.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of every thread of a process so far (on-CPU nanoseconds, /proc/PID/task/*/schedstat)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return total / 1e9
+
+
+def long_session(peer: RawPeer, warmup: int, window: int, late: int) -> Dict[str, Tuple[float, float, int]]:
+    """p50 (s), CPU per request (s) and RSS (kB) of `window` turns right after `warmup`, and of
+    the `window` turns after turn `late`, all on one session."""
+    out: Dict[str, Tuple[float, float, int]] = {}
+    peer.latencies(warmup)
+    for name, skip in (("early", 0), ("late", late - warmup - window)):
+        peer.latencies(skip)
+        cpu = cpu_seconds(peer.proc.pid)
+        lat = peer.latencies(window)
+        out[name] = (percentile(lat, 50), (cpu_seconds(peer.proc.pid) - cpu) / window, proc_status(peer.proc.pid).get("VmRSS", 0))
+    return out
 
 
 class AppendFsync:
@@ -154,6 +183,13 @@ def run(ctx: Context) -> Result:
     finally:
         for peer in peers.values():
             peer.close()  # type: ignore[attr-defined]
+    # Per-turn cost against the session's length: the history and the events kept grow with it.
+    window, late = ctx.count(COUNTS["window"]), ctx.count(COUNTS["late"])
+    long_peer = RawPeer([str(ctx.bin), "--stdio", "--no-session-log"], bridge_prompt, bridge_init, env)
+    try:
+        long = long_session(long_peer, warmup, window, late)
+    finally:
+        long_peer.close()
     p50 = {key: median([percentile(s, 50) for s in runs]) for key, runs in samples.items()}
     p99 = {key: median([percentile(s, 99) for s in runs]) for key, runs in samples.items()}
     res = Result(f"Round trip against the protocol SDKs: one raw client, {rounds} interleaved blocks of {block:,} after {warmup:,} "
@@ -164,10 +200,19 @@ def run(ctx: Context) -> Result:
     r50, r99 = p50["bridge"] / p50["acp"], p99["bridge"] / p99["acp"]
     res.goal("round trip: bridge prompt p50 <= ACP SDK agent p50 (--no-session-log)", f"{r50:.2f}x ({p50['bridge'] * 1e6:.0f} vs {p50['acp'] * 1e6:.0f} µs)", r50 <= 1.0)
     res.goal("round trip: bridge prompt p99 <= ACP SDK agent p99 (--no-session-log)", f"{r99:.2f}x ({p99['bridge'] * 1e6:.0f} vs {p99['acp'] * 1e6:.0f} µs)", r99 <= 1.0)
+    early_at, late_at = f"{warmup + 1:,}–{warmup + window:,}", f"{late + 1:,}–{late + window:,}"
+    for name, at in (("early", early_at), ("late", late_at)):
+        lp50, lcpu, rss = long[name]
+        res.row(f"bridge, one session, turns {at}: CPU {lcpu * 1e6:.0f} µs a turn, RSS {rss // 1024} MB", f"{lp50 * 1e6:.0f}", "", "", "")
+    cpu_ratio, p50_ratio = long["late"][1] / long["early"][1], long["late"][0] / long["early"][0]
+    res.goal(f"long session: turns {late_at} / turns {early_at}, CPU a turn and p50 <= 1.25x",
+             f"CPU {cpu_ratio:.2f}x, p50 {p50_ratio:.2f}x", cpu_ratio <= 1.25 and p50_ratio <= 1.25)
     extra = p50["log"] - p50["bridge"]
     ratio = extra / p50["fsync"]
     res.goal("round trip: session log's extra p50 <= 1.5x one append + fsync", f"{ratio:.2f}x (+{extra * 1e6:.0f} vs {p50['fsync'] * 1e6:.0f} µs)", ratio <= 1.5)
     res.notes.append("The client writes a request and reads lines to its response, parsing only the response (a notification's "
                      "parse is the client's cost). All bridge prompts go to one session; with the log on, each turn ends with an fsync.")
+    res.notes.append("The long-session rows are one more bridge (--no-session-log), one session, alone: CPU is every thread's "
+                     "(schedstat), so JIT and collector threads count; RSS grows with the events a session keeps in memory.")
     res.notes.append("The fsync floor is timed in the client's process (os.write + os.fsync): the least a durable turn can cost on this disk.")
     return res

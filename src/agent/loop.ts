@@ -25,6 +25,7 @@ import type { SteerInbox } from "./steer.js";
 import { TurnBudget, withCost } from "./cost.js";
 import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
 import type { TurnTrace } from "./turn-trace.js";
+import { LazyTurnCheckpoint, type TurnCheckpoint, type TurnCheckpointSource } from "./turn-checkpoint.js";
 
 /** What a turn runs with. */
 export interface TurnConfig {
@@ -64,34 +65,35 @@ export interface TurnConfig {
    * nothing is recorded. `undefined` from `forTurn`: this turn cannot be checkpointed (it runs,
    * and rewinds find nothing of it).
    */
-  checkpoints?: { forTurn(turn: number): TurnCheckpoint | undefined };
-  /** This turn's recorder (set by `runTurn` from `checkpoints`). */
+  checkpoints?: TurnCheckpointSource;
+  /** This turn's checkpoint (set by `runTurn` from `checkpoints`, turn-checkpoint.ts). */
   recorder?: TurnCheckpoint;
   /** The turn's spans, when tracing is on (turn-trace.ts); the loop marks where each model request and tool call begins and ends. */
   trace?: TurnTrace;
 }
 
-/** What the loop asks of a turn's checkpoint: told before each tool call, finished before `turn/end`. */
-export interface TurnCheckpoint {
-  beforeTool(name: string, readOnly: boolean, args: JsonObject): Promise<void>;
-  finish(session: Session): Promise<void>;
-}
+export type { TurnCheckpoint } from "./turn-checkpoint.js";
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
 export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
   // Calls left without a result by a bridge that stopped mid-turn (killed while a tool ran or a
   // client tool or approval was pending) get one now, durably, before the history goes on.
   // Hooks it left waiting are recorded as skipped first (a post-tool hook's output is its result).
-  // (Called only when there are: most turns have none, and an async call costs its promises.)
-  if (session.leftoverHooks().length > 0) await settleLeftoverHooks(session);
-  for (const { callId, name } of session.unansweredCalls()) {
-    const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
-    await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
+  // (Looked for only when there are: most turns have none, and an async call costs its promises.)
+  if (session.hasLeftovers) {
+    if (session.leftoverHooks().length > 0) await settleLeftoverHooks(session);
+    for (const { callId, name } of session.unansweredCalls()) {
+      const text = "no result: the bridge stopped while this call was pending, so it may not have run to completion";
+      await session.emit("tool/result", { callId, name, content: [{ type: "text", text }], isError: true, durationMs: 0 });
+    }
   }
-  await session.emit("user/message", { id: `msg_${randomUUID()}`, content });
+  // An event is awaited only when the client is behind (`Session.emit`): no tick otherwise.
+  let room = session.emit("user/message", { id: `msg_${randomUUID()}`, content });
+  if (room) await room;
   const turn = session.nextTurnNumber();
-  await session.emit("turn/start", config.output ? { turn, outputSchema: config.output.schema } : { turn });
-  if (config.checkpoints) config = { ...config, recorder: config.checkpoints.forTurn(turn) };
+  room = session.emit("turn/start", config.output ? { turn, outputSchema: config.output.schema } : { turn });
+  if (room) await room;
+  if (config.checkpoints) config = { ...config, recorder: new LazyTurnCheckpoint(config.checkpoints, turn) };
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
   // The prompt's budget (cost.ts), shared with the subagents this turn starts (`subagents` below
@@ -153,7 +155,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       if (reason) break;
       if (config.steers?.pending) await config.steers.drain(session, signal);
     }
-    await session.emit("step/start", { turn, step });
+    room = session.emit("step/start", { turn, step });
+    if (room) await room;
     let outcome = await runStep(session, config, tools, signal, turn, step, final);
     spend(outcome.answered === true, outcome.usage);
     if (outcome.refusedAsTooLong && compaction && !retriedAfterRefusal && !signal.aborted) {
@@ -188,8 +191,10 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   // The turn is ending: steers still waiting, and later ones, are refused (steered: false).
   config.steers?.close();
   const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
-  await config.recorder?.finish(session);
-  await session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
+  const recorded = config.recorder?.finish(session);
+  if (recorded) await recorded;
+  room = session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
+  if (room) await room;
   session.sync();
   return reason;
 }
@@ -271,14 +276,8 @@ async function runStep(
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content: AssistantContentBlock[] = [...assembler.blocks(), ...calls];
-    await session.emit("assistant/message", {
-      id: `msg_${randomUUID()}`,
-      turn,
-      step,
-      content,
-      finishReason,
-      ...(usage ? { usage } : {}),
-    });
+    const room = session.emit("assistant/message", { id: `msg_${randomUUID()}`, turn, step, content, finishReason, ...(usage ? { usage } : {}) });
+    if (room) await room;
   }
 
   if (failure) {

@@ -100,6 +100,11 @@ export class Session {
     return [...this.unanswered].map(([callId, name]) => ({ callId, name }));
   }
 
+  /** Whether there are calls without a result or hook requests without a decision (the two below). */
+  get hasLeftovers(): boolean {
+    return this.unanswered.size > 0 || this.pendingHooks.size > 0;
+  }
+
   /** Hook requests a stopped bridge left without a decision (agent/hooks.ts `settleLeftoverHooks`). */
   leftoverHooks(): HookRequestEventData[] {
     return [...this.pendingHooks.values()];
