@@ -6,13 +6,13 @@
  * initialize), results (text, errors, other content), `read-only` mode, approvals,
  * tools/list_changed. Lifecycle (cancel, timeouts, crashes, process groups): e2e-mcp-lifecycle.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/protocol/index.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
-import { EVERYTHING, everything, filesystem, freePort, listening, logged, probe } from "../support/mcp-servers.js";
+import { deadPort, everything, everythingOverHttp, filesystem, logged, probe } from "../support/mcp-servers.js";
 import { oneTurn, tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 
 let ws: TempWorkspace;
@@ -144,12 +144,11 @@ describe("MCP tool results", () => {
   });
 
   it("speaks streamable HTTP to server-everything on 127.0.0.1", async () => {
-    const port = await freePort();
-    const server = spawn(process.execPath, [EVERYTHING, "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: "ignore" });
+    const { server, port } = await everythingOverHttp();
     servers.push(server);
-    await listening(port);
+    const dead = await deadPort();
     const script = ws.script("s.json", oneTurn({ toolCalls: [call("e", "mcp__web__echo", { message: "over http" })] }, { text: "done" }));
-    const { c, result } = await initialized(script, { web: { url: `http://127.0.0.1:${port}/mcp` }, dead: { url: `http://127.0.0.1:${await freePort()}/mcp` } });
+    const { c, result } = await initialized(script, { web: { url: `http://127.0.0.1:${port}/mcp` }, dead: { url: `http://127.0.0.1:${dead.port}/mcp` } }).finally(dead.close);
     expect(result.mcpServers[0]).toMatchObject({ name: "web", status: "connected", tools: expect.arrayContaining(["mcp__web__echo"]) });
     expect(result.mcpServers[1]).toMatchObject({ name: "dead", status: "failed", error: expect.stringMatching(/could not start/) });
     const { results } = await prompt(c);

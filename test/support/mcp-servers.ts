@@ -3,6 +3,7 @@
  * from npm (server-everything, server-filesystem) and a probe written with the official `mcp`
  * Python package (test/fixtures/mcp_probe_server.py), plus helpers to watch processes.
  */
+import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
@@ -69,20 +70,38 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Resolves once something accepts connections on 127.0.0.1:`port`. */
-export async function listening(port: number, ms = 15_000): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
+/**
+ * server-everything speaking streamable HTTP on a port of its own: a port found free can be
+ * taken by another process before the server binds it, so the server's own "listening" line
+ * decides, and a refused bind is retried on another port.
+ */
+export async function everythingOverHttp(tries = 5): Promise<{ server: ChildProcess; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const server = spawn(process.execPath, [EVERYTHING, "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"] });
+    const up = await new Promise<boolean>((resolve) => {
+      let seen = "";
+      server.stderr!.setEncoding("utf8").on("data", (d: string) => {
+        seen += d;
+        if (seen.includes(`listening on port ${port}`)) resolve(true);
       });
-      socket.once("error", () => resolve(false));
+      server.once("exit", () => resolve(false));
     });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
+    if (up) return { server, port };
+    server.kill("SIGKILL");
+    if (attempt >= tries) throw new Error(`server-everything could not bind a port in ${tries} tries`);
   }
+}
+
+/**
+ * A port on 127.0.0.1 that is held for the test and closes every connection at once: a server
+ * that is there and answers nothing, which no other process can take meanwhile.
+ */
+export async function deadPort(): Promise<{ port: number; close: () => void }> {
+  const server = net.createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  return { port: (server.address() as net.AddressInfo).port, close: () => server.close() };
 }

@@ -36,12 +36,13 @@ def run_once(real: Any, base_url: str, model: str = "deepseek-flash") -> TurnRes
 
 
 @pytest.fixture
-def closed_port() -> int:
-    """A port of 127.0.0.1 nothing listens on (bound, then released)."""
+def closed_port() -> Iterator[int]:
+    """A port of 127.0.0.1 nothing listens on: bound and held for the test without listening,
+    so a connection is refused and no other process can take the port meanwhile."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
-    return port
+        yield port
 
 
 @pytest.fixture

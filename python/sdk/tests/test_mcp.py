@@ -73,23 +73,38 @@ def bridge() -> Path:
 
 @pytest.fixture
 def http_probe(tmp_path: Path) -> Iterator[Dict[str, Any]]:
-    """The probe over streamable HTTP on 127.0.0.1 (a free port), with its log file."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """The probe over streamable HTTP on 127.0.0.1, with its log file. A port found free can be
+    taken by another process before the probe binds it, so the probe's own "running on" line
+    decides, and a refused bind is retried on another port."""
     log = tmp_path / "http-probe.log"
-    proc = subprocess.Popen([sys.executable, str(PROBE), "--http", str(port)], env={**os.environ, "PROBE_LOG": str(log)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(5):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([sys.executable, str(PROBE), "--http", str(port)], env={**os.environ, "PROBE_LOG": str(log)},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        running = f"running on http://127.0.0.1:{port}"
+        up = threading.Event()
 
-    def listening() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            return False
+        def drain(stderr: Any = proc.stderr, running: str = running, up: threading.Event = up) -> None:
+            # To the line (a refused bind exits first), then on, so the probe never blocks on a full pipe.
+            for row in stderr:
+                if running in row:
+                    up.set()
 
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 30
+        while not up.is_set() and reader.is_alive() and time.monotonic() < deadline:
+            up.wait(0.05)
+        if up.is_set():
+            break
+        proc.kill()
+        proc.wait()
+    else:
+        raise AssertionError("the HTTP probe could not bind a port in 5 tries")
     try:
-        wait_for(listening, "the HTTP probe listening")
         yield {"url": f"http://127.0.0.1:{port}/mcp", "log": log}
     finally:
         proc.kill()
