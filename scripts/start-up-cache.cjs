@@ -26,7 +26,8 @@ const builtinRequire = (id) => {
 
 const [arch, name] = process.argv.slice(2);
 const file = path.resolve(name);
-const script = new vm.Script(fs.readFileSync(name, "utf8"), { filename: file });
+// Named as given (relative to build/), as the chunks are: the name is part of the cache.
+const script = new vm.Script(fs.readFileSync(name, "utf8"), { filename: name });
 let made = false;
 const stdout = process.stdout;
 stdout.write = (line) => {
