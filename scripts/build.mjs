@@ -126,6 +126,7 @@ const main = await esbuild.build({
 fs.writeFileSync(path.join(buildDir, "harness-bridge.meta.json"), `${JSON.stringify(Object.keys(main.metafile.inputs).sort(), null, 1)}\n`);
 // A chunk file is one function expression (src/server/chunk.ts): the bytes its code cache is made
 // from below are the bytes the bridge compiles.
+const chunkWrapper = { head: "(function (exports, require, module, __filename, __dirname) {", tail: "})" };
 for (const chunk of chunks) {
   await esbuild.build({
     ...common,
@@ -133,9 +134,21 @@ for (const chunk of chunks) {
     outfile: path.join(buildDir, chunk.name),
     define: defines,
     plugins: chunk.plugins ?? [],
-    banner: { js: `(function (exports, require, module, __filename, __dirname) {${common.banner.js}` },
-    footer: { js: "})" },
+    banner: { js: `${chunkWrapper.head}${common.banner.js}` },
+    footer: { js: chunkWrapper.tail },
   });
+}
+// The single executable evaluates the main bundle as it does a chunk (src/sea-main.ts, its SEA
+// `main`): the same bytes as one function expression, whose code cache is made after a start-up
+// run (below). The entry itself is a few lines.
+const seaBundle = "harness-bridge.sea.cjs";
+fs.writeFileSync(path.join(buildDir, seaBundle), `${chunkWrapper.head}${fs.readFileSync(bundle, "utf8")}${chunkWrapper.tail}`);
+const seaMain = "sea-main.cjs";
+await esbuild.build({ ...common, banner: {}, entryPoints: [path.join(root, "src", "sea-main.ts")], outfile: path.join(buildDir, seaMain) });
+// src/server/chunk.ts reads an embedded file as latin1, which is its UTF-8 only for ASCII text:
+// esbuild writes ASCII (it escapes the rest), and this keeps it so.
+for (const name of [seaBundle, ...chunks.map((c) => c.name)]) {
+  if (!fs.readFileSync(path.join(buildDir, name)).every((byte) => byte < 0x80)) fail(`${name} is not ASCII only: src/server/chunk.ts would read it wrong`);
 }
 step(`bundle ${fs.statSync(bundle).size} bytes; chunks: ${chunks.map((c) => `${c.name} ${fs.statSync(path.join(buildDir, c.name)).size} bytes`).join(", ")}`);
 
@@ -188,16 +201,29 @@ const caching = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed
   encoding: "utf8",
 });
 if (caching.status !== 0) fail(`making the chunks' code caches with ${target.run.join(" ")} failed (${caching.error?.message ?? `exit ${caching.status ?? caching.signal}`}): ${caching.stderr}`);
-step(`code caches: ${chunks.map((c) => `${c.name}.${arch}.cache ${fs.statSync(path.join(buildDir, `${c.name}.${arch}.cache`)).size} bytes`).join(", ")}`);
+// The main bundle's code cache, made after a start-up run up to the `initialize` response
+// (scripts/start-up-cache.cjs: a run that takes one path whatever the machine), by the target's
+// node under the same flags, environment and stdio as the chunks' caches, for the same reasons.
+const initialize = `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: "/", provider: "scripted", model: "demo" } })}\n`;
+const startUp = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", "start-up-cache.cjs"), arch, seaBundle], {
+  cwd: buildDir,
+  env: {},
+  input: initialize,
+  stdio: ["pipe", "ignore", "pipe"],
+  encoding: "utf8",
+  timeout: 300_000,
+});
+if (startUp.status !== 0) fail(`making the main bundle's code cache with ${target.run.join(" ")} failed (${startUp.error?.message ?? `exit ${startUp.status ?? startUp.signal}`}): ${startUp.stderr}`);
+step(`code caches: ${seaBundle}.${arch}.cache ${fs.statSync(path.join(buildDir, `${seaBundle}.${arch}.cache`)).size} bytes, ${chunks.map((c) => `${c.name}.${arch}.cache ${fs.statSync(path.join(buildDir, `${c.name}.${arch}.cache`)).size} bytes`).join(", ")}`);
 fs.writeFileSync(
   path.join(buildDir, seaConfig),
   JSON.stringify({
-    main: path.basename(bundle),
+    main: seaMain,
     output: blob,
     disableExperimentalSEAWarning: true,
     useCodeCache: true,
     execArgv: seaExecArgv,
-    assets: { ...Object.fromEntries(chunks.flatMap((c) => [[c.name, c.name], [`${c.name}.cache`, `${c.name}.${arch}.cache`]])), ...landlockAsset },
+    assets: { ...Object.fromEntries([seaBundle, ...chunks.map((c) => c.name)].flatMap((name) => [[name, name], [`${name}.cache`, `${name}.${arch}.cache`]])), ...landlockAsset },
   }),
 );
 try {

@@ -1,5 +1,6 @@
 /**
- * The chunks' code caches (scripts/chunk-cache.cjs, src/server/chunk.ts) are used, not silently
+ * The chunks' code caches (scripts/chunk-cache.cjs, src/server/chunk.ts), and the main bundle's
+ * (scripts/start-up-cache.cjs, src/sea-main.ts), are used, not silently
  * rejected: V8 rejects a cache made under other flags or another V8, and the chunk then compiles
  * from source, slower but with the same behaviour, so only these checks would notice. The build is
  * the one test/support/build-once.ts made for this run; scripts/vitest runs the pinned node, the
@@ -36,6 +37,25 @@ describe("the chunks' code caches", () => {
     const run = spawnSync(process.execPath, [...seaConfig.execArgv, "-e", check, JSON.stringify(pairs)], { cwd: build, encoding: "utf8" });
     expect(run.stderr).toBe("");
     expect(run.stdout.trim().split("\n")).toEqual(chunks.map((chunk) => `${chunk} accepted`));
+  });
+
+  it("hold, for the main bundle, the functions its start-up run compiled, not only what compiling it compiles", () => {
+    // The SEA's main is the small entry; the bundle is evaluated from its asset with this cache.
+    const main = JSON.parse(fs.readFileSync(path.join(build, `sea-config-${process.arch}.json`), "utf8")).main as string;
+    expect(fs.readFileSync(path.join(build, main), "utf8")).toContain('"harness-bridge.sea.cjs"');
+    expect(chunks).toContain("harness-bridge.sea.cjs");
+    const sizes = `const fs = require("node:fs"), vm = require("node:vm");
+      const code = fs.readFileSync("harness-bridge.sea.cjs", "utf8");
+      const embedded = fs.readFileSync(process.argv[1]);
+      const script = new vm.Script(code, { filename: "harness-bridge.sea.cjs", cachedData: embedded });
+      const compiled = new vm.Script(code, { filename: "compiled-only.cjs" }).createCachedData();
+      console.log(JSON.stringify({ rejected: script.cachedDataRejected, embedded: embedded.length, compiled: compiled.length }));`;
+    const run = spawnSync(process.execPath, [...seaConfig.execArgv, "-e", sizes, seaConfig.assets["harness-bridge.sea.cjs.cache"]], { cwd: build, encoding: "utf8" });
+    expect(run.stderr).toBe("");
+    const { rejected, embedded, compiled } = JSON.parse(run.stdout) as { rejected: boolean; embedded: number; compiled: number };
+    expect(rejected).toBe(false);
+    // The start-up path's functions add to the cache what compiling alone leaves out.
+    expect(embedded).toBeGreaterThan(compiled * 1.2);
   });
 
   it("are accepted by the binary: a turn that loads the schemas, the tools' packages and the HTTP client warns of none", async () => {
