@@ -1,6 +1,7 @@
 """The package's layering: public modules share code through ``deepseek_harness._internal``,
-never through each other's private names, and the internal package never imports the public
-fronts (``client``, ``api``, ``async_api``, ``subscriptions``) it serves."""
+never through each other's private names; the internal package never imports the public
+fronts (``client``, ``api``, ``async_api``, ``subscriptions``) it serves; and the wire's types
+live in ``deepseek_harness.wire``, which imports nothing from the rest of the SDK."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import ast
 from pathlib import Path
 from typing import Iterator, Tuple
 
+import pytest
+
 import deepseek_harness
+import deepseek_harness.wire as wire
 
 PACKAGE = Path(deepseek_harness.__file__).resolve().parent
 FRONTS = {"client", "api", "async_api", "subscriptions"}
@@ -89,3 +93,75 @@ def test_only_the_connection_module_reaches_into_a_connection() -> None:
                     if isinstance(target, ast.Attribute) and target.attr in {"interceptor", "on_settled"}:
                         offences.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: sets .{target.attr}")
     assert offences == []
+
+
+def _absolute_imports(path: Path) -> Iterator[Tuple[str, int]]:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+
+
+def test_the_wire_package_imports_nothing_from_the_rest_of_the_sdk() -> None:
+    # Behaviour (decoding, requests, callbacks) builds on the wire's types, never the other way.
+    offences = []
+    for path in sorted((PACKAGE / "wire").glob("*.py")):
+        for module, name, line in relative_imports(path):
+            if module != "wire" and not module.startswith("wire."):
+                offences.append(f"wire/{path.name}:{line}: {name} from {module or 'deepseek_harness'}")
+        for module, line in _absolute_imports(path):
+            if module.split(".")[0] == "deepseek_harness":
+                offences.append(f"wire/{path.name}:{line}: {module}")
+    assert offences == []
+    # base.py is the leaf every other module of the package builds on.
+    assert list(relative_imports(PACKAGE / "wire" / "base.py")) == []
+
+
+def test_the_wire_check_sees_the_packages_imports() -> None:
+    # The check above passes vacuously if it resolves nothing: the package's modules import each other.
+    found = {module for path in (PACKAGE / "wire").glob("*.py") for module, _, _ in relative_imports(path)}
+    assert {"wire.base", "wire.usage", "wire.turn_events"} <= found
+    assert "pydantic" in {module for module, _ in _absolute_imports(PACKAGE / "wire" / "base.py")}
+
+
+def _model_bases(path: Path) -> Iterator[Tuple[str, int]]:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+                if name in {"BaseModel", "WireModel", "TypedDict"}:
+                    yield node.name, node.lineno
+
+
+def test_every_wire_model_is_defined_in_the_wire_package() -> None:
+    offences = [f"{path.relative_to(PACKAGE)}:{line}: {name}"
+                for path in sorted(PACKAGE.rglob("*.py")) if "wire" not in path.relative_to(PACKAGE).parts
+                for name, line in _model_bases(path)]
+    assert offences == []
+    assert any(True for path in (PACKAGE / "wire").glob("*.py") for _ in _model_bases(path))
+
+
+#: The modules that exported wire types before the wire package held them all, kept as
+#: compatibility aliases: each name they export that the wire package defines is its object.
+COMPATIBILITY_ALIASES = ["models", "events", "sessions", "checkpoints", "hooks", "turn_control", "mcp_servers"]
+
+
+@pytest.mark.parametrize("name", COMPATIBILITY_ALIASES)
+def test_old_module_paths_give_the_wire_packages_objects(name: str) -> None:
+    import importlib
+
+    module = importlib.import_module(f"deepseek_harness.{name}")
+    shared = [n for n in module.__all__ if n in wire.__all__]
+    assert shared, f"deepseek_harness.{name} re-exports no wire type"
+    assert [n for n in shared if getattr(module, n) is not getattr(wire, n)] == []
+
+
+def test_the_root_exports_the_wire_packages_objects() -> None:
+    shared = [n for n in deepseek_harness.__all__ if n in wire.__all__]
+    assert len(shared) > 40
+    assert [n for n in shared if getattr(deepseek_harness, n) is not getattr(wire, n)] == []
+    from deepseek_harness import models
+
+    assert models.TurnEndReason is wire.TurnEndReason

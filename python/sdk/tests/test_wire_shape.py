@@ -3,12 +3,14 @@
 test/fixtures/wire-shape.json is the wire's shape as the bridge's TypeScript types declare it
 (scripts/wire-shape.mjs writes it; test/protocol/wire-shape.test.ts checks it against those
 types): each session event type with the field paths of its data, each notification and each
-method with those of its params and result. Here the same paths are read off the SDK's models
-(by wire alias) and must be the same sets, so a field added to one side only fails one of the
-two tests. A path is ``a.b`` for a nested field, ``a[].b`` for a field of an array's elements;
-a union contributes every member's fields. Maps and JSON values (``Dict[str, Any]``, ``Any``)
-are opaque here as ``Record``/``JsonValue`` are there, and ``SessionEvent`` inside a result or
-a notification is the envelope checked on its own.
+method with those of its params and result. Here the same paths are read off the SDK's wire
+types, all in the ``deepseek_harness.wire`` package (by wire alias; ``initialize``'s plain
+settings from ``options.INITIALIZE_FIELDS``, the table that sends them), and must be the same
+sets, so a field added to one side only fails one of the two tests. A path is ``a.b`` for a
+nested field, ``a[].b`` for a field of an array's elements; a union contributes every member's
+fields. Maps and JSON values (``Dict[str, Any]``, ``Any``) are opaque here as
+``Record``/``JsonValue`` are there, and ``SessionEvent`` inside a result or a notification is the
+envelope checked on its own.
 """
 
 from __future__ import annotations
@@ -21,42 +23,31 @@ from typing import Any, Dict, List, Mapping, Set, Tuple
 import pytest
 from pydantic import BaseModel
 
-from deepseek_harness import events as ev
-from deepseek_harness import models
-from deepseek_harness import sessions
-from deepseek_harness import turn_control
-from deepseek_harness import checkpoints
-from deepseek_harness._internal import request_params as rp
-from deepseek_harness.client_tool_models import SessionPermissionParams, SessionToolResultParams
-from deepseek_harness.hooks import SessionHookParams
+from deepseek_harness import wire
 from deepseek_harness.options import INITIALIZE_FIELDS
 
 FIXTURE = Path(__file__).resolve().parents[3] / "test" / "fixtures" / "wire-shape.json"
 
 #: Where the SDK types each method: its params and its result (None: no fields).
 METHODS: Dict[str, Tuple[Any, Any]] = {
-    "initialize": ("INITIALIZE_FIELDS", models.InitializeResponse),
-    "session/prompt": (rp.SessionPromptParams, models.SessionPromptResponse),
-    "session/cancel": (rp.SessionCancelParams, models.SessionCancelResponse),
-    "session/compact": (rp.SessionCompactParams, models.SessionCompactResponse),
-    "session/tool_result": (SessionToolResultParams, None),
-    "session/permission": (SessionPermissionParams, None),
-    "session/hook": (SessionHookParams, None),
-    "session/list": (rp.SessionListParams, sessions.SessionListResponse),
-    "session/read": (rp.SessionReadParams, sessions.SessionReadResponse),
-    "session/fork": (rp.SessionForkParams, sessions.SessionForkResponse),
-    "session/delete": (rp.SessionDeleteParams, sessions.SessionDeleteResponse),
-    "session/steer": (rp.SessionSteerParams, turn_control.SessionSteerResponse),
-    "session/rewind": (checkpoints.SessionRewindParams, checkpoints.RewindResult),
+    "initialize": ("INITIALIZE_FIELDS", wire.InitializeResponse),
+    "session/prompt": (wire.SessionPromptParams, wire.SessionPromptResponse),
+    "session/cancel": (wire.SessionCancelParams, wire.SessionCancelResponse),
+    "session/compact": (wire.SessionCompactParams, wire.SessionCompactResponse),
+    "session/tool_result": (wire.SessionToolResultParams, None),
+    "session/permission": (wire.SessionPermissionParams, None),
+    "session/hook": (wire.SessionHookParams, None),
+    "session/list": (wire.SessionListParams, wire.SessionListResponse),
+    "session/read": (wire.SessionReadParams, wire.SessionReadResponse),
+    "session/fork": (wire.SessionForkParams, wire.SessionForkResponse),
+    "session/delete": (wire.SessionDeleteParams, wire.SessionDeleteResponse),
+    "session/steer": (wire.SessionSteerParams, wire.SessionSteerResponse),
+    "session/rewind": (wire.SessionRewindParams, wire.RewindResult),
     "shutdown": (None, None),
 }
 
 #: The typed event of each notification stream consumers get (``session.event``'s are per type).
-NOTIFICATIONS: Dict[str, Any] = {
-    "session.event": models.SessionEventParams,
-    "subagent.started": ev.SubagentStartedEvent,
-    "subagent.finished": ev.SubagentFinishedEvent,
-}
+NOTIFICATIONS: Dict[str, Any] = {"session.event": wire.SessionEventParams, **wire.NOTIFICATION_EVENTS}
 
 
 def shape() -> Dict[str, Any]:
@@ -77,7 +68,7 @@ def _collect(tp: Any, prefix: str, out: Set[str]) -> None:
             _collect(member, prefix, out)
     elif origin in (list, List):
         _collect(typing.get_args(tp)[0], f"{prefix}[]", out)
-    elif isinstance(tp, type) and issubclass(tp, models.SessionEvent):
+    elif isinstance(tp, type) and issubclass(tp, wire.SessionEvent):
         return  # opaque: the envelope, checked by test_the_event_envelope
     elif isinstance(tp, type) and issubclass(tp, BaseModel):
         for name, field in tp.model_fields.items():
@@ -102,12 +93,10 @@ def _initialize_params() -> List[str]:
     """``initialize``'s params: the three always sent, ``protocolVersion``, and the table of
     settings; ``clientTools`` entries are :class:`ClientToolSpec`, a ``toolChoice`` of one tool
     is ``{"name": ...}`` (options._tool_choice_wire)."""
-    from deepseek_harness.client_tool_models import ClientToolSpec
-
     out = {"cwd", "provider", "model", "protocolVersion", "toolChoice.name"}
-    out |= {wire for _, wire, _ in INITIALIZE_FIELDS}
-    out |= {f"clientTools[].{p}" for p in paths(ClientToolSpec)}
-    out |= {f"prices.{p}" for p in paths(turn_control.Prices)}
+    out |= {wire_name for _, wire_name, _ in INITIALIZE_FIELDS}
+    out |= {f"clientTools[].{p}" for p in paths(wire.ClientToolSpec)}
+    out |= {f"prices.{p}" for p in paths(wire.Prices)}
     return sorted(out)
 
 
@@ -121,18 +110,18 @@ def method_paths(source: Any) -> List[str]:
 
 @pytest.mark.parametrize("event_type", sorted(shape()["events"]))
 def test_every_session_event_type_is_typed_with_the_bridges_fields(event_type: str) -> None:
-    cls = ev._SESSION_EVENTS.get(event_type)
-    assert cls is not None, f"{event_type} has no typed event in events.py's registry (it would stream as UnknownEvent)"
-    envelope = {f.alias or n for n, f in ev.BaseSessionEvent.model_fields.items()}
+    cls = wire.SESSION_EVENT_TYPES.get(event_type)
+    assert cls is not None, f"{event_type} has no typed event in wire.SESSION_EVENT_TYPES (it would stream as UnknownEvent)"
+    envelope = {f.alias or n for n, f in wire.BaseSessionEvent.model_fields.items()}
     assert paths(cls, envelope) == shape()["events"][event_type]
 
 
 def test_the_sdk_types_no_event_type_the_bridge_does_not_send() -> None:
-    assert sorted(ev._SESSION_EVENTS) == sorted(shape()["events"])
+    assert sorted(wire.SESSION_EVENT_TYPES) == sorted(shape()["events"])
 
 
 def test_the_event_envelope() -> None:
-    assert sorted(f.alias or n for n, f in models.SessionEvent.model_fields.items()) == shape()["eventEnvelope"]
+    assert sorted(f.alias or n for n, f in wire.SessionEvent.model_fields.items()) == shape()["eventEnvelope"]
 
 
 @pytest.mark.parametrize("method", sorted(shape()["notifications"]))
@@ -140,13 +129,13 @@ def test_every_notification_is_typed_with_the_bridges_fields(method: str) -> Non
     assert method in NOTIFICATIONS, f"no typed event for the {method} notification"
     assert paths(NOTIFICATIONS[method]) == shape()["notifications"][method]
     # Notification.params' models: every field, nested ones as far as they type them (some are dicts).
-    wire = set(shape()["notifications"][method])
-    top = {p for p in wire if "." not in p and "[]" not in p}
-    assert top <= set(paths(models._PARAMS_MODELS[method])) <= wire
+    on_wire = set(shape()["notifications"][method])
+    top = {p for p in on_wire if "." not in p and "[]" not in p}
+    assert top <= set(paths(wire.NOTIFICATION_PARAMS[method])) <= on_wire
 
 
 def test_the_notifications_are_the_bridges() -> None:
-    assert sorted(NOTIFICATIONS) == sorted(shape()["notifications"]) == sorted(models._PARAMS_MODELS)
+    assert sorted(NOTIFICATIONS) == sorted(shape()["notifications"]) == sorted(wire.NOTIFICATION_PARAMS)
 
 
 @pytest.mark.parametrize("method", sorted(shape()["methods"]))
@@ -164,30 +153,20 @@ def test_the_methods_are_the_bridges() -> None:
 
 def test_the_walk_sees_nested_fields() -> None:
     # The comparisons above pass vacuously if the walk finds nothing nested.
-    assert "usage.cacheMissTokens" in paths(ev.TurnEndEvent)
-    assert "content[].argumentsText" in paths(ev.AssistantMessageEvent)
-    assert "contentBlocks[].text" in paths(rp.SessionPromptParams)
+    assert "usage.cacheMissTokens" in paths(wire.TurnEndEvent)
+    assert "content[].argumentsText" in paths(wire.AssistantMessageEvent)
+    assert "contentBlocks[].text" in paths(wire.SessionPromptParams)
 
 
-def test_every_event_class_of_the_event_modules_is_registered_and_re_exported() -> None:
-    # The event models live in turn_events.py and feature_events.py; events.py's registry must
-    # hold each of them (else it would stream as UnknownEvent, and the tests above would not see
-    # it) and events.py must re-export each public name (``from deepseek_harness.events import X``).
-    from deepseek_harness import feature_events, turn_events
+def test_every_event_class_of_the_wire_package_is_registered() -> None:
+    # An event model missing from wire.event_types would stream as UnknownEvent, and the tests
+    # above would not see it.
+    from deepseek_harness.wire import feature_events, turn_events
 
-    registered = set(ev._SESSION_EVENTS.values()) | set(ev._CHUNKS.values()) | set(ev._NOTIFICATIONS.values())
+    registered = set(wire.SESSION_EVENT_TYPES.values()) | set(wire.CHUNK_TYPES.values()) | set(wire.NOTIFICATION_EVENTS.values())
     for module in (turn_events, feature_events):
         for name in module.__all__:
-            assert getattr(ev, name) is getattr(module, name), f"events.py does not re-export {module.__name__}.{name}"
             obj = getattr(module, name)
-            if isinstance(obj, type) and issubclass(obj, ev.TurnEvent) and obj not in (ev.TurnEvent, ev.BaseSessionEvent):
-                assert obj in registered, f"{module.__name__}.{name} is in no registry of events.py"
-    assert {n for n in ev.__all__} >= {n for n in turn_events.__all__ + feature_events.__all__ if n not in ("AssistantBlock", "ResultBlock")}
-
-
-def test_models_re_exports_the_wire_types_split_off_from_it() -> None:
-    from deepseek_harness import usage, wire_model
-
-    for module in (wire_model, usage):
-        for name in module.__all__:
-            assert name in models.__all__ and getattr(models, name) is getattr(module, name), f"{module.__name__}.{name}"
+            if isinstance(obj, type) and issubclass(obj, wire.TurnEvent) and obj not in (wire.TurnEvent, wire.BaseSessionEvent, wire.UnknownEvent):
+                assert obj in registered, f"{module.__name__}.{name} is in no table of wire.event_types"
+            assert getattr(wire, name) is obj, f"deepseek_harness.wire does not export {module.__name__}.{name}"

@@ -18,6 +18,9 @@ asyncio: :class:`AsyncDeepSeekHarness` / :class:`AsyncSession` (``await session.
 ``async for item in session.stream(...)``), on the same core as the blocking API.
 
 Low level: :class:`HarnessClient` (requests, notifications, subscriptions).
+
+Every type of the wire (results, events, notification params) is defined in
+:mod:`deepseek_harness.wire`; the public ones are exported here too, the same objects.
 """
 
 from ._binary import find_bridge_binary
@@ -41,58 +44,69 @@ from .errors import (
     ShuttingDownError,
     TransportClosedError,
 )
-from .events import (
+from .events import event_from_notification
+from .options import HarnessOptions
+from .notification import Notification
+# ``deepseek_harness.models``, the compatibility alias, stays an attribute of the package after a
+# plain ``import deepseek_harness``, as it was when it defined the types.
+from . import models
+from .wire import (
+    PROTOCOL_VERSION,
     AssistantChunkEvent,
     AssistantMessageEvent,
     BaseSessionEvent,
+    CheckpointEvent,
+    CheckpointInfo,
+    CheckpointSkippedEvent,
+    ContentBlock,
+    ContextCompactedEvent,
+    HookDecisionEvent,
+    HookRequestEvent,
+    InitializeResponse,
+    McpHttpServer,
+    McpServerConfig,
+    McpServerStatus,
+    McpStdioServer,
+    OutputReminderEvent,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
+    Prices,
+    ReasoningBlock,
     ReasoningDelta,
     ReasoningDeltaEvent,
+    RewindResult,
+    RuntimeInfo,
+    SandboxStatus,
+    SessionDeleteResponse,
+    SessionEvent,
+    SessionForkResponse,
+    SessionInfo,
+    SessionListResponse,
+    SessionPromptResponse,
+    SessionReadResponse,
+    SessionRewoundEvent,
+    SessionSteerResponse,
     StepStartEvent,
     SubagentFinishedEvent,
     SubagentStartedEvent,
+    TextBlock,
     TextDelta,
     TextDeltaEvent,
+    ToolCallBlock,
     ToolCallDelta,
     ToolCallDeltaEvent,
-    PermissionDecisionEvent,
-    PermissionRequestEvent,
     ToolRequestEvent,
     ToolResultEvent,
     TurnEndEvent,
-    ContextCompactedEvent,
-    CheckpointEvent,
-    CheckpointSkippedEvent,
-    SessionRewoundEvent,
-    HookDecisionEvent,
-    HookRequestEvent,
-    OutputReminderEvent,
+    TurnEndReason,
     TurnEvent,
     TurnStartEvent,
     UnknownEvent,
+    UnrestoredTurn,
+    Usage,
     UserMessageEvent,
     UserSteer,
     UserSteerEvent,
-    event_from_notification,
-)
-from .turn_control import Prices, SessionSteerResponse
-from .options import HarnessOptions
-from .checkpoints import CheckpointInfo, RewindResult, UnrestoredTurn
-from .sessions import SessionDeleteResponse, SessionForkResponse, SessionInfo, SessionListResponse, SessionReadResponse
-from .mcp_servers import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
-from .models import (
-    PROTOCOL_VERSION,
-    ContentBlock,
-    InitializeResponse,
-    RuntimeInfo,
-    SandboxStatus,
-    Notification,
-    ReasoningBlock,
-    SessionEvent,
-    SessionPromptResponse,
-    TextBlock,
-    ToolCallBlock,
-    TurnEndReason,
-    Usage,
 )
 
 __all__ = [

@@ -15,17 +15,15 @@ from ._internal.decode import NotificationCallback
 from ._internal.prompt import PromptCall, PromptInput, run_prompt
 from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
-from .checkpoints import CheckpointInfo, RewindResult
 from ._internal.output import output_spec
 from ._internal.harness_setup import LogFolder, check_tools, initialize_keywords
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
-from .events import TurnEvent, event_from_notification
-from .models import InitializeResponse
+from .events import event_from_notification
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult, final_response_of, usage_of
-from .sessions import READ_LIMIT_DEFAULT, SessionInfo
 from . import turn_control as _turn_control
+from .wire import READ_LIMIT_DEFAULT, CheckpointInfo, InitializeResponse, RewindResult, SessionInfo, TurnEvent
 
 __all__ = [
     "DeepSeekHarness",

@@ -44,14 +44,12 @@ from ._internal.inbox import AsyncInbox
 from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
 from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
-from .checkpoints import CheckpointInfo, RewindResult
 from .client import HarnessClient
-from .events import TurnEvent, event_from_notification
-from .models import InitializeResponse
+from .events import event_from_notification
 from . import turn_control as _turn_control
 from .options import HarnessOptions, resolve_options
 from .results import StreamItem, TurnResult
-from .sessions import READ_LIMIT_DEFAULT, SessionInfo
+from .wire import READ_LIMIT_DEFAULT, CheckpointInfo, InitializeResponse, RewindResult, SessionInfo, TurnEvent
 
 __all__ = ["AsyncDeepSeekHarness", "AsyncSession", "AsyncTurnStream"]
 

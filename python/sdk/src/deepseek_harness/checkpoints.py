@@ -1,6 +1,5 @@
-"""Checkpoints and rewind (docs/checkpoints.md; docs/PROTOCOL.md, "Checkpoints"): the wire
-models of ``session/rewind`` and the requests behind :meth:`Session.rewind
-<deepseek_harness.Session.rewind>` and :meth:`Session.checkpoints
+"""Checkpoints and rewind (docs/checkpoints.md; docs/PROTOCOL.md, "Checkpoints"): the requests
+behind :meth:`Session.rewind <deepseek_harness.Session.rewind>` and :meth:`Session.checkpoints
 <deepseek_harness.Session.checkpoints>`, shared by the blocking and the asyncio fronts.
 
 A session's checkpoints are read from its log: each ``checkpoint`` event of a turn still in
@@ -10,68 +9,19 @@ after its ``session/rewound``).
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, TypedDict
-
-from pydantic import Field
-
+from typing import Any, AsyncIterator, Dict, Iterable, List, Optional
 
 from ._internal.connection import Connection, arequest, request, validate
 from ._internal.session_requests import ahistory, history
-from .events import CheckpointEvent, SessionRewoundEvent, TurnEvent
-from .models import WireModel
+from .wire import (
+    CheckpointEvent, CheckpointInfo, RewindResult, SessionRewindParams, SessionRewoundEvent, TurnEvent, UnrestoredTurn,
+)
 
+# The wire types are defined in deepseek_harness.wire; they stay importable from here, the same objects.
 __all__ = [
     "SessionRewindParams", "UnrestoredTurn", "RewindResult", "CheckpointInfo",
     "rewind_session", "arewind_session", "list_checkpoints", "alist_checkpoints",
 ]
-
-
-class _RewindRequired(TypedDict):
-    sessionId: str
-    turn: int
-
-
-class SessionRewindParams(_RewindRequired, total=False):
-    """Params of ``session/rewind``."""
-
-    files: bool
-    conversation: bool
-    force: bool
-
-
-class UnrestoredTurn(WireModel):
-    """What a rewind could not put back of one turn: the writing ``tools`` no checkpoint covered
-    (a ``files`` checkpoint: ``bash``, ``task``, client and MCP tools), and the ``paths`` whose
-    previous content was not kept (``checkpoint/skipped``)."""
-
-    turn: int
-    tools: List[str] = Field(default_factory=list)
-    paths: List[str] = Field(default_factory=list)
-
-
-class RewindResult(WireModel):
-    """Result of ``session/rewind``: workspace-relative paths written back (``restored``),
-    created by the undone turns and removed (``removed``), changed by someone else since and
-    left alone (``conflicts``: rewind again with ``force=True`` to overwrite them), and what
-    could not be restored (``unrestored``)."""
-
-    restored: List[str] = Field(default_factory=list)
-    removed: List[str] = Field(default_factory=list)
-    conflicts: List[str] = Field(default_factory=list)
-    unrestored: List[UnrestoredTurn] = Field(default_factory=list)
-
-
-class CheckpointInfo(WireModel):
-    """One turn's checkpoint: ``kind`` ``"git"`` or ``"files"``, the number of ``files`` it
-    changed, and the writing tools it does not cover (``uncovered``). A rewind that changed
-    files has one too, under a turn number of its own: ``rewind`` is the turn it went back to,
-    and ``Session.rewind(turn, conversation=False)`` undoes it (docs/checkpoints.md)."""
-
-    turn: int
-    kind: str
-    files: int
-    uncovered: List[str] = Field(default_factory=list)
-    rewind: Optional[int] = None
 
 
 def _params(session_id: str, turn: int, files: bool, conversation: bool, force: bool) -> SessionRewindParams:

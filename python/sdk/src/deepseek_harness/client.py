@@ -14,25 +14,24 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
-if TYPE_CHECKING:
-    from .checkpoints import RewindResult
 from ._internal.session_requests import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError, ProviderUnavailableError
-from .client_tool_models import SessionPermissionParams, SessionToolResultParams
-from .models import PROTOCOL_VERSION, InitializeResponse, SessionCancelResponse, SessionPromptResponse, TextBlock
 from .client_tools import ClientTool
-from .hooks import Hooks, SessionHookParams
-from .mcp_servers import McpServerConfig
+from .hooks import Hooks
 from .options import HarnessOptions, initialize_settings, resolve_options
-from .sessions import SessionInfo, SessionReadResponse
+from .wire import (
+    PROTOCOL_VERSION, InitializeResponse, McpServerConfig, SessionCancelResponse, SessionHookParams, SessionInfo,
+    SessionPermissionParams, RewindResult, SessionPromptResponse, SessionReadResponse, SessionToolResultParams,
+    TextBlock,
+)
 from . import turn_control as _turn_control
 from .subscriptions import NotificationFilter, NotificationSubscription, make_predicate
 
@@ -276,7 +275,7 @@ class HarnessClient(Connection):
         return compact_session(self, session_id, timeout)
 
     def session_rewind(self, session_id: str, turn: int, *, files: bool = True, conversation: bool = True,
-                       force: bool = False, timeout: Optional[float] = None) -> "RewindResult":
+                       force: bool = False, timeout: Optional[float] = None) -> RewindResult:
         """``session/rewind``: undoes turns ``turn`` and later (files and/or history); a file
         changed by someone else since is a conflict unless ``force``. Raises SessionBusyError
         while a turn runs, InvalidParamsError for an unknown turn or session."""

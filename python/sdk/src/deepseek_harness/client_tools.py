@@ -30,7 +30,7 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .client_tool_models import ClientToolSpec
+from .wire import ClientToolSpec
 
 __all__ = [
     "ClientTool",

@@ -28,10 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-from pydantic import Field
+from .wire import SessionHookParams
 
-from .models import TextBlock, WireModel
-
+# SessionHookParams is defined in deepseek_harness.wire; it stays importable from here, the same object.
 __all__ = ["Hooks", "PromptSubmitAnswer", "PostToolAnswer", "StopAnswer", "SessionHookParams", "HOOK_NAMES"]
 
 #: The wire's hook names, by the Python field that holds each hook's function.
@@ -90,15 +89,3 @@ class StopAnswer:
     the turn goes on; without it the turn completes."""
 
     continue_with: Optional[str] = None
-
-
-class SessionHookParams(WireModel):
-    """Params of ``session/hook``: the answer to a ``hook/request``."""
-
-    session_id: str
-    hook_id: str
-    block: Optional[str] = None
-    context: Optional[str] = None
-    content: Optional[List[TextBlock]] = None
-    is_error: Optional[bool] = None
-    continue_: Optional[str] = Field(default=None, alias="continue")

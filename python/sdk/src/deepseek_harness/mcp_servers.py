@@ -9,62 +9,13 @@ status says why. See docs/PROTOCOL.md, "MCP servers", for every rule.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Mapping, Optional, TypedDict, Union
+from typing import Any, Dict, Mapping
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from .wire import McpHttpServer, McpServerConfig, McpServerStatus, McpStdioServer
 
+# The configuration and status types are defined in deepseek_harness.wire (``initialize``); they
+# stay importable from here, the same objects.
 __all__ = ["McpStdioServer", "McpHttpServer", "McpServerConfig", "McpServerStatus", "mcp_servers_wire"]
-
-
-class _Timeouts(TypedDict, total=False):
-    #: How long connecting may take (start, MCP ``initialize``, ``tools/list``); default 30000.
-    startupTimeoutMs: int
-    #: How long one tool call may take before it is cancelled and answered with an error; default 120000.
-    toolTimeoutMs: int
-
-
-class _Command(TypedDict):
-    command: str
-
-
-class McpStdioServer(_Command, _Timeouts, total=False):
-    """A server the bridge starts (one process group, which dies with the bridge) and speaks to
-    over its stdin and stdout: ``{"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]}``.
-    ``env`` is added to the bridge's environment less its secrets; ``cwd`` is relative to the
-    workspace (default: the workspace)."""
-
-    args: List[str]
-    env: Dict[str, str]
-    cwd: str
-
-
-class _Url(TypedDict):
-    url: str
-
-
-class McpHttpServer(_Url, _Timeouts, total=False):
-    """A server reached over MCP's streamable HTTP transport: ``{"url": "http://127.0.0.1:8000/mcp"}``;
-    ``headers`` go with every request (e.g. ``Authorization``)."""
-
-    headers: Dict[str, str]
-
-
-#: One entry of ``mcp_servers``: names match ``[A-Za-z0-9-]{1,32}``, at most 32 servers.
-McpServerConfig = Union[McpStdioServer, McpHttpServer]
-
-
-class McpServerStatus(BaseModel):
-    """One entry of :attr:`InitializeResponse.mcp_servers`, in the order the servers were given."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
-
-    name: str
-    status: Literal["connected", "failed"]
-    #: The names the model is offered (``mcp__<server>__<tool>``); empty when failed.
-    tools: List[str]
-    #: Why the server failed (only then).
-    error: Optional[str] = None
 
 
 def _plain(value: Any) -> Any:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Union
 
-from .events import TurnEvent
-from .models import Notification, SessionEvent, TurnEndReason, TurnStatus, Usage
+from .notification import Notification
+from .wire import SessionEvent, TurnEndReason, TurnEvent, TurnStatus, Usage
 
 __all__ = ["TurnResult", "StreamItem", "final_response_of", "usage_of", "output_of"]
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Collection, Iterator, List, Optional, Set, Uni
 
 from ._internal.router import Router
 from ._internal.subscriber import Subscriber
-from .models import Notification
+from .notification import Notification
 
 __all__ = ["NotificationSubscription", "NotificationFilter", "make_predicate"]
 

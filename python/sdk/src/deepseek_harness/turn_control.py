@@ -1,9 +1,9 @@
-"""Turn control on the wire (PROTOCOL.md "Turn control"): steering a running turn
+"""Turn control (PROTOCOL.md "Turn control"): steering a running turn
 (``session/steer``), the model's prices (``initialize.prices``) and what they cost.
 
-The one Python definition of these wire types; :mod:`.events` types the ``user/steer`` event
-(:class:`~deepseek_harness.events.UserSteer`) and :mod:`.models` the ``costUsd`` of a usage and
-the ``budget`` end reason. ``DeepSeekHarness`` / ``AsyncDeepSeekHarness`` sessions call
+The wire types are in :mod:`deepseek_harness.wire`: ``Prices``, ``session/steer``'s params and
+result, the ``user/steer`` event (:class:`~deepseek_harness.wire.UserSteer`), a usage's
+``costUsd`` and the ``budget`` end reason. ``DeepSeekHarness`` / ``AsyncDeepSeekHarness`` sessions call
 :func:`steer` / :func:`asteer`; both are safe to call from another thread or task while the
 session's ``run()`` waits (the connection is thread-safe and the bridge answers a steer on its
 own, once it is recorded or refused).
@@ -14,31 +14,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Mapping, Optional, Union
 
-from pydantic import ConfigDict
-
 from ._internal.connection import Connection, arequest, request, validate
 from ._internal.prompt import PromptInput, content_blocks
-from ._internal.request_params import SessionSteerParams
-from .models import WireModel
+from .wire import Prices, SessionSteerParams, SessionSteerResponse
 
+# Prices and SessionSteerResponse are defined in deepseek_harness.wire; they stay importable from
+# here, the same objects.
 __all__ = ["Prices", "SessionSteerResponse", "prices_wire", "steer", "asteer"]
-
-
-_WIRE_NAMES = {"input_per_mtok": "inputPerMTok", "cache_hit_per_mtok": "cacheHitPerMTok", "output_per_mtok": "outputPerMTok"}
-
-
-class Prices(WireModel):
-    """A model's prices in US dollars per million tokens (``initialize.prices``): they replace
-    the bridge's built-in table (DeepSeek's models, docs/turn-control.md). ``cache_hit_per_mtok``
-    absent: cache hits are priced as input."""
-
-    # The wire spells "MTok" with a capital T, which camelCase generation would not; an alias
-    # generator (not Field(alias=...)) keeps the Python names the constructor's for type checkers.
-    model_config = ConfigDict(alias_generator=lambda name: _WIRE_NAMES[name], populate_by_name=True, extra="allow")
-
-    input_per_mtok: float
-    cache_hit_per_mtok: Optional[float] = None
-    output_per_mtok: float
 
 
 def prices_wire(value: Union[Prices, Mapping[str, Any]]) -> Dict[str, Any]:
@@ -46,14 +28,6 @@ def prices_wire(value: Union[Prices, Mapping[str, Any]]) -> Dict[str, Any]:
     (``inputPerMTok``, ``cacheHitPerMTok``, ``outputPerMTok``) sent as it is: the bridge checks
     the values and answers -32602 (naming the field) to bad ones."""
     return value.to_wire() if isinstance(value, Prices) else dict(value)
-
-
-class SessionSteerResponse(WireModel):
-    """Result of ``session/steer``: True once the steer was recorded (a ``user/steer`` event);
-    False when the session had no turn in flight, or its turn ended (cancelled, failed, out of
-    steps or budget) before the steer could join it. Nothing is recorded for False."""
-
-    steered: bool
 
 
 def _params(session_id: str, input: PromptInput) -> SessionSteerParams:

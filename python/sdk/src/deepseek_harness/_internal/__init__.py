@@ -11,7 +11,6 @@
 * :mod:`.connection`: a running bridge: lifecycle, writing requests, waiting for responses;
   its functions (``send``, ``request``, ``outcome``, ``forget``, ``answer_requests``, ...) are
   what the other modules here do with a connection, never its private names;
-* :mod:`.request_params`: the wire params of the requests built as dicts, typed;
 * :mod:`.session_requests`: the sessions API's requests (list, read, fork, delete, compact),
   history paging, and a session's log path in the folder the bridge reports, for both fronts;
 * :mod:`.harness_setup`: what a harness makes of its options before the bridge runs (the
@@ -20,8 +19,10 @@
   (:mod:`.tool_answers`: the answers they send);
 * :mod:`.prompt`: one ``session/prompt`` in flight, seen from its consumer (settle, cancel,
   timeout), for both fronts;
-* :mod:`.turn`: the turn collector and the stream buffer the blocking and asyncio fronts share;
-* :mod:`.texts`: the joined text of content blocks, for the event models of both event modules.
+* :mod:`.turn`: the turn collector and the stream buffer the blocking and asyncio fronts share.
+
+The wire's types (the params these modules send, the results and events they read) are in
+:mod:`deepseek_harness.wire`.
 
 The public modules (``client``, ``subscriptions``, ``api``, ``async_api``) import from here,
 never a private name of each other.

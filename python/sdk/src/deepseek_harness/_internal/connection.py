@@ -23,8 +23,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, 
 from pydantic import ValidationError
 
 from ..errors import HarnessError, JsonRpcError, ProtocolError, RequestTimeoutError, TransportClosedError
+from ..wire import SessionCancelParams
 from .inbox import INF, AnyInbox, AsyncInbox, Closed, Pending
-from .request_params import SessionCancelParams
 from .process import BridgeProcess, PathLike, forget_at_exit, reap_at_exit
 from .router import Interceptor, Router
 

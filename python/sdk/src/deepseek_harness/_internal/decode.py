@@ -15,7 +15,7 @@ import json
 import logging
 from typing import Any, Callable, Dict, List, Optional
 
-from ..models import Notification
+from ..notification import Notification
 
 __all__ = [
     "FAST_PREFIX",

@@ -17,9 +17,10 @@ import logging
 import re
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ..events import HookRequestEvent, event_from_notification
-from ..hooks import HOOK_NAMES, Hooks, PostToolAnswer, PromptSubmitAnswer, SessionHookParams, StopAnswer
-from ..models import Notification, TextBlock
+from ..events import event_from_notification
+from ..hooks import HOOK_NAMES, Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
+from ..notification import Notification
+from ..wire import HookRequestEvent, SessionHookParams, TextBlock
 from .tool_answers import Answer, Unanswerable, not_json
 
 __all__ = ["hook_job"]

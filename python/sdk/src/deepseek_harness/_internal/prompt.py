@@ -19,11 +19,12 @@ import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union, cast
 
 from ..errors import RequestTimeoutError
-from ..models import SessionCancelResponse, SessionPromptResponse, TextBlock
+from ..wire import (
+    SessionCancelParams, SessionCancelResponse, SessionPromptParams, SessionPromptResponse, TextBlock, TextBlockParams,
+)
 from .connection import Connection, arequest, await_quietly, forget, outcome, send, try_cancel, validate
 from .decode import NotificationCallback, deliver
 from .inbox import INF, AnyInbox, AsyncInbox
-from .request_params import SessionCancelParams, SessionPromptParams, TextBlockParams
 from .tracing import current_traceparent
 
 __all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]

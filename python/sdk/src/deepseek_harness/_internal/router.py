@@ -18,7 +18,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from ..errors import TransportClosedError
-from ..models import Notification
+from ..notification import Notification
 from .decode import DECODE_ERRORS, FAST_LEN, FAST_PREFIX, drop, notification_params, why
 from .framing import read_frames
 from .inbox import Closed, Pending, Response

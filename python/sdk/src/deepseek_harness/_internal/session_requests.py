@@ -7,20 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import AsyncIterator, Iterator, Optional
 
-from ..events import TurnEvent
-from ..sessions import (
+from ..sessions import history_event
+from ..wire import (
     READ_LIMIT_DEFAULT,
+    SessionCompactParams,
+    SessionCompactResponse,
+    SessionDeleteParams,
     SessionDeleteResponse,
+    SessionForkParams,
     SessionForkResponse,
+    SessionListParams,
     SessionListResponse,
+    SessionReadParams,
     SessionReadResponse,
-    history_event,
+    TurnEvent,
 )
-from ..models import SessionCompactResponse
 from .connection import Connection, arequest, request, validate
-from .request_params import (
-    SessionCompactParams, SessionDeleteParams, SessionForkParams, SessionListParams, SessionReadParams,
-)
 
 __all__ = [
     "list_sessions", "alist_sessions", "read_page", "aread_page", "fork_session", "afork_session",

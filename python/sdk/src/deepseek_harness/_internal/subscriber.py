@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
 
-from ..models import Notification
+from ..notification import Notification
 
 __all__ = ["Subscriber", "belongs", "learn_child"]
 

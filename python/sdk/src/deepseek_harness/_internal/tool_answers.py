@@ -11,10 +11,10 @@ from typing import Any, Callable, Dict, Literal, Optional, Tuple
 
 from pydantic import ValidationError
 
-from ..client_tool_models import SessionPermissionParams, SessionToolResultParams
 from ..client_tools import Allow, ClientTool, Deny, tool_output_text, validation_error_text
-from ..events import PermissionRequestEvent, event_from_notification
-from ..models import Notification, TextBlock
+from ..events import event_from_notification
+from ..notification import Notification
+from ..wire import PermissionRequestEvent, SessionPermissionParams, SessionToolResultParams, TextBlock
 
 __all__ = ["Answer", "Unanswerable", "answered", "ask", "call_tool", "permission_answer", "tool_answer", "tool_result",
            "not_json", "MAX_ANSWER_BYTES"]

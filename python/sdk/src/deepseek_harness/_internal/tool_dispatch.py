@@ -32,9 +32,9 @@ from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple
 
 from ..client_tools import ClientTool
 from ..errors import HarnessError
-from ..events import PermissionRequestEvent
 from ..hooks import Hooks
-from ..models import Notification
+from ..notification import Notification
+from ..wire import PermissionRequestEvent
 from .connection import Connection, answer_requests, arequest, request
 from .hook_dispatch import hook_job
 from .inbox import AsyncInbox, Pending

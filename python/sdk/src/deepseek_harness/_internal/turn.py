@@ -7,8 +7,9 @@ from __future__ import annotations
 import collections
 from typing import Any, Deque, Dict, List, Optional
 
-from ..models import LIVE_ONLY_EVENT_TYPES, Notification, SessionEvent, SessionPromptResponse
+from ..notification import Notification
 from ..results import TurnResult, final_response_of, output_of, usage_of
+from ..wire import LIVE_ONLY_EVENT_TYPES, SessionEvent, SessionPromptResponse
 from .output import OutputSpec
 from .decode import NotificationCallback, decode_batch
 from .prompt import PromptCall

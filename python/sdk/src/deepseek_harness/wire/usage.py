@@ -1,15 +1,15 @@
 """How a turn ended and what it used: the reason (and the status it maps to), token usage and cost.
 
-Apart from :mod:`.models` (which re-exports every name here) because it is one concept the
-results, the events and the responses all share: ``turn/end``'s ``reason`` and ``usage``, a
-``session/prompt`` response, a :class:`TurnResult <deepseek_harness.TurnResult>`'s totals.
+One concept the events, the responses and the results all share: ``turn/end``'s ``reason`` and
+``usage``, a ``session/prompt`` response, a :class:`TurnResult <deepseek_harness.TurnResult>`'s
+totals.
 """
 
 from __future__ import annotations
 
 from typing import Literal, Optional
 
-from .wire_model import WireModel
+from .base import WireModel
 
 __all__ = ["TurnStatus", "status_of", "TurnEndReason", "Usage"]
 

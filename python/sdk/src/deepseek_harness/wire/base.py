@@ -1,8 +1,6 @@
-"""The base of every wire model and the content blocks: the leaves the other wire types are built from.
-
-Apart from :mod:`.models` (which re-exports every name here) so that the modules the wire
-types are split into (:mod:`.usage`, the event modules, the feature modules) can all build on
-them without importing one another in a circle.
+"""The leaf of the wire package: the base every wire model derives from, the content blocks, and
+the joined text of a list of blocks. Every other module of :mod:`deepseek_harness.wire` builds on
+this one and this one imports none of them, so the package's imports run one way.
 
 Field names are snake_case in Python and camelCase on the wire (``input_tokens`` ↔
 ``inputTokens``); every model accepts either spelling and dumps the wire one with
@@ -11,12 +9,15 @@ Field names are snake_case in Python and camelCase on the wire (``input_tokens``
 
 from __future__ import annotations
 
-from typing import Any, Dict, Literal, Optional, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Type, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-__all__ = ["WireModel", "TextBlock", "ReasoningBlock", "ToolCallBlock", "ContentBlock"]
+__all__ = [
+    "WireModel", "TextBlock", "ReasoningBlock", "ToolCallBlock", "ContentBlock", "AssistantBlock", "ResultBlock",
+    "joined_text",
+]
 
 
 class WireModel(BaseModel):
@@ -31,11 +32,6 @@ class WireModel(BaseModel):
     def to_wire(self) -> Dict[str, Any]:
         """The wire form (camelCase keys, unset optional fields left out)."""
         return self.model_dump(by_alias=True, exclude_none=True)
-
-
-# ---------------------------------------------------------------------------
-# Content blocks
-# ---------------------------------------------------------------------------
 
 
 class TextBlock(WireModel):
@@ -67,3 +63,17 @@ class ToolCallBlock(WireModel):
 
 
 ContentBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock]
+
+# Content blocks inside events: the known kinds as models, any other kind kept as its dict.
+# left_to_right, because pydantic's default "smart" union would take every dict as the plain-dict
+# member.
+AssistantBlock = Annotated[
+    Union[TextBlock, ReasoningBlock, ToolCallBlock, Dict[str, Any]], Field(union_mode="left_to_right")
+]
+ResultBlock = Annotated[Union[TextBlock, Dict[str, Any]], Field(union_mode="left_to_right")]
+
+
+def joined_text(blocks: List[Any], kind: Type[Any]) -> str:
+    """The ``text`` of the blocks of class ``kind``, joined (other blocks, dicts included, skipped):
+    what the event models' ``text`` properties return."""
+    return "".join(b.text for b in blocks if isinstance(b, kind))

@@ -5,8 +5,7 @@ Client tools and approvals (``tool/request``, ``permission/request``,
 ``permission/decision``), steering (``user/steer``), structured output (``output/reminder``),
 compaction (``context/compacted``), checkpoints and rewind (``checkpoint``,
 ``checkpoint/skipped``, ``session/rewound``) and hooks (``hook/request``, ``hook/decision``).
-:mod:`.events` holds the registry that decodes a notification into these and re-exports every
-name, which is where to import them from.
+:mod:`.event_types` maps each wire event type to its class.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from typing import Any, Dict, List, Literal, Optional
 
 from pydantic import Field
 
-from ._internal.texts import texts as _texts
-from .turn_events import BaseSessionEvent, ResultBlock
-from .wire_model import TextBlock
+from .base import ResultBlock, TextBlock
+from .base import joined_text as _texts
+from .turn_events import BaseSessionEvent
 
 __all__ = [
     "ToolRequestEvent",

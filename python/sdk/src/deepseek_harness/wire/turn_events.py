@@ -3,25 +3,23 @@
 ``user/message``, ``turn/start``, ``step/start``, ``assistant/chunk`` (one subclass per chunk
 kind), ``assistant/message``, ``tool/result``, ``turn/end``, and the subagent notifications
 (``subagent.started``, ``subagent.finished``), with the bases every event derives from
-(:class:`TurnEvent`, :class:`BaseSessionEvent`). The events of the features layered on a turn
-(client tools and approvals, hooks, steering, checkpoints, compaction, structured output) are
-in :mod:`.feature_events`; :mod:`.events` holds the registry that decodes a notification into
-either and re-exports every name, which is where to import them from.
+(:class:`TurnEvent`, :class:`BaseSessionEvent`) and :class:`UnknownEvent`, what anything without
+a model streams as. The events of the features layered on a turn (client tools and approvals,
+hooks, steering, checkpoints, compaction, structured output) are in :mod:`.feature_events`;
+:mod:`.event_types` maps each wire event type to its class.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Dict, List, Literal, Optional, Union
+from typing import Any, Dict, List, Literal, Optional, Union
 
 from pydantic import Field
 
-from ._internal.texts import texts as _texts
+from .base import AssistantBlock, ReasoningBlock, ResultBlock, TextBlock, ToolCallBlock, WireModel
+from .base import joined_text as _texts
 from .usage import TurnEndReason, Usage
-from .wire_model import ReasoningBlock, TextBlock, ToolCallBlock, WireModel
 
 __all__ = [
-    "AssistantBlock",
-    "ResultBlock",
     "TurnEvent",
     "BaseSessionEvent",
     "UserMessageEvent",
@@ -39,15 +37,8 @@ __all__ = [
     "TurnEndEvent",
     "SubagentStartedEvent",
     "SubagentFinishedEvent",
+    "UnknownEvent",
 ]
-
-# Content blocks: the known kinds as models, any other kind kept as its dict. left_to_right,
-# because pydantic's default "smart" union would take every dict as the plain-dict member.
-AssistantBlock = Annotated[
-    Union[TextBlock, ReasoningBlock, ToolCallBlock, Dict[str, Any]], Field(union_mode="left_to_right")
-]
-ResultBlock = Annotated[Union[TextBlock, Dict[str, Any]], Field(union_mode="left_to_right")]
-
 
 class TurnEvent(WireModel):
     """Base of every event a turn stream yields (everything but the final ``TurnResult``)."""
@@ -241,3 +232,24 @@ class SubagentFinishedEvent(TurnEvent):
         """The text of the child's last assistant message."""
         return _texts(self.last_assistant_message or [], TextBlock)
 
+
+class UnknownEvent(TurnEvent):
+    """A notification this SDK has no model for, passed through untouched: ``params`` is the
+    notification's params dict itself (for a ``session.event``: ``{sessionId, event}``). Anything
+    else too: an event type, chunk kind or notification method this SDK does not know, or a
+    known one whose data does not fit its model, so a newer bridge never breaks an older SDK's
+    stream."""
+
+    method: str
+    params: Dict[str, Any]
+
+    @property
+    def type(self) -> Optional[str]:
+        """The event type of a ``session.event``, else None."""
+        ev = self.params.get("event") if self.method == "session.event" else None
+        return ev.get("type") if isinstance(ev, dict) else None
+
+    @property
+    def session_id(self) -> Optional[str]:
+        sid = self.params.get("sessionId", self.params.get("parentSessionId"))
+        return sid if isinstance(sid, str) else None
