@@ -12,7 +12,7 @@ import { acquireLock, releaseLock, SessionLockedError } from "../../src/agent/st
 
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:fs")>();
-  return { ...actual, linkSync: vi.fn(actual.linkSync) };
+  return { ...actual, linkSync: vi.fn(actual.linkSync), lstatSync: vi.fn(actual.lstatSync) };
 });
 
 let dir: string;
@@ -21,6 +21,7 @@ beforeEach(() => {
 });
 afterEach(() => {
   vi.mocked(fs.linkSync).mockClear();
+  vi.mocked(fs.lstatSync).mockClear();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -43,6 +44,29 @@ describe("session lock files", () => {
     // The next turn links the same owner file again: no file is created per turn.
     releaseLock(acquireLock(a.file, "a"));
     expect(owners()).toEqual([path.basename(owner)]);
+  });
+
+  it("a turn's lock, once the owner file exists, is one link and no stat: its inode is the owner file's, and release removes exactly it", () => {
+    releaseLock(acquireLock(path.join(dir, "a.lock"), "a")); // makes the owner file
+    const owner = path.join(dir, owners()[0]);
+    vi.mocked(fs.linkSync).mockClear();
+    vi.mocked(fs.lstatSync).mockClear();
+    const lock = acquireLock(path.join(dir, "a.lock"), "a");
+    expect(vi.mocked(fs.linkSync).mock.calls).toEqual([[owner, lock.file]]);
+    expect(fs.lstatSync).not.toHaveBeenCalled();
+    expect(lock.ino).toBe(fs.statSync(owner).ino);
+    expect(fs.statSync(lock.file).ino).toBe(lock.ino);
+    releaseLock(lock);
+    expect(fs.existsSync(lock.file)).toBe(false);
+    expect(fs.statSync(owner).nlink).toBe(1);
+  });
+
+  it("a lock name that is no longer this process's inode (removed by hand, made by another) is not removed by release", () => {
+    const lock = acquireLock(path.join(dir, "a.lock"), "a");
+    fs.rmSync(lock.file);
+    fs.writeFileSync(lock.file, `${JSON.stringify({ pid: 1, start: "", host: os.hostname() })}\n`);
+    releaseLock(lock);
+    expect(fs.existsSync(lock.file)).toBe(true);
   });
 
   it("an owner file removed by hand is made again", () => {

@@ -3,8 +3,8 @@
  * one project), against the built binary: one writer per session (docs/guarantees.md, "Two
  * processes on one session root"). While A writes a session, B's prompt, delete, fork and
  * compact of it are -32001 `session-locked` and its list and read work; once A's turn ended B
- * takes the session over with A's turns in it; prompts racing in a loop never corrupt the log
- * nor lose an `ok` turn; a bridge killed with SIGKILL does not keep the session from the next.
+ * takes the session over with A's turns in it, also when B prompts the moment A's response is
+ * read; prompts racing in a loop never corrupt the log nor lose an `ok` turn; a bridge killed with SIGKILL does not keep the session from the next.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -131,6 +131,22 @@ describe("two bridges on one session root", () => {
     const c = await bridge(script);
     const read = await send(c, "session/read", { sessionId: "race", limit: 1000 });
     expect(read.result.events.filter((e: any) => e.type === "turn/end")).toHaveLength(oks);
+  });
+
+  it("a session handed back and forth, each prompt sent the moment the other bridge's response is read, 30 turns: the lock is gone once a response is out, and every turn is ok", async () => {
+    const script = turns(...Array.from({ length: 30 }, (_, i) => [{ text: `answer ${i + 1}` }]));
+    const bridges = [await bridge(script), await bridge(script)];
+    const lock = logFile("s").replace(/\.jsonl$/, ".lock");
+    for (let turn = 0; turn < 30; turn++) {
+      const answer = await send(bridges[turn % 2]!, "session/prompt", promptParams("s", `turn ${turn + 1}`));
+      // The turn is over for the client, so for every other bridge too (docs/guarantees.md):
+      // the lock was removed before the response was written, never after.
+      expect(fs.existsSync(lock), `the lock after turn ${turn + 1}'s response`).toBe(false);
+      expect(answer.result, `turn ${turn + 1}`).toEqual({ status: "ok", reason: { kind: "completed" } });
+    }
+    const lines = logLines("s");
+    expect(lines.filter((e) => e.type === "turn/end").map((e) => e.data.turn)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    expectIncreasingSeqs(lines);
   });
 
   it("B lists a session A has loaded and wrote since its last listing with every turn, and after A's shutdown the same", async () => {

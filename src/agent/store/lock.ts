@@ -254,8 +254,10 @@ function makeLock(file: string): HeldLock | undefined {
   if (owner) {
     try {
       fs.linkSync(owner.file, file);
-      // The name's inode, as a create's fstat gives it: release removes the name only while it is still this one.
-      return { file, ino: fs.lstatSync(file).ino };
+      // A link names the inode its source names: the owner file's, which this process made
+      // (`O_EXCL`, a random name) and never replaces, so its inode needs no stat of the new
+      // name. Release removes the name only while it is still this inode.
+      return { file, ino: owner.ino };
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
       if (code === "EEXIST") return undefined;
