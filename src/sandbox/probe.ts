@@ -12,7 +12,7 @@ import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
 import { landlockOff, landlockRules, probeLandlock, type LandlockProbe } from "./landlock.js";
 import { helperIdentity, privateFolder } from "./landlock-helper.js";
 import { sandboxStatusAtStart, type SandboxStatus } from "./status.js";
-import { forgetVerdict, recalledVerdict, rememberVerdict, verdictKey, type Verdict } from "./verdict-cache.js";
+import { forgetVerdict, pruneVerdicts, recalledVerdict, rememberVerdict, verdictKey, type Verdict } from "./verdict-cache.js";
 
 /** What confines bash for a workspace. */
 export type Confinement = { kind: "bubblewrap"; bwrap: string } | { kind: "landlock"; abi: number } | { kind: "none"; reason: string };
@@ -85,7 +85,7 @@ function verdictSlot(env: NodeJS.ProcessEnv): { folder: string; key: string } | 
 function remember(slot: { folder: string; key: string }, answer: LandlockAnswer): void {
   if ("abi" in answer) rememberVerdict(slot.folder, slot.key, { abi: answer.abi });
   else if (answer.byHelper) rememberVerdict(slot.folder, slot.key, { failure: answer.failure });
-  else forgetVerdict(slot.folder);
+  else forgetVerdict(slot.folder, slot.key);
 }
 
 /**
@@ -120,6 +120,8 @@ function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockAnswer> {
     }
     return probeLandlock(undefined, env).then((answer) => {
       if (slot) remember(slot, answer);
+      // Other keys' old files go, off the response's path.
+      if (slot) setImmediate(() => pruneVerdicts(slot.folder));
       return answer;
     });
   });

@@ -21,7 +21,7 @@
  * is written under a unique name, 0600, and renamed into place, in the private folder only this
  * uid can write.
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 
 /** A verdict worth remembering: the kernel's Landlock ABI, or the helper's own refusal. */
@@ -29,8 +29,10 @@ export type Verdict = { abi: number } | { failure: string };
 
 /** Changes when the file's meaning does. */
 const FORMAT = 1;
-/** The file's name in the private folder. */
-export const VERDICT_FILE = "landlock-verdict";
+/** The files' names in the private folder: this, then the key's hash (`verdictFile`). */
+const PREFIX = "landlock-verdict-";
+/** A verdict file not rewritten for this long belongs to a key no start has had since (another build, another boot): removed. */
+const STALE_MS = 24 * 60 * 60 * 1000;
 const MAX_BYTES = 64 * 1024;
 const MAX_FAILURE_CHARS = 1000;
 const NAMESPACES = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
@@ -79,6 +81,24 @@ export function verdictKey(helper: string, rules: readonly string[]): string | u
   ].join("\n");
 }
 
+/**
+ * The file of `key`'s verdict in `folder`: one per key, so that bridges with different keys (two
+ * builds, two environments) do not overwrite each other's. The name is a cheap 64-bit hash of
+ * the key (no `node:crypto` on the start-up path); the file holds the whole key, compared on
+ * reading, so a collision is a miss, never another key's verdict.
+ */
+export function verdictFile(folder: string, key: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
+  return path.join(folder, `${PREFIX}${hex(a)}${hex(b)}`);
+}
+
 /** The file's text if it is a safe file to read (see the module comment), else undefined. */
 function readSafely(file: string): string | undefined {
   let fd: number | undefined;
@@ -116,7 +136,7 @@ function asVerdict(value: unknown): Verdict | undefined {
 
 /** The verdict remembered in `folder` for `key`, or undefined (no file, an unsafe or malformed one, another key's). */
 export function recalledVerdict(folder: string, key: string): Verdict | undefined {
-  const text = readSafely(path.join(folder, VERDICT_FILE));
+  const text = readSafely(verdictFile(folder, key));
   if (text === undefined) return undefined;
   try {
     const data = JSON.parse(text) as Record<string, unknown>;
@@ -130,8 +150,8 @@ let written = 0;
 /** Remembers `verdict` for `key` in `folder` (a verdict that is not well-formed is forgotten instead); best effort. */
 export function rememberVerdict(folder: string, key: string, verdict: Verdict): void {
   const checked = asVerdict(verdict);
-  if (!checked) return forgetVerdict(folder);
-  const file = path.join(folder, VERDICT_FILE);
+  if (!checked) return forgetVerdict(folder, key);
+  const file = verdictFile(folder, key);
   const tmp = `${file}.${process.pid}.${(written += 1)}`;
   try {
     writeFileSync(tmp, JSON.stringify({ format: FORMAT, key, verdict: checked }), { mode: 0o600, flag: "wx" });
@@ -146,11 +166,30 @@ export function rememberVerdict(folder: string, key: string, verdict: Verdict): 
   }
 }
 
-/** Forgets the remembered verdict (the next start probes); best effort. */
-export function forgetVerdict(folder: string): void {
+/** Forgets `key`'s remembered verdict (the next start with it probes); best effort. */
+export function forgetVerdict(folder: string, key: string): void {
   try {
-    unlinkSync(path.join(folder, VERDICT_FILE));
+    unlinkSync(verdictFile(folder, key));
   } catch {
     // not there, or not this uid's to remove
+  }
+}
+
+/** Removes the verdict files no start has rewritten for `STALE_MS` (their keys are gone); best effort. */
+export function pruneVerdicts(folder: string, now = Date.now()): void {
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(PREFIX)) continue;
+    const file = path.join(folder, name);
+    try {
+      if (now - lstatSync(file).mtimeMs > STALE_MS) unlinkSync(file);
+    } catch {
+      // gone already, or not this uid's
+    }
   }
 }

@@ -42,9 +42,14 @@ const initialize = async (c: RawClient, extra: object = {}) => {
   return r.result.sandbox;
 };
 const privateFolder = () => path.join(tmp, `harness-bridge-${process.getuid!()}`);
-const verdictFile = () => path.join(privateFolder(), "landlock-verdict");
-const remembered = () => JSON.parse(fs.readFileSync(verdictFile(), "utf8")) as { format: number; key: string; verdict: { abi?: number; failure?: string } };
-const plant = (content: object) => fs.writeFileSync(verdictFile(), JSON.stringify(content), { mode: 0o600 });
+/** The one verdict file of this test's bridges (one key: the same environment). */
+const verdictFile = () => {
+  const files = fs.readdirSync(privateFolder()).filter((n) => /^landlock-verdict-[0-9a-f]{16}$/.test(n));
+  expect(files).toHaveLength(1);
+  return path.join(privateFolder(), files[0]!);
+};
+const remembered = (file = verdictFile()) => JSON.parse(fs.readFileSync(file, "utf8")) as { format: number; key: string; verdict: { abi?: number; failure?: string } };
+const plant = (content: object, file = verdictFile()) => fs.writeFileSync(file, JSON.stringify(content), { mode: 0o600 });
 /** Waits until `done` holds (the bridge works on after its response), failing after 15 s. */
 const until = async (done: () => boolean, what: string) => {
   const deadline = Date.now() + 15_000;
@@ -81,6 +86,7 @@ describe("the remembered Landlock verdict (the binary, bubblewrap off)", () => {
 
   it("a wrong remembered verdict never runs bash unconfined: the command is refused, and the verdict forgotten", async () => {
     await primed();
+    const file = verdictFile();
     blockHelper();
     const script = path.join(root, "bash.json");
     fs.writeFileSync(script, JSON.stringify({ turns: [{ steps: [{ toolCalls: [{ name: "bash", arguments: { command: "echo ran > ran.txt" } }] }, { text: "done" }] }] }));
@@ -92,7 +98,7 @@ describe("the remembered Landlock verdict (the binary, bubblewrap off)", () => {
     expect(result.data.isError).toBe(true);
     expect(result.data.content[0].text).toMatch(/^bash was not run: .*Landlock confinement cannot run/);
     expect(exists(path.join(ws, "ran.txt"))).toBe(false);
-    await until(() => !exists(verdictFile()), "the contradicted verdict is forgotten");
+    await until(() => !exists(file), "the contradicted verdict is forgotten");
     // The next start probes, and says why bash cannot run.
     expect(await initialize(bridge())).toMatchObject({ bash: "none", reason: expect.stringMatching(/Landlock confinement cannot run/) });
   });
@@ -109,18 +115,23 @@ describe("the remembered Landlock verdict (the binary, bubblewrap off)", () => {
     await until(() => remembered().verdict.abi === abi, "the recalled verdict is corrected");
     // Another rule (a folder to read): another key, probed.
     fs.mkdirSync(path.join(root, "extra"));
+    const file = verdictFile();
     plant({ format: 1, key, verdict: { abi: 77 } });
     expect(await initialize(bridge({ HARNESS_SANDBOX_READ: path.join(root, "extra") }))).toEqual({ bash: "landlock", landlockAbi: abi });
-    expect(remembered().key).toContain(path.join(root, "extra"));
+    const other = fs.readdirSync(privateFolder()).filter((n) => n.startsWith("landlock-verdict-") && n !== path.basename(file));
+    expect(other).toHaveLength(1);
+    expect(fs.readFileSync(path.join(privateFolder(), other[0]!), "utf8")).toContain(path.join(root, "extra"));
+    expect(remembered(file).verdict.abi, "the first key's file is its own").toBe(77);
   });
 
   it("a FIFO in its place, or a private folder others can write, is not used: the helper is probed", async () => {
     const abi = await primed();
     const { key } = remembered();
-    fs.rmSync(verdictFile());
-    execFileSync("mkfifo", ["-m", "600", verdictFile()]);
+    const file = verdictFile();
+    fs.rmSync(file);
+    execFileSync("mkfifo", ["-m", "600", file]);
     expect(await initialize(bridge())).toEqual({ bash: "landlock", landlockAbi: abi });
-    plant({ format: 1, key, verdict: { abi: 77 } });
+    fs.writeFileSync(file, JSON.stringify({ format: 1, key, verdict: { abi: 77 } }), { mode: 0o600 });
     fs.chmodSync(privateFolder(), 0o777);
     expect(await initialize(bridge())).toEqual({ bash: "landlock", landlockAbi: abi });
     expect(remembered().verdict.abi, "the unsafe folder's file is left as it was").toBe(77);

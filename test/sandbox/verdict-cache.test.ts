@@ -9,17 +9,16 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { execFileSync } from "node:child_process";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { recalledVerdict, rememberVerdict, VERDICT_FILE, verdictKey } from "../../src/sandbox/verdict-cache.js";
+import { pruneVerdicts, recalledVerdict, rememberVerdict, verdictFile, verdictKey } from "../../src/sandbox/verdict-cache.js";
 
+const KEY = "boot x\nhelper y";
 let dir: string;
 let file: string;
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-verdict-"));
-  file = path.join(dir, VERDICT_FILE);
+  file = verdictFile(dir, KEY);
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-const KEY = "boot x\nhelper y";
 const plant = (content: unknown, mode = 0o600) => fs.writeFileSync(file, typeof content === "string" ? content : JSON.stringify(content), { mode });
 const valid = { format: 1, key: KEY, verdict: { abi: 77 } };
 
@@ -27,7 +26,7 @@ describe("the remembered Landlock verdict", () => {
   it("is written atomically, 0600, and read back for its key only", () => {
     rememberVerdict(dir, KEY, { abi: 5 });
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
-    expect(fs.readdirSync(dir)).toEqual([VERDICT_FILE]);
+    expect(fs.readdirSync(dir)).toEqual([path.basename(file)]);
     expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
     expect(recalledVerdict(dir, `${KEY}!`)).toBeUndefined();
     rememberVerdict(dir, KEY, { failure: "this kernel has no Landlock" });
@@ -78,6 +77,24 @@ describe("the remembered Landlock verdict", () => {
     plant(valid);
     fs.chownSync(file, 65534, 65534);
     expect(recalledVerdict(dir, KEY)).toBeUndefined();
+  });
+
+  it("keeps one file per key, so that two keys do not overwrite each other's", () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    rememberVerdict(dir, `${KEY}2`, { abi: 6 });
+    expect(verdictFile(dir, `${KEY}2`)).not.toBe(file);
+    expect([recalledVerdict(dir, KEY), recalledVerdict(dir, `${KEY}2`)]).toEqual([{ abi: 5 }, { abi: 6 }]);
+  });
+
+  it("prunes the files not rewritten for a day, and nothing else", () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    rememberVerdict(dir, `${KEY}2`, { abi: 6 });
+    fs.writeFileSync(path.join(dir, "landlock-exec-0123"), "");
+    const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
+    fs.utimesSync(file, old, old);
+    fs.utimesSync(path.join(dir, "landlock-exec-0123"), old, old);
+    pruneVerdicts(dir);
+    expect(fs.readdirSync(dir).sort()).toEqual(["landlock-exec-0123", path.basename(verdictFile(dir, `${KEY}2`))].sort());
   });
 
   it("does not remember a malformed verdict: it forgets the old one instead", () => {
