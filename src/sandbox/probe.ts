@@ -131,7 +131,8 @@ function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockAnswer> {
  * Starts, as the process starts, the probe `initialize` will await when bubblewrap is visibly
  * not there (`sandboxStatusAtStart`): the helper then runs while the bridge loads and reads its
  * first request, instead of after it. Nothing is started where bubblewrap is (`initialize`
- * starts nothing then) or where `ceiling` rules out `workspace-write`. The probe runs the helper
+ * starts nothing then), where `ceiling` rules out `workspace-write`, or where an earlier start
+ * remembered the verdict for this key (`landlockAtStart`). The probe runs the helper
  * with `true` and this process's environment: call it once provider keys are out of it.
  */
 export function probeSandboxAtStart(ceiling: string, env: NodeJS.ProcessEnv = process.env): void {
@@ -169,7 +170,8 @@ export async function sandboxStatus(mode: string, workspace: string, env: NodeJS
  * (sandboxStatusAtStart; the first bash call still probes it, and falls back to Landlock if it
  * cannot run after all); where bubblewrap is visibly absent or refused, Landlock's answer — this
  * workspace's refusals, checked here, and the process's probe (one start of a 30 KB static
- * helper, begun as the process started: `probeSandboxAtStart`) — so the report says what will
+ * helper, begun as the process started: `probeSandboxAtStart`; or its verdict remembered by an
+ * earlier start with the same key, confirmed after the response) — so the report says what will
  * confine bash. The first bash call probes this workspace's own confinement (`chooseSandbox`),
  * and refuses to run if it does not start after all.
  */
