@@ -6,12 +6,12 @@
  * verdict never lets bash run unconfined and is corrected after the response. Each bridge gets
  * a TMPDIR of this test's, so the private folder is this test's.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RawClient, initParams, promptParams } from "../support/raw-client.js";
+import { BINARY, RawClient, initParams, promptParams } from "../support/raw-client.js";
 
 let root: string;
 let ws: string;
@@ -75,7 +75,31 @@ function blockHelper(): void {
   fs.mkdirSync(path.join(privateFolder(), helper!));
 }
 
+/** strace, where it is installed and may trace here (not through the arm64 emulator). */
+const strace = process.env.HARNESS_TEST_BINARY ? undefined : ["/usr/bin/strace", "/bin/strace"].find((p) => fs.existsSync(p) && spawnSync(p, ["-qq", "-o", "/dev/null", "/bin/true"]).status === 0);
+
 describe("the remembered Landlock verdict (the binary, bubblewrap off)", () => {
+  it.skipIf(!strace)("(strace) a start with a remembered verdict starts no helper before its response; the first start does", async () => {
+    const helpersBeforeResponse = async (n: number) => {
+      const trace = path.join(root, `trace-${n}`);
+      const c = new RawClient({
+        command: strace,
+        args: ["-f", "-qq", "-e", "trace=execve,write,writev", "-o", trace, BINARY, "--stdio", "--no-session-log"],
+        env: { ...process.env, HARNESS_BWRAP: "off", TMPDIR: tmp },
+      });
+      clients.push(c);
+      expect(await initialize(c)).toMatchObject({ bash: "landlock" });
+      await c.dispose();
+      const lines = fs.readFileSync(trace, "utf8").split("\n");
+      const response = lines.findIndex((l) => /\bwritev?\(1, /.test(l));
+      expect(response, "the response's write is traced").toBeGreaterThan(0);
+      return lines.slice(0, response).filter((l) => /execve\("[^"]*landlock-exec-/.test(l)).length;
+    };
+    expect(await helpersBeforeResponse(1)).toBe(1);
+    expect(await helpersBeforeResponse(2)).toBe(0);
+  });
+
+
   it("the first start probes and remembers; the next answers from it without the helper", async () => {
     const abi = await primed();
     expect(fs.statSync(verdictFile()).mode & 0o777).toBe(0o600);
