@@ -58,6 +58,22 @@ function helperSource(): { bytes: Buffer; sha: string } | { missing: string } {
   return { missing: `this build has no Landlock helper for ${process.platform}-${process.arch} (build/sandbox/${name}: run npm run build)` };
 }
 
+/**
+ * The sha256 of the helper this build runs, without reading or hashing its bytes (on the
+ * start-up path: verdict-cache.ts keys a remembered probe verdict with it): the one compiled in,
+ * or from source the sha256 file beside the helper. Only a name: `verifiedHelper` checks the
+ * bytes before every exec. Undefined where the build has no helper.
+ */
+export function helperIdentity(): string | undefined {
+  if (typeof __LANDLOCK_HELPER_SHA256__ === "string") return __LANDLOCK_HELPER_SHA256__;
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  try {
+    return readFileSync(path.join(here, "..", "..", "build", "sandbox", `landlock-exec-${process.arch}.sha256`), "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether `dir` is this uid's own folder, closed to everyone else. */
 function isPrivateFolder(dir: string): boolean {
   try {

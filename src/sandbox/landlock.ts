@@ -117,11 +117,18 @@ export function makeCommandTmp(): string {
 const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
 /**
+ * What the probe found: the kernel's ABI, or why the confinement does not run — `byHelper` when
+ * the helper itself refused (a property of the kernel, the rules and the process's context,
+ * which verdict-cache.ts may remember), not when it could not start or died.
+ */
+export type LandlockProbe = { abi: number } | { failure: string; byHelper?: true };
+
+/**
  * Starts the confinement with `true` in it: its Landlock ABI, or why it does not work here. With
  * a `workspace`, that workspace's confinement (its refusals, its rule); without one, the
  * process's rules alone: whether the helper runs and the kernel confines it.
  */
-export async function probeLandlock(workspace: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<{ abi: number } | { failure: string }> {
+export async function probeLandlock(workspace: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<LandlockProbe> {
   if (landlockOff(env)) return { failure: "Landlock is switched off (HARNESS_LANDLOCK=off)" };
   if (process.platform !== "linux") return { failure: `Landlock is Linux's (this is ${process.platform})` };
   let argv: string[];
@@ -151,7 +158,7 @@ export async function probeLandlock(workspace: string | undefined, env: NodeJS.P
       const abi = /^landlock-abi (\d+)$/m.exec(stderr);
       if (code === 0 && abi) return resolve({ abi: Number(abi[1]) });
       const said = stderr.split("\n").find((line) => line.startsWith("landlock-exec: "));
-      if (said) return resolve({ failure: said.slice("landlock-exec: ".length) });
+      if (said) return resolve({ failure: said.slice("landlock-exec: ".length), byHelper: true });
       // Not the helper's own refusal: it died, or ran without confining.
       failed(code === 0 ? "it reported no ABI" : signal ? `it was killed by ${signal}` : `it exited with ${code}`, stderr);
     });

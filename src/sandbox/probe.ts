@@ -9,14 +9,16 @@
 import { existsSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
-import { landlockOff, landlockRules, probeLandlock } from "./landlock.js";
+import { landlockOff, landlockRules, probeLandlock, type LandlockProbe } from "./landlock.js";
+import { helperIdentity, privateFolder } from "./landlock-helper.js";
 import { sandboxStatusAtStart, type SandboxStatus } from "./status.js";
+import { forgetVerdict, pruneVerdicts, recalledVerdict, rememberVerdict, verdictKey, type Verdict } from "./verdict-cache.js";
 
 /** What confines bash for a workspace. */
 export type Confinement = { kind: "bubblewrap"; bwrap: string } | { kind: "landlock"; abi: number } | { kind: "none"; reason: string };
 
 /** What the Landlock probe found: the kernel's ABI, or why the confinement cannot run. */
-type LandlockAnswer = { abi: number } | { failure: string };
+type LandlockAnswer = LandlockProbe;
 
 /** What the probe runs in the sandbox: `true` (half the time of a bash start). */
 const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
@@ -54,24 +56,83 @@ async function choose(workspace: string, env: NodeJS.ProcessEnv, landlock: () =>
 
 /** The confinement of bash for `workspace` (a real path), each probe run for this workspace: see the module comment. */
 export function chooseSandbox(workspace: string, env: NodeJS.ProcessEnv = process.env): Promise<Confinement> {
-  return choose(workspace, env, () => once(`landlock\0${env.HARNESS_LANDLOCK ?? ""}\0${workspace}`, () => probeLandlock(workspace, env)));
+  return choose(workspace, env, () =>
+    once(`landlock\0${env.HARNESS_LANDLOCK ?? ""}\0${workspace}`, async () => {
+      const answer = await probeLandlock(workspace, env);
+      confirmRecalled(answer);
+      return answer;
+    }),
+  );
+}
+
+/** A verdict this process took from the cache (verdict-cache.ts) and has not confirmed yet. */
+let recalled: { folder: string; key: string; verdict: Verdict; env: NodeJS.ProcessEnv } | undefined;
+
+/** Where the start probe's verdict is remembered, and under which key; undefined where it is not. */
+function verdictSlot(env: NodeJS.ProcessEnv): { folder: string; key: string } | undefined {
+  if (landlockOff(env) || process.platform !== "linux") return undefined; // no helper is started: nothing to save
+  try {
+    const helper = helperIdentity();
+    const rules = landlockRules(undefined, undefined, env);
+    const key = helper && "args" in rules ? verdictKey(helper, rules.args) : undefined;
+    return key ? { folder: privateFolder(), key } : undefined;
+  } catch {
+    return undefined; // the probe says why
+  }
+}
+
+/** Remembers the start probe's `answer` (one that may change from run to run is forgotten instead: the next start probes). */
+function remember(slot: { folder: string; key: string }, answer: LandlockAnswer): void {
+  if ("abi" in answer) rememberVerdict(slot.folder, slot.key, { abi: answer.abi });
+  else if (answer.byHelper) rememberVerdict(slot.folder, slot.key, { failure: answer.failure });
+  else forgetVerdict(slot.folder, slot.key);
+}
+
+/**
+ * The first workspace probe of a process that reported a recalled verdict confirms it: the
+ * workspace's rules are the start probe's plus the workspace, so the same answer means the start
+ * probe's would be the same. Any other answer re-runs the start probe itself, in the background,
+ * and remembers what it says. Commands never wait on this: they follow their workspace's probe.
+ */
+function confirmRecalled(answer: LandlockAnswer): void {
+  const pending = recalled;
+  recalled = undefined;
+  if (!pending) return;
+  const same = "abi" in pending.verdict ? "abi" in answer && answer.abi === pending.verdict.abi : "failure" in answer && answer.failure === pending.verdict.failure;
+  if (!same) void probeLandlock(undefined, pending.env).then((real) => remember(pending, real));
 }
 
 /**
  * The process's own Landlock probe, with no workspace (whether the helper runs and the kernel
  * confines it), once per environment that shapes its rules: `probeSandboxAtStart` starts it as
- * the process starts, `initialSandboxStatus` awaits it.
+ * the process starts, `initialSandboxStatus` awaits it. The verdict a bridge before it
+ * remembered for the same key (verdict-cache.ts) is taken instead of starting the helper, and
+ * confirmed after the response by the first workspace probe (`confirmRecalled`).
  */
 function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockAnswer> {
   const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tmpdir()].join("\0");
-  return once(`landlock-start\0${key}`, () => probeLandlock(undefined, env));
+  return once(`landlock-start\0${key}`, () => {
+    const slot = verdictSlot(env);
+    const verdict = slot && recalledVerdict(slot.folder, slot.key);
+    if (slot && verdict) {
+      recalled = { ...slot, verdict, env };
+      return Promise.resolve(verdict);
+    }
+    return probeLandlock(undefined, env).then((answer) => {
+      if (slot) remember(slot, answer);
+      // Other keys' old files go, off the response's path.
+      if (slot) setImmediate(() => pruneVerdicts(slot.folder));
+      return answer;
+    });
+  });
 }
 
 /**
  * Starts, as the process starts, the probe `initialize` will await when bubblewrap is visibly
  * not there (`sandboxStatusAtStart`): the helper then runs while the bridge loads and reads its
  * first request, instead of after it. Nothing is started where bubblewrap is (`initialize`
- * starts nothing then) or where `ceiling` rules out `workspace-write`. The probe runs the helper
+ * starts nothing then), where `ceiling` rules out `workspace-write`, or where an earlier start
+ * remembered the verdict for this key (`landlockAtStart`). The probe runs the helper
  * with `true` and this process's environment: call it once provider keys are out of it.
  */
 export function probeSandboxAtStart(ceiling: string, env: NodeJS.ProcessEnv = process.env): void {
@@ -82,6 +143,7 @@ export function probeSandboxAtStart(ceiling: string, env: NodeJS.ProcessEnv = pr
 /** Forgets the probes (tests change `HARNESS_BWRAP`, `HARNESS_LANDLOCK`). */
 export function resetSandboxProbes(): void {
   probes.clear();
+  recalled = undefined;
 }
 
 const statusOf = (chosen: Confinement): SandboxStatus =>
@@ -108,7 +170,8 @@ export async function sandboxStatus(mode: string, workspace: string, env: NodeJS
  * (sandboxStatusAtStart; the first bash call still probes it, and falls back to Landlock if it
  * cannot run after all); where bubblewrap is visibly absent or refused, Landlock's answer — this
  * workspace's refusals, checked here, and the process's probe (one start of a 30 KB static
- * helper, begun as the process started: `probeSandboxAtStart`) — so the report says what will
+ * helper, begun as the process started: `probeSandboxAtStart`; or its verdict remembered by an
+ * earlier start with the same key, confirmed after the response) — so the report says what will
  * confine bash. The first bash call probes this workspace's own confinement (`chooseSandbox`),
  * and refuses to run if it does not start after all.
  */

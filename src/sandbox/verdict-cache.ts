@@ -1,0 +1,195 @@
+/**
+ * The Landlock start-up probe's verdict, remembered in the private folder (landlock-helper.ts)
+ * so that a later bridge's `initialize` can report it without starting the helper first.
+ *
+ * What the verdict depends on is the key, and every part of it is a cheap read (no process, no
+ * `node:crypto`: both on the start-up path): the kernel's boot (`boot_id`: the kernel, its
+ * `lsm=` and Landlock's presence change only with a reboot), the helper's identity (its
+ * sha256) and the executable running it, the rules the probe passes (which folders exist, the
+ * environment that shapes them), and the process's confinement context: uid, gid and groups,
+ * capabilities, `NoNewPrivs`, seccomp mode and filter count (`/proc/self/status`), the
+ * namespaces (`/proc/self/ns/*`) and the LSM label (`/proc/self/attr/current`).
+ *
+ * Invariant: the remembered verdict is only ever a report. What runs a command is the real
+ * probe of its workspace (probe.ts `chooseSandbox`) and the helper, which refuses to run
+ * anything unconfined; the first of those in a process that reported a remembered verdict
+ * confirms it, and a verdict it contradicts is re-probed and rewritten (probe.ts).
+ *
+ * The file is hostile input: it is read only if it is a regular file (never through a link,
+ * never blocking on a FIFO), this uid's, closed to others, at most `MAX_BYTES`, and holds a
+ * well-formed verdict for exactly this key; anything else is a miss (the helper is probed). It
+ * is written under a unique name, 0600, and renamed into place, in the private folder only this
+ * uid can write.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+
+/** A verdict worth remembering: the kernel's Landlock ABI, or the helper's own refusal. */
+export type Verdict = { abi: number } | { failure: string };
+
+/** Changes when the file's meaning does. */
+const FORMAT = 1;
+/** The files' names in the private folder: this, then the key's hash (`verdictFile`). */
+const PREFIX = "landlock-verdict-";
+/** A verdict file not rewritten for this long belongs to a key no start has had since (another build, another boot): removed. */
+const STALE_MS = 24 * 60 * 60 * 1000;
+const MAX_BYTES = 64 * 1024;
+const MAX_FAILURE_CHARS = 1000;
+const NAMESPACES = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
+/** The lines of /proc/self/status that say what this process may do. */
+const STATUS_FIELDS = /^(?:Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):.*$/gm;
+
+const read = (file: string): string => {
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch {
+    return "-";
+  }
+};
+const link = (file: string): string => {
+  try {
+    return readlinkSync(file);
+  } catch {
+    return "-";
+  }
+};
+
+/**
+ * The key of the probe's verdict in this process, for the helper `helper` (its sha256) run with
+ * the rule arguments `rules`; undefined where there is no boot id to tie it to.
+ */
+export function verdictKey(helper: string, rules: readonly string[]): string | undefined {
+  const boot = read("/proc/sys/kernel/random/boot_id");
+  if (boot === "-") return undefined;
+  let exe: string;
+  try {
+    const st = statSync(process.execPath);
+    exe = `${process.execPath}:${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return undefined;
+  }
+  const status = read("/proc/self/status").match(STATUS_FIELDS)?.join("\n") ?? "-";
+  return [
+    `boot ${boot}`,
+    `helper ${helper}`,
+    `exe ${exe}`,
+    `ids ${process.getuid?.()}:${process.getgid?.()}`,
+    status,
+    ...NAMESPACES.map((ns) => `${ns} ${link(`/proc/self/ns/${ns}`)}`),
+    `lsm ${read("/proc/self/attr/current")}`,
+    `rules ${JSON.stringify(rules)}`,
+  ].join("\n");
+}
+
+/**
+ * The file of `key`'s verdict in `folder`: one per key, so that bridges with different keys (two
+ * builds, two environments) do not overwrite each other's. The name is a cheap 64-bit hash of
+ * the key (no `node:crypto` on the start-up path); the file holds the whole key, compared on
+ * reading, so a collision is a miss, never another key's verdict.
+ */
+export function verdictFile(folder: string, key: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
+  return path.join(folder, `${PREFIX}${hex(a)}${hex(b)}`);
+}
+
+/** The file's text if it is a safe file to read (see the module comment), else undefined. */
+function readSafely(file: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    // O_NONBLOCK: opening a FIFO returns at once (then it is not a regular file: ignored).
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o077) !== 0 || st.size > MAX_BYTES) return undefined;
+    const bytes = Buffer.alloc(st.size);
+    let got = 0;
+    while (got < bytes.length) {
+      const n = readSync(fd, bytes, got, bytes.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return bytes.subarray(0, got).toString("utf8");
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** `value` if it is a well-formed verdict, else undefined. */
+function asVerdict(value: unknown): Verdict | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if (Object.keys(v).length !== 1) return undefined;
+  if (Number.isInteger(v.abi) && (v.abi as number) >= 1 && (v.abi as number) <= 1000) return { abi: v.abi as number };
+  if (typeof v.failure === "string" && v.failure.length > 0 && v.failure.length <= MAX_FAILURE_CHARS && /^[\x20-\x7e]+$/.test(v.failure)) {
+    return { failure: v.failure };
+  }
+  return undefined;
+}
+
+/** The verdict remembered in `folder` for `key`, or undefined (no file, an unsafe or malformed one, another key's). */
+export function recalledVerdict(folder: string, key: string): Verdict | undefined {
+  const text = readSafely(verdictFile(folder, key));
+  if (text === undefined) return undefined;
+  try {
+    const data = JSON.parse(text) as Record<string, unknown>;
+    return data && data.format === FORMAT && data.key === key ? asVerdict(data.verdict) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+let written = 0;
+/** Remembers `verdict` for `key` in `folder` (a verdict that is not well-formed is forgotten instead); best effort. */
+export function rememberVerdict(folder: string, key: string, verdict: Verdict): void {
+  const checked = asVerdict(verdict);
+  if (!checked) return forgetVerdict(folder, key);
+  const file = verdictFile(folder, key);
+  const tmp = `${file}.${process.pid}.${(written += 1)}`;
+  try {
+    writeFileSync(tmp, JSON.stringify({ format: FORMAT, key, verdict: checked }), { mode: 0o600, flag: "wx" });
+    renameSync(tmp, file);
+  } catch {
+    // Not remembered: the next start probes. The temporary file, if it was made, goes.
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // never made, or renamed
+    }
+  }
+}
+
+/** Forgets `key`'s remembered verdict (the next start with it probes); best effort. */
+export function forgetVerdict(folder: string, key: string): void {
+  try {
+    unlinkSync(verdictFile(folder, key));
+  } catch {
+    // not there, or not this uid's to remove
+  }
+}
+
+/** Removes the verdict files no start has rewritten for `STALE_MS` (their keys are gone); best effort. */
+export function pruneVerdicts(folder: string, now = Date.now()): void {
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(PREFIX)) continue;
+    const file = path.join(folder, name);
+    try {
+      if (now - lstatSync(file).mtimeMs > STALE_MS) unlinkSync(file);
+    } catch {
+      // gone already, or not this uid's
+    }
+  }
+}

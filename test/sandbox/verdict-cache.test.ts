@@ -1,0 +1,115 @@
+/**
+ * The remembered Landlock verdict's file is hostile input (src/sandbox/verdict-cache.ts): only
+ * a regular file of this uid, closed to others, small, well-formed and for exactly this key is
+ * read; everything else is a miss, never an exception or a hang. Written atomically, 0600.
+ * In-process and quick, so CI runs it again as `nobody` (.ci/run).
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { execFileSync } from "node:child_process";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { pruneVerdicts, recalledVerdict, rememberVerdict, verdictFile, verdictKey } from "../../src/sandbox/verdict-cache.js";
+
+const KEY = "boot x\nhelper y";
+let dir: string;
+let file: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-verdict-"));
+  file = verdictFile(dir, KEY);
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+const plant = (content: unknown, mode = 0o600) => fs.writeFileSync(file, typeof content === "string" ? content : JSON.stringify(content), { mode });
+const valid = { format: 1, key: KEY, verdict: { abi: 77 } };
+
+describe("the remembered Landlock verdict", () => {
+  it("is written atomically, 0600, and read back for its key only", () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(fs.readdirSync(dir)).toEqual([path.basename(file)]);
+    expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
+    expect(recalledVerdict(dir, `${KEY}!`)).toBeUndefined();
+    rememberVerdict(dir, KEY, { failure: "this kernel has no Landlock" });
+    expect(recalledVerdict(dir, KEY)).toEqual({ failure: "this kernel has no Landlock" });
+  });
+
+  it("replaces whatever sits at its name (a link is replaced, its target untouched)", () => {
+    const target = path.join(dir, "target");
+    fs.writeFileSync(target, "keep");
+    fs.symlinkSync(target, file);
+    rememberVerdict(dir, KEY, { abi: 5 });
+    expect(fs.lstatSync(file).isFile()).toBe(true);
+    expect(fs.readFileSync(target, "utf8")).toBe("keep");
+    expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
+  });
+
+  const hostile: [string, () => void][] = [
+    ["no file", () => {}],
+    ["a link to a valid file", () => {
+      fs.writeFileSync(path.join(dir, "elsewhere"), JSON.stringify(valid), { mode: 0o600 });
+      fs.symlinkSync(path.join(dir, "elsewhere"), file);
+    }],
+    ["a FIFO (no writer: reading it would block)", () => execFileSync("mkfifo", ["-m", "600", file])],
+    ["a folder", () => fs.mkdirSync(file, { mode: 0o700 })],
+    ["a file others can read or write", () => plant(valid, 0o644)],
+    ["a file over 64 KiB", () => plant(JSON.stringify(valid) + " ".repeat(70_000))],
+    ["garbage", () => plant(Buffer.from([0xff, 0x00, 0x7b, 0x22, 0xfe]).toString("latin1"))],
+    ["empty", () => plant("")],
+    ["JSON that is not an object", () => plant("[1,2]")],
+    ["another key's verdict", () => plant({ ...valid, key: "boot z\nhelper y" })],
+    ["another format", () => plant({ ...valid, format: 2 })],
+    ["an ABI that is not a small positive integer", () => plant({ ...valid, verdict: { abi: "77" } })],
+    ["an ABI of 0", () => plant({ ...valid, verdict: { abi: 0 } })],
+    ["a verdict with more fields", () => plant({ ...valid, verdict: { abi: 77, failure: "x" } })],
+    ["a failure with control characters", () => plant({ ...valid, verdict: { failure: "a\u001b[2Jb" } })],
+    ["a failure over 1000 characters", () => plant({ ...valid, verdict: { failure: "x".repeat(1001) } })],
+  ];
+  it.each(hostile)("ignores %s", (_name, make) => {
+    make();
+    expect(recalledVerdict(dir, KEY)).toBeUndefined();
+    // And a valid one is read (the check above is not vacuous).
+    fs.rmSync(file, { recursive: true, force: true });
+    plant(valid);
+    expect(recalledVerdict(dir, KEY)).toEqual({ abi: 77 });
+  });
+
+  it.skipIf(process.getuid!() !== 0)("ignores a file owned by another user (as root)", () => {
+    plant(valid);
+    fs.chownSync(file, 65534, 65534);
+    expect(recalledVerdict(dir, KEY)).toBeUndefined();
+  });
+
+  it("keeps one file per key, so that two keys do not overwrite each other's", () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    rememberVerdict(dir, `${KEY}2`, { abi: 6 });
+    expect(verdictFile(dir, `${KEY}2`)).not.toBe(file);
+    expect([recalledVerdict(dir, KEY), recalledVerdict(dir, `${KEY}2`)]).toEqual([{ abi: 5 }, { abi: 6 }]);
+  });
+
+  it("prunes the files not rewritten for a day, and nothing else", () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    rememberVerdict(dir, `${KEY}2`, { abi: 6 });
+    fs.writeFileSync(path.join(dir, "landlock-exec-0123"), "");
+    const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
+    fs.utimesSync(file, old, old);
+    fs.utimesSync(path.join(dir, "landlock-exec-0123"), old, old);
+    pruneVerdicts(dir);
+    expect(fs.readdirSync(dir).sort()).toEqual(["landlock-exec-0123", path.basename(verdictFile(dir, `${KEY}2`))].sort());
+  });
+
+  it("does not remember a malformed verdict: it forgets the old one instead", () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    rememberVerdict(dir, KEY, { failure: "" });
+    expect(fs.existsSync(file)).toBe(false);
+  });
+
+  it("keys on the helper, the rules and the process's context", () => {
+    const key = verdictKey("sha", ["--ro", "/usr"])!;
+    expect(key).toBe(verdictKey("sha", ["--ro", "/usr"]));
+    expect(key).not.toBe(verdictKey("sha2", ["--ro", "/usr"]));
+    expect(key).not.toBe(verdictKey("sha", ["--ro", "/usr", "--ro", "/opt"]));
+    for (const part of ["boot ", "exe ", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:", "CapEff:", "Uid:", "Groups:", "user user:[", "mnt mnt:[", "pid pid:[", "net net:["]) {
+      expect(key).toContain(part);
+    }
+  });
+});
