@@ -171,7 +171,7 @@ const seaConfig = `sea-config-${arch}.json`;
 // start"); it grows to V8's usual maximum under load either way. The blob is made under the same
 // flags: V8 rejects a code cache made under flags that change its code (start-up would then parse
 // the whole bundle, and print a warning: test/server/e2e-lifecycle.test.ts, "--version").
-const seaExecArgv = ["--min-semi-space-size=4"];
+const seaExecArgv = ["--min-semi-space-size=8", "--max-semi-space-size=8"]; // a young generation of one size from the start to the end: V8 pretenures the allocation sites of what a session keeps only at a scavenge of a full-size young generation, and the optimized code of the turn is thrown away then; at one size that happens in a session's first turns, not thousands of turns in (bench/README.md, "Issue 34, round 6"). Heap sizes stay out of the flag hash a code cache is checked against.
 // Each chunk's code cache (scripts/chunk-cache.cjs), made like the blob's: by the target's node,
 // under the binary's flags and the fixed seed, named relative to build/. Unlike the blob's, it is
 // made after evaluating the chunk, and what an evaluation leaves compiled depends on V8's helper
