@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { MAX_JSON_DEPTH } from "../json-depth.js";
-import type { AssistantContentBlock, FinishReason, JsonObject, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { FinishReason, JsonObject, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
 import { ModelError, type ModelProvider } from "../providers/types.js";
 import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { ToolGate } from "./client-requests.js";
@@ -272,10 +272,10 @@ async function runStep(
   const finishReason: FinishReason =
     failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" && (finish === undefined || cutShort) ? "error" : (finish as string);
 
-  chatSpan?.end({ finishReason, usage, content: () => [...assembler.blocks(), ...calls], failure });
+  chatSpan?.end({ finishReason, usage, content: () => assembler.content(calls), failure });
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
-    const content: AssistantContentBlock[] = [...assembler.blocks(), ...calls];
+    const content = assembler.content(calls);
     const room = session.emit("assistant/message", { id: `msg_${randomUUID()}`, turn, step, content, finishReason, ...(usage ? { usage } : {}) });
     if (room) await room;
   }
@@ -288,7 +288,9 @@ async function runStep(
   }
   if (calls.length === 0) {
     if (!final) {
-      const answer = assembler.blocks().filter((b): b is TextBlock => b.type === "text").map((b) => b.text).join("");
+      const texts: string[] = [];
+      for (const block of assembler.blocks()) if (block.type === "text") texts.push(block.text);
+      const answer = texts.join("");
       return { end: { kind: "completed" }, usage, answered, answer };
     }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.

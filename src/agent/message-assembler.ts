@@ -6,7 +6,7 @@
  * what a step's outcome means for the turn.
  */
 import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
-import type { JsonObject, TextBlock, ToolCallBlock, Usage } from "../protocol/index.js";
+import type { AssistantContentBlock, JsonObject, TextBlock, ToolCallBlock, Usage } from "../protocol/index.js";
 import type { ModelStreamPart } from "../providers/types.js";
 import { TextParts } from "./text-parts.js";
 
@@ -51,7 +51,24 @@ export class MessageAssembler {
 
   /** The text and reasoning blocks, in order. */
   blocks(): Array<TextBlock | { type: "reasoning"; text: string }> {
-    return this.parts.map((p) => p.toBlock());
+    const blocks: Array<TextBlock | { type: "reasoning"; text: string }> = [];
+    for (const part of this.parts) blocks.push(part.toBlock());
+    return blocks;
+  }
+
+  /**
+   * The assistant message's content: the text and reasoning blocks, then the step's `calls`.
+   * Built by pushing onto an empty literal, as `blocks()` is: such an array has one shape
+   * (elements kind) whichever of V8's tiers ran the code, where `map` and spread results
+   * differ between the interpreter's builtins and optimized code. The content is kept (history,
+   * the session's events) and iterated by the hot path every turn, so a second shape arriving
+   * once this code is optimized would throw away the optimized code of every function that
+   * reads it.
+   */
+  content(calls: readonly ToolCallBlock[]): AssistantContentBlock[] {
+    const content: AssistantContentBlock[] = this.blocks();
+    for (const call of calls) content.push(call);
+    return content;
   }
 
   /**
@@ -61,15 +78,16 @@ export class MessageAssembler {
    */
   toolCalls(turn: number, step: number): ToolCallBlock[] {
     const taken = new Set<string>();
-    return [...this.calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, call]) => {
-        const given = call.id ?? `call_${turn}_${step}_${index}`;
-        let id = given;
-        for (let n = 2; taken.has(id); n++) id = `${given}#${n}`;
-        taken.add(id);
-        return parseToolCall(id, call.name ?? "", call.args);
-      });
+    // Pushed onto an empty literal, for the one shape `content` explains.
+    const calls: ToolCallBlock[] = [];
+    for (const [index, call] of [...this.calls.entries()].sort(([a], [b]) => a - b)) {
+      const given = call.id ?? `call_${turn}_${step}_${index}`;
+      let id = given;
+      for (let n = 2; taken.has(id); n++) id = `${given}#${n}`;
+      taken.add(id);
+      calls.push(parseToolCall(id, call.name ?? "", call.args));
+    }
+    return calls;
   }
 }
 
