@@ -5,14 +5,15 @@
  * refuse them (`isHiddenPath`).
  */
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { homedir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { isInside, isInsideNormal, isNormalAbsolute } from "../tools/path-inside.js";
 
 /**
  * Credential stores hidden from sandboxed commands, relative to the home folder: a folder is
  * replaced by an empty tmpfs, a file by an empty one. `HARNESS_SANDBOX_HIDE` (paths separated by
- * `:`) adds more; the server adds the session root.
+ * `:`) adds more; the server adds the session root; the bridges' private folder is always hidden
+ * (`privateFolderName`).
  */
 export const HIDDEN_HOME_PATHS: readonly string[] = [
   ".ssh", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".gnupg", ".netrc", ".git-credentials",
@@ -46,7 +47,7 @@ const MAX_ROOTS_KEPT = 16;
  */
 export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv = process.env): boolean {
   // Called for every path a search shows: the key is cheap, the list is built when it changes.
-  const key = `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${extraHiddenVersion}`;
+  const key = `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${tmpdir()}\0${extraHiddenVersion}`;
   if (hiddenForTools?.key !== key) {
     const paths = new Set<string>();
     for (const p of wantedHidden(env)) {
@@ -70,9 +71,22 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
   return below.some((h) => isInside(h, real));
 }
 
+/**
+ * The private folder's shared name (landlock-helper.ts `privateFolder`; a fresh folder it falls
+ * back to is added with `hideFromSandbox`). Invariant: no sandboxed command can write it. It
+ * holds the Landlock helper, checked and then executed (a command that could swap it between
+ * the two would run the next command unconfined), and the remembered probe verdicts
+ * (verdict-cache.ts). A workspace that holds it (/tmp, or a home folder holding TMPDIR) would
+ * grant it: hidden, bubblewrap mounts over it and Landlock refuses such a workspace.
+ */
+export function privateFolderName(): string {
+  return path.join(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
+}
+
 export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
   const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
   return [
+    privateFolderName(),
     ...HIDDEN_HOME_PATHS.map((p) => path.join(home, p)),
     ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
     ...extraHidden,

@@ -25,6 +25,7 @@ import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileS
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { hideFromSandbox, privateFolderName } from "./hidden.js";
 
 /** Set by scripts/build.mjs; undefined when run from source. */
 declare const __LANDLOCK_HELPER_SHA256__: string | undefined;
@@ -89,13 +90,15 @@ let privateDir: { base: string; dir: string } | undefined;
 export function privateFolder(): string {
   const base = tmpdir();
   if (privateDir?.base === base && isPrivateFolder(privateDir.dir)) return privateDir.dir;
-  const shared = path.join(base, `harness-bridge-${process.getuid?.() ?? "user"}`);
+  const shared = privateFolderName();
   try {
     mkdirSync(shared, { mode: 0o700 });
   } catch {
     // there already (checked below), or not makeable (a fresh folder below)
   }
   privateDir = { base, dir: isPrivateFolder(shared) ? shared : mkdtempSync(path.join(base, "harness-bridge-")) };
+  // Hidden from sandboxed commands like the shared name (hidden.ts `privateFolderName`: why).
+  if (privateDir.dir !== shared) hideFromSandbox(privateDir.dir);
   return privateDir.dir;
 }
 
