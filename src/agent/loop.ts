@@ -117,7 +117,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   const { provider, model, system, maxTokens } = config;
   const compaction: CompactionContext | undefined = config.context && {
     session,
-    provider: config.trace ? config.trace.summarizing(provider) : provider,
+    provider: config.trace ? config.trace.summarizing(provider, (u) => withCost(u, config.prices)) : provider,
     model,
     system,
     maxTokens,
@@ -272,7 +272,7 @@ async function runStep(
   const finishReason: FinishReason =
     failure?.kind === "aborted" ? "aborted" : failure?.kind === "model-error" && (finish === undefined || cutShort) ? "error" : (finish as string);
 
-  chatSpan?.end({ finishReason, usage, content: () => assembler.content(calls), failure });
+  chatSpan?.end({ finishReason, usage, response: assembler.response, content: () => assembler.content(calls), failure });
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content = assembler.content(calls);

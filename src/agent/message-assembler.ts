@@ -16,6 +16,8 @@ export class MessageAssembler {
   private readonly calls = new Map<number, { id?: string; name?: string; args: string }>();
   usage: Usage | undefined;
   finishReason: string | undefined;
+  /** The server's response id and model, for the step's chat span (per field, the last one sent). */
+  readonly response: { id?: string; model?: string } = {};
 
   add(part: ModelStreamPart): void {
     switch (part.type) {
@@ -41,6 +43,9 @@ export class MessageAssembler {
         break;
       case "finish":
         this.finishReason = part.finishReason;
+        break;
+      case "response-metadata":
+        mergeResponse(this.response, part);
         break;
     }
   }
@@ -120,4 +125,10 @@ export function argumentsTooDeep(raw: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Merges a `response-metadata` part into `into`: per field, the last part that has it wins (a retried request's answer replaces the failed attempt's). */
+export function mergeResponse(into: { id?: string; model?: string }, part: { id?: string; model?: string }): void {
+  if (part.id !== undefined) into.id = part.id;
+  if (part.model !== undefined) into.model = part.model;
 }

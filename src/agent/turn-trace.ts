@@ -38,8 +38,12 @@ export interface TurnTrace {
   chat(step: number): ChatSpan;
   /** Runs a tool call inside its span (`execute_tool {name}`): a subagent it starts nests under it. */
   tool<T extends { output: ToolOutput }>(call: ToolCallBlock, run: () => Promise<T>): Promise<T>;
-  /** `provider` with each request in a chat span marked `harness.compaction`: what compaction's summarizing requests go through. */
-  summarizing(provider: ModelProvider): ModelProvider;
+  /**
+   * `provider` with each request in a chat span marked `harness.compaction`: what compaction's
+   * summarizing requests go through. `priced` is the loop's own pricing (cost.ts `withCost` with
+   * the turn's prices), so the span's cost is the one the turn's usage counts.
+   */
+  summarizing(provider: ModelProvider, priced: (usage: Usage | undefined) => Usage | undefined): ModelProvider;
   /** The turn ended (any way): its span ends and is queued for export. */
   end(reason: TurnEndReason): void;
 }
@@ -52,6 +56,8 @@ export interface ChatResult {
   /** The finish reason recorded on the step's message ("stop", "tool-calls", "length", "error", "aborted", …). */
   finishReason: string;
   usage?: Usage;
+  /** The server's `response-metadata` (its completion id, the model that answered); absent fields are not recorded. */
+  response?: { id?: string; model?: string };
   /** What the model said; called only when message content is captured. */
   content?: () => AssistantContentBlock[];
   /** Set when the step failed: the turn's end reason. */

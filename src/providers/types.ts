@@ -52,6 +52,14 @@ export type ModelStreamPart =
   | { type: "tool-call-delta"; index: number; id?: string; name?: string; argumentsDelta: string }
   /** The last usage part wins. */
   | { type: "usage"; usage: Usage }
+  /**
+   * What the server says answered: its completion `id` and the `model` that served it (a
+   * gateway may route to another model than the one asked for). Either may be absent; for
+   * each field the last part that has it wins. The values come from the server, so they are
+   * untrusted: a provider passes them only cleaned (`serverLabel` in openai-compatible/chunks.ts).
+   * Not a delta: never sent to the client; only traces record it.
+   */
+  | { type: "response-metadata"; id?: string; model?: string }
   /** `stop`, `tool-calls`, `length`, or another provider value (which ends the turn as a model error). */
   | { type: "finish"; finishReason: string };
 

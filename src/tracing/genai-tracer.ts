@@ -25,6 +25,7 @@ import type { ModelProvider, ModelRequest, ModelStreamPart } from "../providers/
 import type { Redactor } from "../redact.js";
 import type { ToolOutput } from "../tools/types.js";
 import { addUsage } from "../agent/usage.js";
+import { mergeResponse } from "../agent/message-assembler.js";
 import type { SpanExporter } from "./exporter.js";
 import { newSpanId, newTraceId, nowNs, parseTraceparent, SpanKind, StatusCode, type AttributeValue, type SpanContext, type SpanData } from "./span.js";
 
@@ -141,7 +142,7 @@ class TurnSpans implements TurnTrace {
     return this.chatSpan({ "harness.step": step });
   }
 
-  summarizing(provider: ModelProvider): ModelProvider {
+  summarizing(provider: ModelProvider, priced: (usage: Usage | undefined) => Usage | undefined): ModelProvider {
     const chatSpan = () => this.chatSpan({ "harness.compaction": true });
     return {
       name: provider.name,
@@ -149,11 +150,13 @@ class TurnSpans implements TurnTrace {
         const span = chatSpan();
         let usage: Usage | undefined;
         let finish: string | undefined;
+        const response: { id?: string; model?: string } = {};
         let failed = false;
         try {
           for await (const part of provider.stream(request, signal)) {
             if (part.type === "usage") usage = part.usage;
             else if (part.type === "finish") finish = part.finishReason;
+            else if (part.type === "response-metadata") mergeResponse(response, part);
             yield part;
           }
         } catch (error) {
@@ -163,7 +166,8 @@ class TurnSpans implements TurnTrace {
           // Also when compaction stops reading early (an abort): the span ends either way.
           const reason = signal.aborted ? "aborted" : failed || finish === undefined ? "error" : finish;
           const failure: TurnEndReason | undefined = signal.aborted ? { kind: "aborted" } : reason === "error" ? { kind: "model-error", message: "the summarizing request failed" } : undefined;
-          span.end({ finishReason: reason, usage, failure });
+          // Priced as the loop prices the turn's requests, so the turn's cost adds up to its turn/end's.
+          span.end({ finishReason: reason, usage: priced(usage), response, failure });
         }
       },
     };
@@ -183,6 +187,10 @@ class TurnSpans implements TurnTrace {
       end: (result: ChatResult) => {
         const a = span.attributes;
         a["gen_ai.response.finish_reasons"] = [finishReason(result.finishReason)];
+        // Cleaned and capped by the provider (untrusted server text); a response model other
+        // than the request's (a gateway's routing) shows here, the span name keeps the request's.
+        if (result.response?.id !== undefined) a["gen_ai.response.id"] = result.response.id;
+        if (result.response?.model !== undefined) a["gen_ai.response.model"] = result.response.model;
         if (result.usage) {
           this.usage = addUsage(this.usage, result.usage);
           Object.assign(a, usageAttributes(result.usage));

@@ -27,6 +27,10 @@ type Entry =
        * Snowflake Cortex sends: a complete stream that never says why it finished.
        */
       done?: boolean;
+      /** The `model` every chunk names, as a gateway that routed the request elsewhere answers. Default: the request's model, as DeepSeek echoes it. */
+      model?: string;
+      /** The `id` every chunk carries. Default: `chatcmpl-fake-{n}`, one per response, as DeepSeek sends one id for all of a completion's chunks. */
+      id?: string;
     };
 
 export type ServerTable = Record<string, Entry[]>;
@@ -62,6 +66,8 @@ export class FakeDeepSeek {
   readonly requests: Array<{ messages: WireMessage[]; [field: string]: unknown }> = [];
   /** The `authorization` header of every request, in order. */
   readonly authorizations: string[] = [];
+  /** Completions answered, for their ids. */
+  private completions = 0;
   private readonly server = http.createServer((req, res) => this.answer(req, res));
   private readonly sockets = new Set<import("node:net").Socket>();
 
@@ -92,7 +98,7 @@ export class FakeDeepSeek {
     this.authorizations.push(req.headers.authorization ?? "");
     let raw = "";
     for await (const piece of req) raw += piece;
-    const body = JSON.parse(raw || "{}") as { messages: WireMessage[] };
+    const body = JSON.parse(raw || "{}") as { messages: WireMessage[]; model?: unknown };
     this.requests.push(body);
     const json = (status: number, payload: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(payload));
     const refusal = deepseekRefusal(body);
@@ -111,7 +117,9 @@ export class FakeDeepSeek {
       return void json(400, { error: { message: "fake server: no scripted answer for this request" } });
     }
     if ("status" in entry) return void json(entry.status, entry.body ?? {});
-    const frames = entry.events.map((e) => (e.raw !== undefined ? e.raw : frame(e.usage ? usageChunk(e.usage) : chunk(e.delta ?? {}, e.finish_reason ?? null))));
+    // Like DeepSeek: every chunk of one completion has the same id, and names the model that answered.
+    const served = { id: entry.id ?? `chatcmpl-fake-${++this.completions}`, model: entry.model ?? (typeof body.model === "string" ? body.model : "deepseek-flash") };
+    const frames = entry.events.map((e) => (e.raw !== undefined ? e.raw : frame(e.usage ? usageChunk(e.usage, served) : chunk(e.delta ?? {}, e.finish_reason ?? null, served))));
     if (!entry.stall && !entry.reset && (entry.done ?? entry.events.some((e) => e.finish_reason))) frames.push(DONE);
     const bytes = Buffer.from(frames.join(""));
     res.writeHead(200, SSE_HEADERS);

@@ -93,7 +93,7 @@ export function chunk(
 }
 
 /** A final usage-only chunk (empty `choices`), as sent with `stream_options.include_usage`. */
-export function usageChunk(usage: Record<string, unknown>): Record<string, unknown> {
+export function usageChunk(usage: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     id: `fake-${++chunkCounter}`,
     object: "chat.completion.chunk",
@@ -102,6 +102,7 @@ export function usageChunk(usage: Record<string, unknown>): Record<string, unkno
     system_fingerprint: "fp_fake_prompt_cache",
     choices: [],
     usage,
+    ...extra,
   };
 }
 

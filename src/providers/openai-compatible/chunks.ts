@@ -55,10 +55,27 @@ export function mapUsage(raw: unknown): Usage | undefined {
   return usage;
 }
 
-/** What one parsed chunk contributes: parts to yield, and the raw finish reason if it has one. */
+/** The longest server label (`id`, `model`) kept; longer ones are cut. Real ones are under 100 characters. */
+export const MAX_SERVER_LABEL = 256;
+
+/**
+ * A label the server sent (a completion's `id`, the `model` that answered), fit for a trace:
+ * the server is untrusted, so only printable text is kept (no control, format or unpaired
+ * surrogate characters, which could forge log lines or break exporters) and it is cut at
+ * `MAX_SERVER_LABEL` code points (never inside a character). Undefined when nothing is left.
+ */
+export function serverLabel(value: unknown): string | undefined {
+  if (typeof value !== "string") return undefined;
+  const printable = Array.from(value.replace(/[\p{C}]/gu, "").trim());
+  return printable.length > 0 ? printable.slice(0, MAX_SERVER_LABEL).join("") : undefined;
+}
+
+/** What one parsed chunk contributes: parts to yield, the raw finish reason, and the response's `id` and `model` if it has them (cleaned). */
 export interface ChunkResult {
   parts: ModelStreamPart[];
   finishReason?: string;
+  id?: string;
+  model?: string;
 }
 
 /**
@@ -108,5 +125,10 @@ export function mapChunk(chunk: unknown): ChunkResult {
   }
   const usage = mapUsage(chunk.usage);
   if (usage) parts.push({ type: "usage", usage });
-  return { parts, finishReason };
+  const result: ChunkResult = { parts, finishReason };
+  const id = serverLabel(chunk.id);
+  if (id !== undefined) result.id = id;
+  const model = serverLabel(chunk.model);
+  if (model !== undefined) result.model = model;
+  return result;
 }

@@ -174,6 +174,18 @@ class OpenAICompatibleProvider implements ModelProvider {
     let sawDone = false;
     let sawContent = false;
     let sawToolCall = false;
+    // The response's id and model (the first of each in this attempt), announced in a
+    // `response-metadata` part just before the next part that is yielded anyway: yielding it
+    // alone would commit the attempt (retry.ts retries only before the first part), and a
+    // stream that dies after its role chunk must stay retryable.
+    const response: { id?: string; model?: string } = {};
+    let announced: string | undefined;
+    const announce = (): ModelStreamPart | undefined => {
+      const key = JSON.stringify(response);
+      if (key === announced || key === "{}") return undefined;
+      announced = key;
+      return { type: "response-metadata", ...response };
+    };
     try {
       for await (const data of readEventData(reader, createParser, () => watchdog.armIdle("waiting for the event stream"), log)) {
         if (data === "[DONE]") {
@@ -195,6 +207,12 @@ class OpenAICompatibleProvider implements ModelProvider {
           throw err;
         }
         if (result.parts.length > 0 || result.finishReason !== undefined) watchdog.sawOutput();
+        if (response.id === undefined && result.id !== undefined) response.id = result.id;
+        if (response.model === undefined && result.model !== undefined) response.model = result.model;
+        if (result.parts.length > 0) {
+          const metadata = announce();
+          if (metadata) yield metadata;
+        }
         for (const part of result.parts) {
           if (part.type === "tool-call-delta") sawToolCall = true;
           if (part.type !== "usage") sawContent = true;
@@ -224,6 +242,8 @@ class OpenAICompatibleProvider implements ModelProvider {
       throw new AttemptFailure(new ModelError("the model stream ended before it finished", undefined, "stream"), true);
     }
     if (!sawDone) log("debug", () => "the stream ended without [DONE] after a finish_reason; accepted");
+    const metadata = announce();
+    if (metadata) yield metadata;
     yield { type: "finish", finishReason: mapFinishReason(finishReason) };
   }
 }

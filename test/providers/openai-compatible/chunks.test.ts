@@ -1,6 +1,7 @@
 /** Chunk mapping: deltas, usage and finish reasons, as streamed by a server. */
 import { describe, expect, it } from "vitest";
 import { mapChunk } from "../../../src/providers/openai-compatible/index.js";
+import { MAX_SERVER_LABEL, serverLabel } from "../../../src/providers/openai-compatible/chunks.js";
 import { ModelError } from "../../../src/providers/types.js";
 import { DONE, KEEP_ALIVE, chunk, deepseekUsage, frame, sseReply, usageChunk } from "../../support/fake-openai-server.js";
 import { collect, collectError, isCompleteTail, makeProvider, okReply, pieces, reasoning, server, text, useFakeServer } from "./support.js";
@@ -67,6 +68,8 @@ describe("streaming", () => {
     );
     const parts = await collect(await makeProvider());
     expect(parts).toEqual([
+      // The role chunk's id and model, announced with the first part that follows (not alone: see below).
+      { type: "response-metadata", id: expect.stringMatching(/^fake-\d+$/), model: "deepseek-flash" },
       { type: "text-delta", text: "Let me look." },
       { type: "tool-call-delta", index: 0, id: "call_abc", name: "read_file", argumentsDelta: "" },
       { type: "tool-call-delta", index: 0, argumentsDelta: '{"pa' },
@@ -178,5 +181,23 @@ describe("mapChunk", () => {
     expect(mapChunk(chunk({ reasoning: "think" })).parts).toEqual([{ type: "reasoning-delta", text: "think" }]);
     expect(mapChunk(chunk({ reasoning: "", content: "x" })).parts).toEqual([{ type: "text-delta", text: "x" }]);
     expect(mapChunk(chunk({ reasoning_content: "same", reasoning: "same" })).parts).toEqual([{ type: "reasoning-delta", text: "same" }]);
+  });
+  it("announces the response's id and model only with a part it yields anyway: a stream that dies after its role chunk is still retried, and the answer's own id wins", async () => {
+    const answered = { id: "chatcmpl-second", model: "deepseek-v4-pro" };
+    server.enqueue(
+      sseReply([frame(chunk({ role: "assistant", content: "" }, null, { id: "chatcmpl-first", model: "deepseek-flash" }))], { then: "destroy" }),
+      sseReply([frame(chunk({ role: "assistant", content: "" }, null, answered)), frame(chunk({ content: "ok" }, "stop", answered)), DONE]),
+    );
+    const parts = await collect(await makeProvider());
+    expect(server.requests).toHaveLength(2);
+    expect(parts).toEqual([{ type: "response-metadata", ...answered }, { type: "text-delta", text: "ok" }, { type: "finish", finishReason: "stop" }]);
+  });
+
+  it("keeps only the printable text of a server's id and model, cut at MAX_SERVER_LABEL code points", () => {
+    expect(mapChunk({ id: "a\u001b[2Jb\u0000c\u202e\ud800", model: " \n\t ", choices: [] })).toEqual({ parts: [], finishReason: undefined, id: "a[2Jbc" });
+    const emoji = "\u{1F600}".repeat(MAX_SERVER_LABEL + 5);
+    expect(serverLabel(emoji)).toBe("\u{1F600}".repeat(MAX_SERVER_LABEL));
+    expect(serverLabel(42)).toBeUndefined();
+    expect(mapChunk({ model: "deepseek-v4-pro", choices: [] }).model).toBe("deepseek-v4-pro");
   });
 });

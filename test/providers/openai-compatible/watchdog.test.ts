@@ -56,6 +56,8 @@ describe("timeouts and aborts", () => {
     const provider = await makeProvider();
     const controller = new AbortController();
     const iterator = provider.stream(request(), controller.signal)[Symbol.asyncIterator]();
+    // The chunk's id and model come first, just before its text.
+    expect((await iterator.next()).value).toMatchObject({ type: "response-metadata", model: "deepseek-flash" });
     expect(await iterator.next()).toEqual({ done: false, value: { type: "text-delta", text: "first" } });
     const pending = iterator.next();
     setTimeout(() => controller.abort(new Error("user cancelled")), 50);
@@ -69,6 +71,7 @@ describe("timeouts and aborts", () => {
     server.enqueue(sseReply([frame(chunk({ content: "first" }))], { then: "stall" }));
     const provider = await makeProvider();
     for await (const part of provider.stream(request(), new AbortController().signal)) {
+      if (part.type === "response-metadata") continue; // the chunk's id and model, just before its text
       expect(part).toEqual({ type: "text-delta", text: "first" });
       break;
     }
