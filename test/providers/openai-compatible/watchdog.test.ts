@@ -44,7 +44,7 @@ describe("timeouts and aborts", () => {
 
   it("retries a request that stalls before any output (no headers, then no body), then gives up with a timeout", async () => {
     server.enqueue({ sendHeaders: false, actions: [{ type: "stall" }] }, sseReply([KEEP_ALIVE], { then: "stall" }));
-    const { error } = await collectError(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "150", HARNESS_MAX_RETRIES: "1" }));
+    const { error } = await collectError(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "600", HARNESS_MAX_RETRIES: "1" }));
     expect(error).toBeInstanceOf(ModelError);
     expect((error as ModelError).code).toBe("timeout");
     expect((error as ModelError).message).toContain("1 retry");
