@@ -648,7 +648,10 @@ def test_an_async_tool_whose_turn_was_cancelled_before_it_started_never_runs(tmp
         ran.append("deployed")
         return "deployed"
 
-    model = script_file(tmp_path, [calls(call("c1", "deploy")), {"text": "never"}])
+    # The step waits before its tool call streams, so `step/start` reaches the loop (and blocks
+    # it) before the `tool/request` is read: without the wait the bridge may write both in one
+    # go, and the loop would be free when the request came.
+    model = script_file(tmp_path, [{**calls(call("c1", "deploy")), "delayMs": 300}, {"text": "never"}])
     requested, cancelled = threading.Event(), threading.Event()
 
     async def main() -> str:
