@@ -179,13 +179,7 @@ class OpenAICompatibleProvider implements ModelProvider {
     // alone would commit the attempt (retry.ts retries only before the first part), and a
     // stream that dies after its role chunk must stay retryable.
     const response: { id?: string; model?: string } = {};
-    let announced: string | undefined;
-    const announce = (): ModelStreamPart | undefined => {
-      const key = JSON.stringify(response);
-      if (key === announced || key === "{}") return undefined;
-      announced = key;
-      return { type: "response-metadata", ...response };
-    };
+    let unannounced = false;
     try {
       for await (const data of readEventData(reader, createParser, () => watchdog.armIdle("waiting for the event stream"), log)) {
         if (data === "[DONE]") {
@@ -207,11 +201,17 @@ class OpenAICompatibleProvider implements ModelProvider {
           throw err;
         }
         if (result.parts.length > 0 || result.finishReason !== undefined) watchdog.sawOutput();
-        if (response.id === undefined && result.id !== undefined) response.id = result.id;
-        if (response.model === undefined && result.model !== undefined) response.model = result.model;
-        if (result.parts.length > 0) {
-          const metadata = announce();
-          if (metadata) yield metadata;
+        if (response.id === undefined && result.id !== undefined) {
+          response.id = result.id;
+          unannounced = true;
+        }
+        if (response.model === undefined && result.model !== undefined) {
+          response.model = result.model;
+          unannounced = true;
+        }
+        if (unannounced && result.parts.length > 0) {
+          unannounced = false;
+          yield { type: "response-metadata", ...response };
         }
         for (const part of result.parts) {
           if (part.type === "tool-call-delta") sawToolCall = true;
@@ -242,8 +242,7 @@ class OpenAICompatibleProvider implements ModelProvider {
       throw new AttemptFailure(new ModelError("the model stream ended before it finished", undefined, "stream"), true);
     }
     if (!sawDone) log("debug", () => "the stream ended without [DONE] after a finish_reason; accepted");
-    const metadata = announce();
-    if (metadata) yield metadata;
+    if (unannounced) yield { type: "response-metadata", ...response };
     yield { type: "finish", finishReason: mapFinishReason(finishReason) };
   }
 }
