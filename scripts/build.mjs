@@ -198,26 +198,22 @@ const seaExecArgv = ["--min-semi-space-size=8", "--max-semi-space-size=8"];
 // (test/dist-build/ checks both). It also depends on what the evaluation sees of its process: the
 // caches differed with stderr a file rather than a pipe, so the run gets no environment and the
 // same stdio on every build.
-const caching = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", "chunk-cache.cjs"), arch, ...chunks.map((c) => c.name)], {
-  cwd: buildDir,
-  env: {},
-  stdio: ["ignore", "ignore", "pipe"],
-  encoding: "utf8",
-});
-if (caching.status !== 0) fail(`making the chunks' code caches with ${target.run.join(" ")} failed (${caching.error?.message ?? `exit ${caching.status ?? caching.signal}`}): ${caching.stderr}`);
+function runCacheScript(script, args, input) {
+  const run = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", script), arch, ...args], {
+    cwd: buildDir,
+    env: {},
+    input,
+    stdio: [input === undefined ? "ignore" : "pipe", "ignore", "pipe"],
+    encoding: "utf8",
+    timeout: 300_000,
+  });
+  if (run.status !== 0) fail(`${script} with ${target.run.join(" ")} failed (${run.error?.message ?? `exit ${run.status ?? run.signal}`}): ${run.stderr}`);
+}
+runCacheScript("chunk-cache.cjs", chunks.map((c) => c.name));
 // The main bundle's code cache, made after a start-up run up to the `initialize` response
 // (scripts/start-up-cache.cjs: a run that takes one path whatever the machine), by the target's
 // node under the same flags, environment and stdio as the chunks' caches, for the same reasons.
-const initialize = `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: "/", provider: "scripted", model: "demo" } })}\n`;
-const startUp = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", "start-up-cache.cjs"), arch, seaBundle], {
-  cwd: buildDir,
-  env: {},
-  input: initialize,
-  stdio: ["pipe", "ignore", "pipe"],
-  encoding: "utf8",
-  timeout: 300_000,
-});
-if (startUp.status !== 0) fail(`making the main bundle's code cache with ${target.run.join(" ")} failed (${startUp.error?.message ?? `exit ${startUp.status ?? startUp.signal}`}): ${startUp.stderr}`);
+runCacheScript("start-up-cache.cjs", [seaBundle], `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: "/", provider: "scripted", model: "demo" } })}\n`);
 step(`code caches: ${seaBundle}.${arch}.cache ${fs.statSync(path.join(buildDir, `${seaBundle}.${arch}.cache`)).size} bytes, ${chunks.map((c) => `${c.name}.${arch}.cache ${fs.statSync(path.join(buildDir, `${c.name}.${arch}.cache`)).size} bytes`).join(", ")}`);
 fs.writeFileSync(
   path.join(buildDir, seaConfig),

@@ -7,18 +7,10 @@
 // --random-seed and --predictable (scripts/build.mjs) the cache's bytes are the same on every
 // build.
 "use strict";
-const { builtinModules } = require("node:module");
 const fs = require("node:fs");
 const path = require("node:path");
 const vm = require("node:vm");
-
-// The single executable's `require` gives built-in modules only; a chunk that asks for anything
-// else would fail there, so it fails here too.
-const builtins = new Set(builtinModules);
-const builtinRequire = (id) => {
-  if (!builtins.has(id.replace(/^node:/, "")) && !id.startsWith("node:")) throw new Error(`a chunk requires ${JSON.stringify(id)}, which the single executable cannot load`);
-  return require(id);
-};
+const builtinRequire = require("./builtin-require.cjs");
 
 const [arch, ...names] = process.argv.slice(2);
 for (const name of names) {

@@ -12,17 +12,10 @@
 // store, the workspace is `/`, the provider the offline `scripted` demo; build.mjs gives the run
 // no environment, the same stdio on every build and --random-seed/--predictable, as for the chunks.
 "use strict";
-const { builtinModules } = require("node:module");
 const fs = require("node:fs");
 const path = require("node:path");
 const vm = require("node:vm");
-
-// The single executable's `require` gives built-in modules only: so does this one.
-const builtins = new Set(builtinModules);
-const builtinRequire = (id) => {
-  if (!builtins.has(id.replace(/^node:/, "")) && !id.startsWith("node:")) throw new Error(`the bundle requires ${JSON.stringify(id)}, which the single executable cannot load`);
-  return require(id);
-};
+const builtinRequire = require("./builtin-require.cjs");
 
 const [arch, name] = process.argv.slice(2);
 const file = path.resolve(name);
