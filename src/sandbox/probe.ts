@@ -17,9 +17,6 @@ import { forgetVerdict, pruneVerdicts, recalledVerdict, rememberVerdict, verdict
 /** What confines bash for a workspace. */
 export type Confinement = { kind: "bubblewrap"; bwrap: string } | { kind: "landlock"; abi: number } | { kind: "none"; reason: string };
 
-/** What the Landlock probe found: the kernel's ABI, or why the confinement cannot run. */
-type LandlockAnswer = LandlockProbe;
-
 /** What the probe runs in the sandbox: `true` (half the time of a bash start). */
 const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
@@ -46,7 +43,7 @@ export function probeBubblewrap(workspace: string, env: NodeJS.ProcessEnv = proc
 }
 
 /** bubblewrap if it works for `workspace`, else Landlock if `landlock` says it runs, else none with both reasons. */
-async function choose(workspace: string, env: NodeJS.ProcessEnv, landlock: () => Promise<LandlockAnswer>): Promise<Confinement> {
+async function choose(workspace: string, env: NodeJS.ProcessEnv, landlock: () => Promise<LandlockProbe>): Promise<Confinement> {
   const bwrapFailure = await probeBubblewrap(workspace, env);
   if (bwrapFailure === null) return { kind: "bubblewrap", bwrap: findBwrap(env)! };
   const answer = await landlock();
@@ -82,7 +79,7 @@ function verdictSlot(env: NodeJS.ProcessEnv): { folder: string; key: string } | 
 }
 
 /** Remembers the start probe's `answer` (one that may change from run to run is forgotten instead: the next start probes). */
-function remember(slot: { folder: string; key: string }, answer: LandlockAnswer): void {
+function remember(slot: { folder: string; key: string }, answer: LandlockProbe): void {
   if ("abi" in answer) rememberVerdict(slot.folder, slot.key, { abi: answer.abi });
   else if (answer.byHelper) rememberVerdict(slot.folder, slot.key, { failure: answer.failure });
   else forgetVerdict(slot.folder, slot.key);
@@ -94,7 +91,7 @@ function remember(slot: { folder: string; key: string }, answer: LandlockAnswer)
  * probe's would be the same. Any other answer re-runs the start probe itself, in the background,
  * and remembers what it says. Commands never wait on this: they follow their workspace's probe.
  */
-function confirmRecalled(answer: LandlockAnswer): void {
+function confirmRecalled(answer: LandlockProbe): void {
   const pending = recalled;
   recalled = undefined;
   if (!pending) return;
@@ -109,7 +106,7 @@ function confirmRecalled(answer: LandlockAnswer): void {
  * remembered for the same key (verdict-cache.ts) is taken instead of starting the helper, and
  * confirmed after the response by the first workspace probe (`confirmRecalled`).
  */
-function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockAnswer> {
+function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockProbe> {
   const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tmpdir()].join("\0");
   return once(`landlock-start\0${key}`, () => {
     const slot = verdictSlot(env);
@@ -119,9 +116,11 @@ function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockAnswer> {
       return Promise.resolve(verdict);
     }
     return probeLandlock(undefined, env).then((answer) => {
-      if (slot) remember(slot, answer);
-      // Other keys' old files go, off the response's path.
-      if (slot) setImmediate(() => pruneVerdicts(slot.folder));
+      if (slot) {
+        remember(slot, answer);
+        // Other keys' old files go, off the response's path.
+        setImmediate(() => pruneVerdicts(slot.folder));
+      }
       return answer;
     });
   });
