@@ -7,7 +7,7 @@
  */
 import { MAX_JSON_DEPTH, exceedsDepth } from "../json-depth.js";
 import type { AssistantContentBlock, JsonObject, TextBlock, ToolCallBlock, Usage } from "../protocol/index.js";
-import type { ModelStreamPart } from "../providers/types.js";
+import { mergeResponse, type ModelStreamPart, type ResponseMetadata } from "../providers/types.js";
 import { TextParts } from "./text-parts.js";
 
 /** Builds an assistant message out of streamed parts, keeping blocks in order of first appearance. */
@@ -17,7 +17,7 @@ export class MessageAssembler {
   usage: Usage | undefined;
   finishReason: string | undefined;
   /** The server's response id and model, for the step's chat span (per field, the last one sent). */
-  readonly response: { id?: string; model?: string } = {};
+  readonly response: ResponseMetadata = {};
 
   add(part: ModelStreamPart): void {
     switch (part.type) {
@@ -125,10 +125,4 @@ export function argumentsTooDeep(raw: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Merges a `response-metadata` part into `into`: per field, the last part that has it wins (a retried request's answer replaces the failed attempt's). */
-export function mergeResponse(into: { id?: string; model?: string }, part: { id?: string; model?: string }): void {
-  if (part.id !== undefined) into.id = part.id;
-  if (part.model !== undefined) into.model = part.model;
 }

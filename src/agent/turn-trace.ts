@@ -7,7 +7,7 @@
  * @module
  */
 import type { AssistantContentBlock, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
-import type { ModelProvider } from "../providers/types.js";
+import type { ModelProvider, ResponseMetadata } from "../providers/types.js";
 import type { ToolOutput } from "../tools/types.js";
 
 /** Starts the spans of turns; one per runtime. */
@@ -57,7 +57,7 @@ export interface ChatResult {
   finishReason: string;
   usage?: Usage;
   /** The server's `response-metadata` (its completion id, the model that answered); absent fields are not recorded. */
-  response?: { id?: string; model?: string };
+  response?: ResponseMetadata;
   /** What the model said; called only when message content is captured. */
   content?: () => AssistantContentBlock[];
   /** Set when the step failed: the turn's end reason. */

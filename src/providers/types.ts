@@ -63,6 +63,15 @@ export type ModelStreamPart =
   /** `stop`, `tool-calls`, `length`, or another provider value (which ends the turn as a model error). */
   | { type: "finish"; finishReason: string };
 
+/** What a stream's `response-metadata` parts say: the server's completion id and the model that answered. */
+export type ResponseMetadata = { id?: string; model?: string };
+
+/** Merges a `response-metadata` part into `into`: per field, the last part that has it wins (a retried request's answer replaces the failed attempt's). */
+export function mergeResponse(into: ResponseMetadata, part: ResponseMetadata): void {
+  if (part.id !== undefined) into.id = part.id;
+  if (part.model !== undefined) into.model = part.model;
+}
+
 /**
  * A model failure. Thrown from `stream()`; ends the turn with `{kind: "model-error", ...}`.
  * `code` is machine-readable, e.g. `context-window`, `auth`, `http`, `stream`.

@@ -21,11 +21,10 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { ChatResult, ChatSpan, Tracer, TurnInfo, TurnTrace } from "../agent/turn-trace.js";
 import type { AssistantContentBlock, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
-import type { ModelProvider, ModelRequest, ModelStreamPart } from "../providers/types.js";
+import { mergeResponse, type ModelProvider, type ModelRequest, type ModelStreamPart, type ResponseMetadata } from "../providers/types.js";
 import type { Redactor } from "../redact.js";
 import type { ToolOutput } from "../tools/types.js";
 import { addUsage } from "../agent/usage.js";
-import { mergeResponse } from "../agent/message-assembler.js";
 import type { SpanExporter } from "./exporter.js";
 import { newSpanId, newTraceId, nowNs, parseTraceparent, SpanKind, StatusCode, type AttributeValue, type SpanContext, type SpanData } from "./span.js";
 
@@ -150,7 +149,7 @@ class TurnSpans implements TurnTrace {
         const span = chatSpan();
         let usage: Usage | undefined;
         let finish: string | undefined;
-        const response: { id?: string; model?: string } = {};
+        const response: ResponseMetadata = {};
         let failed = false;
         try {
           for await (const part of provider.stream(request, signal)) {

@@ -13,7 +13,7 @@
 import type { Dispatcher } from "undici";
 import { guardHttpSockets } from "../../http-socket-guard.js";
 import { evaluateChunk } from "../../server/chunk.js";
-import { ModelError, type ModelProvider, type ModelRequest, type ModelStreamPart } from "../types.js";
+import { ModelError, type ModelProvider, type ModelRequest, type ModelStreamPart, type ResponseMetadata } from "../types.js";
 import { mapChunk, mapFinishReason, type ChunkResult } from "./chunks.js";
 import { describeNetworkError, httpFailure, isContextWindowMessage, serverErrorMessage } from "./errors.js";
 import { withHint } from "./hints.js";
@@ -178,7 +178,7 @@ class OpenAICompatibleProvider implements ModelProvider {
     // `response-metadata` part just before the next part that is yielded anyway: yielding it
     // alone would commit the attempt (retry.ts retries only before the first part), and a
     // stream that dies after its role chunk must stay retryable.
-    const response: { id?: string; model?: string } = {};
+    const response: ResponseMetadata = {};
     let unannounced = false;
     try {
       for await (const data of readEventData(reader, createParser, () => watchdog.armIdle("waiting for the event stream"), log)) {
