@@ -111,11 +111,15 @@ const overheadChars = (ctx: CompactionContext) => ctx.system.length + JSON.strin
 
 /**
  * Before a request: cuts old tool outputs, then summarizes (unless `mayRequestSummary` is false),
- * while the estimate passes the limit.
+ * while the estimate passes the limit. `undefined` while the estimate is under the limit: nothing
+ * was done, and a step that does not compact (almost every one) awaits nothing for it.
  */
-export async function compactIfNeeded(ctx: CompactionContext, mayRequestSummary = true): Promise<CompactionOutcome> {
-  const before = { tokens: estimatePrompt(ctx), chars: ctx.session.historyChars };
-  if (before.tokens <= limitOf(ctx)) return { compacted: false, why: "under the limit" };
+export function compactIfNeeded(ctx: CompactionContext, mayRequestSummary = true): Promise<CompactionOutcome> | undefined {
+  const tokens = estimatePrompt(ctx);
+  return tokens <= limitOf(ctx) ? undefined : compactOverLimit(ctx, mayRequestSummary, { tokens, chars: ctx.session.historyChars });
+}
+
+async function compactOverLimit(ctx: CompactionContext, mayRequestSummary: boolean, before: { tokens: number; chars: number }): Promise<CompactionOutcome> {
   cutOldToolOutputs(ctx.session);
   if (estimatePrompt(ctx) <= limitOf(ctx)) return { compacted: false, why: "cutting old tool outputs was enough" };
   if (!mayRequestSummary) return { compacted: false, why: "no summary is asked for now" };

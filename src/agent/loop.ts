@@ -143,8 +143,9 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     // Steers that came during the last step join the history now, after its tool results.
     if (config.steers?.pending) await config.steers.drain(session, signal);
     // Before the request would pass compactAt: cut old tool outputs, then summarize (compaction.ts).
-    if (compaction && !compactionFailed) {
-      const done = await compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking);
+    const compacting = compaction && !compactionFailed ? compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking) : undefined;
+    if (compacting) {
+      const done = await compacting;
       spend(done.compacted || done.noGainChars !== undefined, withCost(done.usage, config.prices));
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
       if (done.failed) compactionFailed = true;

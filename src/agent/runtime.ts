@@ -196,12 +196,23 @@ export class AgentRuntime {
     }
     const turn = session.nextTurnNumber();
     const steers = new SteerInbox();
-    const settled = this.runTop(session, content, controller.signal, request, steers).finally(() => {
+    const ended = () => {
       steers.close();
       this.flights.delete(sessionId);
       this.release(session);
       this.admission.leave();
-    });
+    };
+    // `finally`'s work in one reaction (`finally` itself makes two more promises a turn).
+    const settled = this.runTop(session, content, controller.signal, request, steers).then(
+      (reason) => {
+        ended();
+        return reason;
+      },
+      (error: unknown) => {
+        ended();
+        throw error;
+      },
+    );
     this.flights.set(sessionId, { controller, settled, turn, steers });
     return settled;
   }
@@ -317,9 +328,11 @@ export class AgentRuntime {
     return this.sessions.take(sessionId, parentSessionId);
   }
 
-  private async runTop(session: Session, content: TextBlock[], signal: AbortSignal, request: TurnRequest, steers: SteerInbox): Promise<TurnEndReason> {
+  /** A top-level turn; its tools are awaited only when they come as a promise (MCP's). */
+  private runTop(session: Session, content: TextBlock[], signal: AbortSignal, request: TurnRequest, steers: SteerInbox): Promise<TurnEndReason> {
     const tools = topLevelTools(this.options);
-    return this.run(session, content, signal, tools instanceof Promise ? await tools : tools, 0, request, steers);
+    if (tools instanceof Promise) return tools.then((offered) => this.run(session, content, signal, offered, 0, request, steers));
+    return this.run(session, content, signal, tools, 0, request, steers);
   }
 
   /** Runs a turn; `request` and `steers` are a top-level prompt's (a subagent's turn has no budget of its own and cannot be steered). */

@@ -63,6 +63,8 @@ export class HarnessServer {
   private agent: Promise<Agent> | undefined;
   /** The runtime, as soon as `agent` has resolved (synchronous access for abort paths). */
   private runtime: AgentRuntime | undefined;
+  /** What `agent` resolved to, once it has: a request then takes it without awaiting `requireRuntime`. */
+  private readyAgent: Agent | undefined;
   /** The `initialize` in progress: session requests pipelined behind it wait for it. */
   private initializing: Promise<unknown> | undefined;
   /**
@@ -143,7 +145,9 @@ export class HarnessServer {
     plain?: (raw: JsonObject) => Params<K> | undefined,
   ): Method<R> {
     return async (server, raw, method) => {
-      const agent = await server.requireRuntime(method);
+      // Once the agent is built and no `initialize` is in progress, `requireRuntime` would give
+      // it at once: taken as it is, the request starts without a tick (nor the promises) of waiting.
+      const agent = (!server.initializing && server.readyAgent) || (await server.requireRuntime(method));
       // The schemas are loaded with the agent (initialize.ts): every method checks its params
       // synchronously here, so requests still start in the order they came.
       const schemas = server.loadedSchemas ?? (await server.loadSchemas());
@@ -245,6 +249,7 @@ export class HarnessServer {
       });
       this.agent = agent.then((built) => {
         this.runtime = built.runtime;
+        this.readyAgent = built;
         return built;
       });
       // A failure here surfaces on the requests that need the runtime, not as an unhandled rejection.

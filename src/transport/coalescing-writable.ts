@@ -7,7 +7,10 @@
  *
  * How: frames are collected and written together when the tick ends (the producer's chain of
  * promise reactions has run dry) or when `highWaterMark` bytes are waiting, whichever comes
- * first. A one-step turn runs in one tick, so its frames and its response leave in one write:
+ * first. The end of the tick is a `process.nextTick` queued from a promise reaction: node runs a
+ * tick queued by a callback's own code (the input's `data` event starting a prompt) before that
+ * callback's promise reactions, but one queued by a reaction only once they have all run. A
+ * one-step turn runs in one tick, so its frames and its response leave in one write:
  * each write to a pipe wakes the client's reader, and on a machine of few cores that wake-up,
  * not the bytes, is most of what a small write costs (bench/README.md).
  *
@@ -62,7 +65,7 @@ export class CoalescingWritable extends Writable {
     }
     if (!this.tickScheduled) {
       this.tickScheduled = true;
-      process.nextTick(this.endOfTick);
+      queueMicrotask(this.scheduleEndOfTick);
     }
     if (chunk.length >= this.limit) {
       // Joined into a batch, a big chunk would be copied whole once more; it is a write of its own.
@@ -83,6 +86,9 @@ export class CoalescingWritable extends Writable {
       this.writeBatch();
     }
   }
+
+  /** Queued as a promise reaction, so `endOfTick` runs after every reaction of this tick (see the module doc). */
+  private readonly scheduleEndOfTick = () => process.nextTick(this.endOfTick);
 
   private readonly endOfTick = () => {
     this.tickScheduled = false;

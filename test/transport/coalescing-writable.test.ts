@@ -32,6 +32,22 @@ describe("coalescingWritable", () => {
     expect(t.writes).toEqual(["user\nturn\nend\n"]);
   });
 
+  it("writes them together too when the first frame comes from a callback's own code, before its promise reactions (a prompt started by the input's data event)", async () => {
+    const t = target();
+    const out = coalescingWritable(t.stream);
+    await new Promise<void>((resolve) =>
+      setImmediate(() => {
+        out.write("user\n");
+        void Promise.resolve()
+          .then(() => out.write("turn\n"))
+          .then(() => out.write("end\n"));
+        resolve();
+      }),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(t.writes).toEqual(["user\nturn\nend\n"]);
+  });
+
   it("turns a burst into one write by the end of the tick", async () => {
     const t = target();
     const out = coalescingWritable(t.stream);
