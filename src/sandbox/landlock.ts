@@ -15,10 +15,9 @@
  * The network is not restricted (as with bubblewrap).
  */
 import { existsSync, mkdtempSync, realpathSync } from "node:fs";
-import { homedir } from "node:os";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
-import { hiddenPaths } from "./hidden.js";
+import { hiddenPaths, homeFolder, underHome } from "./hidden.js";
 import { privateFolder, verifiedHelper } from "./landlock-helper.js";
 
 /** System folders readable (and executable) by a confined command, where they exist. */
@@ -66,14 +65,14 @@ const real = (p: string) => {
 export function landlockRules(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
   const hidden = hiddenPaths(env).map((h) => h.path);
   const touchesHidden = (dir: string) => hidden.some((h) => isInside(dir, h) || isInside(h, dir));
-  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
+  const home = homeFolder(env);
 
   const read = new Set<string>(LANDLOCK_SYSTEM_READ.filter(exists));
   // /etc/resolv.conf is often a link into /run (systemd-resolved): its target, alone, for DNS.
   const resolv = real("/etc/resolv.conf");
   if (resolv && !LANDLOCK_SYSTEM_READ.some((d) => isInside(d, resolv))) read.add(resolv);
   for (const rel of LANDLOCK_HOME_TOOLCHAINS) {
-    const dir = real(path.join(home, rel));
+    const dir = real(underHome(home, rel));
     if (dir && !touchesHidden(dir)) read.add(dir);
   }
   for (const p of (env.HARNESS_SANDBOX_READ ?? "").split(":").filter((p) => path.isAbsolute(p))) {
