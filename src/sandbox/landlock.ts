@@ -69,8 +69,10 @@ export function landlockRules(workspace: string | undefined, tmp: string | undef
 
   const read = new Set<string>(LANDLOCK_SYSTEM_READ.filter(exists));
   // /etc/resolv.conf is often a link into /run (systemd-resolved): its target, alone, for DNS.
-  const resolv = real("/etc/resolv.conf");
-  if (resolv && !LANDLOCK_SYSTEM_READ.some((d) => isInside(d, resolv))) read.add(resolv);
+  // Without one its own name is checked, inside /etc: nothing is added, by the same code, so
+  // what the start-up run compiles does not depend on the build machine (scripts/start-up-cache.cjs).
+  const resolv = real("/etc/resolv.conf") ?? "/etc/resolv.conf";
+  if (!LANDLOCK_SYSTEM_READ.some((d) => isInside(d, resolv))) read.add(resolv);
   for (const rel of LANDLOCK_HOME_TOOLCHAINS) {
     const dir = real(underHome(home, rel));
     if (dir && !touchesHidden(dir)) read.add(dir);

@@ -72,7 +72,10 @@ function verdictSlot(env: NodeJS.ProcessEnv): { folder: string; key: string } | 
     const helper = helperIdentity();
     const rules = landlockRules(undefined, undefined, env);
     const key = helper && "args" in rules ? verdictKey(helper, rules.args) : undefined;
-    return key ? { folder: privateFolder(), key } : undefined;
+    // Made with or without a key (the probe makes it next otherwise): the same code runs on
+    // every machine, for the start-up code cache (scripts/start-up-cache.cjs).
+    const folder = privateFolder();
+    return key ? { folder, key } : undefined;
   } catch {
     return undefined; // the probe says why
   }

@@ -60,16 +60,18 @@ const link = (file: string): string => {
  */
 export function verdictKey(helper: string, rules: readonly string[]): string | undefined {
   const boot = read("/proc/sys/kernel/random/boot_id");
-  if (boot === "-") return undefined;
-  let exe: string;
+  let exe: string | undefined;
   try {
     const st = statSync(process.execPath);
     exe = `${process.execPath}:${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
   } catch {
-    return undefined;
+    exe = undefined;
   }
   const status = read("/proc/self/status").match(STATUS_FIELDS)?.join("\n") ?? "-";
-  return [
+  // Every part is read even when one is missing (then there is no key): the same code runs on
+  // every machine, so what the start-up run compiles does not depend on the build machine's
+  // /proc (scripts/start-up-cache.cjs).
+  const key = [
     `boot ${boot}`,
     `helper ${helper}`,
     `exe ${exe}`,
@@ -79,6 +81,7 @@ export function verdictKey(helper: string, rules: readonly string[]): string | u
     `lsm ${read("/proc/self/attr/current")}`,
     `rules ${JSON.stringify(rules)}`,
   ].join("\n");
+  return boot === "-" || exe === undefined ? undefined : key;
 }
 
 /**
