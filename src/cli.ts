@@ -288,8 +288,9 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
   const redactor = secretRedactor([...PROVIDER_KEY_VARIABLES.map((name) => env[name]), ...exporterSecrets(env)]);
   const logger = createStderrLogger(options.logLevel, undefined, redactor.active ? redactor.text : undefined);
-  // The default root is resolved by the server with the store, which loads after initialize.
-  // An empty HARNESS_SESSION_ROOT counts as unset: as a path it would make every prompt fail (mkdir '').
+  // Unset: the default root, which the server's store resolves again once it loads (after
+  // initialize). An empty HARNESS_SESSION_ROOT counts as unset: as a path it would make every
+  // prompt fail (mkdir '').
   const sessionRoot = options.sessionRoot ?? (process.env.HARNESS_SESSION_ROOT || undefined);
   // The session logs are hidden from sandboxed commands (initialize hides them too, for a server
   // made without this command line); hidden before the start probe, so that its rules are the
