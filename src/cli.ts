@@ -9,11 +9,13 @@
  * help) is this table. Why not an argument library: bench/README.md ("Why the code does this").
  */
 import { parseArgs } from "node:util";
+import { defaultSessionRoot } from "./agent/store/root.js";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import { PERMISSION_MODES, type PermissionMode } from "./protocol/types.js";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
 import { secretRedactor } from "./redact.js";
 import { exporterSecrets } from "./sandbox/command-env.js";
+import { hideFromSandbox } from "./sandbox/hidden.js";
 import { probeSandboxAtStart } from "./sandbox/probe.js";
 import { readSecretsFd } from "./secrets-fd.js";
 import { HarnessServer } from "./server/server.js";
@@ -286,12 +288,17 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
   const redactor = secretRedactor([...PROVIDER_KEY_VARIABLES.map((name) => env[name]), ...exporterSecrets(env)]);
   const logger = createStderrLogger(options.logLevel, undefined, redactor.active ? redactor.text : undefined);
+  // Unset: the default root, which the server's store resolves again once it loads (after
+  // initialize). An empty HARNESS_SESSION_ROOT counts as unset: as a path it would make every
+  // prompt fail (mkdir '').
+  const sessionRoot = options.sessionRoot ?? (process.env.HARNESS_SESSION_ROOT || undefined);
+  // The session logs are hidden from sandboxed commands (initialize hides them too, for a server
+  // made without this command line); hidden before the start probe, so that its rules are the
+  // ones `initialize` checks its workspace against (probe.ts `startParts`).
+  if (options.sessionLog) hideFromSandbox(sessionRoot ?? defaultSessionRoot(env));
   // Where bubblewrap is visibly not there, `initialize` reports Landlock's probe: started now
   // (the keys are out of the environment it inherits), it runs while the first request is read.
   probeSandboxAtStart(options.permissionMode, env);
-  // The default root is resolved by the server with the store, which loads after initialize.
-  // An empty HARNESS_SESSION_ROOT counts as unset: as a path it would make every prompt fail (mkdir '').
-  const sessionRoot = options.sessionRoot ?? (process.env.HARNESS_SESSION_ROOT || undefined);
   let server: HarnessServer | undefined;
   const endpoint = new ServerEndpoint({
     input: process.stdin,

@@ -83,11 +83,29 @@ export function privateFolderName(): string {
   return path.join(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
 }
 
+/**
+ * The home folder the sandbox's rules name paths in: `HOME` when it is absolute, else the
+ * account's; in normal form, so that `underHome` can name the paths below it.
+ */
+export function homeFolder(env: NodeJS.ProcessEnv): string {
+  return path.resolve(env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir());
+}
+
+/**
+ * `rel` (a relative path in normal form) below `home` (from `homeFolder`): what `path.join`
+ * gives, by concatenation. The rules name a few dozen paths in the home folder on the start-up
+ * path, and `path.join` normalizes each one again character by character, in code that is
+ * still interpreted that early (bench/README.md, "Why the code does this").
+ */
+export function underHome(home: string, rel: string): string {
+  return home === "/" ? `/${rel}` : `${home}/${rel}`;
+}
+
 export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
-  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
+  const home = homeFolder(env);
   return [
     privateFolderName(),
-    ...HIDDEN_HOME_PATHS.map((p) => path.join(home, p)),
+    ...HIDDEN_HOME_PATHS.map((p) => underHome(home, p)),
     ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
     ...extraHidden,
   ];

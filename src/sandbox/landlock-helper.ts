@@ -91,12 +91,18 @@ export function privateFolder(): string {
   const base = tmpdir();
   if (privateDir?.base === base && isPrivateFolder(privateDir.dir)) return privateDir.dir;
   const shared = privateFolderName();
-  try {
-    mkdirSync(shared, { mode: 0o700 });
-  } catch {
-    // there already (checked below), or not makeable (a fresh folder below)
+  // Made only when it is not there (a start where bubblewrap is off gets here before the
+  // response, and a mkdir failing with EEXIST costs an exception each time).
+  let dir = isPrivateFolder(shared) ? shared : undefined;
+  if (!dir) {
+    try {
+      mkdirSync(shared, { mode: 0o700 });
+    } catch {
+      // there already (checked below), or not makeable (a fresh folder below)
+    }
+    dir = isPrivateFolder(shared) ? shared : mkdtempSync(path.join(base, "harness-bridge-"));
   }
-  privateDir = { base, dir: isPrivateFolder(shared) ? shared : mkdtempSync(path.join(base, "harness-bridge-")) };
+  privateDir = { base, dir };
   // Hidden from sandboxed commands like the shared name (hidden.ts `privateFolderName`: why).
   if (privateDir.dir !== shared) hideFromSandbox(privateDir.dir);
   return privateDir.dir;

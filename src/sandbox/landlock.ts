@@ -15,10 +15,9 @@
  * The network is not restricted (as with bubblewrap).
  */
 import { existsSync, mkdtempSync, realpathSync } from "node:fs";
-import { homedir } from "node:os";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
-import { hiddenPaths } from "./hidden.js";
+import { hiddenPaths, homeFolder, underHome } from "./hidden.js";
 import { privateFolder, verifiedHelper } from "./landlock-helper.js";
 
 /** System folders readable (and executable) by a confined command, where they exist. */
@@ -57,29 +56,50 @@ const real = (p: string) => {
   }
 };
 
-/**
- * The helper's rule arguments for a command in `workspace` (a real path) with the private
- * temporary folder `tmp`, or why this workspace cannot be confined by Landlock. Without a
- * workspace (the start-up probe, which asks only whether the helper confines here) nothing is
- * refused: the refusals below are a workspace's, checked when it is known.
- */
-export function landlockRules(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[] } | { refused: string } {
+/** What a command's rules are made of besides its workspace and TMPDIR, as the folders are now. */
+export interface RuleParts {
+  /** The hidden paths that exist (real paths). */
+  hidden: string[];
+  /** The folders to read (real paths): the system's, resolv.conf's target, the home toolchains, HARNESS_SANDBOX_READ. */
+  read: string[];
+}
+
+/** The rule parts for `env` now (what a command may read: the module comment's invariant). */
+export function ruleParts(env: NodeJS.ProcessEnv = process.env): RuleParts {
   const hidden = hiddenPaths(env).map((h) => h.path);
   const touchesHidden = (dir: string) => hidden.some((h) => isInside(dir, h) || isInside(h, dir));
-  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
+  const home = homeFolder(env);
 
   const read = new Set<string>(LANDLOCK_SYSTEM_READ.filter(exists));
   // /etc/resolv.conf is often a link into /run (systemd-resolved): its target, alone, for DNS.
-  const resolv = real("/etc/resolv.conf");
-  if (resolv && !LANDLOCK_SYSTEM_READ.some((d) => isInside(d, resolv))) read.add(resolv);
+  // Without one its own name is checked, inside /etc: nothing is added, by the same code, so
+  // what the start-up run compiles does not depend on the build machine (scripts/start-up-cache.cjs).
+  const resolv = real("/etc/resolv.conf") ?? "/etc/resolv.conf";
+  if (!LANDLOCK_SYSTEM_READ.some((d) => isInside(d, resolv))) read.add(resolv);
   for (const rel of LANDLOCK_HOME_TOOLCHAINS) {
-    const dir = real(path.join(home, rel));
+    const dir = real(underHome(home, rel));
     if (dir && !touchesHidden(dir)) read.add(dir);
   }
   for (const p of (env.HARNESS_SANDBOX_READ ?? "").split(":").filter((p) => path.isAbsolute(p))) {
     const dir = real(p);
     if (dir) read.add(dir);
   }
+  return { hidden, read: [...read] };
+}
+
+/**
+ * The helper's rule arguments for a command in `workspace` (a real path) with the private
+ * temporary folder `tmp`, or why this workspace cannot be confined by Landlock; on `parts`, by
+ * default computed now (a command's always are). Without a workspace (the start-up probe, which
+ * asks only whether the helper confines here) nothing is refused: the refusals below are a
+ * workspace's, checked when it is known.
+ */
+export function landlockRules(
+  workspace: string | undefined,
+  tmp: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  { hidden, read }: RuleParts = ruleParts(env),
+): { args: string[] } | { refused: string } {
   const write = [...(workspace ? [workspace] : []), ...(tmp ? [tmp] : [])];
   // A hidden path inside anything allowed would be readable: refuse instead (bubblewrap can hide
   // it). One that holds the workspace does not count below it, as with bubblewrap.
@@ -95,7 +115,7 @@ export function landlockRules(workspace: string | undefined, tmp: string | undef
   }
   return {
     args: [
-      ...[...read].flatMap((p) => ["--ro", p]),
+      ...read.flatMap((p) => ["--ro", p]),
       ...LANDLOCK_DEVICES.filter(exists).flatMap((p) => ["--rw", p]),
       ...write.flatMap((p) => ["--rw", p]),
     ],

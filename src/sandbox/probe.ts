@@ -9,8 +9,9 @@
 import { existsSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
-import { landlockOff, landlockRules, probeLandlock, type LandlockProbe } from "./landlock.js";
+import { landlockOff, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
 import { helperIdentity, privateFolder } from "./landlock-helper.js";
+import { wantedHidden } from "./hidden.js";
 import { sandboxStatusAtStart, type SandboxStatus } from "./status.js";
 import { forgetVerdict, pruneVerdicts, recalledVerdict, rememberVerdict, verdictKey, type Verdict } from "./verdict-cache.js";
 
@@ -65,14 +66,35 @@ export function chooseSandbox(workspace: string, env: NodeJS.ProcessEnv = proces
 /** A verdict this process took from the cache (verdict-cache.ts) and has not confirmed yet. */
 let recalled: { folder: string; key: string; verdict: Verdict; env: NodeJS.ProcessEnv } | undefined;
 
+/**
+ * The rule parts the start probe computed, with what they were computed for (`partsFor`):
+ * `initialize` checks its workspace's refusals on them (the process's own rules plus the
+ * workspace) instead of computing them again before the response, as long as the same paths are
+ * wanted hidden (the cli hides the session root before the start probe for that). So the report
+ * sees the folders as they were when the process started, as the remembered verdict's key does;
+ * every command computes its rules anew, and the first workspace probe, right after the
+ * response, checks them with the helper.
+ */
+let startParts: { wanted: string; parts: RuleParts } | undefined;
+const partsFor = (env: NodeJS.ProcessEnv) => [env.HARNESS_SANDBOX_READ ?? "", ...wantedHidden(env)].join("\0");
+
 /** Where the start probe's verdict is remembered, and under which key; undefined where it is not. */
 function verdictSlot(env: NodeJS.ProcessEnv): { folder: string; key: string } | undefined {
   if (landlockOff(env) || process.platform !== "linux") return undefined; // no helper is started: nothing to save
+  // First, so that the rules hide it as they will from now on (it is made at the first start).
+  let folder: string | undefined;
+  try {
+    folder = privateFolder();
+  } catch {
+    folder = undefined; // the probe says why; the key is computed all the same, the same code on every machine (scripts/start-up-cache.cjs)
+  }
   try {
     const helper = helperIdentity();
-    const rules = landlockRules(undefined, undefined, env);
+    const parts = ruleParts(env);
+    startParts = { wanted: partsFor(env), parts };
+    const rules = landlockRules(undefined, undefined, env, parts);
     const key = helper && "args" in rules ? verdictKey(helper, rules.args) : undefined;
-    return key ? { folder: privateFolder(), key } : undefined;
+    return key && folder ? { folder, key } : undefined;
   } catch {
     return undefined; // the probe says why
   }
@@ -143,6 +165,7 @@ export function probeSandboxAtStart(ceiling: string, env: NodeJS.ProcessEnv = pr
 export function resetSandboxProbes(): void {
   probes.clear();
   recalled = undefined;
+  startParts = undefined;
 }
 
 const statusOf = (chosen: Confinement): SandboxStatus =>
@@ -182,7 +205,8 @@ export async function initialSandboxStatus(mode: string, workspace: string, env:
   return statusOf(
     await choose(real, env, async () => {
       try {
-        const rules = landlockOff(env) ? undefined : landlockRules(real, undefined, env);
+        const parts = startParts?.wanted === partsFor(env) ? startParts.parts : undefined;
+        const rules = landlockOff(env) ? undefined : landlockRules(real, undefined, env, parts);
         if (rules && "refused" in rules) return { failure: rules.refused };
       } catch (error) {
         return { failure: (error as Error).message };

@@ -60,16 +60,18 @@ const link = (file: string): string => {
  */
 export function verdictKey(helper: string, rules: readonly string[]): string | undefined {
   const boot = read("/proc/sys/kernel/random/boot_id");
-  if (boot === "-") return undefined;
-  let exe: string;
+  let exe: string | undefined;
   try {
     const st = statSync(process.execPath);
     exe = `${process.execPath}:${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
   } catch {
-    return undefined;
+    exe = undefined;
   }
   const status = read("/proc/self/status").match(STATUS_FIELDS)?.join("\n") ?? "-";
-  return [
+  // Every part is read even when one is missing (then there is no key): the same code runs on
+  // every machine, so what the start-up run compiles does not depend on the build machine's
+  // /proc (scripts/start-up-cache.cjs).
+  const key = [
     `boot ${boot}`,
     `helper ${helper}`,
     `exe ${exe}`,
@@ -79,21 +81,31 @@ export function verdictKey(helper: string, rules: readonly string[]): string | u
     `lsm ${read("/proc/self/attr/current")}`,
     `rules ${JSON.stringify(rules)}`,
   ].join("\n");
+  return boot === "-" || exe === undefined ? undefined : key;
 }
 
 /**
  * The file of `key`'s verdict in `folder`: one per key, so that bridges with different keys (two
  * builds, two environments) do not overwrite each other's. The name is a cheap 64-bit hash of
  * the key (no `node:crypto` on the start-up path); the file holds the whole key, compared on
- * reading, so a collision is a miss, never another key's verdict.
+ * reading, so a collision is a miss, never another key's verdict. The hash takes the key's
+ * UTF-8 bytes a 32-bit word at a time from a typed array, then its length: on the start-up path
+ * this loop still runs in the interpreter, where a step per character (a `charCodeAt` call
+ * each) cost several times more.
  */
 export function verdictFile(folder: string, key: string): string {
+  const length = Buffer.byteLength(key);
+  const words = new Int32Array(Math.ceil(length / 4) + 1);
+  Buffer.from(words.buffer).write(key);
+  words[words.length - 1] = length;
   let a = 0x811c9dc5;
   let b = 0x9747b28c;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    a = Math.imul(a ^ w, 0x01000193);
+    a ^= a >>> 15;
+    b = Math.imul(b ^ w, 0x5bd1e995);
+    b ^= b >>> 13;
   }
   const hex = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
   return path.join(folder, `${PREFIX}${hex(a)}${hex(b)}`);

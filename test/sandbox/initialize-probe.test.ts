@@ -64,6 +64,16 @@ describe("initialize's sandbox where bubblewrap is switched off (the binary)", (
     });
   });
 
+  it("reports a workspace that holds the session logs as none, with the reason (they are hidden from the start)", async () => {
+    const sessions = path.join(ws, "sessions");
+    fs.mkdirSync(sessions);
+    const c = bridge({ HARNESS_SESSION_ROOT: sessions }, ["--stdio"]);
+    expect(await initialize(c)).toEqual({
+      bash: "none",
+      reason: expect.stringMatching(/Landlock confinement cannot run: the workspace holds .*\/ws\/sessions, which Landlock cannot hide/),
+    });
+  });
+
   it("a helper that cannot be written (its private folder cannot be made) is reported as none, with the reason", async () => {
     const missing = path.join(root, "no-such-tmp");
     expect(await initialize(bridge({ TMPDIR: missing }))).toEqual({ bash: "none", reason: expect.stringMatching(/Landlock confinement cannot run: ENOENT.*no-such-tmp/) });

@@ -86,6 +86,12 @@ describe("the remembered Landlock verdict", () => {
     expect([recalledVerdict(dir, KEY), recalledVerdict(dir, `${KEY}2`)]).toEqual([{ abi: 5 }, { abi: 6 }]);
   });
 
+  it("names different keys differently: a change of any one character, a longer key, a non-ASCII one", () => {
+    const keys = [KEY, `${KEY}\0`, `${KEY}\0\0\0\0`, `${KEY}é`, `${KEY}e`];
+    for (let i = 0; i < 8; i++) keys.push(`${KEY.slice(0, i)}${String.fromCharCode(KEY.charCodeAt(i) ^ 0x40)}${KEY.slice(i + 1)}`);
+    expect(new Set(keys.map((k) => verdictFile(dir, k))).size).toBe(keys.length);
+  });
+
   it("prunes the files not rewritten for a day, and nothing else", () => {
     rememberVerdict(dir, KEY, { abi: 5 });
     rememberVerdict(dir, `${KEY}2`, { abi: 6 });

@@ -24,7 +24,7 @@ function newestMtime(entry: string): number {
 function isStale(): boolean {
   const bin = fs.statSync(BINARY, { throwIfNoEntry: false });
   if (!bin) return true;
-  const inputs = Math.max(newestMtime(path.join(root, "src")), newestMtime(path.join(root, "scripts", "build.mjs")), newestMtime(path.join(root, "scripts", "chunk-cache.cjs")), newestMtime(path.join(root, "package.json")));
+  const inputs = Math.max(newestMtime(path.join(root, "src")), newestMtime(path.join(root, "scripts", "build.mjs")), newestMtime(path.join(root, "scripts", "chunk-cache.cjs")), newestMtime(path.join(root, "scripts", "start-up-cache.cjs")), newestMtime(path.join(root, "package.json")));
   return bin.mtimeMs < inputs;
 }
 

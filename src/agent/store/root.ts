@@ -1,6 +1,6 @@
 /**
- * Where session logs live by default. Its own module: the server needs it at `initialize` (to
- * hide the logs from sandboxed commands) without loading the store.
+ * Where session logs live by default. Its own module: the command line and `initialize` need it
+ * before the response (to hide the logs from sandboxed commands) without loading the store.
  */
 import { homedir } from "node:os";
 import * as path from "node:path";
