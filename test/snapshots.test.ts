@@ -5,10 +5,10 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek, fakeDeepSeekEnv } from "./support/fake-deepseek.js";
+import { describe, expect, it } from "vitest";
 import { normalizeStream } from "./support/snapshot-rules.js";
 import { readScenario, runScenario, scenarioDirs, type ScenarioRun } from "./support/scenario.js";
+import { useFakeDeepSeek } from "./support/use-fake-deepseek.js";
 
 const UPDATE = process.env.UPDATE_SNAPSHOTS === "1";
 
@@ -44,16 +44,12 @@ describe.each(scenarioDirs("scripted").map((dir) => [path.basename(dir), dir]))(
 });
 
 describe("deepseek scenarios over HTTP (fake DeepSeek server)", () => {
-  const server = new FakeDeepSeek();
-  let baseUrl = "";
-  beforeAll(async () => {
-    baseUrl = await server.start();
-  });
-  afterAll(() => server.stop());
+  const deepseek = useFakeDeepSeek();
+  const server = deepseek.server;
 
   it.each(scenarioDirs("deepseek").map((dir) => [path.basename(dir), dir]))("deepseek/%s matches its snapshot", async (_name, dir) => {
     server.table = readScenario(dir).server ?? {};
-    check(dir, await runScenario(dir, "deepseek", fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" })));
+    check(dir, await runScenario(dir, "deepseek", deepseek.env({ HARNESS_RETRY_BASE_MS: "10" })));
     expect(server.problems).toEqual([]);
   });
 });

@@ -18,6 +18,7 @@ import * as fs from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { KILL_GRACE_MS, killGroup } from "../tools/process-group.js";
 import { findBash } from "../sandbox/locate.js";
 
@@ -82,7 +83,10 @@ export class ProcessGroupTransport implements Transport {
       const child = spawn(bash, ["-c", SERVER_WRAPPER, bash, command, ...args], { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", "pipe"] });
       this.child = child;
       child.once("spawn", () => resolve());
-      child.once("error", (error) => {
+      child.once("error", (spawnError) => {
+        const error = isOutOfDescriptors(spawnError)
+          ? new Error(`the bridge is out of file descriptors (too many open files) for the server's pipes (${spawnError.message}); raise the open-file limit (ulimit -n)`)
+          : spawnError;
         this.onExit?.();
         reject(error);
         this.fail(error);
@@ -98,7 +102,10 @@ export class ProcessGroupTransport implements Transport {
         // stdout held open by a process that left the group does so a little later.
         setTimeout(() => void this.close(), 500).unref();
       });
-      child.stdout!.on("data", (chunk: Buffer) => this.read(chunk));
+      // A spawn that failed (EMFILE: no descriptors for the pipes) has no streams; its "error"
+      // above comes on the next tick and says why.
+      if (!child.stdout) return;
+      child.stdout.on("data", (chunk: Buffer) => this.read(chunk));
       child.stderr!.setEncoding("utf8");
       child.stderr!.on("data", (text: string) => this.readStderr(text));
       child.once("close", () => this.onExit?.());
@@ -123,7 +130,7 @@ export class ProcessGroupTransport implements Transport {
    */
   async close(): Promise<void> {
     const child = this.child;
-    const lifeline = child?.stdio[3] as Readable | undefined;
+    const lifeline = (child?.stdio?.[3] ?? undefined) as Readable | undefined;
     const running = child?.pid !== undefined && this.exit === undefined;
     if (running) {
       const pid = child!.pid!;

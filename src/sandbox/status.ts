@@ -50,10 +50,24 @@ export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = proc
   return refused ? { bash: "none", reason: `bubblewrap cannot make its sandbox here: ${refused}` } : { bash: "bubblewrap" };
 }
 
-/** The tool error of bash in `workspace-write` without a working sandbox: it names the fixes. */
+/**
+ * The tool error of bash in `workspace-write` without a working sandbox: it names the fixes.
+ * A sandbox that could not be tried for want of file descriptors says nothing of this machine's
+ * bubblewrap or kernel, so installing either is not the fix then: the open-file limit is. The
+ * answer is kept for the process (probe.ts probes once per workspace), hence "start again".
+ */
 export function noSandboxMessage(failure: string): string {
+  const refusal = `bash was not run: permission mode 'workspace-write' runs commands only inside a sandbox (bubblewrap, or Landlock), and ${failure}. `;
+  if (/\bE[MN]FILE\b/.test(failure)) {
+    return (
+      refusal +
+      "The bridge had no file descriptor left to start the sandbox with (too many open files). " +
+      "Fix: raise the open-file limit (ulimit -n; 64 or more) and start the bridge again, " +
+      "or initialize with permissionMode \"full\" to run commands unconfined."
+    );
+  }
   return (
-    `bash was not run: permission mode 'workspace-write' runs commands only inside a sandbox (bubblewrap, or Landlock), and ${failure}. ` +
+    refusal +
     "Fix: install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
     "or run on a Linux kernel with Landlock enabled (5.13 or later), " +
     "or initialize with permissionMode \"full\" to run commands unconfined."

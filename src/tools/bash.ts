@@ -10,6 +10,7 @@ import { findBash } from "../sandbox/locate.js";
 import { landlockCommand, makeCommandTmp } from "../sandbox/landlock.js";
 import { chooseSandbox } from "../sandbox/probe.js";
 import { noSandboxMessage } from "../sandbox/status.js";
+import { isOutOfDescriptors } from "./out-of-descriptors.js";
 import { GROUP_WRAPPER, KILL_GRACE_MS, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, runInProcessGroup } from "./process-group.js";
 import { ToolError, textOutput, type Tool, type ToolContext } from "./types.js";
 
@@ -103,7 +104,10 @@ export const bashTool: Tool = {
     }
 
     if (run.spawnError) {
-      return textOutput(`could not start ${argv[0]}: ${run.spawnError.message}`, true);
+      const why = isOutOfDescriptors(run.spawnError)
+        ? "the bridge is out of file descriptors (too many open files) for its pipes; try again, or raise the open-file limit (ulimit -n)"
+        : run.spawnError.message;
+      return textOutput(`could not start ${argv[0]}: ${why}`, true);
     }
     const body = run.output.total === 0 ? "(no output)" : run.output.text().replace(/\n$/, "");
     let status: string;

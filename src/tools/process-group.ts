@@ -164,7 +164,10 @@ export function runInProcessGroup(options: GroupRunOptions): Promise<GroupRunRes
       stdio: ["ignore", "pipe", "pipe", "pipe"],
     });
     result.pid = child.pid;
-    const lifeline = child.stdio[3] as Readable | null;
+    // A spawn that failed for want of descriptors (EMFILE, ENFILE) has no stdio at all and
+    // reports it as the "error" below, on the next tick: nothing here may throw before that
+    // listener is on, or the event is unhandled and ends the bridge.
+    const lifeline = (child.stdio?.[3] ?? null) as Readable | null;
     const timers: NodeJS.Timeout[] = [];
     let exited = false;
     let settled = false;

@@ -69,6 +69,29 @@ describe("session lock files", () => {
     expect(fs.existsSync(lock.file)).toBe(true);
   });
 
+  it("a newer lock that got the inode number of this process's removed owner file is not removed by release", () => {
+    const lock = acquireLock(path.join(dir, "a.lock"), "a");
+    // The lock and its owner file removed from under the holder; their inode is free, and the
+    // file system may give its number to the next file made: here, another process's lock.
+    fs.rmSync(lock.file);
+    fs.rmSync(path.join(dir, owners()[0]));
+    fs.writeFileSync(lock.file, `${JSON.stringify({ pid: 1, start: "", host: os.hostname() })}\n`);
+    // Made later than the owner file (the test is faster than the clock's tick: say so).
+    const later = new Date(Date.now() + 5_000);
+    fs.utimesSync(lock.file, later, later);
+    const actual = vi.mocked(fs.lstatSync).getMockImplementation()!;
+    vi.mocked(fs.lstatSync).mockImplementation(((file: fs.PathLike, options?: fs.StatSyncOptions) => {
+      const st = actual(file, options as never) as fs.Stats;
+      return file === lock.file ? Object.assign(st, { ino: lock.ino }) : st;
+    }) as typeof fs.lstatSync);
+    try {
+      releaseLock(lock);
+    } finally {
+      vi.mocked(fs.lstatSync).mockImplementation(actual);
+    }
+    expect(ownerLine(lock.file)).toEqual({ pid: 1, start: "", host: os.hostname() });
+  });
+
   it("an owner file removed by hand is made again", () => {
     releaseLock(acquireLock(path.join(dir, "a.lock"), "a"));
     fs.rmSync(path.join(dir, owners()[0]));

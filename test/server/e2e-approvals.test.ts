@@ -5,10 +5,10 @@
  * model, which goes on), the deadline as a deny, cancel while waiting, unknown answers.
  */
 import * as fs from "node:fs";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { oneTurn, tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+import { useFakeDeepSeek } from "../support/use-fake-deepseek.js";
 
 let ws: TempWorkspace;
 const clients: RawClient[] = [];
@@ -180,12 +180,8 @@ describe("approvals: writes", () => {
 });
 
 describe("a deny the model reads (DeepSeek route)", () => {
-  const server = new FakeDeepSeek();
-  let baseUrl = "";
-  beforeAll(async () => {
-    baseUrl = await server.start();
-  });
-  afterAll(() => server.stop());
+  const deepseek = useFakeDeepSeek();
+  const server = deepseek.server;
 
   it("the deny message is the tool message of the next request, and the model answers after it", async () => {
     const prompt = "Write the file.";
@@ -201,7 +197,7 @@ describe("a deny the model reads (DeepSeek route)", () => {
         { events: [{ delta: { role: "assistant", content: null, reasoning_content: "Denied." } }, { delta: { content: "I was not allowed to write x.txt." } }, { delta: {}, finish_reason: "stop" }] },
       ],
     };
-    const c = await initialized({}, { approvals: "writes" }, fakeDeepSeekEnv(baseUrl), "deepseek", "deepseek-v4-flash");
+    const c = await initialized({}, { approvals: "writes" }, deepseek.env(), "deepseek", "deepseek-v4-flash");
     c.request("p", "session/prompt", promptParams("s", prompt));
     const { data } = await event(c, "s", "permission/request");
     c.request("no", "session/permission", { sessionId: "s", requestId: data.requestId, decision: "deny", message: "writing is off today" });

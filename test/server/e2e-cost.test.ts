@@ -5,11 +5,11 @@
  * whose prices are unknown; `maxCostUsd` ends the turn `budget` before the next request once
  * reached; a budget without prices, and bad prices or budgets, are -32602.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { DEEPSEEK_PRICES } from "../../src/agent/prices.js";
+import { useFakeDeepSeek } from "../support/use-fake-deepseek.js";
 
 let ws: TempWorkspace;
 const clients: RawClient[] = [];
@@ -193,12 +193,8 @@ describe("initialize.prices params", () => {
 });
 
 describe("the built-in DeepSeek price table (fake DeepSeek server)", () => {
-  const server = new FakeDeepSeek();
-  let baseUrl = "";
-  beforeAll(async () => {
-    baseUrl = await server.start();
-  });
-  afterAll(() => server.stop());
+  const deepseek = useFakeDeepSeek();
+  const server = deepseek.server;
 
   const answer = {
     events: [
@@ -210,7 +206,7 @@ describe("the built-in DeepSeek price table (fake DeepSeek server)", () => {
 
   async function promptWith(model: string, extra: object = {}): Promise<RawClient> {
     server.table = { hi: [answer] };
-    const c = start(fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" }));
+    const c = start(deepseek.env({ HARNESS_RETRY_BASE_MS: "10" }));
     c.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model, ...extra });
     expect((await c.response("init")).error).toBeUndefined();
     c.request("p", "session/prompt", promptParams("s", "hi"));
@@ -234,7 +230,7 @@ describe("the built-in DeepSeek price table (fake DeepSeek server)", () => {
     const call = (id: string) => ({ events: [{ delta: { tool_calls: [{ index: 0, id, type: "function", function: { name: "read_file", arguments: '{"path":"notes.txt"}' } }] } }, { delta: {}, finish_reason: "tool_calls" }] });
     server.table = { loop: [call("c1"), call("c2"), call("c3"), { events: [{ delta: { content: "done" } }, { delta: {}, finish_reason: "stop" }] }] };
     const asked = server.requests.length;
-    const c = start(fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" }));
+    const c = start(deepseek.env({ HARNESS_RETRY_BASE_MS: "10" }));
     c.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-flash" });
     expect((await c.response("init")).error).toBeUndefined();
     c.request("p", "session/prompt", { ...promptParams("s", "loop"), maxCostUsd: 1 });

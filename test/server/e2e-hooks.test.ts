@@ -5,11 +5,12 @@
  * DeepSeek-shaped fake shows what is sent); which sessions and calls meet which hook. The
  * refused answers, no answer, cancel and resume: e2e-hooks-waits.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { hookKit } from "../support/hook-kit.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { oneTurn, turns } from "../support/scripts.js";
+import { useFakeDeepSeek } from "../support/use-fake-deepseek.js";
 
 const kit = hookKit("hb-hooks-");
 const { initialized, event, ofType, types, hook } = kit;
@@ -42,12 +43,8 @@ describe("initialize.hooks", () => {
 });
 
 describe("prompt-submit (over the DeepSeek-shaped fake: what the model is sent)", () => {
-  const server = new FakeDeepSeek();
-  let url = "";
-  beforeAll(async () => {
-    url = await server.start();
-  });
-  afterAll(() => server.stop());
+  const deepseek = useFakeDeepSeek();
+  const server = deepseek.server;
   const answer = (text: string) => [{ events: [{ delta: { content: text }, finish_reason: "stop" }] }];
   const userTexts = (n: number) =>
     server.requests[n].messages.filter((m) => m.role === "user").map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
@@ -55,7 +52,7 @@ describe("prompt-submit (over the DeepSeek-shaped fake: what the model is sent)"
   it("block ends the turn blocked with no model request, and the blocked prompt never reaches the model", async () => {
     server.requests.length = 0;
     server.table = { hello: answer("hi") };
-    const c = await initialized({}, { hooks: ["prompt-submit"] }, undefined, fakeDeepSeekEnv(url), "deepseek", "deepseek-chat");
+    const c = await initialized({}, { hooks: ["prompt-submit"] }, undefined, deepseek.env(), "deepseek", "deepseek-chat");
     c.request("p", "session/prompt", promptParams("s", "read secrets/key.pem"));
     const request = await event(c, "s", "hook/request");
     expect(request.data).toEqual({ hookId: expect.stringMatching(/^hook_/), hook: "prompt-submit", content: [{ type: "text", text: "read secrets/key.pem" }] });
@@ -78,7 +75,7 @@ describe("prompt-submit (over the DeepSeek-shaped fake: what the model is sent)"
     server.requests.length = 0;
     // Text blocks go to DeepSeek joined by newlines: the table is keyed by the joined message.
     server.table = { "fix the bug\nThe repository uses tabs.": answer("ok"), "and now?": answer("fine") };
-    const c = await initialized({}, { hooks: ["prompt-submit"] }, undefined, fakeDeepSeekEnv(url), "deepseek", "deepseek-chat");
+    const c = await initialized({}, { hooks: ["prompt-submit"] }, undefined, deepseek.env(), "deepseek", "deepseek-chat");
     c.request("p", "session/prompt", promptParams("s", "fix the bug"));
     const request = await event(c, "s", "hook/request");
     c.request("h", "session/hook", hook("s", request.data.hookId, { context: "The repository uses tabs." }));

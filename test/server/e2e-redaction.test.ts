@@ -9,24 +9,22 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { RawClient, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { useFakeDeepSeek } from "../support/use-fake-deepseek.js";
 
 const KEY = "sk-canary-9f8e7d6c5b4a";
-const server = new FakeDeepSeek();
-let baseUrl = "";
+const deepseek = useFakeDeepSeek();
+const server = deepseek.server;
 let ws: TempWorkspace;
 let root = "";
 let client: RawClient | undefined;
 
-beforeAll(async () => {
-  baseUrl = await server.start();
+beforeAll(() => {
   ws = tempWorkspace("hb-redact-");
   root = fs.mkdtempSync(path.join(ws.dir, "..", "hb-redact-root-"));
 });
-afterAll(async () => {
-  await server.stop();
+afterAll(() => {
   ws.cleanup();
   fs.rmSync(root, { recursive: true, force: true });
 });
@@ -45,7 +43,7 @@ function allFiles(dir: string): string {
 async function started(extraEnv: NodeJS.ProcessEnv = {}): Promise<RawClient> {
   client = new RawClient({
     args: ["--stdio", "--session-root", root, "--log-level", "debug"],
-    env: { ...fakeDeepSeekEnv(baseUrl, { HARNESS_MAX_RETRIES: "0" }), DEEPSEEK_API_KEY: KEY, ...extraEnv },
+    env: { ...deepseek.env({ HARNESS_MAX_RETRIES: "0" }), DEEPSEEK_API_KEY: KEY, ...extraEnv },
   });
   client.request("init", "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-chat", permissionMode: "full" });
   expect((await client.response("init")).error).toBeUndefined();

@@ -5,26 +5,24 @@
  * bad descriptor content is a start-up error (exit 1) that quotes no value. Through the binary.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { BINARY, RawClient, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { useFakeDeepSeek } from "../support/use-fake-deepseek.js";
 
 const KEY = "sk-canary-from-the-pipe";
-const server = new FakeDeepSeek();
-let baseUrl = "";
+const deepseek = useFakeDeepSeek();
+const server = deepseek.server;
 let ws: TempWorkspace;
 let client: RawClient | undefined;
 
-beforeAll(async () => {
-  baseUrl = await server.start();
+beforeAll(() => {
   ws = tempWorkspace("hb-secrets-fd-");
 });
-afterAll(async () => {
-  await server.stop();
+afterAll(() => {
   ws.cleanup();
 });
 afterEach(async () => {
@@ -34,7 +32,7 @@ afterEach(async () => {
 
 /** The fake server's environment without any key in it: the pipe is the only way in. */
 function envWithoutKey(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...fakeDeepSeekEnv(baseUrl), HB_MARKER: "environ-is-readable" };
+  const env: NodeJS.ProcessEnv = { ...deepseek.env(), HB_MARKER: "environ-is-readable" };
   delete env.DEEPSEEK_API_KEY;
   delete env.OPENAI_API_KEY;
   return env;

@@ -13,11 +13,11 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { FakeDeepSeek, fakeDeepSeekEnv } from "../support/fake-deepseek.js";
 import { MAX_WAITING_STEERS } from "../../src/agent/steer.js";
+import { useFakeDeepSeek } from "../support/use-fake-deepseek.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -307,12 +307,8 @@ describe("session/steer params", () => {
 });
 
 describe("steering over HTTP (fake DeepSeek server, thinking mode)", () => {
-  const server = new FakeDeepSeek();
-  let baseUrl = "";
-  beforeAll(async () => {
-    baseUrl = await server.start();
-  });
-  afterAll(() => server.stop());
+  const deepseek = useFakeDeepSeek();
+  const server = deepseek.server;
 
   it("the steer is sent as a user message after the tool result, and a resumed session sends it back in its place", async () => {
     server.table = {
@@ -322,7 +318,7 @@ describe("steering over HTTP (fake DeepSeek server, thinking mode)", () => {
       "also check the tests": [{ events: [{ delta: { reasoning_content: "ok" } }, { delta: { content: "steered answer" } }, { delta: {}, finish_reason: "stop" }] }],
       "next turn": [{ events: [{ delta: { content: "resumed answer" } }, { delta: {}, finish_reason: "stop" }] }],
     };
-    const env = fakeDeepSeekEnv(baseUrl, { HARNESS_RETRY_BASE_MS: "10" });
+    const env = deepseek.env({ HARNESS_RETRY_BASE_MS: "10" });
     const a = await started("deepseek-v4-flash", {}, env, "deepseek");
     a.request("p", "session/prompt", promptParams("s", "read the notes"));
     const request = await eventOf(a, "s", "tool/request");

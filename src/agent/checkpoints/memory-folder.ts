@@ -19,7 +19,15 @@ export function privateCheckpointFolder(): string {
     folder = made;
     // Like the session root: no sandboxed command, and no file tool, reaches it.
     hideFromSandbox(made);
-    process.once("exit", () => fs.rmSync(made, { recursive: true, force: true }));
+    process.once("exit", () => {
+      // Best effort: under a low open-file limit the removal may find no descriptor to read the
+      // folder with (EMFILE), and a throw here would skip every exit listener after this one.
+      try {
+        fs.rmSync(made, { recursive: true, force: true });
+      } catch {
+        // left in TMPDIR, private (0700)
+      }
+    });
   }
   return folder;
 }

@@ -18,8 +18,9 @@
  * does not exist, or it exists but started at another time than the owner did (the pid was
  * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot). A
  * stale lock is taken over: renamed away (atomic), checked to be the very file judged stale
- * (same inode), removed, and the `O_EXCL` create tried again, so of two processes taking
- * over at once one gets it and the other is refused. (A residue: POSIX has no "unlink if this
+ * (same inode and mtime: `HeldLock` says why not the inode alone), removed, and the `O_EXCL`
+ * create tried again, so of two processes taking over at once one gets it and the other is
+ * refused. (A residue: POSIX has no "unlink if this
  * inode", so a fresh lock moved aside by a slower taker-over is linked back, and a third
  * process creating one in that instant — microseconds — would leave two holders. Two bridges
  * cannot meet it; three racing for the same stale lock in the same instant could.) A lock file without a whole owner line
@@ -81,11 +82,22 @@ export class SessionLockedError extends Error {
   }
 }
 
-/** A lock this process holds: the inode of its file, so only that file is ever removed. */
+/**
+ * A lock this process holds: the identity of its file, so only that file is ever removed. An
+ * inode number alone is no identity: once the lock and its owner file are removed from under
+ * the holder (by hand), the number is free, and the file system may give it to the next file
+ * made there — another process's lock. That file's mtime is its own write's, not the owner
+ * file's (written once, at its creation, and never again: a link does not change it), so the
+ * pair tells them apart, read from the one `lstat` release makes anyway: no syscall more.
+ */
 export interface HeldLock {
   readonly file: string;
   readonly ino: number;
+  readonly mtimeMs: number;
 }
+
+/** Whether `st` (of a lock's name) is the very file `lock` identifies. */
+const isFileOf = (st: { ino: number; mtimeMs: number }, lock: { ino: number; mtimeMs: number }) => st.ino === lock.ino && st.mtimeMs === lock.mtimeMs;
 
 /** An owner line without its newline yet is this young at most (its writer is between create and write). */
 const UNWRITTEN_GRACE_MS = 10_000;
@@ -144,7 +156,7 @@ function notALock(sessionId: string, file: string, what: string): SessionLogErro
   return new SessionLogError(`session ${sessionId}'s lock file ${file} is ${what}, which no bridge makes; it is neither followed nor removed: move it away to use the session`);
 }
 
-/** The lock file's inode, owner and age; `undefined` when it is gone. */
+/** The lock file's identity (inode, mtime), owner and age; `undefined` when it is gone. */
 function holderOf(file: string, sessionId: string): { ino: number; owner: LockOwner | undefined; mtimeMs: number } | undefined {
   let fd: number;
   try {
@@ -166,18 +178,18 @@ function holderOf(file: string, sessionId: string): { ino: number; owner: LockOw
   }
 }
 
-/** Moves the stale lock `ino` out of the way; a fresh lock moved by mistake (a race) is put back. */
-function removeStale(file: string, ino: number): void {
+/** Moves the stale lock `stale` out of the way; a fresh lock moved by mistake (a race) is put back. */
+function removeStale(file: string, stale: { ino: number; mtimeMs: number }): void {
   const aside = `${file}.stale-${process.pid}-${randomUUID().slice(0, 8)}`;
   try {
-    if (fs.lstatSync(file).ino !== ino) return; // taken over meanwhile: judge it afresh
+    if (!isFileOf(fs.lstatSync(file), stale)) return; // taken over meanwhile: judge it afresh
     fs.renameSync(file, aside);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
     throw error;
   }
   try {
-    if (fs.lstatSync(aside).ino !== ino) {
+    if (!isFileOf(fs.lstatSync(aside), stale)) {
       try {
         fs.linkSync(aside, file); // another process's fresh lock: back where it was
       } catch {
@@ -210,8 +222,8 @@ const owners = new Map<string, HeldLock | null>();
 /** Errors of `link(2)` on a file system without hard links. */
 const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP"]);
 
-/** Creates `file` (`O_EXCL`, never through a symlink) holding this process's owner line; its inode, or `undefined` when the name is taken. */
-function writeOwnerFile(file: string): number | undefined {
+/** Creates `file` (`O_EXCL`, never through a symlink) holding this process's owner line; its identity, or `undefined` when the name is taken. */
+function writeOwnerFile(file: string): HeldLock | undefined {
   const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
   let fd: number;
   try {
@@ -222,7 +234,9 @@ function writeOwnerFile(file: string): number | undefined {
   }
   try {
     writeAll(fd, `${JSON.stringify(SELF)}\n`);
-    return fs.fstatSync(fd).ino;
+    // After the write: the file's mtime is final (nothing writes it again).
+    const { ino, mtimeMs } = fs.fstatSync(fd);
+    return { file, ino, mtimeMs };
   } catch (error) {
     fs.rmSync(file, { force: true }); // a full disk: no half-written owner is left
     throw error;
@@ -235,8 +249,8 @@ function writeOwnerFile(file: string): number | undefined {
 function ownerFileIn(folder: string): HeldLock {
   for (;;) {
     const file = path.join(folder, `@owner-${process.pid}-${randomUUID().slice(0, 8)}`);
-    const ino = writeOwnerFile(file);
-    if (ino !== undefined) return { file, ino };
+    const owner = writeOwnerFile(file);
+    if (owner) return owner;
   }
 }
 
@@ -255,9 +269,9 @@ function makeLock(file: string): HeldLock | undefined {
     try {
       fs.linkSync(owner.file, file);
       // A link names the inode its source names: the owner file's, which this process made
-      // (`O_EXCL`, a random name) and never replaces, so its inode needs no stat of the new
-      // name. Release removes the name only while it is still this inode.
-      return { file, ino: owner.ino };
+      // (`O_EXCL`, a random name) and never replaces, so its identity needs no stat of the new
+      // name. Release removes the name only while it is still this file.
+      return { file, ino: owner.ino, mtimeMs: owner.mtimeMs };
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
       if (code === "EEXIST") return undefined;
@@ -269,8 +283,7 @@ function makeLock(file: string): HeldLock | undefined {
       owners.set(folder, null);
     }
   }
-  const ino = writeOwnerFile(file);
-  return ino === undefined ? undefined : { file, ino };
+  return writeOwnerFile(file);
 }
 
 /** Every lock this process holds, and its owner files, are removed when it exits (signals, `process.exit`). */
@@ -283,17 +296,20 @@ function hookExit(): void {
   });
 }
 
-/** Removes `lock.file` if it still is the inode `lock` made (never another process's). */
+/** Removes `lock.file` if it still is the file `lock` made (never another process's). */
 function removeIfStill(lock: HeldLock): void {
   try {
-    if (fs.lstatSync(lock.file).ino === lock.ino) fs.unlinkSync(lock.file);
+    if (isFileOf(fs.lstatSync(lock.file), lock)) fs.unlinkSync(lock.file);
   } catch {
     // gone already (a delete removed the folder's files, or a hand did)
   }
 }
 
-/** Whether this process holds the lock file whose inode is `ino`. */
-const holding = (file: string, ino: number) => held.get(file)?.ino === ino;
+/** Whether this process holds the lock file `holder` (its inode and mtime). */
+const holding = (file: string, holder: { ino: number; mtimeMs: number }) => {
+  const lock = held.get(file);
+  return lock !== undefined && isFileOf(holder, lock);
+};
 
 /** Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process holds it. */
 export function acquireLock(file: string, sessionId: string): HeldLock {
@@ -313,10 +329,10 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       const self = owner?.pid === SELF.pid && owner.start === SELF.start && owner.host === SELF.host;
       // An mtime in the future (a clock set back, a touched file) does not keep a half-written lock young for good.
       const young = Math.abs(Date.now() - holder.mtimeMs) < UNWRITTEN_GRACE_MS;
-      const live = owner ? (self ? holding(file, holder.ino) : alive(owner)) : young;
+      const live = owner ? (self ? holding(file, holder) : alive(owner)) : young;
       if (live) throw new SessionLockedError(sessionId, file, owner);
       try {
-        removeStale(file, holder.ino);
+        removeStale(file, holder);
       } catch (error) {
         throw cannot(sessionId, file, "take over", error); // stale, but the folder will not let it go (read-only)
       }

@@ -15,6 +15,7 @@ __all__ = [
     "ProviderUnavailableError",
     "InvalidParamsError",
     "TransportClosedError",
+    "OpenFileLimitError",
     "RequestTimeoutError",
     "BridgeNotFoundError",
     "ProtocolError",
@@ -170,6 +171,27 @@ class TransportClosedError(HarnessError):
             shown = self.stderr_tail[-20:]
             msg += "\nlast lines of the bridge's stderr:\n" + "\n".join("  " + line for line in shown)
         super().__init__(msg)
+
+
+class OpenFileLimitError(TransportClosedError):
+    """The bridge died as it started, under an open-file limit too low for it: Node.js needs a
+    limit of about 20 to start and crashes (SIGSEGV, SIGABRT) under less, before any of the
+    bridge's code runs; the bridge needs about 64 to run bash and MCP servers too.
+
+    ``limit`` is the hard limit the bridge inherited (Node raises its soft limit to the hard one
+    as it starts, so the soft limit alone is never the cause); ``soft_limit`` the soft one.
+    A :class:`TransportClosedError`, with its ``exit_code`` and ``stderr_tail``.
+    """
+
+    def __init__(self, reason: str, exit_code: Optional[int], stderr_tail: Sequence[str], soft_limit: int, limit: int) -> None:
+        self.soft_limit = soft_limit
+        self.limit = limit
+        reason = (
+            f"{reason}: the open-file limit is {limit} (ulimit -Hn; soft {soft_limit}), too low for the bridge, "
+            "which needs about 20 file descriptors to start, 24 to run a turn and 64 to run its tools; raise it (e.g. `ulimit -n 1024`) "
+            "where the bridge is started"
+        )
+        super().__init__(reason, exit_code, stderr_tail)
 
 
 class RequestTimeoutError(HarnessError, TimeoutError):

@@ -187,7 +187,12 @@ class Connection:
                 stdin.flush()
         except (OSError, ValueError) as exc:
             router.forget(pending)
-            raise self._transport_error(f"could not write to harness-bridge: {exc}") from exc
+            reason = f"could not write to harness-bridge: {exc}"
+            if isinstance(exc, BrokenPipeError) and router.closed_error is None and self._process is not None:
+                # The bridge closed its stdin: it is exiting, and its exit status (which says why,
+                # e.g. a crash at start under a low open-file limit) trails the closed pipe.
+                raise self._process.exited(reason) from exc
+            raise self._transport_error(reason) from exc
         return pending
 
     def _try_cancel(self, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[Pending]:

@@ -13,12 +13,13 @@ import io
 import json
 import logging
 import os
+import signal
 import subprocess
 import threading
 import weakref
-from typing import Any, Deque, Dict, List, Mapping, Optional, Union
+from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import TransportClosedError
+from ..errors import OpenFileLimitError, TransportClosedError
 
 __all__ = ["STDERR_TAIL_LINES", "child_env", "spawn", "BridgeProcess", "reap_at_exit", "forget_at_exit"]
 
@@ -90,12 +91,50 @@ def _popen(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike], pass_fd
     )
 
 
+#: The hard open-file limit below which a bridge that dies as it starts is reported as
+#: :class:`OpenFileLimitError`: Node.js needs a limit of about 20 to start (less, and it crashes
+#: before any of the bridge's code runs: SIGABRT, SIGSEGV, or the loader's exit 127), the bridge
+#: about 64 to run bash and MCP servers (docs/guarantees.md, "A low open-file limit").
+MIN_OPEN_FILES = 64
+#: How a process that could not get its descriptors at start ends: killed by one of these
+#: signals, the dynamic loader's exit code, or a line on stderr that says so.
+_STARVED_SIGNALS = frozenset(-s for s in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS))
+_LOADER_EXIT = 127
+_STARVED_WORDS = ("EMFILE", "Too many open files", "Error 24")
+
+
+def open_file_limit() -> Optional[Tuple[int, int]]:
+    """This process's (soft, hard) open-file limit, which a bridge it spawns inherits; None
+    where there is no such limit (``resource`` is POSIX's)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def starved_of_descriptors(exit_code: Optional[int], stderr_tail: Sequence[str], limit: Optional[Tuple[int, int]]) -> bool:
+    """Whether a bridge that ended with ``exit_code`` and ``stderr_tail`` most likely died for
+    want of descriptors: the hard limit it inherited is below :data:`MIN_OPEN_FILES` and it
+    ended the way a process starved of them at start does. Still running: no."""
+    if exit_code is None or limit is None:
+        return False
+    hard = limit[1]
+    if hard < 0 or hard >= MIN_OPEN_FILES:  # no limit (RLIM_INFINITY is -1), or enough
+        return False
+    if exit_code in _STARVED_SIGNALS or exit_code == _LOADER_EXIT:
+        return True
+    return exit_code != 0 and any(word in line for line in stderr_tail for word in _STARVED_WORDS)
+
+
 class BridgeProcess:
     """A spawned bridge: its buffered stdin, its stdout for the reader, and a daemon thread that
     drains stderr continuously, keeps the last :data:`STDERR_TAIL_LINES` lines for error
     messages and forwards every line to the ``deepseek_harness.bridge`` logger."""
 
     def __init__(self, cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> None:
+        #: The (soft, hard) open-file limit the bridge inherits, read as it is spawned.
+        self.open_file_limit = open_file_limit()
         try:
             proc = spawn(cmd, env, cwd)
         except OSError as exc:
@@ -111,8 +150,12 @@ class BridgeProcess:
         self.stderr_thread.start()
 
     def error(self, reason: str) -> TransportClosedError:
-        """A :class:`TransportClosedError` with the exit code (if any) and the stderr tail."""
-        return TransportClosedError(reason, self.proc.poll(), list(self.stderr_tail))
+        """A :class:`TransportClosedError` with the exit code (if any) and the stderr tail; an
+        :class:`OpenFileLimitError` when the process died for want of descriptors."""
+        code, tail, limit = self.proc.poll(), list(self.stderr_tail), self.open_file_limit
+        if limit is not None and starved_of_descriptors(code, tail, limit):
+            return OpenFileLimitError(reason, code, tail, limit[0], limit[1])
+        return TransportClosedError(reason, code, tail)
 
     def wait(self, timeout: float) -> bool:
         """True once the process has exited, False when ``timeout`` passes first."""

@@ -1,0 +1,62 @@
+/**
+ * Through the binary, under open-file limits from too few for Node to start up to enough for
+ * everything: a bridge that answered `initialize` answers its prompt and exits cleanly when its
+ * stdin ends, whatever the limit leaves for bash. A `bash` whose process (or sandbox) cannot get
+ * its pipes is that tool call's error, never the end of the bridge: the spawn's EMFILE comes as
+ * an "error" event with no stdio streams, and reading them before listening for it crashed the
+ * process (an unhandled "error" event, exit code 1, no answer to the prompt).
+ */
+import { spawnSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { BINARY, initParams, promptParams } from "../support/raw-client.js";
+import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+
+let ws: TempWorkspace | undefined;
+afterEach(() => {
+  ws?.cleanup();
+  ws = undefined;
+});
+
+describe.each(["full", "workspace-write"])("bash under a low open-file limit (%s)", (permissionMode) => {
+  it("is the tool call's result or error; the bridge answers and exits cleanly", () => {
+    ws = tempWorkspace("hb-bash-fds-");
+    const script = ws.script("bash.json", {
+      turns: [{ steps: [{ toolCalls: [{ name: "bash", arguments: { command: "echo hi" } }] }, { text: "ran" }] }],
+    });
+    const input = [
+      { jsonrpc: "2.0", id: 1, method: "initialize", params: initParams(ws.dir, script, { permissionMode }) },
+      { jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptParams("s") },
+    ].map((f) => JSON.stringify(f) + "\n").join("");
+    const seen = new Set<string>();
+    // No session log: a log the limit leaves no descriptor for would make the prompt wait for
+    // one (docs/guarantees.md, "Out of descriptors"), which is not what this holds.
+    for (let limit = 14; limit <= 44; limit++) {
+      const run = spawnSync("prlimit", [`--nofile=${limit}`, BINARY, "--stdio", "--no-session-log"], { input, timeout: 30_000, encoding: "utf8" });
+      const frames = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      const init = frames.find((f) => f.id === 1);
+      if (!init?.result) {
+        // Too few to start Node, load the script or the sandbox: no bridge to hold to anything.
+        seen.add("no start");
+        continue;
+      }
+      const at = `limit ${limit}: ${run.stderr.slice(0, 600)}`;
+      expect(frames.find((f) => f.id === 2), at).toEqual({ jsonrpc: "2.0", id: 2, result: { status: "ok", reason: { kind: "completed" } } });
+      expect([run.status, run.signal], at).toEqual([0, null]);
+      // Every failure the bridge handles it names; nothing is left to the last-resort handlers
+      // (a throw in an exit listener would skip the listeners after it).
+      expect(run.stderr, at).not.toMatch(/unhandled|uncaught/i);
+      const [result] = frames.filter((f) => f.method === "session.event" && f.params.event.type === "tool/result").map((f) => f.params.event.data);
+      if (!result.isError) {
+        expect(result.content[0].text, at).toBe("hi\n[exit code 0]");
+        seen.add("ran");
+      } else {
+        // In workspace-write it may be the sandbox's refusal: it could not be started either,
+        // and the fix is the limit, not installing bubblewrap.
+        expect(result.content[0].text, at).toMatch(/out of file descriptors|no file descriptor left/);
+        if (permissionMode === "workspace-write") expect(result.content[0].text, at).not.toMatch(/install bubblewrap/);
+        seen.add("error");
+      }
+    }
+    expect([...seen].sort()).toEqual(["error", "no start", "ran"]);
+  }, 180_000);
+});
