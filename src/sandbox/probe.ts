@@ -22,10 +22,27 @@ export type Confinement = { kind: "bubblewrap"; bwrap: string } | { kind: "landl
 const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";
 
 const probes = new Map<string, Promise<unknown>>();
+/**
+ * A probe's answer, kept for the process: what the machine allows does not change while it
+ * runs. Except an answer given for want of file descriptors (EMFILE, ENFILE): it says nothing
+ * of the machine, only of that moment, so it is forgotten and the next call probes again.
+ */
 function once<T>(key: string, probe: () => Promise<T>): Promise<T> {
   let p = probes.get(key) as Promise<T> | undefined;
-  if (!p) probes.set(key, (p = probe()));
+  if (!p) {
+    const made = probe();
+    probes.set(key, (p = made));
+    void made.then((answer) => {
+      if (outOfDescriptors(answer) && probes.get(key) === made) probes.delete(key);
+    });
+  }
   return p;
+}
+
+/** Whether a probe's answer (a bubblewrap failure, a Landlock probe) is a spawn that lacked descriptors. */
+function outOfDescriptors(answer: unknown): boolean {
+  const failure = typeof answer === "string" ? answer : (answer as { failure?: unknown } | null)?.failure;
+  return typeof failure === "string" && /\bE[MN]FILE\b/.test(failure);
 }
 
 /** null when bubblewrap makes its sandbox for `workspace` here, else why not (probed once per workspace and bwrap). */

@@ -53,8 +53,8 @@ export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = proc
 /**
  * The tool error of bash in `workspace-write` without a working sandbox: it names the fixes.
  * A sandbox that could not be tried for want of file descriptors says nothing of this machine's
- * bubblewrap or kernel, so installing either is not the fix then: the open-file limit is. The
- * answer is kept for the process (probe.ts probes once per workspace), hence "start again".
+ * bubblewrap or kernel, so installing either is not the fix then: the open-file limit is. Such an
+ * answer is not kept (probe.ts): the next bash call probes again.
  */
 export function noSandboxMessage(failure: string): string {
   const refusal = `bash was not run: permission mode 'workspace-write' runs commands only inside a sandbox (bubblewrap, or Landlock), and ${failure}. `;
@@ -62,7 +62,7 @@ export function noSandboxMessage(failure: string): string {
     return (
       refusal +
       "The bridge had no file descriptor left to start the sandbox with (too many open files). " +
-      "Fix: raise the open-file limit (ulimit -n; 64 or more) and start the bridge again, " +
+      "Fix: close what holds descriptors, or raise the open-file limit (ulimit -n; 64 or more), and call bash again, " +
       "or initialize with permissionMode \"full\" to run commands unconfined."
     );
   }

@@ -8,7 +8,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { BINARY, initParams, promptParams } from "../support/raw-client.js";
+import { BINARY, initParams, promptParams, RawClient } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
 let ws: TempWorkspace | undefined;
@@ -59,4 +59,46 @@ describe.each(["full", "workspace-write"])("bash under a low open-file limit (%s
     }
     expect([...seen].sort()).toEqual(["error", "no start", "ran"]);
   }, 180_000);
+});
+
+describe("a sandbox that could not start for want of descriptors", () => {
+  it("is probed again at the next bash call: bash runs once descriptors are free again, without a restart", async () => {
+    ws = tempWorkspace("hb-bash-fds-again-");
+    const dir = ws.dir;
+    const script = ws.script("bash.json", {
+      turns: [1, 2].map(() => ({ steps: [{ toolCalls: [{ name: "bash", arguments: { command: "echo hi" } }] }, { text: "ran" }] })),
+    });
+    const bashResult = async (client: RawClient, id: number) => {
+      client.request(id, "session/prompt", promptParams("s"));
+      await client.response(id, 30_000);
+      const results = client.events("s").filter((e) => e.type === "tool/result");
+      return results[results.length - 1].data;
+    };
+    // The running bridge's soft limit is lowered (raising a hard limit needs CAP_SYS_RESOURCE,
+    // which containers often drop; the soft one may go back up to the hard one). Which soft limit
+    // lets the turn run but not the sandbox's start depends on the machine: found by trying each.
+    let refusedAt: number | undefined;
+    for (let limit = 18; limit <= 44 && refusedAt === undefined; limit++) {
+      const client = new RawClient();
+      const soft = (value: number | string) => {
+        const run = spawnSync("prlimit", ["--pid", String(client.child.pid), `--nofile=${value}:`], { encoding: "utf8" });
+        expect(run.status, run.stderr).toBe(0);
+      };
+      try {
+        client.request(1, "initialize", initParams(dir, script, { permissionMode: "workspace-write" }));
+        expect((await client.response(1, 30_000)).result).toBeDefined();
+        soft(limit);
+        const first = await bashResult(client, 2).catch(() => undefined);
+        if (!first?.isError || !/no file descriptor left/.test(first.content[0].text)) continue;
+        refusedAt = limit;
+        const hard = spawnSync("prlimit", ["--pid", String(client.child.pid), "--nofile", "--raw", "--noheadings", "--output=HARD"], { encoding: "utf8" });
+        soft(hard.stdout.trim());
+        const second = await bashResult(client, 3);
+        expect(second.content[0].text, `soft limit ${limit}: ${client.stderr.slice(0, 600)}`).toBe("hi\n[exit code 0]");
+      } finally {
+        await client.dispose();
+      }
+    }
+    expect(refusedAt, "no soft limit made the sandbox's start fail for want of descriptors").toBeDefined();
+  }, 240_000);
 });
