@@ -21,14 +21,26 @@ export const MAX_JSON_DEPTH = 128;
  * is safe to ask about.
  */
 export function exceedsDepth(value: unknown, limit: number = MAX_JSON_DEPTH): boolean {
-  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
-  while (stack.length > 0) {
-    const { value: v, depth } = stack.pop()!;
-    if (typeof v !== "object" || v === null) continue;
+  if (typeof value !== "object" || value === null) return false;
+  // Containers still to look into, each beside its depth: two parallel stacks, so a value
+  // walked costs no record of its own, and an object's children are read by key, not copied
+  // out (`Object.values`). Every request frame is walked on arrival.
+  const values: object[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const v = values.pop()!;
+    const depth = depths.pop()!;
+    if (depth > limit) return true;
     const next = depth + 1;
-    if (next > limit) return true;
-    const children = Array.isArray(v) ? v : Object.values(v as Record<string, unknown>);
-    for (const child of children) if (typeof child === "object" && child !== null) stack.push({ value: child, depth: next });
+    if (Array.isArray(v)) {
+      for (const child of v) if (typeof child === "object" && child !== null) (values.push(child), depths.push(next));
+    } else {
+      for (const key in v) {
+        if (!Object.hasOwn(v, key)) continue;
+        const child = (v as Record<string, unknown>)[key];
+        if (typeof child === "object" && child !== null) (values.push(child), depths.push(next));
+      }
+    }
   }
   return false;
 }

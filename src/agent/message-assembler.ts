@@ -13,7 +13,8 @@ import { TextParts } from "./text-parts.js";
 /** Builds an assistant message out of streamed parts, keeping blocks in order of first appearance. */
 export class MessageAssembler {
   private readonly parts: TextParts[] = [];
-  private readonly calls = new Map<number, { id?: string; name?: string; args: string }>();
+  /** The step's tool calls by index; made at the first call's delta, so a step of text alone makes none. */
+  private calls: Map<number, { id?: string; name?: string; args: string }> | undefined;
   usage: Usage | undefined;
   finishReason: string | undefined;
   /** The server's response id and model, for the step's chat span (per field, the last one sent). */
@@ -30,12 +31,13 @@ export class MessageAssembler {
         break;
       }
       case "tool-call-delta": {
-        const call = this.calls.get(part.index) ?? { args: "" };
+        const calls = (this.calls ??= new Map());
+        const call = calls.get(part.index) ?? { args: "" };
         if (part.id) call.id = part.id;
         // The name arrives whole on one delta (OpenAI-compatible servers); the first one wins.
         if (part.name) call.name ??= part.name;
         call.args += part.argumentsDelta;
-        this.calls.set(part.index, call);
+        calls.set(part.index, call);
         break;
       }
       case "usage":
@@ -51,7 +53,7 @@ export class MessageAssembler {
   }
 
   isEmpty(): boolean {
-    return this.parts.length === 0 && this.calls.size === 0;
+    return this.parts.length === 0 && this.calls === undefined;
   }
 
   /** The text and reasoning blocks, in order. */
@@ -82,9 +84,10 @@ export class MessageAssembler {
    * sent back to the model as such, so each result pairs with its own call (docs/PROTOCOL.md).
    */
   toolCalls(turn: number, step: number): ToolCallBlock[] {
-    const taken = new Set<string>();
     // Pushed onto an empty literal, for the one shape `content` explains.
     const calls: ToolCallBlock[] = [];
+    if (this.calls === undefined) return calls;
+    const taken = new Set<string>();
     for (const [index, call] of [...this.calls.entries()].sort(([a], [b]) => a - b)) {
       const given = call.id ?? `call_${turn}_${step}_${index}`;
       let id = given;

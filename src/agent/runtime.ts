@@ -64,6 +64,8 @@ export class AgentRuntime {
   readonly prices: Prices | undefined;
   /** Each session's checkpoints (agent/checkpoints/), beside its log (or in a private temporary folder without one). */
   private readonly checkpoints: CheckpointsBySession;
+  /** The window and threshold of every session's compaction: the options' own, fixed for the runtime's life, so one object for every turn. */
+  private readonly context: Readonly<{ window: number; compactAt: number }>;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
@@ -76,6 +78,7 @@ export class AgentRuntime {
     this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
     this.hooks = options.hooks?.length ? new HookPoints(options.hooks, this.waits) : undefined;
     this.prices = pricesFor(options.provider.name, options.model, options.prices);
+    this.context = { window: options.contextWindow ?? contextWindowOf(provider.name, model), compactAt: options.compactAt ?? DEFAULT_COMPACT_AT };
   }
 
   /** Hands a `session/hook` to the hook waiting for it (agent/hooks.ts). */
@@ -253,11 +256,6 @@ export class AgentRuntime {
     return flight.settled;
   }
 
-  /** The window and threshold of every session's compaction. */
-  private get context(): { window: number; compactAt: number } {
-    const { contextWindow, compactAt, provider, model } = this.options;
-    return { window: contextWindow ?? contextWindowOf(provider.name, model), compactAt: compactAt ?? DEFAULT_COMPACT_AT };
-  }
 
   /**
    * `session/compact`: summarizes the session's older history now. Busy like a prompt while it

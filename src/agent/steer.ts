@@ -77,6 +77,7 @@ export class SteerInbox {
   /** The turn is ending: every waiting steer is refused, and so is any later one. Idempotent. */
   close(): void {
     this.closed = true;
-    for (const w of this.waiting.splice(0)) w.settle(false);
+    // Emptied in place: a turn nobody steered ends without an array made for nothing.
+    while (this.waiting.length > 0) (this.waiting.shift() as Waiting).settle(false);
   }
 }

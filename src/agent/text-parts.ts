@@ -13,7 +13,8 @@ import type { TextBlock } from "../protocol/index.js";
 const JOIN_EVERY = 1024;
 
 export class TextParts {
-  private joined: string[] = [];
+  /** The pieces of `JOIN_EVERY` deltas joined so far; none until a block has that many. */
+  private joined: string[] | undefined;
   private pending: string[] = [];
 
   constructor(readonly type: "text" | "reasoning") {}
@@ -21,7 +22,7 @@ export class TextParts {
   append(delta: string): void {
     this.pending.push(delta);
     if (this.pending.length >= JOIN_EVERY) {
-      this.joined.push(this.pending.join(""));
+      (this.joined ??= []).push(this.pending.join(""));
       this.pending = [];
     }
   }
@@ -30,11 +31,18 @@ export class TextParts {
   toBlock(): TextBlock | { type: "reasoning"; text: string } {
     // One join, so the text is one flat string: a `+` here would make a rope that V8 flattens
     // into a second copy the first time the text is sliced or written.
-    this.joined.push(this.pending.join(""));
-    const text = this.joined.join("");
-    // The pieces are garbage from here on, not held until the step ends beside the whole text.
-    this.joined = [text];
-    this.pending = [];
+    // The pieces are garbage from here on, not held until the step ends beside the whole text:
+    // the text is the first piece of whatever is appended next. A block of one delta already
+    // is that array.
+    let text = this.pending.join("");
+    if (this.joined !== undefined) {
+      this.joined.push(text);
+      text = this.joined.join("");
+      this.joined = undefined;
+      this.pending = [text];
+    } else if (this.pending.length !== 1) {
+      this.pending = [text];
+    }
     return { type: this.type, text };
   }
 }

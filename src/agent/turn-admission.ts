@@ -109,7 +109,9 @@ export class TurnAdmission {
   leave(): void {
     this.running--;
     while (this.running < this.limit && this.queue.length > 0) this.queue.shift()!.admit();
-    for (const wake of [...this.ended]) wake();
+    // A copy, since a wake removes itself; none when nothing waits, the case of every turn
+    // that is not short of descriptors.
+    if (this.ended.size > 0) for (const wake of [...this.ended]) wake();
   }
 
   /** How many turns run and wait now. */

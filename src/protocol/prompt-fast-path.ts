@@ -13,22 +13,28 @@
  * @module
  */
 import { SESSION_ID_PATTERN } from "./sessions-types.js";
-import type { SessionPromptParams, TextBlock } from "./types.js";
+import type { SessionPromptParams } from "./types.js";
 
 /** `params` as `SessionPromptParams` when they are plainly valid; `undefined`: ask the schema. */
 export function plainPromptParams(params: Record<string, unknown>): SessionPromptParams | undefined {
   const { sessionId, contentBlocks } = params;
   if (typeof sessionId !== "string" || !SESSION_ID_PATTERN.test(sessionId) || sessionId === "." || sessionId === "..") return undefined;
   if (!Array.isArray(contentBlocks) || contentBlocks.length === 0) return undefined;
-  // Rarer params (a structured turn, a budget, a trace parent) are for the schema to check.
-  if (params.outputSchema !== undefined || params.maxCostUsd !== undefined || params.traceparent !== undefined) return undefined;
-  // Fresh objects of the known fields, like zod's output (which strips unknown keys).
-  const blocks: TextBlock[] = [];
+  // Any other key (a structured turn, a budget, a trace parent, an unknown one) is for the
+  // schema to check, and to strip when unknown.
+  if (!onlyKeys(params, "sessionId", "contentBlocks")) return undefined;
   for (const block of contentBlocks as unknown[]) {
     if (typeof block !== "object" || block === null || Array.isArray(block)) return undefined;
     const { type, text } = block as Record<string, unknown>;
-    if (type !== "text" || typeof text !== "string") return undefined;
-    blocks.push({ type, text });
+    if (type !== "text" || typeof text !== "string" || !onlyKeys(block, "type", "text")) return undefined;
   }
-  return { sessionId, contentBlocks: blocks };
+  // Exactly what zod's output would hold, so the parsed params themselves are the result: a
+  // frame's params are its request's alone, nothing else holds them.
+  return params as unknown as SessionPromptParams;
+}
+
+/** Whether `value` has no enumerable key but `a` and `b` (read without copying its keys out). */
+function onlyKeys(value: object, a: string, b: string): boolean {
+  for (const key in value) if (key !== a && key !== b) return false;
+  return true;
 }

@@ -144,16 +144,24 @@ export class HarnessServer {
     run: (server: HarnessServer, params: Params<K>, agent: Agent) => R | Promise<R>,
     plain?: (raw: JsonObject) => Params<K> | undefined,
   ): Method<R> {
-    return async (server, raw, method) => {
-      // Once the agent is built and no `initialize` is in progress, `requireRuntime` would give
-      // it at once: taken as it is, the request starts without a tick (nor the promises) of waiting.
-      const agent = (!server.initializing && server.readyAgent) || (await server.requireRuntime(method));
-      // The schemas are loaded with the agent (initialize.ts): every method checks its params
-      // synchronously here, so requests still start in the order they came.
-      const schemas = server.loadedSchemas ?? (await server.loadSchemas());
-      // Plainly valid params skip zod (`plain`, e.g. prompt-fast-path.ts); anything else gets the schema's verdict and wording.
-      const params = (raw && plain?.(raw)) ?? server.check(schemas, schema, raw);
-      return run(server, params, agent);
+    // The params checked and the handler run synchronously (a throw is the answer's rejection).
+    // The schemas are loaded with the agent (initialize.ts), so requests start in the order they came.
+    // Plainly valid params skip zod (`plain`, e.g. prompt-fast-path.ts); anything else gets the schema's verdict and wording.
+    const start = (server: HarnessServer, raw: JsonObject | undefined, agent: Agent, schemas: Schemas): Promise<R> => {
+      try {
+        return Promise.resolve(run(server, (raw && plain?.(raw)) ?? server.check(schemas, schema, raw), agent)); // a native promise as it is
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    // Once the agent is built and no `initialize` is in progress, `requireRuntime` would give it
+    // at once: taken as it is, the request starts without a tick of waiting, and the handler's
+    // own promise is the answer, with no async layer (its promise, the ticks of resolving one
+    // promise with another) around it.
+    return (server, raw, method) => {
+      const ready = !server.initializing && server.readyAgent;
+      if (ready && server.loadedSchemas) return start(server, raw, ready, server.loadedSchemas);
+      return (async () => start(server, raw, ready || (await server.requireRuntime(method)), server.loadedSchemas ?? (await server.loadSchemas())))();
     };
   }
 

@@ -64,20 +64,25 @@ export class LineReader {
       }
       const newline = chunk.indexOf(NEWLINE, start);
       if (newline === -1) break;
-      const piece = chunk.subarray(start, newline);
+      const from = start;
       start = newline + 1;
       if (this.discarding) {
         this.discarding = false;
         continue;
       }
-      if (this.pendingBytes + piece.length > this.options.maxLineBytes) {
+      if (this.pendingBytes + (newline - from) > this.options.maxLineBytes) {
         this.reset();
         this.options.onOverflow();
         continue;
       }
-      const line = this.pending.length === 0 ? piece : Buffer.concat([...this.pending, piece]);
-      this.reset();
-      this.emit(line);
+      // A line whole in this chunk is decoded where it lies, with no view or copy made of it.
+      if (this.pending.length === 0) {
+        this.emit(chunk, from, newline);
+      } else {
+        const line = Buffer.concat([...this.pending, chunk.subarray(from, newline)]);
+        this.reset();
+        this.emit(line, 0, line.length);
+      }
     }
     if (start >= chunk.length || this.discarding) return;
     const rest = chunk.subarray(start);
@@ -104,15 +109,15 @@ export class LineReader {
     } else {
       const line = Buffer.concat(this.pending);
       this.reset();
-      this.emit(line);
+      this.emit(line, 0, line.length);
     }
     this.options.onEnd?.();
   }
 
-  private emit(bytes: Buffer): void {
-    let end = bytes.length;
-    if (end > 0 && bytes[end - 1] === 0x0d) end--;
-    this.options.onLine(bytes.toString("utf8", 0, end));
+  /** Emits the line `bytes[start, end)`, less a trailing `\r`. */
+  private emit(bytes: Buffer, start: number, end: number): void {
+    if (end > start && bytes[end - 1] === 0x0d) end--;
+    this.options.onLine(bytes.toString("utf8", start, end));
   }
 
   private reset(): void {

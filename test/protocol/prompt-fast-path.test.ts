@@ -62,5 +62,8 @@ describe("plainPromptParams", () => {
     expect(plainPromptParams({ ...sent, maxCostUsd: 1 })).toBeUndefined();
     expect(plainPromptParams({ ...sent, outputSchema: {} })).toBeUndefined();
     expect(plainPromptParams({ ...sent, traceparent: "00-x" })).toBeUndefined();
+    // Unknown keys are the schema's to strip: the fast path hands back the params themselves.
+    expect(plainPromptParams({ ...sent, extra: 1 })).toBeUndefined();
+    expect(plainPromptParams({ ...sent, contentBlocks: [{ type: "text", text: "hi", extra: 1 }] })).toBeUndefined();
   });
 });
