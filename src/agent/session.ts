@@ -19,6 +19,7 @@ import type { ModelMessage } from "../providers/types.js";
 import { historyEdited } from "../providers/history-tally.js";
 import { noRedaction, type Redactor } from "../redact.js";
 import { jsonText } from "../json-line.js";
+import { chunkDataJson } from "./chunk-json.js";
 import type { SessionLog } from "./store/index.js";
 
 /**
@@ -86,7 +87,7 @@ export class Session {
     // JSON.stringify(event) gives: the keys in this order (log-lines.ts reads them from a line's
     // head), `type` a constant of the protocol that needs no escaping, `seq` and `time` integers.
     // Data holding a long string is left to each writer to encode piece by piece (json-line.ts).
-    const dataJson = jsonText(data);
+    const dataJson = type === "assistant/chunk" ? chunkDataJson(data as SessionEventDataMap["assistant/chunk"]) : jsonText(data);
     const json = dataJson === undefined ? undefined : `{"type":"${type}","seq":${seq},"time":${time},"data":${dataJson}}`;
     if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
       this.log?.append(event, json);
