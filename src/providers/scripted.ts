@@ -19,6 +19,7 @@ import {
   ProviderUnavailableError,
   type ModelProvider,
   type ModelRequest,
+  type ModelStreamBatch,
   type ModelStreamPart,
   type ProviderFactory,
 } from "./types.js";
@@ -26,6 +27,13 @@ import {
 export type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
 
 const DEFAULT_CHUNK_SIZE = 16;
+
+/**
+ * The most deltas of an unpaced step handed over in one batch (types.ts `ModelStreamBatch`):
+ * enough that the async step per batch is nothing beside its chunks' own work, few enough that
+ * a step of a million chunks never holds more than this many of them at once.
+ */
+const BATCH_PARTS = 256;
 
 /**
  * `HARNESS_SCRIPTED_DELAY_MS`: the wait before each chunk of a step that names no `delayMs`
@@ -162,8 +170,8 @@ function* deltasOf(step: ScriptStep, turnIndex: number, stepIndex: number): Gene
 
 /**
  * Streams the step that answers `request`, picked on the first `next()` (a script with no such
- * step fails the stream, not the call). One async generator for the whole stream, and no wait
- * before a chunk of an unpaced step: a chunk costs the consumer one tick.
+ * step fails the stream, not the call). One async generator for the whole stream. A paced step
+ * hands each delta over after its wait; an unpaced one in batches of up to `BATCH_PARTS`.
  */
 async function* streamStep(
   script: Script,
@@ -171,7 +179,7 @@ async function* streamStep(
   signal: AbortSignal,
   summariesAsked: Map<string, number>,
   defaultDelayMs: number,
-): AsyncGenerator<ModelStreamPart> {
+): AsyncGenerator<ModelStreamBatch> {
   let asked = 0;
   if (request.purpose === "compaction") {
     asked = summariesAsked.get(request.sessionId) ?? 0;
@@ -180,12 +188,18 @@ async function* streamStep(
   const { step, turnIndex, stepIndex } = stepFor(script, request, asked);
   const delay = step.delayMs ?? defaultDelayMs;
   let outChars = 0;
+  let batch: ModelStreamPart[] = [];
   for (const part of deltasOf(step, turnIndex, stepIndex)) {
     if (delay > 0) await sleep(delay, undefined, { signal });
     else if (signal.aborted) throw signal.reason;
     outChars += part.type === "tool-call-delta" ? part.argumentsDelta.length : part.text.length;
-    yield part;
+    batch.push(part);
+    if (delay > 0 || batch.length >= BATCH_PARTS) {
+      yield batch;
+      batch = [];
+    }
   }
+  if (batch.length > 0) yield batch;
   if (step.hang) {
     await new Promise<void>((_, reject) => {
       if (signal.aborted) reject(signal.reason);
@@ -193,12 +207,14 @@ async function* streamStep(
     });
   }
   if (step.error) throw new ModelError(step.error.message, step.error.httpStatus, step.error.code);
-  yield {
-    type: "usage",
-    // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
-    usage: step.usage ?? { inputTokens: Math.ceil(historyTally(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
-  };
-  yield { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") };
+  yield [
+    {
+      type: "usage",
+      // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
+      usage: step.usage ?? { inputTokens: Math.ceil(historyTally(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
+    },
+    { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") },
+  ];
 }
 
 export class ScriptedProvider implements ModelProvider {
@@ -217,7 +233,7 @@ export class ScriptedProvider implements ModelProvider {
     private readonly defaultDelayMs = 0,
   ) {}
 
-  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamBatch> {
     return streamStep(this.script, request, signal, this.summariesAsked, this.defaultDelayMs);
   }
 }
