@@ -14,11 +14,23 @@
 import { JSON_LINE_SIZES, jsonText } from "../json-line.js";
 import type { SessionEventDataMap } from "../protocol/index.js";
 
+/**
+ * The text before the delta's own, for the last turn, step and type seen: a step's deltas share
+ * it, so a chunk's data is two concatenations, not eight (each one a string object to collect).
+ */
+const head = { turn: 0, step: 0, type: "", text: "" };
+
 export function chunkDataJson(data: SessionEventDataMap["assistant/chunk"], sizes = JSON_LINE_SIZES): string | undefined {
   const chunk = data.chunk;
   if (chunk.type === "tool-call-delta") return jsonText(data, sizes);
   const text = chunk.text;
   if (text.length >= sizes.longString) return undefined;
-  // `turn` and `step` are integers, which a template writes as JSON.stringify does.
-  return `{"turn":${data.turn},"step":${data.step},"chunk":{"type":"${chunk.type}","text":${JSON.stringify(text)}}}`;
+  if (head.turn !== data.turn || head.step !== data.step || head.type !== chunk.type) {
+    head.turn = data.turn;
+    head.step = data.step;
+    head.type = chunk.type;
+    // `turn` and `step` are integers, which a template writes as JSON.stringify does.
+    head.text = `{"turn":${data.turn},"step":${data.step},"chunk":{"type":"${chunk.type}","text":`;
+  }
+  return `${head.text}${JSON.stringify(text)}}}`;
 }
