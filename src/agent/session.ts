@@ -53,6 +53,13 @@ export class Session {
   private lastUserSeq = 0;
   /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
   private readonly pendingHooks = new Map<string, HookRequestEventData>();
+  /**
+   * An event's text before its `seq`, for the last type emitted, and between `seq` and the data,
+   * for the last time: a streamed step's chunks share both, so each is made once, not per chunk
+   * (every concatenation is a string object to collect).
+   */
+  private readonly head = { type: "", text: "" };
+  private readonly middle = { time: -1, text: "" };
 
   constructor(
     readonly id: string,
@@ -88,7 +95,19 @@ export class Session {
     // head), `type` a constant of the protocol that needs no escaping, `seq` and `time` integers.
     // Data holding a long string is left to each writer to encode piece by piece (json-line.ts).
     const dataJson = type === "assistant/chunk" ? chunkDataJson(data as SessionEventDataMap["assistant/chunk"]) : jsonText(data);
-    const json = dataJson === undefined ? undefined : `{"type":"${type}","seq":${seq},"time":${time},"data":${dataJson}}`;
+    let json: string | undefined;
+    if (dataJson !== undefined) {
+      const { head, middle } = this;
+      if (head.type !== type) {
+        head.type = type;
+        head.text = `{"type":"${type}","seq":`;
+      }
+      if (middle.time !== time) {
+        middle.time = time;
+        middle.text = `,"time":${time},"data":`;
+      }
+      json = `${head.text}${seq}${middle.text}${dataJson}}`;
+    }
     if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
       this.log?.append(event, json);
       this.absorb(event);

@@ -158,8 +158,10 @@ function* deltasOf(step: ScriptStep, turnIndex: number, stepIndex: number): Gene
   const size = step.chunkSize ?? DEFAULT_CHUNK_SIZE;
   for (const text of chunksOf(step.reasoning ?? "", size)) yield { type: "reasoning-delta", text };
   const textChunks = chunksOf(step.text ?? "", size);
-  for (let r = 0; r < (step.repeat ?? 1); r++) {
-    for (const text of textChunks) yield { type: "text-delta", text };
+  const repeat = step.repeat ?? 1;
+  // Indexed: a `for…of` here would make an array iterator per repeat, which may be once per chunk.
+  for (let r = 0; r < repeat; r++) {
+    for (let i = 0; i < textChunks.length; i++) yield { type: "text-delta", text: textChunks[i] };
   }
   for (const [index, call] of (step.toolCalls ?? []).entries()) {
     const args = call.rawArguments ?? JSON.stringify(call.arguments ?? {});
