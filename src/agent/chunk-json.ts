@@ -16,7 +16,7 @@ import type { SessionEventDataMap } from "../protocol/index.js";
 
 /**
  * The text before the delta's own, for the last turn, step and type seen: a step's deltas share
- * it, so a chunk's data is two concatenations, not eight (each one a string object to collect).
+ * it, so it is not made again per chunk (each concatenation is a string object to collect).
  */
 const head = { turn: 0, step: 0, type: "", text: "" };
 

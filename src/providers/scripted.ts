@@ -30,10 +30,12 @@ const DEFAULT_CHUNK_SIZE = 16;
 
 /**
  * The most deltas of an unpaced step handed over in one batch (types.ts `ModelStreamBatch`):
- * enough that the async step per batch is nothing beside its chunks' own work, few enough that
- * a step of a million chunks never holds more than this many of them at once.
+ * enough that the async step per batch is small beside its chunks' own work, few enough that
+ * what a batch holds while the loop waits for a slow client stays small (parts held across
+ * that wait outlive young-generation collections and are promoted; bench/README.md, "Issue 34,
+ * round 7").
  */
-const BATCH_PARTS = 256;
+const BATCH_PARTS = 32;
 
 /**
  * `HARNESS_SCRIPTED_DELAY_MS`: the wait before each chunk of a step that names no `delayMs`

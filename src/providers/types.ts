@@ -68,7 +68,7 @@ export type ModelStreamPart =
  * deltas (a bounded run of them), the parts of one server event.
  * Why batches, not one part per item: each item of an async iterable costs its consumer a
  * promise, its reactions and an iterator result, per layer it passes through; a streamed turn
- * has one part per chunk, and that machinery was a fifth of the bridge's CPU for one
+ * has one part per chunk, and that machinery was a large share of the bridge's CPU for one
  * (bench/README.md, "Issue 34, round 7").
  */
 export type ModelStreamBatch = readonly ModelStreamPart[];
