@@ -192,11 +192,13 @@ async function summarize(ctx: CompactionContext, trigger: ContextCompactedEventD
   let usage: Usage | undefined;
   let finish: string | undefined;
   try {
-    for await (const part of ctx.provider.stream(request, ctx.signal)) {
+    for await (const batch of ctx.provider.stream(request, ctx.signal)) {
       if (ctx.signal.aborted) return { compacted: false, why: "aborted" };
-      if (part.type === "text-delta") summary += part.text;
-      else if (part.type === "usage") usage = part.usage;
-      else if (part.type === "finish") finish = part.finishReason;
+      for (const part of batch) {
+        if (part.type === "text-delta") summary += part.text;
+        else if (part.type === "usage") usage = part.usage;
+        else if (part.type === "finish") finish = part.finishReason;
+      }
     }
   } catch (error) {
     return { compacted: false, failed: true, usage, why: `the summarizing request failed: ${error instanceof Error ? error.message : String(error)}` };

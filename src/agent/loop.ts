@@ -242,13 +242,15 @@ async function runStep(
       },
       signal,
     );
-    for await (const part of stream) {
-      if (signal.aborted) break;
-      assembler.add(part);
-      if (part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-call-delta") {
-        // Awaited only when the client is behind (backpressure): no tick per chunk otherwise.
-        const room = session.emit("assistant/chunk", { turn, step, chunk: part });
-        if (room) await room;
+    reading: for await (const batch of stream) {
+      for (const part of batch) {
+        if (signal.aborted) break reading;
+        assembler.add(part);
+        if (part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-call-delta") {
+          // Awaited only when the client is behind (backpressure): no tick per chunk otherwise.
+          const room = session.emit("assistant/chunk", { turn, step, chunk: part });
+          if (room) await room;
+        }
       }
     }
     if (signal.aborted) failure = { kind: "aborted" };

@@ -19,6 +19,7 @@ import type { ModelMessage } from "../providers/types.js";
 import { historyEdited } from "../providers/history-tally.js";
 import { noRedaction, type Redactor } from "../redact.js";
 import { jsonText } from "../json-line.js";
+import { chunkDataJson } from "./chunk-json.js";
 import type { SessionLog } from "./store/index.js";
 
 /**
@@ -52,6 +53,13 @@ export class Session {
   private lastUserSeq = 0;
   /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
   private readonly pendingHooks = new Map<string, HookRequestEventData>();
+  /**
+   * An event's text before its `seq`, for the last type emitted, and between `seq` and the data,
+   * for the last time: a streamed step's chunks share both, so each is made once, not per chunk
+   * (every concatenation is a string object to collect).
+   */
+  private readonly head = { type: "", text: "" };
+  private readonly middle = { time: -1, text: "" };
 
   constructor(
     readonly id: string,
@@ -86,8 +94,20 @@ export class Session {
     // JSON.stringify(event) gives: the keys in this order (log-lines.ts reads them from a line's
     // head), `type` a constant of the protocol that needs no escaping, `seq` and `time` integers.
     // Data holding a long string is left to each writer to encode piece by piece (json-line.ts).
-    const dataJson = jsonText(data);
-    const json = dataJson === undefined ? undefined : `{"type":"${type}","seq":${seq},"time":${time},"data":${dataJson}}`;
+    const dataJson = type === "assistant/chunk" ? chunkDataJson(data as SessionEventDataMap["assistant/chunk"]) : jsonText(data);
+    let json: string | undefined;
+    if (dataJson !== undefined) {
+      const { head, middle } = this;
+      if (head.type !== type) {
+        head.type = type;
+        head.text = `{"type":"${type}","seq":`;
+      }
+      if (middle.time !== time) {
+        middle.time = time;
+        middle.text = `,"time":${time},"data":`;
+      }
+      json = `${head.text}${seq}${middle.text}${dataJson}}`;
+    }
     if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
       this.log?.append(event, json);
       this.absorb(event);

@@ -19,6 +19,7 @@ import {
   ProviderUnavailableError,
   type ModelProvider,
   type ModelRequest,
+  type ModelStreamBatch,
   type ModelStreamPart,
   type ProviderFactory,
 } from "./types.js";
@@ -26,6 +27,15 @@ import {
 export type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
 
 const DEFAULT_CHUNK_SIZE = 16;
+
+/**
+ * The most deltas of an unpaced step handed over in one batch (types.ts `ModelStreamBatch`):
+ * enough that the async step per batch is small beside its chunks' own work, few enough that
+ * what a batch holds while the loop waits for a slow client stays small (parts held across
+ * that wait outlive young-generation collections and are promoted; bench/README.md, "Issue 34,
+ * round 7").
+ */
+const BATCH_PARTS = 32;
 
 /**
  * `HARNESS_SCRIPTED_DELAY_MS`: the wait before each chunk of a step that names no `delayMs`
@@ -150,8 +160,10 @@ function* deltasOf(step: ScriptStep, turnIndex: number, stepIndex: number): Gene
   const size = step.chunkSize ?? DEFAULT_CHUNK_SIZE;
   for (const text of chunksOf(step.reasoning ?? "", size)) yield { type: "reasoning-delta", text };
   const textChunks = chunksOf(step.text ?? "", size);
-  for (let r = 0; r < (step.repeat ?? 1); r++) {
-    for (const text of textChunks) yield { type: "text-delta", text };
+  const repeat = step.repeat ?? 1;
+  // Indexed: a `for…of` here would make an array iterator per repeat, which may be once per chunk.
+  for (let r = 0; r < repeat; r++) {
+    for (let i = 0; i < textChunks.length; i++) yield { type: "text-delta", text: textChunks[i] };
   }
   for (const [index, call] of (step.toolCalls ?? []).entries()) {
     const args = call.rawArguments ?? JSON.stringify(call.arguments ?? {});
@@ -162,8 +174,8 @@ function* deltasOf(step: ScriptStep, turnIndex: number, stepIndex: number): Gene
 
 /**
  * Streams the step that answers `request`, picked on the first `next()` (a script with no such
- * step fails the stream, not the call). One async generator for the whole stream, and no wait
- * before a chunk of an unpaced step: a chunk costs the consumer one tick.
+ * step fails the stream, not the call). One async generator for the whole stream. A paced step
+ * hands each delta over after its wait; an unpaced one in batches of up to `BATCH_PARTS`.
  */
 async function* streamStep(
   script: Script,
@@ -171,7 +183,7 @@ async function* streamStep(
   signal: AbortSignal,
   summariesAsked: Map<string, number>,
   defaultDelayMs: number,
-): AsyncGenerator<ModelStreamPart> {
+): AsyncGenerator<ModelStreamBatch> {
   let asked = 0;
   if (request.purpose === "compaction") {
     asked = summariesAsked.get(request.sessionId) ?? 0;
@@ -180,12 +192,18 @@ async function* streamStep(
   const { step, turnIndex, stepIndex } = stepFor(script, request, asked);
   const delay = step.delayMs ?? defaultDelayMs;
   let outChars = 0;
+  let batch: ModelStreamPart[] = [];
   for (const part of deltasOf(step, turnIndex, stepIndex)) {
     if (delay > 0) await sleep(delay, undefined, { signal });
     else if (signal.aborted) throw signal.reason;
     outChars += part.type === "tool-call-delta" ? part.argumentsDelta.length : part.text.length;
-    yield part;
+    batch.push(part);
+    if (delay > 0 || batch.length >= BATCH_PARTS) {
+      yield batch;
+      batch = [];
+    }
   }
+  if (batch.length > 0) yield batch;
   if (step.hang) {
     await new Promise<void>((_, reject) => {
       if (signal.aborted) reject(signal.reason);
@@ -193,12 +211,14 @@ async function* streamStep(
     });
   }
   if (step.error) throw new ModelError(step.error.message, step.error.httpStatus, step.error.code);
-  yield {
-    type: "usage",
-    // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
-    usage: step.usage ?? { inputTokens: Math.ceil(historyTally(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
-  };
-  yield { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") };
+  yield [
+    {
+      type: "usage",
+      // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
+      usage: step.usage ?? { inputTokens: Math.ceil(historyTally(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
+    },
+    { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") },
+  ];
 }
 
 export class ScriptedProvider implements ModelProvider {
@@ -217,7 +237,7 @@ export class ScriptedProvider implements ModelProvider {
     private readonly defaultDelayMs = 0,
   ) {}
 
-  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamBatch> {
     return streamStep(this.script, request, signal, this.summariesAsked, this.defaultDelayMs);
   }
 }

@@ -63,6 +63,16 @@ export type ModelStreamPart =
   /** `stop`, `tool-calls`, `length`, or another provider value (which ends the turn as a model error). */
   | { type: "finish"; finishReason: string };
 
+/**
+ * The parts a model stream had ready at once, in order, never empty: an unpaced scripted step's
+ * deltas (a bounded run of them), the parts of one server event.
+ * Why batches, not one part per item: each item of an async iterable costs its consumer a
+ * promise, its reactions and an iterator result, per layer it passes through; a streamed turn
+ * has one part per chunk, and that machinery was a large share of the bridge's CPU for one
+ * (bench/README.md, "Issue 34, round 7").
+ */
+export type ModelStreamBatch = readonly ModelStreamPart[];
+
 /** What a stream's `response-metadata` parts say: the server's completion id and the model that answered. */
 export type ResponseMetadata = { id?: string; model?: string };
 
@@ -96,7 +106,7 @@ export interface ModelProvider {
    * timers) when `signal` aborts; may then throw any error (the loop knows it was aborted).
    * A stream that ends without a `finish` part is treated as a model error.
    */
-  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart>;
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamBatch>;
 }
 
 export type { ThinkingMode, ToolChoice };

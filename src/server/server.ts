@@ -272,9 +272,10 @@ export class HarnessServer {
 
   private get sink(): RuntimeSink {
     const { endpoint } = this.options;
-    // The JSON of the last session id seen: a turn's events all name the same session.
+    // The params' text before the event, for the last session id seen: a turn's events all name
+    // the same session.
     let lastId: string | undefined;
-    let lastIdJson = "";
+    let lastHead = "";
     return {
       // An event encoded whole (session.ts) is spliced into its frame: the same bytes as the
       // object `{sessionId, event}` encoded, without encoding the event a second time.
@@ -282,9 +283,9 @@ export class HarnessServer {
         if (json === undefined) return endpoint.notify("session.event", { sessionId, event });
         if (sessionId !== lastId) {
           lastId = sessionId;
-          lastIdJson = JSON.stringify(sessionId);
+          lastHead = `{"sessionId":${JSON.stringify(sessionId)},"event":`;
         }
-        return endpoint.notifyJson("session.event", `{"sessionId":${lastIdJson},"event":${json}}`);
+        return endpoint.notifyJson("session.event", `${lastHead}${json}}`);
       },
       subagentStarted: (params: import("../protocol/types.js").SubagentStartedNotification) => endpoint.notify("subagent.started", params),
       subagentFinished: (params: import("../protocol/types.js").SubagentFinishedNotification) => endpoint.notify("subagent.finished", params),

@@ -21,7 +21,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { ChatResult, ChatSpan, Tracer, TurnInfo, TurnTrace } from "../agent/turn-trace.js";
 import type { AssistantContentBlock, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
-import { mergeResponse, type ModelProvider, type ModelRequest, type ModelStreamPart, type ResponseMetadata } from "../providers/types.js";
+import { mergeResponse, type ModelProvider, type ModelRequest, type ModelStreamBatch, type ResponseMetadata } from "../providers/types.js";
 import type { Redactor } from "../redact.js";
 import type { ToolOutput } from "../tools/types.js";
 import { addUsage } from "../agent/usage.js";
@@ -145,18 +145,20 @@ class TurnSpans implements TurnTrace {
     const chatSpan = () => this.chatSpan({ "harness.compaction": true });
     return {
       name: provider.name,
-      async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+      async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamBatch> {
         const span = chatSpan();
         let usage: Usage | undefined;
         let finish: string | undefined;
         const response: ResponseMetadata = {};
         let failed = false;
         try {
-          for await (const part of provider.stream(request, signal)) {
-            if (part.type === "usage") usage = part.usage;
-            else if (part.type === "finish") finish = part.finishReason;
-            else if (part.type === "response-metadata") mergeResponse(response, part);
-            yield part;
+          for await (const batch of provider.stream(request, signal)) {
+            for (const part of batch) {
+              if (part.type === "usage") usage = part.usage;
+              else if (part.type === "finish") finish = part.finishReason;
+              else if (part.type === "response-metadata") mergeResponse(response, part);
+            }
+            yield batch;
           }
         } catch (error) {
           failed = true;

@@ -69,6 +69,9 @@ export class ServerEndpoint {
   private closed = false;
   /** Input is paused because too much output waits for the client (see `maxQueuedOutputBytes`). */
   private throttled = false;
+  /** `notifyJson`'s line before the params, for the last method it wrote (a streamed turn's frames share it). */
+  private lastMethod: string | undefined;
+  private lastHead = "";
   private readonly onData = (chunk: Buffer | string) => this.reader.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
   private inputEnded = false;
   private readonly onEnd = () => {
@@ -126,9 +129,12 @@ export class ServerEndpoint {
    * that resolves when it has (`notify`'s promise, without one made when nothing waits).
    */
   notifyJson(method: NotificationMethod, paramsJson: string): Promise<void> | undefined {
-    // A method name is a constant of the protocol (`session.event`): nothing in it to escape.
-    const line = `{"jsonrpc":"2.0","method":"${method}","params":${paramsJson}}\n`;
-    return this.writer.roomPromise(this.writer.writeLine(line));
+    if (method !== this.lastMethod) {
+      this.lastMethod = method;
+      // A method name is a constant of the protocol (`session.event`): nothing in it to escape.
+      this.lastHead = `{"jsonrpc":"2.0","method":"${method}","params":`;
+    }
+    return this.writer.roomPromise(this.writer.writeLine(`${this.lastHead}${paramsJson}}\n`));
   }
 
   /**

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { SCRIPTED_DELAY_VAR, ScriptedProvider, scriptedProvider, type Script } from "../../src/providers/scripted.js";
-import type { ModelMessage, ModelRequest, ModelStreamPart } from "../../src/providers/types.js";
+import type { ModelMessage, ModelRequest } from "../../src/providers/types.js";
 
 const script: Script = {
   turns: [
@@ -20,10 +20,12 @@ async function answer(provider: ScriptedProvider, messages: ModelMessage[]): Pro
   let text = "";
   let calls = 0;
   let inputTokens: number | undefined;
-  for await (const part of provider.stream(request, new AbortController().signal) as AsyncIterable<ModelStreamPart>) {
-    if (part.type === "text-delta") text += part.text;
-    if (part.type === "tool-call-delta" && part.name) calls++;
-    if (part.type === "usage") inputTokens = part.usage.inputTokens;
+  for await (const batch of provider.stream(request, new AbortController().signal)) {
+    for (const part of batch) {
+      if (part.type === "text-delta") text += part.text;
+      if (part.type === "tool-call-delta" && part.name) calls++;
+      if (part.type === "usage") inputTokens = part.usage.inputTokens;
+    }
   }
   return { text, calls, inputTokens };
 }

@@ -13,7 +13,7 @@
 import type { Dispatcher } from "undici";
 import { guardHttpSockets } from "../../http-socket-guard.js";
 import { evaluateChunk } from "../../server/chunk.js";
-import { ModelError, type ModelProvider, type ModelRequest, type ModelStreamPart, type ResponseMetadata } from "../types.js";
+import { ModelError, type ModelProvider, type ModelRequest, type ModelStreamBatch, type ModelStreamPart, type ResponseMetadata } from "../types.js";
 import { mapChunk, mapFinishReason, type ChunkResult } from "./chunks.js";
 import { describeNetworkError, httpFailure, isContextWindowMessage, serverErrorMessage } from "./errors.js";
 import { withHint } from "./hints.js";
@@ -68,7 +68,7 @@ class OpenAICompatibleProvider implements ModelProvider {
     this.name = settings.name;
   }
 
-  async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
+  async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelStreamBatch> {
     signal.throwIfAborted();
     const body = JSON.stringify(buildRequestBody(request, this.settings));
     const deadline = new RequestDeadline(signal, this.settings.requestTimeoutMs);
@@ -86,7 +86,7 @@ class OpenAICompatibleProvider implements ModelProvider {
    * One HTTP attempt. Throws `AttemptFailure` for every failure it can classify; when `signal`
    * aborts, the request is aborted at once and the abort reason propagates.
    */
-  private async *attempt(body: string, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
+  private async *attempt(body: string, signal: AbortSignal): AsyncGenerator<ModelStreamBatch> {
     const http = await loadHttpClient();
     this.dispatcher ??= createDispatcher(this.settings);
     const dispatcher = await this.dispatcher;
@@ -99,9 +99,9 @@ class OpenAICompatibleProvider implements ModelProvider {
     try {
       const response = await this.open(http, dispatcher, body, watchdog, signal);
       reader = response.body!.getReader();
-      for await (const part of this.readParts(reader, http.createParser, watchdog, signal)) {
-        if (part.type === "finish") finished = true;
-        yield part;
+      for await (const batch of this.readParts(reader, http.createParser, watchdog, signal)) {
+        if (batch[batch.length - 1].type === "finish") finished = true;
+        yield batch;
       }
     } finally {
       watchdog.release(finished);
@@ -162,13 +162,13 @@ class OpenAICompatibleProvider implements ModelProvider {
     return response;
   }
 
-  /** The parts of an event stream, ending with its `finish` part; throws its failure. */
+  /** The parts of an event stream, a batch per server event that has any, ending with its `finish` part; throws its failure. */
   private async *readParts(
     reader: ReadableStreamDefaultReader<Uint8Array>,
     createParser: HttpClient["createParser"],
     watchdog: AttemptWatchdog,
     signal: AbortSignal,
-  ): AsyncGenerator<ModelStreamPart> {
+  ): AsyncGenerator<ModelStreamBatch> {
     const { log } = this.settings;
     let finishReason: string | undefined;
     let sawDone = false;
@@ -209,14 +209,15 @@ class OpenAICompatibleProvider implements ModelProvider {
           response.model = result.model;
           unannounced = true;
         }
-        if (unannounced && result.parts.length > 0) {
-          unannounced = false;
-          yield { type: "response-metadata", ...response };
-        }
-        for (const part of result.parts) {
-          if (part.type === "tool-call-delta") sawToolCall = true;
-          if (part.type !== "usage") sawContent = true;
-          yield part;
+        if (result.parts.length > 0) {
+          for (const part of result.parts) {
+            if (part.type === "tool-call-delta") sawToolCall = true;
+            if (part.type !== "usage") sawContent = true;
+          }
+          if (unannounced) {
+            unannounced = false;
+            yield [{ type: "response-metadata", ...response }, ...result.parts];
+          } else yield result.parts;
         }
         if (result.finishReason !== undefined) finishReason = result.finishReason;
       }
@@ -242,8 +243,8 @@ class OpenAICompatibleProvider implements ModelProvider {
       throw new AttemptFailure(new ModelError("the model stream ended before it finished", undefined, "stream"), true);
     }
     if (!sawDone) log("debug", () => "the stream ended without [DONE] after a finish_reason; accepted");
-    if (unannounced) yield { type: "response-metadata", ...response };
-    yield { type: "finish", finishReason: mapFinishReason(finishReason) };
+    const finish: ModelStreamPart = { type: "finish", finishReason: mapFinishReason(finishReason) };
+    yield unannounced ? [{ type: "response-metadata", ...response }, finish] : [finish];
   }
 }
 

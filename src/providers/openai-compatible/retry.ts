@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ModelError, type ModelStreamPart } from "../types.js";
+import { ModelError, type ModelStreamBatch } from "../types.js";
 import type { ProviderLog, TransportTuning } from "./settings.js";
 
 /**
@@ -60,17 +60,17 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * An abort ends the loop with the signal's reason, also during a backoff sleep.
  */
 export async function* withRetries(
-  attempt: () => AsyncGenerator<ModelStreamPart>,
+  attempt: () => AsyncGenerator<ModelStreamBatch>,
   settings: Pick<TransportTuning, "maxRetries" | "retryBaseMs" | "retryMaxMs" | "retryAfterMaxMs"> & { log: ProviderLog },
   signal: AbortSignal,
-): AsyncGenerator<ModelStreamPart> {
+): AsyncGenerator<ModelStreamBatch> {
   const { maxRetries, retryBaseMs, retryMaxMs, retryAfterMaxMs, log } = settings;
   for (let retry = 0; ; retry++) {
     let yielded = false;
     try {
-      for await (const part of attempt()) {
+      for await (const batch of attempt()) {
         yielded = true;
-        yield part;
+        yield batch;
       }
       return;
     } catch (err) {

@@ -50,7 +50,7 @@ export function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
 
 export async function collect(provider: ModelProvider, req: ModelRequest = request(), signal: AbortSignal = new AbortController().signal) {
   const parts: ModelStreamPart[] = [];
-  for await (const part of provider.stream(req, signal)) parts.push(part);
+  for await (const batch of provider.stream(req, signal)) parts.push(...batch);
   return parts;
 }
 
@@ -58,7 +58,7 @@ export async function collect(provider: ModelProvider, req: ModelRequest = reque
 export async function collectError(provider: ModelProvider, req: ModelRequest = request(), signal: AbortSignal = new AbortController().signal) {
   const parts: ModelStreamPart[] = [];
   try {
-    for await (const part of provider.stream(req, signal)) parts.push(part);
+    for await (const batch of provider.stream(req, signal)) parts.push(...batch);
   } catch (error) {
     return { parts, error };
   }

@@ -56,9 +56,10 @@ describe("timeouts and aborts", () => {
     const provider = await makeProvider();
     const controller = new AbortController();
     const iterator = provider.stream(request(), controller.signal)[Symbol.asyncIterator]();
-    // The chunk's id and model come first, just before its text.
-    expect((await iterator.next()).value).toMatchObject({ type: "response-metadata", model: "deepseek-flash" });
-    expect(await iterator.next()).toEqual({ done: false, value: { type: "text-delta", text: "first" } });
+    // The chunk's id and model come first, just before its text, in its event's batch.
+    const first = await iterator.next();
+    expect(first.done).toBe(false);
+    expect(first.value).toMatchObject([{ type: "response-metadata", model: "deepseek-flash" }, { type: "text-delta", text: "first" }]);
     const pending = iterator.next();
     setTimeout(() => controller.abort(new Error("user cancelled")), 50);
     // The abort's own reason, not the idle timeout (5 s) that would end the stall otherwise.
@@ -70,9 +71,9 @@ describe("timeouts and aborts", () => {
   it("closes the HTTP stream when the consumer stops iterating", async () => {
     server.enqueue(sseReply([frame(chunk({ content: "first" }))], { then: "stall" }));
     const provider = await makeProvider();
-    for await (const part of provider.stream(request(), new AbortController().signal)) {
-      if (part.type === "response-metadata") continue; // the chunk's id and model, just before its text
-      expect(part).toEqual({ type: "text-delta", text: "first" });
+    for await (const batch of provider.stream(request(), new AbortController().signal)) {
+      // The chunk's id and model, just before its text.
+      expect(batch).toMatchObject([{ type: "response-metadata" }, { type: "text-delta", text: "first" }]);
       break;
     }
     // Closed while the idle timeout (5 s) has not fired: the test's timeout is the bound.
