@@ -21,13 +21,9 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-try:
-    import ray
-except ImportError:
-    if os.environ.get("HARNESS_REQUIRE_RAY") == "1":
-        raise
-    pytest.skip("Ray is not installed (pip install 'python/sdk[ray]'); HARNESS_REQUIRE_RAY=1 makes this fail",
-                allow_module_level=True)
+from ray_required import import_ray
+
+ray = import_ray()
 
 import batch_support
 from batch_support import assert_log_equals_result, scripted_options, workspaces, write_script

@@ -12,15 +12,9 @@ import signal
 import subprocess
 from pathlib import Path
 
-import pytest
+from ray_required import import_ray
 
-try:
-    import ray  # noqa: F401 - whether it is there
-except ImportError:
-    if os.environ.get("HARNESS_REQUIRE_RAY") == "1":
-        raise
-    pytest.skip("Ray is not installed (pip install 'python/sdk[ray]'); HARNESS_REQUIRE_RAY=1 makes this fail",
-                allow_module_level=True)
+import_ray()
 
 from batch_support import write_script
 from ray_cluster_support import N, NodeCluster, _module_cleanup, shared_cluster  # noqa: F401 - fixtures, found by name

@@ -9,19 +9,12 @@ Skipped without Ray, except with ``HARNESS_REQUIRE_RAY=1`` (CI), where that fail
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-import pytest
+from ray_required import import_ray
 
-try:
-    import ray  # noqa: F401 - whether it is there
-except ImportError:
-    if os.environ.get("HARNESS_REQUIRE_RAY") == "1":
-        raise
-    pytest.skip("Ray is not installed (pip install 'python/sdk[ray]'); HARNESS_REQUIRE_RAY=1 makes this fail",
-                allow_module_level=True)
+import_ray()
 
 from conftest import call_within
 from deepseek_harness.ray import RayBatchRunner

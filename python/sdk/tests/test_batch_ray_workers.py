@@ -18,13 +18,9 @@ from typing import Any, List
 
 import pytest
 
-try:
-    import ray
-except ImportError:
-    if os.environ.get("HARNESS_REQUIRE_RAY") == "1":
-        raise
-    pytest.skip("Ray is not installed (pip install 'python/sdk[ray]'); HARNESS_REQUIRE_RAY=1 makes this fail",
-                allow_module_level=True)
+from ray_required import import_ray
+
+ray = import_ray()
 
 from conftest import call_within
 from deepseek_harness.batch import BatchResult
