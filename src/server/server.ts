@@ -23,7 +23,7 @@ import {
 } from "../protocol/types.js";
 import type { ServerEndpoint } from "../transport/server-endpoint.js";
 // Types only: the agent modules are loaded after `initialize` has answered (agent-modules.ts).
-import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
+import type { AgentRuntime } from "../agent/runtime.js";
 import { initialize, type Agent, type McpServersHandle, type ProcessSettings } from "./initialize.js";
 import { answerHook, answerPermission, answerToolResult } from "./client-answers.js";
 import { CLIENT_GONE_DRAIN_MS, Lifecycle } from "./lifecycle.js";
@@ -32,6 +32,7 @@ import { toRpcError } from "./rpc-errors.js";
 import { checkBudget, steerSession } from "./turn-control-handlers.js";
 import { rewindSession } from "./rewind-handler.js";
 import { evaluateChunk } from "./chunk.js";
+import { runtimeSink } from "./runtime-sink.js";
 import { plainPromptParams } from "../protocol/prompt-fast-path.js";
 
 export { CLIENT_GONE_DRAIN_MS, DRAIN_DEADLINE_MS } from "./lifecycle.js";
@@ -247,7 +248,7 @@ export class HarnessServer {
     try {
       const { result, agent } = await initialize(raw, {
         ...this.options,
-        sink: this.sink,
+        sink: runtimeSink(this.options.endpoint),
         validate: (params) => this.validate("initializeParamsSchema", params),
         preload: () => this.loadSchemas(),
         onMcpServers: (servers) => {
@@ -268,28 +269,6 @@ export class HarnessServer {
       if (this.life.phase === "initializing") this.life.moveTo("starting");
       throw error;
     }
-  }
-
-  private get sink(): RuntimeSink {
-    const { endpoint } = this.options;
-    // The params' text before the event, for the last session id seen: a turn's events all name
-    // the same session.
-    let lastId: string | undefined;
-    let lastHead = "";
-    return {
-      // An event encoded whole (session.ts) is spliced into its frame: the same bytes as the
-      // object `{sessionId, event}` encoded, without encoding the event a second time.
-      sessionEvent: (sessionId: string, event: import("../protocol/types.js").SessionEvent, json?: string) => {
-        if (json === undefined) return endpoint.notify("session.event", { sessionId, event });
-        if (sessionId !== lastId) {
-          lastId = sessionId;
-          lastHead = `{"sessionId":${JSON.stringify(sessionId)},"event":`;
-        }
-        return endpoint.notifyJson("session.event", `${lastHead}${json}}`);
-      },
-      subagentStarted: (params: import("../protocol/types.js").SubagentStartedNotification) => endpoint.notify("subagent.started", params),
-      subagentFinished: (params: import("../protocol/types.js").SubagentFinishedNotification) => endpoint.notify("subagent.finished", params),
-    };
   }
 
   /** The runtime, once an `initialize` sent before this request has finished. */
