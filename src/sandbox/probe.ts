@@ -12,7 +12,7 @@ import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
 import { landlockOff, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
 import { helperIdentity, privateFolder } from "./landlock-helper.js";
 import { wantedHidden } from "./hidden.js";
-import { sandboxStatusAtStart, type SandboxStatus } from "./status.js";
+import { failedForWantOfDescriptors, sandboxStatusAtStart, type SandboxStatus } from "./status.js";
 import { forgetVerdict, pruneVerdicts, recalledVerdict, rememberVerdict, verdictKey, type Verdict } from "./verdict-cache.js";
 
 /** What confines bash for a workspace. */
@@ -42,7 +42,7 @@ function once<T>(key: string, probe: () => Promise<T>): Promise<T> {
 /** Whether a probe's answer (a bubblewrap failure, a Landlock probe) is a spawn that lacked descriptors. */
 function outOfDescriptors(answer: unknown): boolean {
   const failure = typeof answer === "string" ? answer : (answer as { failure?: unknown } | null)?.failure;
-  return typeof failure === "string" && /\bE[MN]FILE\b/.test(failure);
+  return typeof failure === "string" && failedForWantOfDescriptors(failure);
 }
 
 /** null when bubblewrap makes its sandbox for `workspace` here, else why not (probed once per workspace and bwrap). */

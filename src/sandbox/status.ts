@@ -50,6 +50,11 @@ export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = proc
   return refused ? { bash: "none", reason: `bubblewrap cannot make its sandbox here: ${refused}` } : { bash: "bubblewrap" };
 }
 
+/** Whether a sandbox's failure is a spawn that lacked file descriptors (EMFILE, ENFILE), which says nothing of the machine. */
+export function failedForWantOfDescriptors(failure: string): boolean {
+  return /\bE[MN]FILE\b/.test(failure);
+}
+
 /**
  * The tool error of bash in `workspace-write` without a working sandbox: it names the fixes.
  * A sandbox that could not be tried for want of file descriptors says nothing of this machine's
@@ -58,7 +63,7 @@ export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = proc
  */
 export function noSandboxMessage(failure: string): string {
   const refusal = `bash was not run: permission mode 'workspace-write' runs commands only inside a sandbox (bubblewrap, or Landlock), and ${failure}. `;
-  if (/\bE[MN]FILE\b/.test(failure)) {
+  if (failedForWantOfDescriptors(failure)) {
     return (
       refusal +
       "The bridge had no file descriptor left to start the sandbox with (too many open files). " +
