@@ -12,7 +12,7 @@ import { hideFromSandbox } from "../../src/sandbox/hidden.js";
 import { verifiedHelper } from "../../src/sandbox/landlock-helper.js";
 import { resetSandboxProbes, sandboxStatus } from "../../src/sandbox/probe.js";
 import { bashTool } from "../../src/tools/bash.js";
-import { makeCtx, makeSandbox, text } from "../tools/helpers.js";
+import { makeCtx, makeSandbox, restoreEnv, text } from "../tools/helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
 const savedEnv = { ...process.env };
@@ -23,8 +23,7 @@ beforeEach(() => {
   resetSandboxProbes();
 });
 afterEach(() => {
-  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
-  Object.assign(process.env, savedEnv);
+  restoreEnv(savedEnv);
   resetSandboxProbes();
   sb.cleanup();
   for (const c of cleanups.splice(0)) c();

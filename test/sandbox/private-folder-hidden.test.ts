@@ -13,7 +13,7 @@ import { landlockRules } from "../../src/sandbox/landlock.js";
 import { privateFolder, verifiedHelper } from "../../src/sandbox/landlock-helper.js";
 import { resetSandboxProbes } from "../../src/sandbox/probe.js";
 import { bashTool } from "../../src/tools/bash.js";
-import { makeCtx, makeSandbox, text } from "../tools/helpers.js";
+import { makeCtx, makeSandbox, restoreEnv, text } from "../tools/helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
 let tmp: string;
@@ -27,8 +27,7 @@ beforeEach(() => {
   resetSandboxProbes();
 });
 afterEach(() => {
-  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
-  Object.assign(process.env, savedEnv);
+  restoreEnv(savedEnv);
   resetSandboxProbes();
   sb.cleanup();
 });

@@ -9,7 +9,7 @@ import { findBwrap } from "../../src/sandbox/bwrap.js";
 import { resetSandboxProbes } from "../../src/sandbox/probe.js";
 import { HeadTailBuffer } from "../../src/tools/process-group.js";
 import { ToolError } from "../../src/tools/types.js";
-import { makeCtx, makeSandbox, text } from "./helpers.js";
+import { makeCtx, makeSandbox, restoreEnv, text } from "./helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
 const savedEnv = { ...process.env };
@@ -18,8 +18,7 @@ beforeEach(() => {
 });
 afterEach(() => {
   sb.cleanup();
-  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
-  Object.assign(process.env, savedEnv);
+  restoreEnv(savedEnv);
   resetSandboxProbes();
 });
 

@@ -6,6 +6,12 @@ import type { PermissionMode } from "../../src/protocol/index.js";
 import { findRipgrep, resetRipgrepLookup } from "../../src/tools/search/ripgrep.js";
 import type { ToolContext, ToolOutput } from "../../src/tools/types.js";
 
+/** Puts `process.env` back to `saved` (a copy taken before the tests): what they added goes, what they changed or removed comes back. */
+export function restoreEnv(saved: NodeJS.ProcessEnv): void {
+  for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+  Object.assign(process.env, saved);
+}
+
 /** A fresh temp folder holding `ws/` (the workspace) and `outside/` (a sibling the tools must not reach). */
 export function makeSandbox(): { root: string; ws: string; outside: string; cleanup: () => void } {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-tools-"));

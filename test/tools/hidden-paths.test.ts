@@ -16,7 +16,7 @@ import { findBwrap } from "../../src/sandbox/bwrap.js";
 import { resetSandboxProbes } from "../../src/sandbox/probe.js";
 import { ToolError, type Tool } from "../../src/tools/types.js";
 import { writeFileTool } from "../../src/tools/write-file.js";
-import { makeCtx, makeSandbox, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
+import { makeCtx, makeSandbox, restoreEnv, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
 const savedEnv = { ...process.env };
@@ -33,8 +33,7 @@ beforeEach(() => {
   process.env.HARNESS_SANDBOX_HIDE = path.join(sb.ws, "vault");
 });
 afterEach(() => {
-  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
-  Object.assign(process.env, savedEnv);
+  restoreEnv(savedEnv);
   resetSandboxProbes();
   sb.cleanup();
 });

@@ -14,7 +14,7 @@ import { findBwrap } from "../../src/sandbox/bwrap.js";
 import { resetSandboxProbes, sandboxStatus } from "../../src/sandbox/probe.js";
 import { sandboxStatusAtStart } from "../../src/sandbox/status.js";
 import { RawClient, initParams } from "../support/raw-client.js";
-import { makeCtx, makeSandbox, text } from "./helpers.js";
+import { makeCtx, makeSandbox, restoreEnv, text } from "./helpers.js";
 
 let sb: ReturnType<typeof makeSandbox>;
 const savedEnv = { ...process.env };
@@ -24,8 +24,7 @@ beforeEach(() => {
   resetSandboxProbes();
 });
 afterEach(() => {
-  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
-  Object.assign(process.env, savedEnv);
+  restoreEnv(savedEnv);
   resetSandboxProbes();
   sb.cleanup();
   for (const h of homes.splice(0)) fs.rmSync(h, { recursive: true, force: true });
