@@ -28,9 +28,31 @@ let ignoreFactory: IgnoreFactory | undefined;
 
 async function loadIgnore(): Promise<IgnoreFactory> {
   if (!ignoreFactory) {
-    ignoreFactory = (await loadPackages()).ignore as unknown as IgnoreFactory;
+    const factory = (await loadPackages()).ignore as unknown as IgnoreFactory;
+    if (typeof (factory() as unknown as Partial<RulesOf>)._rules?.test !== "function") throw new Error("the bundled 'ignore' module has no rule list to test a path on its own (ownVerdict)");
+    ignoreFactory = factory;
   }
   return ignoreFactory;
+}
+
+interface Verdict {
+  ignored: boolean;
+  unignored: boolean;
+}
+/** The rule list inside an `Ignore` (the version is pinned by package-lock.json; `loadIgnore` checks it is there). */
+interface RulesOf {
+  _rules: { test(path: string, mode: "regex"): Verdict };
+}
+
+/**
+ * What one rules file says of `rel` itself: its last rule matching `rel`, never a folder above.
+ * `Ignore.test` also answers "ignored" when a folder above `rel` is ignored by the same file,
+ * which is wrong once a deeper file has re-included that folder (`/.gitignore: a/b`,
+ * `a/.gitignore: !b` keeps `a/b/f`, as git and ripgrep do). Folders above are decided once, by
+ * every file together (`GitignoreFilter.isIgnored`), so each file is asked about the path alone.
+ */
+function ownVerdict(ig: Ignore, rel: string): Verdict {
+  return (ig as unknown as RulesOf)._rules.test(rel, "regex");
 }
 
 /** Folders never listed, whatever `.gitignore` says. */
@@ -93,7 +115,7 @@ export class GitignoreFilter {
     let ig: Ignore | null = null;
     try {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
-      ig = text === undefined ? null : ignoreFactory().add(text);
+      ig = text === undefined ? null : ignoreFactory({ ignorecase: false }).add(text); // case-sensitive, as git on Linux and ripgrep
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
@@ -107,20 +129,47 @@ export class GitignoreFilter {
     await loadIgnore();
   }
 
-  /** Whether `absPath` (a file, or a folder when `isDir`) is ignored. Paths outside the root never are. */
+  /**
+   * Whether `absPath` (a file, or a folder when `isDir`) is ignored, as git decides it: ignored
+   * when a folder above it is (nothing under an ignored folder can be re-included), else by the
+   * last rule matching the path itself, a deeper `.gitignore`'s rules after its parents'. Paths
+   * outside the root never are.
+   */
   isIgnored(absPath: string, isDir: boolean): boolean {
     const abs = path.resolve(absPath);
     if (ALWAYS_SKIPPED.has(path.basename(abs))) return true;
     if (!isInside(this.root, abs) || abs === this.root) return false;
     const parts = path.relative(this.root, abs).split(path.sep);
     if (parts.some((part) => ALWAYS_SKIPPED.has(part))) return true;
+    let dir = this.root;
+    for (let i = 0; i < parts.length - 1; i++) {
+      dir = path.join(dir, parts[i]);
+      if (this.folderIgnored(dir, parts, i + 1)) return true;
+    }
+    return this.ownIgnored(parts, parts.length, isDir);
+  }
+
+  /** Folders' answers, by absolute path: a walk asks about the same folders for every entry. */
+  private readonly folders = new Map<string, boolean>();
+
+  /** Whether folder `dir` (the first `depth` of `parts`, its folders above known not ignored) is ignored by its own rules. */
+  private folderIgnored(dir: string, parts: string[], depth: number): boolean {
+    let ignored = this.folders.get(dir);
+    if (ignored === undefined) {
+      ignored = this.ownIgnored(parts, depth, true);
+      this.folders.set(dir, ignored);
+    }
+    return ignored;
+  }
+
+  /** The path made of the first `depth` of `parts`, judged by the rules matching it itself in every `.gitignore` above it. */
+  private ownIgnored(parts: string[], depth: number, isDir: boolean): boolean {
     let ignored = false;
     let dir = this.root;
-    for (let i = 0; i < parts.length; i++) {
+    for (let i = 0; i < depth; i++) {
       const ig = this.rulesOf(dir);
       if (ig) {
-        const rel = parts.slice(i).join("/") + (isDir ? "/" : "");
-        const verdict = ig.test(rel);
+        const verdict = ownVerdict(ig, parts.slice(i, depth).join("/") + (isDir ? "/" : ""));
         if (verdict.ignored) ignored = true;
         else if (verdict.unignored) ignored = false;
       }

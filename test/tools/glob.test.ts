@@ -48,6 +48,17 @@ describe("glob", () => {
     expect(await run("*.ts")).toMatch(/^No files match/);
   });
 
+  it("a deeper .gitignore re-includes a folder a parent's rule ignores, and rules are case-sensitive, as git and ripgrep decide", async () => {
+    // Found by the engines' property test (seed 15558712): the built-in engine let the root's
+    // `lib/gen` hide lib/gen/a.ts although lib/.gitignore re-includes `gen`.
+    writeTree(sb.ws, { ".gitignore": "node_modules/\nbuild\nlib/gen\nREADME.tmp\n", "lib/.gitignore": "!gen\n", "lib/gen/a.ts": "", "lib/gen/deep/b.ts": "", "README.TMP": "" });
+    expect(await run("lib/**")).toBe("lib/.gitignore\nlib/gen/a.ts\nlib/gen/deep/b.ts");
+    // A file under an ignored folder stays ignored even when a rule names it (git cannot re-include it).
+    writeTree(sb.ws, { "build/.gitignore": "!out.ts\n" });
+    expect(await run("build/**")).toMatch(/^No files match/);
+    expect(await run("README*")).toBe("README.TMP");
+  });
+
   it("a .gitignore that is a FIFO or a link to a device is skipped: never blocks, never grows memory", async () => {
     fs.rmSync(path.join(sb.ws, "src/.gitignore"));
     execFileSync("mkfifo", [path.join(sb.ws, "src/.gitignore")]);

@@ -15,7 +15,7 @@ import { makeCtx, makeSandbox, ripgrepHere, ripgrepNote, text, useSearchEngine, 
 const sandboxes: ReturnType<typeof makeSandbox>[] = [];
 afterAll(() => sandboxes.forEach((s) => s.cleanup()));
 
-const name = fc.constantFrom("a", "b", "c.log", ".hid", "d-e", "keep.log", "x", "a.txt", "é.md", "b.c");
+const name = fc.constantFrom("a", "b", "c.log", ".hid", "d-e", "keep.log", "x", "a.txt", "A.txt", "é.md", "b.c");
 const relPath = fc.array(name, { minLength: 1, maxLength: 3 }).map((parts) => parts.join("/"));
 const lineText = fc.array(fc.constantFrom("a", "b", "ab", " ", "\t", "1", "_", "é", "É", ".", "/", "{", "x-y", "foo", "Foo"), { maxLength: 6 }).map((p) => p.join(""));
 const content = fc.tuple(fc.array(lineText, { maxLength: 6 }), fc.constantFrom("\n", "\r\n"), fc.boolean()).map(([lines, eol, final]) => lines.join(eol) + (final && lines.length ? eol : ""));
