@@ -235,7 +235,9 @@ export class AgentRuntime {
       if (!holding && !(await this.admission.enter(signal))) return { kind: "aborted" };
       let session: Session | undefined;
       try {
-        session = await this.admission.withDescriptors(sessionId, () => this.session(sessionId), signal);
+        // A compaction or a rewind (the flights with no steers) holds descriptors beside the turns.
+        const besideTurns = () => [...this.flights.values()].some((f) => !f.steers);
+        session = await this.admission.withDescriptors(sessionId, () => this.session(sessionId), signal, besideTurns);
       } finally {
         if (!session) this.admission.leave();
       }

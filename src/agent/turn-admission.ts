@@ -10,10 +10,14 @@
  * answers `aborted` without having started: its session records nothing of it, and nothing is
  * opened for it (a shutdown with thousands waiting opens nothing). See docs/guarantees.md.
  *
- * And when descriptors run out anyway (other processes' tools, MCP servers, subagents), opening
+ * And when descriptors run out anyway (other sessions' tools, MCP servers, subagents), opening
  * a session is not a failure of the prompt: `withDescriptors` waits for a running turn to end
  * (or a short while) and tries again, and only after `OUT_OF_DESCRIPTORS_WAIT_MS` gives up with
  * `OutOfDescriptorsError`, which the server answers as a retryable -32001 `out-of-descriptors`.
+ * Waiting only helps while something could free a descriptor: another turn running (not one
+ * that itself waits to open its session), a call beside the turns (`othersBusy`: a compaction,
+ * a rewind), or, for `ENFILE` (the system's table, not this process's), other processes. When
+ * nothing could, the limit is too low for the bridge as it is: the error comes at once.
  *
  * @module
  */
@@ -31,8 +35,19 @@ const RETRY_MS = 100;
 
 /** Thrown when a session could not be opened for lack of descriptors, after waiting. */
 export class OutOfDescriptorsError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`session ${sessionId} could not be opened: the bridge is out of file descriptors (too many open files) and none came free within ${OUT_OF_DESCRIPTORS_WAIT_MS / 1000} s; retry later, or raise the open-file limit (ulimit -n)`);
+  /**
+   * `waited`: none came free within `OUT_OF_DESCRIPTORS_WAIT_MS`; else nothing the bridge runs
+   * could free one (no other turn, no call beside them), so it did not wait.
+   */
+  constructor(
+    readonly sessionId: string,
+    readonly waited = true,
+  ) {
+    super(
+      waited
+        ? `session ${sessionId} could not be opened: the bridge is out of file descriptors (too many open files) and none came free within ${OUT_OF_DESCRIPTORS_WAIT_MS / 1000} s; retry later, or raise the open-file limit (ulimit -n)`
+        : `session ${sessionId} could not be opened: the bridge is out of file descriptors (too many open files) with nothing running that could free one, so the open-file limit is too low for it; raise the open-file limit (ulimit -n; 64 or more), then retry`,
+    );
     this.name = "OutOfDescriptorsError";
   }
 }
@@ -67,6 +82,8 @@ interface Waiter {
 
 export class TurnAdmission {
   private running = 0;
+  /** Of the running turns, those waiting in `withDescriptors` (they hold no descriptor to free). */
+  private opening = 0;
   private readonly queue: Waiter[] = [];
   /** Called once each time a turn ends: a waiting open retries then. */
   private readonly ended = new Set<() => void>();
@@ -120,12 +137,14 @@ export class TurnAdmission {
   }
 
   /**
-   * Runs `open` (which opens files); while it fails for lack of descriptors, waits for a turn to
-   * end or `RETRY_MS`, whichever comes first, and tries again, for up to
-   * `OUT_OF_DESCRIPTORS_WAIT_MS`. `undefined` when `signal` aborted meanwhile (the turn must not
-   * start). Other failures are thrown as they are.
+   * Runs `open` (which opens files) for a turn holding its slot; while it fails for lack of
+   * descriptors, waits for a turn to end or `RETRY_MS`, whichever comes first, and tries again,
+   * for up to `OUT_OF_DESCRIPTORS_WAIT_MS` — as long as something could free one (the module
+   * comment; `othersBusy`: whether a call that does not hold a slot runs), else it throws at
+   * once. `undefined` when `signal` aborted meanwhile (the turn must not start). Other failures
+   * are thrown as they are.
    */
-  async withDescriptors<T>(sessionId: string, open: () => T, signal: AbortSignal): Promise<T | undefined> {
+  async withDescriptors<T>(sessionId: string, open: () => T, signal: AbortSignal, othersBusy: () => boolean = () => false): Promise<T | undefined> {
     const deadline = Date.now() + OUT_OF_DESCRIPTORS_WAIT_MS;
     for (;;) {
       if (signal.aborted) return undefined;
@@ -133,8 +152,12 @@ export class TurnAdmission {
         return open();
       } catch (error) {
         if (!isOutOfDescriptors(error)) throw error;
+        // Turns running besides this one and those waiting here, each of which could free some.
+        const freeing = this.running - 1 - this.opening > 0 || othersBusy() || (error as NodeJS.ErrnoException).code === "ENFILE";
+        if (!freeing) throw new OutOfDescriptorsError(sessionId, false);
         if (Date.now() >= deadline) throw new OutOfDescriptorsError(sessionId);
       }
+      this.opening++;
       await new Promise<void>((resolve) => {
         const wake = () => {
           this.ended.delete(wake);
@@ -144,6 +167,7 @@ export class TurnAdmission {
         const timer = setTimeout(wake, RETRY_MS);
         this.ended.add(wake);
       });
+      this.opening--;
     }
   }
 }

@@ -5,8 +5,9 @@
  * refuse them (`isHiddenPath`).
  */
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { homeFolder } from "../home-folder.js";
 import { isInside, isInsideNormal, isNormalAbsolute } from "../tools/path-inside.js";
 
 /**
@@ -83,13 +84,8 @@ export function privateFolderName(): string {
   return path.join(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
 }
 
-/**
- * The home folder the sandbox's rules name paths in: `HOME` when it is absolute, else the
- * account's; in normal form, so that `underHome` can name the paths below it.
- */
-export function homeFolder(env: NodeJS.ProcessEnv): string {
-  return path.resolve(env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir());
-}
+/** The home folder the sandbox's rules name paths in (home-folder.ts), in normal form, so that `underHome` can name the paths below it. */
+export { homeFolder };
 
 /**
  * `rel` (a relative path in normal form) below `home` (from `homeFolder`): what `path.join`

@@ -102,9 +102,11 @@ export function landlockRules(
 ): { args: string[] } | { refused: string } {
   const write = [...(workspace ? [workspace] : []), ...(tmp ? [tmp] : [])];
   // A hidden path inside anything allowed would be readable: refuse instead (bubblewrap can hide
-  // it). One that holds the workspace does not count below it, as with bubblewrap.
+  // it). The workspace itself does not count (as with bubblewrap); a hidden path that holds the
+  // workspace does: bubblewrap empties it around the workspace, but a rule that holds it (a
+  // folder read) would show all of it.
   for (const dir of workspace ? [...read, ...write] : []) {
-    const h = hidden.find((h) => isInside(dir, h) && !isInside(h, workspace!));
+    const h = hidden.find((h) => isInside(dir, h) && h !== workspace);
     if (!h) continue;
     return {
       refused:

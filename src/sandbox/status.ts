@@ -50,9 +50,14 @@ export function sandboxStatusAtStart(mode: string, env: NodeJS.ProcessEnv = proc
   return refused ? { bash: "none", reason: `bubblewrap cannot make its sandbox here: ${refused}` } : { bash: "bubblewrap" };
 }
 
-/** Whether a sandbox's failure is a spawn that lacked file descriptors (EMFILE, ENFILE), which says nothing of the machine. */
+/**
+ * Whether a sandbox's failure is for want of file descriptors (EMFILE, ENFILE), which says
+ * nothing of the machine: a spawn's, in Node's code, or a started program's own (the helper's
+ * and bubblewrap's, in strerror's words). Read from the text, so a path holding those words
+ * matches too: that costs only a probe again at the next call, never a command run unconfined.
+ */
 export function failedForWantOfDescriptors(failure: string): boolean {
-  return /\bE[MN]FILE\b/.test(failure);
+  return /\bE[MN]FILE\b|Too many open files/.test(failure);
 }
 
 /**

@@ -23,6 +23,7 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
+import { failedForWantOfDescriptors } from "./status.js";
 
 /** A verdict worth remembering: the kernel's Landlock ABI, or the helper's own refusal. */
 export type Verdict = { abi: number } | { failure: string };
@@ -159,10 +160,14 @@ export function recalledVerdict(folder: string, key: string): Verdict | undefine
 }
 
 let written = 0;
-/** Remembers `verdict` for `key` in `folder` (a verdict that is not well-formed is forgotten instead); best effort. */
+/**
+ * Remembers `verdict` for `key` in `folder`; best effort. A verdict that is not well-formed is
+ * forgotten instead, and so is a refusal for want of file descriptors: it says nothing of the
+ * machine, only of that moment (status.ts `failedForWantOfDescriptors`).
+ */
 export function rememberVerdict(folder: string, key: string, verdict: Verdict): void {
   const checked = asVerdict(verdict);
-  if (!checked) return forgetVerdict(folder, key);
+  if (!checked || ("failure" in checked && failedForWantOfDescriptors(checked.failure))) return forgetVerdict(folder, key);
   const file = verdictFile(folder, key);
   const tmp = `${file}.${process.pid}.${(written += 1)}`;
   try {

@@ -4,6 +4,7 @@
  * own; an owner file removed by hand is made again. Two processes on one session:
  * test/server/e2e-two-bridges.test.ts and e2e-session-lock-attacks.test.ts.
  */
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -90,6 +91,50 @@ describe("session lock files", () => {
       vi.mocked(fs.lstatSync).mockImplementation(actual);
     }
     expect(ownerLine(lock.file)).toEqual({ pid: 1, start: "", host: os.hostname() });
+  });
+
+  it("a dead process's lock is taken over by name alone: its owner file and its other sessions' locks stay", () => {
+    const dead = spawnSync("true").pid; // exited and reaped: no such process now
+    const deadOwner = path.join(dir, `@owner-${dead}-0000abcd`);
+    fs.writeFileSync(deadOwner, `${JSON.stringify({ pid: dead, start: "", host: os.hostname() })}\n`);
+    fs.linkSync(deadOwner, path.join(dir, "a.lock"));
+    fs.linkSync(deadOwner, path.join(dir, "b.lock"));
+    const lock = acquireLock(path.join(dir, "a.lock"), "a");
+    expect(ownerLine(lock.file)).toMatchObject({ pid: process.pid });
+    expect(ownerLine(path.join(dir, "b.lock"))).toMatchObject({ pid: dead });
+    expect(fs.statSync(deadOwner).nlink).toBe(2);
+    expect(fs.readdirSync(dir).filter((n) => n.includes(".stale-"))).toEqual([]);
+    releaseLock(lock);
+  });
+
+  it("a stale lock replaced by a live one between the look and the take-over is put back, and the session is locked", () => {
+    const lockFile = path.join(dir, "a.lock");
+    const dead = spawnSync("true").pid;
+    fs.writeFileSync(lockFile, `${JSON.stringify({ pid: dead, start: "", host: os.hostname() })}\n`);
+    // A live process (this one's parent) takes it over first: its lock may even get the stale
+    // file's inode number; its mtime is its own write's.
+    const live = `${JSON.stringify({ pid: process.ppid, start: "", host: os.hostname() })}\n`;
+    const actual = vi.mocked(fs.lstatSync).getMockImplementation()!;
+    let swapped = false;
+    vi.mocked(fs.lstatSync).mockImplementation(((file: fs.PathLike, options?: fs.StatSyncOptions) => {
+      const st = actual(file, options as never) as fs.Stats;
+      if (file === lockFile && !swapped) {
+        swapped = true;
+        fs.rmSync(lockFile);
+        fs.writeFileSync(lockFile, live);
+        const later = new Date(Date.now() + 5_000);
+        fs.utimesSync(lockFile, later, later);
+      }
+      return st;
+    }) as typeof fs.lstatSync);
+    try {
+      expect(() => acquireLock(lockFile, "a")).toThrow(SessionLockedError);
+    } finally {
+      vi.mocked(fs.lstatSync).mockImplementation(actual);
+    }
+    expect(swapped).toBe(true);
+    expect(fs.readFileSync(lockFile, "utf8")).toBe(live);
+    expect(fs.readdirSync(dir).filter((n) => n.includes(".stale-"))).toEqual([]);
   });
 
   it("an owner file removed by hand is made again", () => {

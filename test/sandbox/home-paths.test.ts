@@ -7,8 +7,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { defaultSessionRoot } from "../../src/agent/store/root.js";
 import { HIDDEN_HOME_PATHS, hiddenPaths, wantedHidden } from "../../src/sandbox/hidden.js";
 import { landlockRules } from "../../src/sandbox/landlock.js";
+import { isInside } from "../../src/tools/path-inside.js";
+import { restoreEnv } from "../tools/helpers.js";
 
 let root: string;
 let home: string;
@@ -35,5 +38,25 @@ describe("paths under $HOME", () => {
 
   it("of HOME=/ are named from the root", () => {
     expect(wantedHidden({ HOME: "/" })).toEqual(expect.arrayContaining(HIDDEN_HOME_PATHS.map((p) => `/${p}`)));
+  });
+
+  // os.homedir() returns a set HOME as it is: an empty or relative one would name stores below
+  // the working directory, and leave the account's own (~/.ssh) visible to sandboxed commands.
+  it.each(["", "rel", "./x/.."])("of HOME=%j are the account's, never below the working directory", (HOME) => {
+    const saved = { ...process.env };
+    const cwd = process.cwd();
+    try {
+      process.chdir(root);
+      process.env.HOME = HOME;
+      delete process.env.XDG_STATE_HOME;
+      const account = os.userInfo().homedir;
+      const hidden = wantedHidden(process.env);
+      expect(hidden).toEqual(expect.arrayContaining(HIDDEN_HOME_PATHS.map((p) => path.join(account, p))));
+      expect(hidden.filter((p) => isInside(root, p))).toEqual([]);
+      expect(defaultSessionRoot(process.env)).toBe(path.join(account, ".local", "state", "harness-bridge"));
+    } finally {
+      process.chdir(cwd);
+      restoreEnv(saved);
+    }
   });
 });

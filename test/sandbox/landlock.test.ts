@@ -106,6 +106,22 @@ describe("Landlock confinement (HARNESS_BWRAP=off)", () => {
     expect(fs.existsSync(path.join(extra, "new"))).toBe(false);
   });
 
+  it("refuses a workspace inside a hidden folder that a folder it reads holds: that rule would show the rest of it", async () => {
+    // The session root (hidden) holding the workspace, below a folder HARNESS_SANDBOX_READ adds.
+    const extra = path.join(sb.outside, "extra");
+    const hidden = path.join(extra, "sessions");
+    const ws = path.join(hidden, "ws");
+    fs.mkdirSync(ws, { recursive: true });
+    fs.writeFileSync(path.join(hidden, "s.jsonl"), "log-canary");
+    process.env.HARNESS_SANDBOX_READ = extra;
+    process.env.HARNESS_SANDBOX_HIDE = hidden;
+    const out = await bashTool.execute({ command: `cat ${q(path.join(hidden, "s.jsonl"))}; echo ran > ran.txt` } as never, makeCtx(ws, "workspace-write"));
+    expect(text(out)).not.toMatch(/canary/);
+    expect(out.isError).toBe(true);
+    expect(text(out)).toMatch(/bash was not run: .*Landlock cannot hide .*sessions inside the readable .*extra/s);
+    expect(fs.existsSync(path.join(ws, "ran.txt"))).toBe(false);
+  });
+
   it("refuses a workspace that holds a credential store (Landlock cannot hide it), running nothing", async () => {
     const home = fakeHome();
     process.env.HOME = home;

@@ -9,6 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { execFileSync } from "node:child_process";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { failedForWantOfDescriptors, noSandboxMessage } from "../../src/sandbox/status.js";
 import { pruneVerdicts, recalledVerdict, rememberVerdict, verdictFile, verdictKey } from "../../src/sandbox/verdict-cache.js";
 
 const KEY = "boot x\nhelper y";
@@ -107,6 +108,23 @@ describe("the remembered Landlock verdict", () => {
     rememberVerdict(dir, KEY, { abi: 5 });
     rememberVerdict(dir, KEY, { failure: "" });
     expect(fs.existsSync(file)).toBe(false);
+  });
+
+  it("does not remember a refusal for want of file descriptors, in Node's words or a program's: it forgets the old one", () => {
+    // The helper and bubblewrap report errno in strerror's words; a spawn in Node's code.
+    const starved = [
+      "landlock-exec: creating the Landlock ruleset: Too many open files",
+      "landlock-exec: /usr: Too many open files in system",
+      "its helper did not run (could not start it: EMFILE)",
+    ];
+    for (const failure of starved) {
+      expect(failedForWantOfDescriptors(failure), failure).toBe(true);
+      expect(noSandboxMessage(failure), failure).not.toMatch(/install bubblewrap/);
+      rememberVerdict(dir, KEY, { abi: 5 });
+      rememberVerdict(dir, KEY, { failure });
+      expect(fs.existsSync(file), failure).toBe(false);
+    }
+    expect(failedForWantOfDescriptors("landlock-exec: landlock_restrict_self: Operation not permitted")).toBe(false);
   });
 
   it("keys on the helper, the rules and the process's context", () => {

@@ -28,8 +28,9 @@ describe.each(["full", "workspace-write"])("bash under a low open-file limit (%s
       { jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptParams("s") },
     ].map((f) => JSON.stringify(f) + "\n").join("");
     const seen = new Set<string>();
-    // No session log: a log the limit leaves no descriptor for would make the prompt wait for
-    // one (docs/guarantees.md, "Out of descriptors"), which is not what this holds.
+    // No session log: a log the limit leaves no descriptor for would make the prompt -32001
+    // out-of-descriptors before any bash (docs/guarantees.md, "Out of descriptors"), which is
+    // not what this holds.
     for (let limit = 14; limit <= 44; limit++) {
       const run = spawnSync("prlimit", [`--nofile=${limit}`, BINARY, "--stdio", "--no-session-log"], { input, timeout: 30_000, encoding: "utf8" });
       const frames = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));

@@ -78,3 +78,27 @@ def test_a_crash_under_an_ordinary_limit_is_not_blamed_on_it(tmp_path: Path) -> 
             raise AssertionError("a bridge that crashed answered")
     finally:
         h.close()
+
+
+def test_a_crash_after_the_bridge_answered_is_not_blamed_on_a_low_limit(tmp_path: Path) -> None:
+    """Under a hard limit below 64 that Node starts with, a bridge that has written to stdout
+    has started: its later death by SIGABRT (as a V8 out-of-memory abort is) stays a plain
+    TransportClosedError, while the same death before any output is the limit's."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    answers = {}
+    for name, before in (("answered", 'printf \'{"jsonrpc":"2.0","method":"log","params":{}}\\n\'; sleep 0.3; '), ("silent", "")):
+        bridge = tmp_path / f"{name}-bridge"
+        bridge.write_text(f"#!/bin/sh\n{before}kill -ABRT $$\n")
+        bridge.chmod(0o755)
+        run = subprocess.run(
+            [sys.executable, "-c", CHILD, "40", str(bridge), str(workspace), str(tmp_path / "sessions")],
+            capture_output=True, text=True, timeout=120, env=env,
+        )
+        assert run.returncode == 0, run.stderr
+        answers[name] = json.loads(run.stdout.strip().splitlines()[-1])
+    assert answers["answered"]["raised"] == "TransportClosedError", answers
+    assert answers["answered"]["exit_code"] == -6
+    assert answers["silent"]["raised"] == "OpenFileLimitError", answers

@@ -100,7 +100,7 @@ class Connection:
             process = BridgeProcess(cmd, env, cwd)
             self._process = process
             self._reader = threading.Thread(
-                target=self._router.read_loop, args=(process.stdout, self._transport_error, self._ended),
+                target=self._router.read_loop, args=(process, self._transport_error, self._ended),
                 name="harness-bridge-reader", daemon=True,
             )
             self._reader.start()

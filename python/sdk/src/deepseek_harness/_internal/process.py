@@ -2,7 +2,7 @@
 stdin -> wait -> SIGTERM -> wait -> SIGKILL) and reaping every live client at interpreter exit.
 
 Nothing here speaks the protocol: :mod:`.connection` writes requests to :attr:`BridgeProcess.stdin`
-and its reader reads :attr:`BridgeProcess.stdout`.
+and its reader reads its stdout through :meth:`BridgeProcess.read`.
 """
 
 from __future__ import annotations
@@ -113,11 +113,14 @@ def open_file_limit() -> Optional[Tuple[int, int]]:
     return resource.getrlimit(resource.RLIMIT_NOFILE)
 
 
-def starved_of_descriptors(exit_code: Optional[int], stderr_tail: Sequence[str], limit: Optional[Tuple[int, int]]) -> bool:
+def starved_of_descriptors(exit_code: Optional[int], stderr_tail: Sequence[str], limit: Optional[Tuple[int, int]],
+                           answered: bool = False) -> bool:
     """Whether a bridge that ended with ``exit_code`` and ``stderr_tail`` most likely died for
     want of descriptors: the hard limit it inherited is below :data:`MIN_OPEN_FILES` and it
-    ended the way a process starved of them at start does. Still running: no."""
-    if exit_code is None or limit is None:
+    ended the way a process starved of them at start does. Still running, or ``answered``
+    (it wrote to stdout, so it had started: a bridge that starts under such a limit answers
+    what it cannot do, and a later crash, a V8 out-of-memory abort say, is not the limit's): no."""
+    if exit_code is None or limit is None or answered:
         return False
     hard = limit[1]
     if hard < 0 or hard >= MIN_OPEN_FILES:  # no limit (RLIM_INFINITY is -1), or enough
@@ -135,6 +138,8 @@ class BridgeProcess:
     def __init__(self, cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> None:
         #: The (soft, hard) open-file limit the bridge inherits, read as it is spawned.
         self.open_file_limit = open_file_limit()
+        #: Whether the bridge wrote anything to stdout (:meth:`read`): it started.
+        self.answered = False
         try:
             proc = spawn(cmd, env, cwd)
         except OSError as exc:
@@ -149,11 +154,18 @@ class BridgeProcess:
         )
         self.stderr_thread.start()
 
+    def read(self, size: int) -> bytes:
+        """Reads the bridge's stdout (the reader's only way to it), noting that it answered."""
+        data = self.stdout.read(size)
+        if data and not self.answered:
+            self.answered = True
+        return data
+
     def error(self, reason: str) -> TransportClosedError:
         """A :class:`TransportClosedError` with the exit code (if any) and the stderr tail; an
-        :class:`OpenFileLimitError` when the process died for want of descriptors."""
+        :class:`OpenFileLimitError` when the process died for want of descriptors as it started."""
         code, tail, limit = self.proc.poll(), list(self.stderr_tail), self.open_file_limit
-        if limit is not None and starved_of_descriptors(code, tail, limit):
+        if limit is not None and starved_of_descriptors(code, tail, limit, self.answered):
             return OpenFileLimitError(reason, code, tail, limit[0], limit[1])
         return TransportClosedError(reason, code, tail)
 

@@ -1,0 +1,27 @@
+/**
+ * The home folder the bridge names paths in (the credential stores the sandbox hides, its
+ * toolchains, the default session root): `HOME` when it is absolute, else the account's.
+ * Its own module: the sandbox and the session store's default root both need it, early.
+ */
+import { homedir, userInfo } from "node:os";
+import * as path from "node:path";
+
+/**
+ * `HOME` of `env` when it is absolute, else this process's (`os.homedir()`) when that is, else
+ * the account's from its password entry, else `/`; in normal form. `os.homedir()` returns a set
+ * `HOME` as it is, empty or relative too: such a home would resolve against the working
+ * directory, so the account's own credential stores would not be named (nor hidden), and the
+ * session logs would land in the workspace.
+ */
+export function homeFolder(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.HOME && path.isAbsolute(env.HOME)) return path.resolve(env.HOME);
+  const own = homedir();
+  if (path.isAbsolute(own)) return path.resolve(own);
+  try {
+    const account = userInfo().homedir;
+    if (path.isAbsolute(account)) return path.resolve(account);
+  } catch {
+    // no password entry for this uid
+  }
+  return "/";
+}

@@ -1,0 +1,86 @@
+/**
+ * A prompt whose session cannot be opened for want of descriptors (runtime.ts, turn-admission.ts
+ * `withDescriptors`): it waits while something the bridge runs could free one (another turn),
+ * and is answered at once, naming the open-file limit, when nothing could: no wait that no
+ * descriptor can end.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { AgentRuntime } from "../../src/agent/runtime.js";
+import { SessionStore } from "../../src/agent/store/index.js";
+import { OutOfDescriptorsError } from "../../src/agent/turn-admission.js";
+import { silentLogger } from "../../src/log.js";
+import { ScriptedProvider } from "../../src/providers/scripted.js";
+import type { ModelProvider, ModelRequest } from "../../src/providers/types.js";
+import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+
+let ws: TempWorkspace;
+let root: string;
+beforeEach(() => {
+  ws = tempWorkspace("hb-turn-fd-");
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-turn-fd-root-"));
+});
+afterEach(() => {
+  ws.cleanup();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+/** A store whose opens fail EMFILE while `starved` is set, counting them. */
+class StarvedStore extends SessionStore {
+  starved = false;
+  opens = 0;
+  override open(...args: Parameters<SessionStore["open"]>) {
+    this.opens++;
+    if (this.starved) throw Object.assign(new Error("EMFILE: too many open files, open"), { code: "EMFILE" });
+    return super.open(...args);
+  }
+}
+
+function runtime(store: SessionStore, gate: Promise<void>): AgentRuntime {
+  const inner = new ScriptedProvider(turns([{ text: "one" }], [{ text: "two" }]));
+  const provider: ModelProvider = {
+    name: "scripted",
+    async *stream(request: ModelRequest, signal: AbortSignal) {
+      await gate;
+      yield* inner.stream(request, signal);
+    },
+  };
+  return new AgentRuntime({
+    workspace: ws.dir, provider, model: "test-script", system: "test", maxSteps: 2, permissionMode: "workspace-write",
+    tools: [], subagentDepth: 0, store, logger: silentLogger,
+    sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
+  });
+}
+
+const text = (t: string) => [{ type: "text" as const, text: t }];
+
+it("alone, a prompt that cannot open its session is answered at once, naming the limit", async () => {
+  const store = new StarvedStore(root, ws.dir);
+  store.starved = true;
+  const rt = runtime(store, Promise.resolve());
+  const error = await rt.prompt("s1", text("hi")).then(() => undefined, (e: unknown) => e);
+  expect(error).toBeInstanceOf(OutOfDescriptorsError);
+  expect((error as OutOfDescriptorsError).waited).toBe(false);
+  expect((error as Error).message).toMatch(/nothing running that could free one.*ulimit -n/);
+  expect(store.opens).toBe(2); // the prompt's open, and one try more: no retries for a minute
+  // Nothing was left running: once descriptors are there, the session works.
+  store.starved = false;
+  expect((await rt.prompt("s1", text("hi"))).kind).toBe("completed");
+});
+
+it("while another turn runs, the prompt waits for it to end and then starts", async () => {
+  const store = new StarvedStore(root, ws.dir);
+  let release!: () => void;
+  const rt = runtime(store, new Promise<void>((r) => (release = r)));
+  const first = rt.prompt("a", text("hi"));
+  store.starved = true;
+  const second = rt.prompt("b", text("hi"));
+  await new Promise((r) => setTimeout(r, 50));
+  expect(store.opens).toBeGreaterThanOrEqual(3);
+  store.starved = false;
+  release();
+  expect((await first).kind).toBe("completed");
+  expect((await second).kind).toBe("completed");
+});

@@ -1,0 +1,54 @@
+/**
+ * Through the binary, under open-file limits from too few for Node to start up to enough: a
+ * bridge that answered `initialize` but has no descriptor left to open a session's log with
+ * answers the prompt `-32001` `out-of-descriptors` at once, naming the limit — nothing else runs
+ * that could free one, so there is nothing to wait for (src/agent/turn-admission.ts) — and exits
+ * cleanly when its stdin ends. The run's own timeout is far below the 60 s wait that applies
+ * while other turns run: a bridge that waited would be cut off without its answer.
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { BINARY, initParams, promptParams } from "../support/raw-client.js";
+
+let root: string | undefined;
+afterEach(() => {
+  if (root) fs.rmSync(root, { recursive: true, force: true });
+  root = undefined;
+});
+
+it("a session log the limit leaves no descriptor for is -32001 out-of-descriptors at once; enough, and the turn runs", () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-log-fds-"));
+  const ws = path.join(root, "ws");
+  fs.mkdirSync(ws);
+  const input = [
+    { jsonrpc: "2.0", id: 1, method: "initialize", params: initParams(ws) },
+    { jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptParams("s") },
+  ].map((f) => JSON.stringify(f) + "\n").join("");
+  const seen = new Set<string>();
+  for (let limit = 14; limit <= 44; limit++) {
+    const sessions = path.join(root, `sessions-${limit}`);
+    const run = spawnSync("prlimit", [`--nofile=${limit}`, BINARY, "--stdio", "--session-root", sessions], { input, timeout: 20_000, encoding: "utf8" });
+    const frames = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    if (!frames.find((f) => f.id === 1)?.result) {
+      seen.add("no start");
+      continue;
+    }
+    const at = `limit ${limit}: ${run.stderr.slice(0, 600)}`;
+    const answer = frames.find((f) => f.id === 2);
+    expect(answer, at).toBeDefined();
+    expect([run.status, run.signal], at).toEqual([0, null]);
+    if (answer.error) {
+      expect(answer.error.code, at).toBe(-32001);
+      expect(answer.error.data, at).toEqual({ kind: "out-of-descriptors" });
+      expect(answer.error.message, at).toMatch(/nothing running that could free one.*ulimit -n/);
+      seen.add("out-of-descriptors");
+    } else {
+      expect(answer.result, at).toEqual({ status: "ok", reason: { kind: "completed" } });
+      seen.add("ok");
+    }
+  }
+  expect([...seen].sort()).toEqual(["no start", "ok", "out-of-descriptors"]);
+}, 300_000);
