@@ -48,14 +48,15 @@ describe("timeouts and aborts", () => {
     // model's silence: the stream goes on where it stopped.
     const frames = [frame(chunk({ content: "before " })), frame(chunk({ content: "after" })), frame(chunk({}, "stop")), DONE];
     server.enqueue(sseReply(frames, { delayMs: 20 }));
-    const provider = await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "200" });
+    // The idle timeout well past a busy machine's stall, the hold well past the timeout.
+    const provider = await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "1000" });
     const parts: ModelStreamPart[] = [];
     let held = false;
     for await (const batch of provider.stream(request(), new AbortController().signal)) {
       parts.push(...batch);
       if (!held) {
         held = true;
-        await new Promise((resolve) => setTimeout(resolve, 600));
+        await new Promise((resolve) => setTimeout(resolve, 2500));
       }
     }
     expect(text(parts)).toBe("before after");
