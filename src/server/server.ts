@@ -338,12 +338,15 @@ export class HarnessServer {
     // A turn held by backpressure (the client stopped reading) must still see its abort.
     this.options.endpoint.releaseProducers();
     this.runtime?.abortAll(why);
-    if (this.initializing) {
+    // Taken now: the field is cleared when that `initialize` settles, which may be during the
+    // await below (one refused as already initialized settles at once).
+    const initializing = this.initializing;
+    if (initializing) {
       // An `initialize` still connecting MCP servers would hold this for up to their start-up
       // timeout, and then start a runtime no one can use: stop the servers now (their status
       // says so), and let its response go out before this one.
       await this.mcp?.close();
-      await this.initializing.catch(() => undefined);
+      await initializing.catch(() => undefined);
     }
     await Promise.allSettled([...this.prompts.values()]);
     await this.runtime?.settled();

@@ -86,6 +86,21 @@ describe("shutdown", () => {
     expect(await c.exit()).toEqual({ code: 0, signal: null });
   });
 
+  it("right behind a second initialize (one write, refused as already initialized), aborts the turn, answers {} and exits 0", async () => {
+    // The refused initialize settles at once: the shutdown must not lose track of it meanwhile.
+    const c = await initialized(ws.script("hang.json", oneTurn({ text: "thinking", hang: true })));
+    c.request("p", "session/prompt", promptParams("s"));
+    await c.waitFrame(isEvent("assistant/chunk"), "a chunk");
+    c.send(RawClient.request("again", "initialize", initParams(ws.dir)), RawClient.request("bye", "shutdown"));
+    expect((await c.response("again")).error).toMatchObject({ code: -32002, data: { kind: "already-initialized" } });
+    const bye = await c.response("bye");
+    const prompt = await c.response("p");
+    expect(bye.result).toEqual({});
+    expect(prompt.result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+    expect(c.indexOf(prompt)).toBeLessThan(c.indexOf(bye));
+    expect(await c.exit()).toEqual({ code: 0, signal: null });
+  });
+
   it("is allowed before initialize and exits 0", async () => {
     const c = start();
     c.request(1, "shutdown");

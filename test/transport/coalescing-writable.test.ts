@@ -2,6 +2,7 @@
  * The stdout coalescer: a burst of frames becomes few writes, in order, with backpressure and
  * errors passed through.
  */
+import fc from "fast-check";
 import { once } from "node:events";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
@@ -157,5 +158,76 @@ describe("coalescingWritable", () => {
     expect(error.code).toBe("EPIPE");
     if (!out.closed) await once(out, "close");
     expect(out.destroyed).toBe(true);
+  });
+});
+
+describe("coalescingWritable, writes from every kind of callback", () => {
+  type Source = "sync" | "reaction" | "tick" | "immediate" | "timer";
+  const later = (source: Source, depth: number, run: () => void): void => {
+    if (source === "sync") run();
+    else if (source === "reaction") {
+      let p = Promise.resolve();
+      for (let i = 0; i < depth; i++) p = p.then(() => undefined);
+      void p.then(run);
+    } else if (source === "tick") process.nextTick(run);
+    else if (source === "immediate") setImmediate(run);
+    else setTimeout(run, 0);
+  };
+  const op = fc.record({
+    source: fc.constantFrom<Source>("sync", "reaction", "reaction", "tick", "immediate", "timer"),
+    depth: fc.nat(4),
+    size: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 90, max: 250 })),
+    withCallback: fc.boolean(),
+  });
+
+  it("hands every frame on once, in the order written, and calls each callback once after its bytes were taken", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), fc.boolean(), async (ops, slowTarget) => {
+        let taken = "";
+        const target = new Writable({
+          highWaterMark: 64,
+          write(chunk: Buffer, _enc, cb) {
+            taken += chunk.toString();
+            if (slowTarget) setImmediate(cb);
+            else cb();
+          },
+        });
+        const out = new CoalescingWritable(target, 100);
+        let written = "";
+        const calls = new Map<number, number>();
+        let pending = ops.length;
+        let allDone!: () => void;
+        const done = new Promise<void>((resolve) => (allDone = resolve));
+        ops.forEach(({ source, depth, size, withCallback }, n) =>
+          later(source, depth, () => {
+            const frame = `${String(n % 10).repeat(size - 1)}\n`;
+            written += frame;
+            const upTo = written.length;
+            const settle = () => {
+              if (--pending === 0) allDone();
+            };
+            if (!withCallback) {
+              out.write(frame);
+              settle();
+              return;
+            }
+            calls.set(n, 0);
+            out.write(frame, (error) => {
+              expect(error ?? null).toBeNull();
+              calls.set(n, calls.get(n)! + 1);
+              // Called once the target has taken this frame's bytes (and all before them).
+              expect(taken.length).toBeGreaterThanOrEqual(upTo);
+              settle();
+            });
+          }),
+        );
+        await done;
+        // Until the target has taken everything (a slow one takes a write per turn of the loop).
+        while (out.writableLength > 0) await new Promise((resolve) => setImmediate(resolve));
+        expect(taken).toBe(written);
+        for (const count of calls.values()) expect(count).toBe(1);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -15,13 +15,16 @@ import type { ProviderLog } from "./settings.js";
 export const MAX_SSE_BUFFER_CHARS = 16 * 1024 * 1024;
 
 /**
- * Yields the data of each event of `reader`'s bytes. `beforeRead` runs before every read (the
- * caller arms its idle timer there). A read error propagates as thrown by the body stream.
+ * Yields the data of each event of `reader`'s bytes. `beforeRead` runs before every read and
+ * `afterRead` once it returned (the caller's idle timer runs between the two: the time its
+ * consumer holds the stream, a client slow to read stdout, is not the server's silence). A read
+ * error propagates as thrown by the body stream.
  */
 export async function* readEventData(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   createParser: typeof CreateParser,
   beforeRead: () => void,
+  afterRead: () => void,
   log: ProviderLog,
 ): AsyncGenerator<string> {
   const events: EventSourceMessage[] = [];
@@ -38,6 +41,7 @@ export async function* readEventData(
   for (;;) {
     beforeRead();
     const chunk = await reader.read();
+    afterRead();
     if (chunk.done) {
       parser.feed(decoder.decode());
       parser.reset({ consume: true });

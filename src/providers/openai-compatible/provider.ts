@@ -181,7 +181,7 @@ class OpenAICompatibleProvider implements ModelProvider {
     const response: ResponseMetadata = {};
     let unannounced = false;
     try {
-      for await (const data of readEventData(reader, createParser, () => watchdog.armIdle("waiting for the event stream"), log)) {
+      for await (const data of readEventData(reader, createParser, () => watchdog.armIdle("waiting for the event stream"), () => watchdog.disarmIdle(), log)) {
         if (data === "[DONE]") {
           sawDone = true;
           break;

@@ -73,6 +73,11 @@ export class AttemptWatchdog {
     }
   }
 
+  /** The wait for the server is over: the idle timer stops until the next `armIdle`. */
+  disarmIdle(): void {
+    clearTimeout(this.idle);
+  }
+
   /** Maps an error thrown by fetch or by the body stream; `phase` starts the message ("the request to"). */
   failure(err: unknown, phase: string): unknown {
     if (this.caller.aborted) return this.caller.reason;

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log.js";
 import { deepseekProvider } from "../../../src/providers/deepseek.js";
-import { ModelError, ProviderSettingError, ProviderUnavailableError } from "../../../src/providers/types.js";
+import { ModelError, ProviderSettingError, ProviderUnavailableError, type ModelStreamPart } from "../../../src/providers/types.js";
 import { DONE, KEEP_ALIVE, chunk, errorBody, frame, jsonReply, sseReply } from "../../support/fake-openai-server.js";
 import { collect, collectError, makeProvider, okReply, request, server, testEnv, text, useFakeServer } from "./support.js";
 
@@ -40,6 +40,28 @@ describe("timeouts and aborts", () => {
     server.enqueue(sseReply(frames, { delayMs: 300 }));
     const parts = await collect(await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "1500" }));
     expect(text(parts)).toBe("late");
+  });
+
+  it("does not time out while the consumer holds the stream (a client slow to read stdout), only while the model is silent", async () => {
+    // The server sends everything promptly; the turn stops taking parts for longer than the idle
+    // timeout, as it does while waiting for a client that does not read. That wait is not the
+    // model's silence: the stream goes on where it stopped.
+    const frames = [frame(chunk({ content: "before " })), frame(chunk({ content: "after" })), frame(chunk({}, "stop")), DONE];
+    server.enqueue(sseReply(frames, { delayMs: 20 }));
+    // The idle timeout well past a busy machine's stall, the hold well past the timeout.
+    const provider = await makeProvider({ HARNESS_IDLE_TIMEOUT_MS: "1000" });
+    const parts: ModelStreamPart[] = [];
+    let held = false;
+    for await (const batch of provider.stream(request(), new AbortController().signal)) {
+      parts.push(...batch);
+      if (!held) {
+        held = true;
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+      }
+    }
+    expect(text(parts)).toBe("before after");
+    expect(parts.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+    expect(server.requests).toHaveLength(1);
   });
 
   it("retries a request that stalls before any output (no headers, then no body), then gives up with a timeout", async () => {
