@@ -7,7 +7,7 @@
  */
 import { MAX_JSON_DEPTH } from "../json-depth.js";
 import { newMessageId } from "./message-id.js";
-import type { FinishReason, JsonObject, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import type { FinishReason, JsonObject, SessionEventDataMap, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
 import { ModelError, type ModelProvider } from "../providers/types.js";
 import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { ToolGate } from "./client-requests.js";
@@ -190,10 +190,13 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   }
   // The turn is ending: steers still waiting, and later ones, are refused (steered: false).
   config.steers?.close();
-  const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
   const recorded = recorder?.finish(session);
   if (recorded) await recorded;
-  room = session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
+  // Fields set one by one in this order, absent ones left out (no object spread for each event).
+  const end: SessionEventDataMap["turn/end"] = { turn, reason };
+  if (usage) end.usage = usage;
+  if (reason.kind === "completed" && final?.accepted) end.output = final.accepted.value;
+  room = session.emit("turn/end", end);
   if (room) await room;
   session.sync();
   return reason;
@@ -279,7 +282,9 @@ async function runStep(
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content = assembler.content(calls);
-    const room = session.emit("assistant/message", { id: newMessageId(), turn, step, content, finishReason, ...(usage ? { usage } : {}) });
+    const message: SessionEventDataMap["assistant/message"] = { id: newMessageId(), turn, step, content, finishReason };
+    if (usage) message.usage = usage;
+    const room = session.emit("assistant/message", message);
     if (room) await room;
   }
 
