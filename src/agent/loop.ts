@@ -121,7 +121,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     system,
     maxTokens,
     tools,
-    ...config.context,
+    window: config.context.window,
+    compactAt: config.context.compactAt,
     turn,
     signal,
   };
@@ -208,7 +209,7 @@ interface StepOutcome {
   usage?: Usage;
   /** The model refused the request as too long for its context window, before it streamed anything. */
   refusedAsTooLong?: boolean;
-  /** The turn completes with this step's plain answer (its text): what a stop hook is asked about. */
+  /** The turn completes with this step's plain answer (its text): what a stop hook is asked about (set only when the turn has one). */
   answer?: string;
   /** The model streamed something back: the request ran, and cost what its usage says (unknown without one). */
   answered?: boolean;
@@ -296,9 +297,13 @@ async function runStep(
   }
   if (calls.length === 0) {
     if (!final) {
-      const texts: string[] = [];
-      for (const block of assembler.blocks()) if (block.type === "text") texts.push(block.text);
-      const answer = texts.join("");
+      // The answer's text is for a stop hook to be asked about: made only when there is one.
+      let answer: string | undefined;
+      if (config.hooks?.stop) {
+        const texts: string[] = [];
+        for (const block of assembler.blocks()) if (block.type === "text") texts.push(block.text);
+        answer = texts.join("");
+      }
       return { end: { kind: "completed" }, usage, answered, answer };
     }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
