@@ -298,12 +298,7 @@ async function runStep(
   if (calls.length === 0) {
     if (!final) {
       // The answer's text is for a stop hook to be asked about: made only when there is one.
-      let answer: string | undefined;
-      if (config.hooks?.stop) {
-        const texts: string[] = [];
-        for (const block of assembler.blocks()) if (block.type === "text") texts.push(block.text);
-        answer = texts.join("");
-      }
+      const answer = config.hooks?.stop ? answerText(assembler) : undefined;
       return { end: { kind: "completed" }, usage, answered, answer };
     }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
@@ -316,6 +311,12 @@ async function runStep(
   if (signal.aborted) return { end: { kind: "aborted" }, usage, answered };
   if (final?.accepted) return { end: { kind: "completed" }, usage, answered };
   return { end: final?.exhausted ? final.endReason() : undefined, usage, answered };
+}
+
+function answerText(assembler: MessageAssembler): string {
+  const texts: string[] = [];
+  for (const block of assembler.blocks()) if (block.type === "text") texts.push(block.text);
+  return texts.join("");
 }
 
 function modelFailure(error: unknown): TurnEndReason {
@@ -334,14 +335,7 @@ function modelFailure(error: unknown): TurnEndReason {
  * Runs a step's tool calls: consecutive read-only calls together, every other call alone and
  * in order; results are recorded in the model's order either way.
  */
-async function runToolCalls(
-  session: Session,
-  config: TurnConfig,
-  signal: AbortSignal,
-  calls: ToolCallBlock[],
-  final: FinalAnswer | undefined,
-  recorder: TurnCheckpoint | undefined,
-): Promise<void> {
+async function runToolCalls(session: Session, config: TurnConfig, signal: AbortSignal, calls: ToolCallBlock[], final: FinalAnswer | undefined, recorder: TurnCheckpoint | undefined): Promise<void> {
   let i = 0;
   while (i < calls.length) {
     const batch = [calls[i]];
