@@ -5,9 +5,9 @@
  * a history the next request can send: a step cut short is recorded as a partial assistant
  * message, and each of its tool calls without a result gets an error result.
  */
-import { randomUUID } from "node:crypto";
 import { MAX_JSON_DEPTH } from "../json-depth.js";
-import type { FinishReason, JsonObject, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import { newMessageId } from "./message-id.js";
+import type { FinishReason, JsonObject, SessionEventDataMap, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
 import { ModelError, type ModelProvider } from "../providers/types.js";
 import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
 import type { ToolGate } from "./client-requests.js";
@@ -66,8 +66,6 @@ export interface TurnConfig {
    * and rewinds find nothing of it).
    */
   checkpoints?: TurnCheckpointSource;
-  /** This turn's checkpoint (set by `runTurn` from `checkpoints`, turn-checkpoint.ts). */
-  recorder?: TurnCheckpoint;
   /** The turn's spans, when tracing is on (turn-trace.ts); the loop marks where each model request and tool call begins and ends. */
   trace?: TurnTrace;
 }
@@ -88,12 +86,13 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     }
   }
   // An event is awaited only when the client is behind (`Session.emit`): no tick otherwise.
-  let room = session.emit("user/message", { id: `msg_${randomUUID()}`, content });
+  let room = session.emit("user/message", { id: newMessageId(), content });
   if (room) await room;
   const turn = session.nextTurnNumber();
   room = session.emit("turn/start", config.output ? { turn, outputSchema: config.output.schema } : { turn });
   if (room) await room;
-  if (config.checkpoints) config = { ...config, recorder: new LazyTurnCheckpoint(config.checkpoints, turn) };
+  // This turn's checkpoint (turn-checkpoint.ts), beside the config rather than in a copy of it.
+  const recorder = config.checkpoints ? new LazyTurnCheckpoint(config.checkpoints, turn) : undefined;
   const final = config.output ? new FinalAnswer(config.output) : undefined;
   let usage: Usage | undefined;
   // The prompt's budget (cost.ts), shared with the subagents this turn starts (`subagents` below
@@ -122,7 +121,8 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     system,
     maxTokens,
     tools,
-    ...config.context,
+    window: config.context.window,
+    compactAt: config.context.compactAt,
     turn,
     signal,
   };
@@ -158,7 +158,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     }
     room = session.emit("step/start", { turn, step });
     if (room) await room;
-    let outcome = await runStep(session, config, tools, signal, turn, step, final);
+    let outcome = await runStep(session, config, tools, signal, turn, step, final, recorder);
     spend(outcome.answered === true, outcome.usage);
     if (outcome.refusedAsTooLong && compaction && !retriedAfterRefusal && !signal.aborted) {
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
@@ -168,7 +168,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       const spent = overBudget();
       if (spent) outcome = { end: spent };
       else if (done.compacted && !signal.aborted) {
-        outcome = await runStep(session, config, tools, signal, turn, step, final);
+        outcome = await runStep(session, config, tools, signal, turn, step, final, recorder);
         spend(outcome.answered === true, outcome.usage);
       }
     }
@@ -191,10 +191,13 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   }
   // The turn is ending: steers still waiting, and later ones, are refused (steered: false).
   config.steers?.close();
-  const output = reason.kind === "completed" && final?.accepted ? { output: final.accepted.value } : {};
-  const recorded = config.recorder?.finish(session);
+  const recorded = recorder?.finish(session);
   if (recorded) await recorded;
-  room = session.emit("turn/end", { turn, reason, ...(usage ? { usage } : {}), ...output });
+  // Fields set one by one in this order, absent ones left out (no object spread for each event).
+  const end: SessionEventDataMap["turn/end"] = { turn, reason };
+  if (usage) end.usage = usage;
+  if (reason.kind === "completed" && final?.accepted) end.output = final.accepted.value;
+  room = session.emit("turn/end", end);
   if (room) await room;
   session.sync();
   return reason;
@@ -206,7 +209,7 @@ interface StepOutcome {
   usage?: Usage;
   /** The model refused the request as too long for its context window, before it streamed anything. */
   refusedAsTooLong?: boolean;
-  /** The turn completes with this step's plain answer (its text): what a stop hook is asked about. */
+  /** The turn completes with this step's plain answer (its text): what a stop hook is asked about (set only when the turn has one). */
   answer?: string;
   /** The model streamed something back: the request ran, and cost what its usage says (unknown without one). */
   answered?: boolean;
@@ -220,6 +223,7 @@ async function runStep(
   turn: number,
   step: number,
   final: FinalAnswer | undefined,
+  recorder: TurnCheckpoint | undefined,
 ): Promise<StepOutcome> {
   const assembler = new MessageAssembler();
   const charsAtRequest = session.historyChars;
@@ -279,7 +283,9 @@ async function runStep(
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content = assembler.content(calls);
-    const room = session.emit("assistant/message", { id: `msg_${randomUUID()}`, turn, step, content, finishReason, ...(usage ? { usage } : {}) });
+    const message: SessionEventDataMap["assistant/message"] = { id: newMessageId(), turn, step, content, finishReason };
+    if (usage) message.usage = usage;
+    const room = session.emit("assistant/message", message);
     if (room) await room;
   }
 
@@ -291,9 +297,8 @@ async function runStep(
   }
   if (calls.length === 0) {
     if (!final) {
-      const texts: string[] = [];
-      for (const block of assembler.blocks()) if (block.type === "text") texts.push(block.text);
-      const answer = texts.join("");
+      // The answer's text is for a stop hook to be asked about: made only when there is one.
+      const answer = config.hooks?.stop ? answerText(assembler) : undefined;
       return { end: { kind: "completed" }, usage, answered, answer };
     }
     // A structured turn ends only with a valid final_answer: a plain-text answer is reminded of it.
@@ -302,10 +307,16 @@ async function runStep(
     await session.emit("output/reminder", { turn, attempt: final.attempts, text: reminder });
     return { usage, answered };
   }
-  await runToolCalls(session, config, signal, calls, final);
+  await runToolCalls(session, config, signal, calls, final, recorder);
   if (signal.aborted) return { end: { kind: "aborted" }, usage, answered };
   if (final?.accepted) return { end: { kind: "completed" }, usage, answered };
   return { end: final?.exhausted ? final.endReason() : undefined, usage, answered };
+}
+
+function answerText(assembler: MessageAssembler): string {
+  const texts: string[] = [];
+  for (const block of assembler.blocks()) if (block.type === "text") texts.push(block.text);
+  return texts.join("");
 }
 
 function modelFailure(error: unknown): TurnEndReason {
@@ -324,14 +335,14 @@ function modelFailure(error: unknown): TurnEndReason {
  * Runs a step's tool calls: consecutive read-only calls together, every other call alone and
  * in order; results are recorded in the model's order either way.
  */
-async function runToolCalls(session: Session, config: TurnConfig, signal: AbortSignal, calls: ToolCallBlock[], final?: FinalAnswer): Promise<void> {
+async function runToolCalls(session: Session, config: TurnConfig, signal: AbortSignal, calls: ToolCallBlock[], final: FinalAnswer | undefined, recorder: TurnCheckpoint | undefined): Promise<void> {
   let i = 0;
   while (i < calls.length) {
     const batch = [calls[i]];
     if (config.tools.get(calls[i].name)?.readOnly) {
       while (i + batch.length < calls.length && config.tools.get(calls[i + batch.length].name)?.readOnly) batch.push(calls[i + batch.length]);
     }
-    const run = (call: ToolCallBlock) => executeTool(session, config, signal, call, final);
+    const run = (call: ToolCallBlock) => executeTool(session, config, signal, call, final, recorder);
     const outcomes = batch.map((call) => (config.trace ? config.trace.tool(call, () => run(call)) : run(call)));
     for (let k = 0; k < batch.length; k++) {
       const { output, durationMs, ranWith } = await outcomes[k];
@@ -348,7 +359,8 @@ async function executeTool(
   config: TurnConfig,
   signal: AbortSignal,
   call: ToolCallBlock,
-  final?: FinalAnswer,
+  final: FinalAnswer | undefined,
+  recorder: TurnCheckpoint | undefined,
 ): Promise<{ output: ToolOutput; durationMs: number; ranWith?: JsonObject }> {
   let started = performance.now();
   const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
@@ -375,8 +387,8 @@ async function executeTool(
     started = performance.now(); // the duration is the tool's, not the time the approval took
   }
   // Before the tool may change the workspace: what undoes it is kept (not counted in its duration).
-  if (config.recorder) {
-    await config.recorder.beforeTool(call.name, tool.readOnly, args);
+  if (recorder) {
+    await recorder.beforeTool(call.name, tool.readOnly, args);
     started = performance.now();
   }
   try {

@@ -336,7 +336,7 @@ export class AgentRuntime {
   }
 
   /** Runs a turn; `request` and `steers` are a top-level prompt's (a subagent's turn has no budget of its own and cannot be steered). */
-  private async run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, request: TurnRequest = {}, steers?: SteerInbox): Promise<TurnEndReason> {
+  private run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, request: TurnRequest = {}, steers?: SteerInbox): Promise<TurnEndReason> {
     const { subagentDepth } = this.options;
     // The turn's span (tracing on only): a child of the client's span, or of the `task` call running this subagent.
     const trace = this.options.tracer?.turn({
@@ -350,8 +350,14 @@ export class AgentRuntime {
     });
     // One budget for the prompt's turn and every subagent it starts (cost.ts TurnBudget).
     const budget = request.budget ?? (request.maxCostUsd !== undefined ? new TurnBudget(request.maxCostUsd) : undefined);
+    // The turn's end in one reaction (an async layer here made its own promise and frame a turn);
+    // whatever fails, here or in the turn, rejects as a turn that recorded no `turn/end`.
+    const failed = (error: unknown): MissingTurnEndError => {
+      trace?.end({ kind: "internal-error", message: (error as Error).message });
+      return new MissingTurnEndError(session.id, error);
+    };
     try {
-      const reason = await runTurn(
+      return runTurn(
         session,
         content,
         {
@@ -378,12 +384,17 @@ export class AgentRuntime {
           trace,
         },
         signal,
+      ).then(
+        (reason) => {
+          trace?.end(reason);
+          return reason;
+        },
+        (error: unknown) => {
+          throw failed(error);
+        },
       );
-      trace?.end(reason);
-      return reason;
     } catch (error) {
-      trace?.end({ kind: "internal-error", message: (error as Error).message });
-      throw new MissingTurnEndError(session.id, error);
+      return Promise.reject(failed(error));
     }
   }
 

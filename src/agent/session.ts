@@ -54,11 +54,10 @@ export class Session {
   /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
   private readonly pendingHooks = new Map<string, HookRequestEventData>();
   /**
-   * An event's text before its `seq`, for the last type emitted, and between `seq` and the data,
-   * for the last time: a streamed step's chunks share both, so each is made once, not per chunk
-   * (every concatenation is a string object to collect).
+   * An event's text between `seq` and the data, for the last time: a streamed step's chunks
+   * share it, so it is made once, not per chunk (every concatenation is a string object to
+   * collect). The text before `seq` is the type's own (`eventHead`).
    */
-  private readonly head = { type: "", text: "" };
   private readonly middle = { time: -1, text: "" };
 
   constructor(
@@ -97,16 +96,12 @@ export class Session {
     const dataJson = type === "assistant/chunk" ? chunkDataJson(data as SessionEventDataMap["assistant/chunk"]) : jsonText(data);
     let json: string | undefined;
     if (dataJson !== undefined) {
-      const { head, middle } = this;
-      if (head.type !== type) {
-        head.type = type;
-        head.text = `{"type":"${type}","seq":`;
-      }
+      const { middle } = this;
       if (middle.time !== time) {
         middle.time = time;
         middle.text = `,"time":${time},"data":`;
       }
-      json = `${head.text}${seq}${middle.text}${dataJson}}`;
+      json = `${eventHead(type)}${seq}${middle.text}${dataJson}}`;
     }
     if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
       this.log?.append(event, json);
@@ -314,6 +309,18 @@ export class Session {
         break;
     }
   }
+}
+
+/**
+ * An event's JSON text before its `seq`, made once per event type for the process: a turn's
+ * events take turns between types, so a text kept for the last type only was made anew for
+ * nearly every event. The types are the protocol's few constants.
+ */
+const heads = new Map<SessionEventType, string>();
+function eventHead(type: SessionEventType): string {
+  let head = heads.get(type);
+  if (head === undefined) heads.set(type, (head = `{"type":"${type}","seq":`));
+  return head;
 }
 
 /** The text of the user-role message a compaction summary becomes. */

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
+import { newMessageId } from "./message-id.js";
 import type { TextBlock } from "../protocol/index.js";
 import type { Session } from "./session.js";
 
@@ -65,7 +65,7 @@ export class SteerInbox {
     while (this.waiting.length > 0 && !signal.aborted && !this.closed) {
       const next = this.waiting.shift() as Waiting;
       try {
-        await session.emit("user/steer", { id: `msg_${randomUUID()}`, content: next.content });
+        await session.emit("user/steer", { id: newMessageId(), content: next.content });
       } catch (error) {
         next.settle(false);
         throw error;

@@ -9,7 +9,7 @@ import type { ServerEndpoint } from "../transport/server-endpoint.js";
 
 export function runtimeSink(endpoint: ServerEndpoint): RuntimeSink {
   // The params' text before the event, for the last session id seen: a turn's events all name
-  // the same session.
+  // the same session (the same string, which the endpoint's line head is kept for).
   let lastId: string | undefined;
   let lastHead = "";
   return {
@@ -19,7 +19,7 @@ export function runtimeSink(endpoint: ServerEndpoint): RuntimeSink {
         lastId = sessionId;
         lastHead = `{"sessionId":${JSON.stringify(sessionId)},"event":`;
       }
-      return endpoint.notifyJson("session.event", `${lastHead}${json}}`);
+      return endpoint.notifyJson("session.event", lastHead, json);
     },
     subagentStarted: (params: SubagentStartedNotification) => endpoint.notify("subagent.started", params),
     subagentFinished: (params: SubagentFinishedNotification) => endpoint.notify("subagent.finished", params),

@@ -69,8 +69,9 @@ export class ServerEndpoint {
   private closed = false;
   /** Input is paused because too much output waits for the client (see `maxQueuedOutputBytes`). */
   private throttled = false;
-  /** `notifyJson`'s line before the params, for the last method it wrote (a streamed turn's frames share it). */
+  /** `notifyJson`'s line before the encoded value, for the last method and params head it wrote (a streamed turn's frames share it). */
   private lastMethod: string | undefined;
+  private lastParamsHead = "";
   private lastHead = "";
   private readonly onData = (chunk: Buffer | string) => this.reader.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
   private inputEnded = false;
@@ -124,17 +125,22 @@ export class ServerEndpoint {
   }
 
   /**
-   * `notify` of params already encoded: `paramsJson` is `JSON.stringify(params)`, so the line is
-   * the same bytes `notify` writes. `undefined` when the output has room now, else a promise
-   * that resolves when it has (`notify`'s promise, without one made when nothing waits).
+   * `notify` of params already encoded, as an object whose last field's value is `lastJson`:
+   * `${paramsHead}${lastJson}}` is `JSON.stringify(params)` (`paramsHead` is `{` and the fields
+   * before, up to that field's `"name":`), so the line is the same bytes `notify` writes. The
+   * line's text before `lastJson` is made once for a run of frames with the same method and
+   * head (a turn's events), and its end is one constant. `undefined` when the output has room
+   * now, else a promise that resolves when it has (`notify`'s promise, without one made when
+   * nothing waits).
    */
-  notifyJson(method: NotificationMethod, paramsJson: string): Promise<void> | undefined {
-    if (method !== this.lastMethod) {
+  notifyJson(method: NotificationMethod, paramsHead: string, lastJson: string): Promise<void> | undefined {
+    if (method !== this.lastMethod || paramsHead !== this.lastParamsHead) {
       this.lastMethod = method;
+      this.lastParamsHead = paramsHead;
       // A method name is a constant of the protocol (`session.event`): nothing in it to escape.
-      this.lastHead = `{"jsonrpc":"2.0","method":"${method}","params":`;
+      this.lastHead = `{"jsonrpc":"2.0","method":"${method}","params":${paramsHead}`;
     }
-    return this.writer.roomPromise(this.writer.writeLine(`${this.lastHead}${paramsJson}}\n`));
+    return this.writer.roomPromise(this.writer.writeLine(`${this.lastHead}${lastJson}}}\n`));
   }
 
   /**
