@@ -69,6 +69,17 @@ describe("bench", () => {
     return { server, request, seen };
   }
 
+  it.skipIf(!fs.existsSync(python))(
+    "stream_counts.py counts one short turn of the floor and of the bridge",
+    () => {
+      const run = spawnSync(python, [path.join(root, "bench", "stream_counts.py"), "--chunks", "300", "--rounds", "1"], { cwd: root, encoding: "utf8", timeout: 120_000 });
+      expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+      expect(run.stdout).toContain("| floor | bridge |");
+      for (const row of ["lines/s", "writer write(2)", "reader read(2)", "reader blocked ms"]) expect(run.stdout).toContain(`| ${row} |`);
+    },
+    130_000,
+  );
+
   it("the MCP peer server answers a tool call", async () => {
     const { server, request } = peer("mcp_server.mjs");
     try {
