@@ -10,6 +10,7 @@ import * as path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { BINARY } from "../support/raw-client.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 // The test venv (scripts/setup.sh); bench/run.sh's own venv adds only `mcp`.
@@ -79,6 +80,30 @@ describe("bench", () => {
     },
     130_000,
   );
+
+  it("the throughput floor writes the lines the bridge writes for a streamed turn (ids and times aside)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-bench-floor-"));
+    try {
+      const model = path.join(dir, "bench.json");
+      fs.writeFileSync(model, JSON.stringify({ steps: [{ text: "0123456789abcdef", chunkSize: 16, repeat: 3 }] }));
+      const input = [
+        { jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: dir, provider: "scripted", model } },
+        { jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "bench", contentBlocks: [{ type: "text", text: "go" }] } },
+      ]
+        .map((m) => `${JSON.stringify(m)}\n`)
+        .join("");
+      const stream = (cmd: string, args: string[]) => {
+        const run = spawnSync(cmd, args, { input, encoding: "utf8", timeout: 60_000 });
+        const lines = run.stdout.trim().split("\n").slice(1); // after initialize's answer
+        return lines.map((l) => l.replace(/"time":\d+/g, '"time":0').replace(/msg_[0-9a-f-]{36}/g, "msg_ID"));
+      };
+      const bridge = stream(BINARY, ["--stdio", "--no-session-log"]);
+      expect(bridge).toHaveLength(9);
+      expect(stream(process.execPath, [path.join(root, "bench", "floor_writer.mjs"), "--chunks", "3"])).toEqual(bridge);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it("the MCP peer server answers a tool call", async () => {
     const { server, request } = peer("mcp_server.mjs");
