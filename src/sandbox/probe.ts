@@ -9,7 +9,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
-import { landlockOff, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
+import { landlockOff, landlockRefusal, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
 import { helperIdentity, privateFolder } from "./landlock-helper.js";
 import { wantedHidden } from "./hidden.js";
 import { failedForWantOfDescriptors, sandboxStatusAtStart, type SandboxStatus } from "./status.js";
@@ -222,9 +222,9 @@ export async function initialSandboxStatus(mode: string, workspace: string, env:
   return statusOf(
     await choose(real, env, async () => {
       try {
-        const parts = startParts?.wanted === partsFor(env) ? startParts.parts : undefined;
-        const rules = landlockOff(env) ? undefined : landlockRules(real, undefined, env, parts);
-        if (rules && "refused" in rules) return { failure: rules.refused };
+        // Only the workspace's refusal: the rule arguments are the probe's and the commands' to build.
+        const refused = landlockOff(env) ? undefined : landlockRefusal(real, [real], startParts?.wanted === partsFor(env) ? startParts.parts : ruleParts(env));
+        if (refused) return { failure: refused };
       } catch (error) {
         return { failure: (error as Error).message };
       }
