@@ -157,8 +157,8 @@ function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockProbe> {
     return probeLandlock(undefined, env).then((answer) => {
       if (slot) {
         remember(slot, answer);
-        // Other keys' old files go, off the response's path.
-        setImmediate(() => pruneVerdicts(slot.folder));
+        // Other keys' old files go after the response, asynchronously (pruneVerdicts: why).
+        setImmediate(() => void pruneVerdicts(slot.folder));
       }
       return answer;
     });

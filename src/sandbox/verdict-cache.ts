@@ -21,7 +21,7 @@
  * is written under a unique name, 0600, and renamed into place, in the private folder only this
  * uid can write.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstat, openSync, readdir, readFileSync, readlinkSync, renameSync, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { failedForWantOfDescriptors } from "./status.js";
 
@@ -204,21 +204,21 @@ export function forgetVerdict(folder: string, key: string): void {
   }
 }
 
-/** Removes the verdict files no start has rewritten for `STALE_MS` (their keys are gone); best effort. */
-export function pruneVerdicts(folder: string, now = Date.now()): void {
-  let names: string[];
-  try {
-    names = readdirSync(folder);
-  } catch {
-    return;
-  }
+/**
+ * Removes the verdict files no start has rewritten for `STALE_MS` (their keys are gone); best
+ * effort. Asynchronous, one file system call in flight at a time: the folder may hold hundreds of
+ * files (one per build and environment seen in a day), and a bridge prunes right after its
+ * first response, where a synchronous walk would hold the main thread (and the first turn) for
+ * all of them; this way each step is one small callback between others, and the thread pool
+ * keeps its other threads for the turn's own file work.
+ */
+export async function pruneVerdicts(folder: string, now = Date.now()): Promise<void> {
+  const names = await new Promise<string[]>((resolve) => readdir(folder, (error, found) => resolve(error ? [] : found)));
   for (const name of names) {
     if (!name.startsWith(PREFIX)) continue;
     const file = path.join(folder, name);
-    try {
-      if (now - lstatSync(file).mtimeMs > STALE_MS) unlinkSync(file);
-    } catch {
-      // gone already, or not this uid's
-    }
+    const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && now - st.mtimeMs > STALE_MS)));
+    // gone already, or not this uid's: left as it is
+    if (stale) await new Promise<void>((resolve) => unlink(file, () => resolve()));
   }
 }
