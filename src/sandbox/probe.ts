@@ -95,6 +95,9 @@ let recalled: { folder: string; key: string; verdict: Verdict; env: NodeJS.Proce
 let startParts: { wanted: string; parts: RuleParts } | undefined;
 const partsFor = (env: NodeJS.ProcessEnv) => [env.HARNESS_SANDBOX_READ ?? "", ...wantedHidden(env)].join("\0");
 
+/** What the start probe looks its verdict up in where it has no private folder or no key: a folder no process can make. */
+const NO_VERDICT_FOLDER = "/proc/self/no-verdict";
+
 /** Where the start probe's verdict is remembered, and under which key; undefined where it is not. */
 function verdictSlot(env: NodeJS.ProcessEnv): { folder: string; key: string } | undefined {
   if (landlockOff(env) || process.platform !== "linux") return undefined; // no helper is started: nothing to save
@@ -149,7 +152,10 @@ function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockProbe> {
   const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tmpdir()].join("\0");
   return once(`landlock-start\0${key}`, () => {
     const slot = verdictSlot(env);
-    const verdict = slot && recalledVerdict(slot.folder, slot.key);
+    // Looked up even without a slot, where no file can be (a name /proc never has): the same
+    // code on every machine, so the build's start-up run compiles the lookup too
+    // (scripts/start-up-cache.cjs), though it has no private folder to read.
+    const verdict = recalledVerdict(slot?.folder ?? NO_VERDICT_FOLDER, slot?.key ?? "");
     if (slot && verdict) {
       recalled = { ...slot, verdict, env };
       return Promise.resolve(verdict);
