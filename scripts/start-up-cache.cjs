@@ -12,8 +12,9 @@
 // before the response — the Landlock verdict's key and the rules (src/sandbox/probe.ts) — with
 // every input of it fixed here: `HARNESS_BWRAP` names a file that is not there, `HOME` is an
 // empty folder (no toolchain, no credential store), and `TMPDIR` a folder that is not there, so
-// no private folder can be made: no verdict is read or written, no helper written or started,
-// and `initialize` reports `none`. Both are checked (the response; no `node:child_process`), so
+// no private folder can be made: no verdict is read (the lookup runs all the same, against a
+// folder no process can make, so its code is in the cache too) or written, no helper written
+// or started, and `initialize` reports `none`. Both are checked (the response; no `node:child_process`), so
 // a change that makes the run start a process, whose answer would be the machine's, fails the
 // build instead. `--no-session-log` opens no store, the workspace is `/`, the provider the
 // offline `scripted` demo; build.mjs gives the run no environment but this, the same stdio on

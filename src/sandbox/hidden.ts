@@ -107,18 +107,34 @@ export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
   ];
 }
 
-/** The existing paths to hide, each with whether it is a folder. */
-export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
-  const found = new Map<string, boolean>();
+/**
+ * The real paths of the existing paths to hide, each once. What the Landlock rules need (they
+ * never grant a hidden path, file or folder alike), so no `stat` of each: that is bubblewrap's
+ * (`hiddenPaths`), and this runs on the start-up path where bubblewrap is not there.
+ */
+export function hiddenRealPaths(env: NodeJS.ProcessEnv = process.env): string[] {
+  const found = new Set<string>();
   for (const p of wantedHidden(env)) {
     if (!existsSync(p)) continue; // most are not there: no exception to build (see landlock.ts `real`)
     try {
-      const real = realpathSync.native(p);
-      found.set(real, statSync(real).isDirectory());
+      found.add(realpathSync.native(p));
     } catch {
       // not there: nothing to hide
     }
   }
-  return [...found].map(([p, folder]) => ({ path: p, folder }));
+  return [...found];
+}
+
+/** The existing paths to hide, each with whether it is a folder (bubblewrap hides the two differently). */
+export function hiddenPaths(env: NodeJS.ProcessEnv = process.env): { path: string; folder: boolean }[] {
+  const found: { path: string; folder: boolean }[] = [];
+  for (const p of hiddenRealPaths(env)) {
+    try {
+      found.push({ path: p, folder: statSync(p).isDirectory() });
+    } catch {
+      // gone since: nothing to hide
+    }
+  }
+  return found;
 }
 

@@ -17,7 +17,7 @@
 import { existsSync, mkdtempSync, realpathSync } from "node:fs";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
-import { hiddenPaths, homeFolder, underHome } from "./hidden.js";
+import { hiddenRealPaths, homeFolder, underHome } from "./hidden.js";
 import { privateFolder, verifiedHelper } from "./landlock-helper.js";
 
 /** System folders readable (and executable) by a confined command, where they exist. */
@@ -66,7 +66,7 @@ export interface RuleParts {
 
 /** The rule parts for `env` now (what a command may read: the module comment's invariant). */
 export function ruleParts(env: NodeJS.ProcessEnv = process.env): RuleParts {
-  const hidden = hiddenPaths(env).map((h) => h.path);
+  const hidden = hiddenRealPaths(env);
   const touchesHidden = (dir: string) => hidden.some((h) => isInside(dir, h) || isInside(h, dir));
   const home = homeFolder(env);
 
@@ -88,36 +88,42 @@ export function ruleParts(env: NodeJS.ProcessEnv = process.env): RuleParts {
 }
 
 /**
+ * Why Landlock cannot confine a command in `workspace` (a real path) that also writes `write`,
+ * on the rule parts `parts`; undefined when it can. A hidden path inside anything allowed would
+ * be readable: refused instead (bubblewrap can hide it). The workspace itself does not count (as
+ * with bubblewrap); a hidden path that holds the workspace does: bubblewrap empties it around
+ * the workspace, but a rule that holds it (a folder read) would show all of it.
+ */
+export function landlockRefusal(workspace: string, write: readonly string[], { hidden, read }: RuleParts): string | undefined {
+  for (const dir of [...read, ...write]) {
+    const h = hidden.find((h) => isInside(dir, h) && h !== workspace);
+    if (!h) continue;
+    return dir === workspace
+      ? `the workspace holds ${h}, which Landlock cannot hide (it allows folders, not holes in them)`
+      : `Landlock cannot hide ${h} inside the readable ${dir} (it allows folders, not holes in them)`;
+  }
+  return undefined;
+}
+
+/**
  * The helper's rule arguments for a command in `workspace` (a real path) with the private
- * temporary folder `tmp`, or why this workspace cannot be confined by Landlock; on `parts`, by
- * default computed now (a command's always are). Without a workspace (the start-up probe, which
- * asks only whether the helper confines here) nothing is refused: the refusals below are a
- * workspace's, checked when it is known.
+ * temporary folder `tmp`, or why this workspace cannot be confined by Landlock
+ * (`landlockRefusal`); on `parts`, by default computed now (a command's always are). Without a
+ * workspace (the start-up probe, which asks only whether the helper confines here) nothing is
+ * refused: the refusals are a workspace's, checked when it is known.
  */
 export function landlockRules(
   workspace: string | undefined,
   tmp: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
-  { hidden, read }: RuleParts = ruleParts(env),
+  parts: RuleParts = ruleParts(env),
 ): { args: string[] } | { refused: string } {
   const write = [...(workspace ? [workspace] : []), ...(tmp ? [tmp] : [])];
-  // A hidden path inside anything allowed would be readable: refuse instead (bubblewrap can hide
-  // it). The workspace itself does not count (as with bubblewrap); a hidden path that holds the
-  // workspace does: bubblewrap empties it around the workspace, but a rule that holds it (a
-  // folder read) would show all of it.
-  for (const dir of workspace ? [...read, ...write] : []) {
-    const h = hidden.find((h) => isInside(dir, h) && h !== workspace);
-    if (!h) continue;
-    return {
-      refused:
-        dir === workspace
-          ? `the workspace holds ${h}, which Landlock cannot hide (it allows folders, not holes in them)`
-          : `Landlock cannot hide ${h} inside the readable ${dir} (it allows folders, not holes in them)`,
-    };
-  }
+  const refused = workspace ? landlockRefusal(workspace, write, parts) : undefined;
+  if (refused) return { refused };
   return {
     args: [
-      ...read.flatMap((p) => ["--ro", p]),
+      ...parts.read.flatMap((p) => ["--ro", p]),
       ...LANDLOCK_DEVICES.filter(exists).flatMap((p) => ["--rw", p]),
       ...write.flatMap((p) => ["--rw", p]),
     ],

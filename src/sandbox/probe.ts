@@ -9,7 +9,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
-import { landlockOff, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
+import { landlockOff, landlockRefusal, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
 import { helperIdentity, privateFolder } from "./landlock-helper.js";
 import { wantedHidden } from "./hidden.js";
 import { failedForWantOfDescriptors, sandboxStatusAtStart, type SandboxStatus } from "./status.js";
@@ -95,6 +95,9 @@ let recalled: { folder: string; key: string; verdict: Verdict; env: NodeJS.Proce
 let startParts: { wanted: string; parts: RuleParts } | undefined;
 const partsFor = (env: NodeJS.ProcessEnv) => [env.HARNESS_SANDBOX_READ ?? "", ...wantedHidden(env)].join("\0");
 
+/** What the start probe looks its verdict up in where it has no private folder or no key: a folder no process can make. */
+const NO_VERDICT_FOLDER = "/proc/self/no-verdict";
+
 /** Where the start probe's verdict is remembered, and under which key; undefined where it is not. */
 function verdictSlot(env: NodeJS.ProcessEnv): { folder: string; key: string } | undefined {
   if (landlockOff(env) || process.platform !== "linux") return undefined; // no helper is started: nothing to save
@@ -149,7 +152,10 @@ function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockProbe> {
   const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tmpdir()].join("\0");
   return once(`landlock-start\0${key}`, () => {
     const slot = verdictSlot(env);
-    const verdict = slot && recalledVerdict(slot.folder, slot.key);
+    // Looked up even without a slot, where no file can be (a name /proc never has): the same
+    // code on every machine, so the build's start-up run compiles the lookup too
+    // (scripts/start-up-cache.cjs), though it has no private folder to read.
+    const verdict = recalledVerdict(slot?.folder ?? NO_VERDICT_FOLDER, slot?.key ?? "");
     if (slot && verdict) {
       recalled = { ...slot, verdict, env };
       return Promise.resolve(verdict);
@@ -157,8 +163,8 @@ function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockProbe> {
     return probeLandlock(undefined, env).then((answer) => {
       if (slot) {
         remember(slot, answer);
-        // Other keys' old files go, off the response's path.
-        setImmediate(() => pruneVerdicts(slot.folder));
+        // Other keys' old files go after the response, asynchronously (pruneVerdicts: why).
+        setImmediate(() => void pruneVerdicts(slot.folder));
       }
       return answer;
     });
@@ -222,9 +228,9 @@ export async function initialSandboxStatus(mode: string, workspace: string, env:
   return statusOf(
     await choose(real, env, async () => {
       try {
-        const parts = startParts?.wanted === partsFor(env) ? startParts.parts : undefined;
-        const rules = landlockOff(env) ? undefined : landlockRules(real, undefined, env, parts);
-        if (rules && "refused" in rules) return { failure: rules.refused };
+        // Only the workspace's refusal: the rule arguments are the probe's and the commands' to build.
+        const refused = landlockOff(env) ? undefined : landlockRefusal(real, [real], startParts?.wanted === partsFor(env) ? startParts.parts : ruleParts(env));
+        if (refused) return { failure: refused };
       } catch (error) {
         return { failure: (error as Error).message };
       }

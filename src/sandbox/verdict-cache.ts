@@ -21,7 +21,7 @@
  * is written under a unique name, 0600, and renamed into place, in the private folder only this
  * uid can write.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstat, openSync, readdir, readFileSync, readlinkSync, renameSync, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { failedForWantOfDescriptors } from "./status.js";
 
@@ -37,8 +37,21 @@ const STALE_MS = 24 * 60 * 60 * 1000;
 const MAX_BYTES = 64 * 1024;
 const MAX_FAILURE_CHARS = 1000;
 const NAMESPACES = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
-/** The lines of /proc/self/status that say what this process may do. */
-const STATUS_FIELDS = /^(?:Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):.*$/gm;
+/** The fields of /proc/self/status that say what this process may do. */
+const STATUS_FIELDS = new Set(["Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters"]);
+/**
+ * Those lines of a /proc/self/status text. Line by line with a set, not a multiline regular
+ * expression: on the start-up path that runs in V8's regexp interpreter, at every position of
+ * the ~1.4 KB text (bench/README.md, "Why the code does this").
+ */
+const statusLines = (text: string): string =>
+  text
+    .split("\n")
+    .filter((line) => {
+      const colon = line.indexOf(":");
+      return colon > 0 && STATUS_FIELDS.has(line.slice(0, colon));
+    })
+    .join("\n");
 
 const read = (file: string): string => {
   try {
@@ -68,7 +81,7 @@ export function verdictKey(helper: string, rules: readonly string[]): string | u
   } catch {
     exe = undefined;
   }
-  const status = read("/proc/self/status").match(STATUS_FIELDS)?.join("\n") ?? "-";
+  const status = statusLines(read("/proc/self/status")) || "-";
   // Every part is read even when one is missing (then there is no key): the same code runs on
   // every machine, so what the start-up run compiles does not depend on the build machine's
   // /proc (scripts/start-up-cache.cjs).
@@ -90,22 +103,24 @@ export function verdictKey(helper: string, rules: readonly string[]): string | u
  * builds, two environments) do not overwrite each other's. The name is a cheap 64-bit hash of
  * the key (no `node:crypto` on the start-up path); the file holds the whole key, compared on
  * reading, so a collision is a miss, never another key's verdict. The hash takes the key's
- * UTF-8 bytes a 32-bit word at a time from a typed array, then its length: on the start-up path
- * this loop still runs in the interpreter, where a step per character (a `charCodeAt` call
- * each) cost several times more.
+ * UTF-8 bytes a 32-bit word at a time from a typed array, the two 32-bit halves of the name
+ * from alternate words, then its length into both: on the start-up path this loop still runs in
+ * the interpreter, where each step counts (a step per character, a `charCodeAt` call each, cost
+ * several times more).
  */
 export function verdictFile(folder: string, key: string): string {
   const length = Buffer.byteLength(key);
-  const words = new Int32Array(Math.ceil(length / 4) + 1);
+  const n = Math.ceil(length / 8) * 2;
+  const words = new Int32Array(n + 2);
   Buffer.from(words.buffer).write(key);
-  words[words.length - 1] = length;
+  words[n] = length;
+  words[n + 1] = length;
   let a = 0x811c9dc5;
   let b = 0x9747b28c;
-  for (let i = 0; i < words.length; i++) {
-    const w = words[i];
-    a = Math.imul(a ^ w, 0x01000193);
+  for (let i = 0; i < words.length; i += 2) {
+    a = Math.imul(a ^ words[i], 0x01000193);
     a ^= a >>> 15;
-    b = Math.imul(b ^ w, 0x5bd1e995);
+    b = Math.imul(b ^ words[i + 1], 0x5bd1e995);
     b ^= b >>> 13;
   }
   const hex = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
@@ -120,14 +135,11 @@ function readSafely(file: string): string | undefined {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     const st = fstatSync(fd);
     if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o077) !== 0 || st.size > MAX_BYTES) return undefined;
-    const bytes = Buffer.alloc(st.size);
-    let got = 0;
-    while (got < bytes.length) {
-      const n = readSync(fd, bytes, got, bytes.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return bytes.subarray(0, got).toString("utf8");
+    // Read whole through the descriptor just checked: one native call for the read and the
+    // decoding (readFileSync is on the start-up path already, a read loop would be one more
+    // function to compile there). Only this uid can grow the file since: checked again.
+    const text = readFileSync(fd, "utf8");
+    return Buffer.byteLength(text) <= MAX_BYTES ? text : undefined;
   } catch {
     return undefined;
   } finally {
@@ -192,21 +204,21 @@ export function forgetVerdict(folder: string, key: string): void {
   }
 }
 
-/** Removes the verdict files no start has rewritten for `STALE_MS` (their keys are gone); best effort. */
-export function pruneVerdicts(folder: string, now = Date.now()): void {
-  let names: string[];
-  try {
-    names = readdirSync(folder);
-  } catch {
-    return;
-  }
+/**
+ * Removes the verdict files no start has rewritten for `STALE_MS` (their keys are gone); best
+ * effort. Asynchronous, one file system call in flight at a time: the folder may hold hundreds of
+ * files (one per build and environment seen in a day), and a bridge prunes right after its
+ * first response, where a synchronous walk would hold the main thread (and the first turn) for
+ * all of them; this way each step is one small callback between others, and the thread pool
+ * keeps its other threads for the turn's own file work.
+ */
+export async function pruneVerdicts(folder: string, now = Date.now()): Promise<void> {
+  const names = await new Promise<string[]>((resolve) => readdir(folder, (error, found) => resolve(error ? [] : found)));
   for (const name of names) {
     if (!name.startsWith(PREFIX)) continue;
     const file = path.join(folder, name);
-    try {
-      if (now - lstatSync(file).mtimeMs > STALE_MS) unlinkSync(file);
-    } catch {
-      // gone already, or not this uid's
-    }
+    const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && now - st.mtimeMs > STALE_MS)));
+    // gone already, or not this uid's: left as it is
+    if (stale) await new Promise<void>((resolve) => unlink(file, () => resolve()));
   }
 }

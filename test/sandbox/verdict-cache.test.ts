@@ -93,15 +93,28 @@ describe("the remembered Landlock verdict", () => {
     expect(new Set(keys.map((k) => verdictFile(dir, k))).size).toBe(keys.length);
   });
 
-  it("prunes the files not rewritten for a day, and nothing else", () => {
+  it("prunes the files not rewritten for a day, and nothing else", async () => {
     rememberVerdict(dir, KEY, { abi: 5 });
     rememberVerdict(dir, `${KEY}2`, { abi: 6 });
     fs.writeFileSync(path.join(dir, "landlock-exec-0123"), "");
     const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
     fs.utimesSync(file, old, old);
     fs.utimesSync(path.join(dir, "landlock-exec-0123"), old, old);
-    pruneVerdicts(dir);
+    await pruneVerdicts(dir);
     expect(fs.readdirSync(dir).sort()).toEqual(["landlock-exec-0123", path.basename(verdictFile(dir, `${KEY}2`))].sort());
+  });
+
+  it("prunes off the caller's turn: nothing is touched until its promise settles, and a missing folder is no error", async () => {
+    const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
+    for (let i = 0; i < 20; i++) {
+      rememberVerdict(dir, `${KEY}${i}`, { abi: 5 });
+      fs.utimesSync(verdictFile(dir, `${KEY}${i}`), old, old);
+    }
+    const pruning = pruneVerdicts(dir);
+    expect(fs.readdirSync(dir)).toHaveLength(20);
+    await pruning;
+    expect(fs.readdirSync(dir)).toEqual([]);
+    await expect(pruneVerdicts(path.join(dir, "absent"))).resolves.toBeUndefined();
   });
 
   it("does not remember a malformed verdict: it forgets the old one instead", () => {

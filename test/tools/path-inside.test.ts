@@ -41,6 +41,20 @@ describe("isInside", () => {
     );
   });
 
+  it("says normal form exactly as its definition: `/`-led names none of which is empty, `.` or `..`", () => {
+    const definition = /^(?:\/(?!\.\.?(?:\/|$))[^/]+)+$/;
+    fc.assert(
+      fc.property(absolute, fc.constantFrom("", "/", ".", "..", "//", "/.", "/.."), fc.boolean(), (p, tail, led) => {
+        const q = led ? `${p}${tail}` : `${tail}${p}`.slice(1);
+        expect(isNormalAbsolute(q)).toBe(q === "/" || definition.test(q));
+      }),
+      { numRuns: 5000 },
+    );
+    for (const p of ["", "/", "//", "/.", "/..", "/...", "/a/.", "/a/..", "/a/...", "/.a", "/a/./b", "/a/../b", "/a//b", "/a/", "a/b", "/a\nb"]) {
+      expect(isNormalAbsolute(p), p).toBe(p === "/" || definition.test(p));
+    }
+  });
+
   it("holds at the edges: the root itself, a sibling sharing a prefix, the file-system root", () => {
     expect(isInside("/w/ab", "/w/ab")).toBe(true);
     expect(isInside("/w/ab", "/w/ab/c")).toBe(true);
