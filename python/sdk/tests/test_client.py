@@ -241,7 +241,10 @@ def test_raising_callback_cancels_the_turn_and_reraises(backend):
 
 def test_request_timeout_cancels_the_prompt(backend, fake_log):
     env = {"FAKE_BRIDGE_LOG": str(fake_log)}
-    c = backend.initialized_client(HANG, env=env, request_timeout_seconds=1.0)
+    # The 1 s default is for the prompt under test; a bridge starting on a busy machine may take
+    # longer than that to answer initialize, which is not what this test is about.
+    c = backend.client(env=env, request_timeout_seconds=1.0).start()
+    c.initialize(backend.workspace, "scripted", backend.script(HANG), timeout=60)
     with pytest.raises(RequestTimeoutError) as info:
         call_within(60, c.session_prompt, "slow", "go")
     assert isinstance(info.value, TimeoutError) and info.value.method == "session/prompt"
