@@ -201,7 +201,9 @@ def test_a_finished_or_unstarted_stream_sends_nothing(fake, fake_log):
 
 
 def test_stream_timeout_cancels_and_the_session_stays_usable(fake):
-    with fake.harness(HANG_THEN_DONE, request_timeout_seconds=1.0) as h:
+    # request_timeout_seconds bounds every request, initialize too: 5 s leaves a fake bridge
+    # starting on a busy machine time to answer initialize (1 s did not, under load 10-17).
+    with fake.harness(HANG_THEN_DONE, request_timeout_seconds=5.0) as h:
         s = h.start_session()
         stream = s.stream("hang")
         with pytest.raises(RequestTimeoutError):
