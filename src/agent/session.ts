@@ -20,6 +20,7 @@ import { historyEdited } from "../providers/history-tally.js";
 import { noRedaction, type Redactor } from "../redact.js";
 import { jsonText } from "../json-line.js";
 import { chunkDataJson } from "./chunk-json.js";
+import { decimalText } from "./decimal.js";
 import type { SessionLog } from "./store/index.js";
 
 /**
@@ -101,7 +102,7 @@ export class Session {
         middle.time = time;
         middle.text = `,"time":${time},"data":`;
       }
-      json = `${eventHead(type)}${seq}${middle.text}${dataJson}}`;
+      json = `${eventHead(type)}${decimalText(seq)}${middle.text}${dataJson}}`;
     }
     if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
       this.log?.append(event, json);
