@@ -91,6 +91,18 @@ function readIgnoreFile(file: string): string | undefined {
   }
 }
 
+/**
+ * A folder under the root, as the filter knows it: whether it is ignored, its path relative to
+ * the root with `/` (`""` for the root), and the rules files that apply to its entries, the root's
+ * first, each with where its own folder's relative path ends in `rel` (its entries are judged
+ * from there on).
+ */
+interface Folder {
+  ignored: boolean;
+  rel: string;
+  rules: { ig: Ignore; from: number }[];
+}
+
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
   private readonly rules = new Map<string, Ignore | null>();
@@ -139,41 +151,57 @@ export class GitignoreFilter {
     const abs = path.resolve(absPath);
     if (ALWAYS_SKIPPED.has(path.basename(abs))) return true;
     if (!isInside(this.root, abs) || abs === this.root) return false;
-    const parts = path.relative(this.root, abs).split(path.sep);
-    if (parts.some((part) => ALWAYS_SKIPPED.has(part))) return true;
-    let dir = this.root;
-    for (let i = 0; i < parts.length - 1; i++) {
-      dir = path.join(dir, parts[i]);
-      if (this.folderIgnored(dir, parts, i + 1)) return true;
-    }
-    return this.ownIgnored(parts, parts.length, isDir);
+    const folder = this.folderAt(path.dirname(abs));
+    return folder.ignored || this.judged(folder, path.basename(abs), isDir);
   }
 
-  /** Folders' answers, by absolute path: a walk asks about the same folders for every entry. */
-  private readonly folders = new Map<string, boolean>();
+  /** Each folder's answer and rules, by absolute path: a walk asks about the same folders for every entry. */
+  private readonly folders = new Map<string, Folder>();
 
-  /** Whether folder `dir` (the first `depth` of `parts`, its folders above known not ignored) is ignored by its own rules. */
-  private folderIgnored(dir: string, parts: string[], depth: number): boolean {
-    let ignored = this.folders.get(dir);
-    if (ignored === undefined) {
-      ignored = this.ownIgnored(parts, depth, true);
-      this.folders.set(dir, ignored);
+  /**
+   * Folder `dir` (the root or below it), made from its parent's: a deep tree costs each entry
+   * one test per rules file above it, never a walk up every folder above (quadratic in the
+   * depth, per entry). Computed from the highest folder not yet known down, without recursion.
+   */
+  private folderAt(dir: string): Folder {
+    const known = this.folders.get(dir);
+    if (known) return known;
+    const missing: string[] = [];
+    let at = dir;
+    let above: Folder | undefined;
+    while (!(above = this.folders.get(at))) {
+      missing.push(at);
+      if (at === this.root || at === path.dirname(at)) break;
+      at = path.dirname(at);
     }
-    return ignored;
-  }
-
-  /** The path made of the first `depth` of `parts`, judged by the rules matching it itself in every `.gitignore` above it. */
-  private ownIgnored(parts: string[], depth: number, isDir: boolean): boolean {
-    let ignored = false;
-    let dir = this.root;
-    for (let i = 0; i < depth; i++) {
-      const ig = this.rulesOf(dir);
-      if (ig) {
-        const verdict = ownVerdict(ig, parts.slice(i, depth).join("/") + (isDir ? "/" : ""));
-        if (verdict.ignored) ignored = true;
-        else if (verdict.unignored) ignored = false;
+    for (let i = missing.length - 1; i >= 0; i--) {
+      const abs = missing[i];
+      let folder: Folder;
+      if (!above) {
+        const ig = this.rulesOf(abs);
+        folder = { ignored: false, rel: "", rules: ig ? [{ ig, from: 0 }] : [] };
+      } else {
+        const name = path.basename(abs);
+        const rel = above.rel === "" ? name : `${above.rel}/${name}`;
+        const ignored = above.ignored || ALWAYS_SKIPPED.has(name) || this.judged(above, name, true);
+        // Nothing below an ignored folder is asked about its own rules: they are not read.
+        const ig = ignored ? null : this.rulesOf(abs);
+        folder = { ignored, rel, rules: ig ? [...above.rules, { ig, from: rel.length + 1 }] : above.rules };
       }
-      dir = path.join(dir, parts[i]);
+      this.folders.set(abs, folder);
+      above = folder;
+    }
+    return above!;
+  }
+
+  /** Entry `name` of `folder` (not ignored itself), judged by the rules matching it itself in every `.gitignore` above it, deeper files last. */
+  private judged(folder: Folder, name: string, isDir: boolean): boolean {
+    const rel = (folder.rel === "" ? name : `${folder.rel}/${name}`) + (isDir ? "/" : "");
+    let ignored = false;
+    for (const { ig, from } of folder.rules) {
+      const verdict = ownVerdict(ig, from === 0 ? rel : rel.slice(from));
+      if (verdict.ignored) ignored = true;
+      else if (verdict.unignored) ignored = false;
     }
     return ignored;
   }

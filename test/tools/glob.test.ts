@@ -59,6 +59,24 @@ describe("glob", () => {
     expect(await run("README*")).toBe("README.TMP");
   });
 
+  it("rules files at three depths decide each path as git does: negations deeper down, an anchored path in a nested file, ** below a re-included folder", async () => {
+    // The expected list is `git ls-files --others --exclude-standard` (and `rg --files`) on this tree.
+    writeTree(sb.ws, {
+      ".gitignore": "*.gen\nout/\n",
+      "a/.gitignore": "!keep.gen\nb/c/out.txt\n",
+      "a/b/c/.gitignore": "!out/\n*.txt\n!d/**/x.txt\n",
+      "a/keep.gen": "",
+      "a/x.gen": "",
+      "a/out/y.ts": "",
+      "a/b/c/out/y.ts": "",
+      "a/b/c/out.txt": "",
+      "a/b/c/d/e/x.txt": "",
+      "a/b/c/d/e/z.txt": "",
+      "a/b/c/d/e/f/g/h/deep.ts": "",
+    });
+    expect((await run("a/**")).split("\n")).toEqual(["a/.gitignore", "a/b/c/.gitignore", "a/b/c/d/e/f/g/h/deep.ts", "a/b/c/d/e/x.txt", "a/b/c/out/y.ts", "a/keep.gen"]);
+  });
+
   it("a .gitignore that is a FIFO or a link to a device is skipped: never blocks, never grows memory", async () => {
     fs.rmSync(path.join(sb.ws, "src/.gitignore"));
     execFileSync("mkfifo", [path.join(sb.ws, "src/.gitignore")]);
