@@ -105,7 +105,6 @@ interface Folder {
 
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
-  private readonly rules = new Map<string, Ignore | null>();
   /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
   ranOutOfDescriptors = false;
 
@@ -120,9 +119,8 @@ export class GitignoreFilter {
     this.root = path.resolve(root);
   }
 
+  /** The rules of `dir`'s own `.gitignore`, read once per folder (`folderAt` keeps them), or null without one. */
   private rulesOf(dir: string): Ignore | null {
-    const cached = this.rules.get(dir);
-    if (cached !== undefined) return cached;
     if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
     let ig: Ignore | null = null;
     try {
@@ -132,7 +130,6 @@ export class GitignoreFilter {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
     }
-    this.rules.set(dir, ig);
     return ig;
   }
 
