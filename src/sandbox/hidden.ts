@@ -84,9 +84,6 @@ export function privateFolderName(): string {
   return path.join(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
 }
 
-/** The home folder the sandbox's rules name paths in (home-folder.ts), in normal form, so that `underHome` can name the paths below it. */
-export { homeFolder };
-
 /**
  * `rel` (a relative path in normal form) below `home` (from `homeFolder`): what `path.join`
  * gives, by concatenation. The rules name a few dozen paths in the home folder on the start-up

@@ -17,7 +17,8 @@
 import { existsSync, mkdtempSync, realpathSync } from "node:fs";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
-import { hiddenRealPaths, homeFolder, underHome } from "./hidden.js";
+import { homeFolder } from "../home-folder.js";
+import { hiddenRealPaths, underHome } from "./hidden.js";
 import { privateFolder, verifiedHelper } from "./landlock-helper.js";
 
 /** System folders readable (and executable) by a confined command, where they exist. */
