@@ -6,12 +6,12 @@
  * cleanly when its stdin ends. The run's own timeout is far below the 60 s wait that applies
  * while other turns run: a bridge that waited would be cut off without its answer.
  */
-import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { BINARY, initParams, promptParams } from "../support/raw-client.js";
+import { initParams } from "../support/raw-client.js";
+import { initAndPrompt, runUnderLimit } from "../support/under-limit.js";
 
 let root: string | undefined;
 afterEach(() => {
@@ -23,19 +23,16 @@ it("a session log the limit leaves no descriptor for is -32001 out-of-descriptor
   root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-log-fds-"));
   const ws = path.join(root, "ws");
   fs.mkdirSync(ws);
-  const input = [
-    { jsonrpc: "2.0", id: 1, method: "initialize", params: initParams(ws) },
-    { jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptParams("s") },
-  ].map((f) => JSON.stringify(f) + "\n").join("");
+  const input = initAndPrompt(initParams(ws));
   const seen = new Set<string>();
   for (let limit = 14; limit <= 44; limit++) {
     const sessions = path.join(root, `sessions-${limit}`);
-    const run = spawnSync("prlimit", [`--nofile=${limit}`, BINARY, "--stdio", "--session-root", sessions], { input, timeout: 20_000, encoding: "utf8" });
-    const frames = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
-    if (!frames.find((f) => f.id === 1)?.result) {
+    const started = runUnderLimit(limit, ["--stdio", "--session-root", sessions], input, 20_000);
+    if (!started) {
       seen.add("no start");
       continue;
     }
+    const { run, frames } = started;
     const at = `limit ${limit}: ${run.stderr.slice(0, 600)}`;
     const answer = frames.find((f) => f.id === 2);
     expect(answer, at).toBeDefined();

@@ -6,10 +6,10 @@
  * fails for want of descriptors has no stdio streams: reading them threw, the server's error
  * said "Cannot read properties of undefined", and closing it was an unhandled rejection.
  */
-import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BINARY, initParams, promptParams } from "../support/raw-client.js";
+import { initParams } from "../support/raw-client.js";
+import { initAndPrompt, runUnderLimit } from "../support/under-limit.js";
 import { probe } from "../support/mcp-servers.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
@@ -24,19 +24,16 @@ describe("an MCP stdio server under a low open-file limit", () => {
     ws = tempWorkspace("hb-mcp-fds-");
     const script = ws.script("plain.json", { turns: [{ steps: [{ text: "done" }] }] });
     const mcpServers = { p: probe(path.join(ws.dir, "probe.log")) };
-    const input = [
-      { jsonrpc: "2.0", id: 1, method: "initialize", params: initParams(ws.dir, script, { mcpServers }) },
-      { jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptParams("s") },
-    ].map((f) => JSON.stringify(f) + "\n").join("");
+    const input = initAndPrompt(initParams(ws.dir, script, { mcpServers }));
     const seen = new Set<string>();
     for (let limit = 16; limit <= 40; limit++) {
-      const run = spawnSync("prlimit", [`--nofile=${limit}`, BINARY, "--stdio", "--no-session-log"], { input, timeout: 60_000, encoding: "utf8" });
-      const frames = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
-      const init = frames.find((f) => f.id === 1);
-      if (!init?.result) {
+      const started = runUnderLimit(limit, ["--stdio", "--no-session-log"], input, 60_000);
+      if (!started) {
         seen.add("no start");
         continue;
       }
+      const { run, frames } = started;
+      const init = frames.find((f) => f.id === 1);
       const at = `limit ${limit}: ${run.stderr.slice(-800)}`;
       const [server] = init.result.mcpServers;
       if (server.status === "connected") seen.add("connected");

@@ -8,7 +8,8 @@
  */
 import { spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { BINARY, initParams, promptParams, RawClient } from "../support/raw-client.js";
+import { initParams, promptParams, RawClient } from "../support/raw-client.js";
+import { initAndPrompt, runUnderLimit } from "../support/under-limit.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
 let ws: TempWorkspace | undefined;
@@ -23,23 +24,19 @@ describe.each(["full", "workspace-write"])("bash under a low open-file limit (%s
     const script = ws.script("bash.json", {
       turns: [{ steps: [{ toolCalls: [{ name: "bash", arguments: { command: "echo hi" } }] }, { text: "ran" }] }],
     });
-    const input = [
-      { jsonrpc: "2.0", id: 1, method: "initialize", params: initParams(ws.dir, script, { permissionMode }) },
-      { jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptParams("s") },
-    ].map((f) => JSON.stringify(f) + "\n").join("");
+    const input = initAndPrompt(initParams(ws.dir, script, { permissionMode }));
     const seen = new Set<string>();
     // No session log: a log the limit leaves no descriptor for would make the prompt -32001
     // out-of-descriptors before any bash (docs/guarantees.md, "Out of descriptors"), which is
     // not what this holds.
     for (let limit = 14; limit <= 44; limit++) {
-      const run = spawnSync("prlimit", [`--nofile=${limit}`, BINARY, "--stdio", "--no-session-log"], { input, timeout: 30_000, encoding: "utf8" });
-      const frames = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
-      const init = frames.find((f) => f.id === 1);
-      if (!init?.result) {
+      const started = runUnderLimit(limit, ["--stdio", "--no-session-log"], input, 30_000);
+      if (!started) {
         // Too few to start Node, load the script or the sandbox: no bridge to hold to anything.
         seen.add("no start");
         continue;
       }
+      const { run, frames } = started;
       const at = `limit ${limit}: ${run.stderr.slice(0, 600)}`;
       expect(frames.find((f) => f.id === 2), at).toEqual({ jsonrpc: "2.0", id: 2, result: { status: "ok", reason: { kind: "completed" } } });
       expect([run.status, run.signal], at).toEqual([0, null]);
