@@ -5,72 +5,24 @@
  * a history the next request can send: a step cut short is recorded as a partial assistant
  * message, and each of its tool calls without a result gets an error result.
  */
-import { MAX_JSON_DEPTH } from "../json-depth.js";
 import { newMessageId } from "./message-id.js";
-import type { FinishReason, JsonObject, SessionEventDataMap, TextBlock, ToolCallBlock, TurnEndReason, Usage } from "../protocol/index.js";
-import { ModelError, type ModelProvider } from "../providers/types.js";
-import { ToolError, type ClientToolRunner, type SubagentSpawner, type Tool, type ToolOutput } from "../tools/types.js";
-import type { ToolGate } from "./client-requests.js";
-import type { PermissionMode } from "../protocol/index.js";
+import type { FinishReason, SessionEventDataMap, TextBlock, TurnEndReason, Usage } from "../protocol/index.js";
+import { ModelError } from "../providers/types.js";
 import type { Session } from "./session.js";
-import { FinalAnswer, type OutputContract } from "./final-answer.js";
+import { FinalAnswer } from "./final-answer.js";
 import { compactIfNeeded, compactNow, type CompactionContext } from "./compaction.js";
 import type { ToolSpec } from "../providers/types.js";
-import { FINAL_ANSWER_TOOL } from "../protocol/index.js";
-import { MessageAssembler, argumentsTooDeep } from "./message-assembler.js";
+import { MessageAssembler } from "./message-assembler.js";
 import { addUsage } from "./usage.js";
 import { requestTools } from "./offered-tools.js";
-import type { Prices } from "../protocol/index.js";
-import type { SteerInbox } from "./steer.js";
 import { TurnBudget, withCost } from "./cost.js";
-import { settleLeftoverHooks, type TurnHooks } from "./hooks.js";
-import type { TurnTrace } from "./turn-trace.js";
-import { LazyTurnCheckpoint, type TurnCheckpoint, type TurnCheckpointSource } from "./turn-checkpoint.js";
-
-/** What a turn runs with. */
-export interface TurnConfig {
-  provider: ModelProvider;
-  model: string;
-  system: string;
-  maxSteps: number;
-  maxTokens?: number;
-  workspace: string;
-  permissionMode: PermissionMode;
-  /** The tools offered to the model, by name. */
-  tools: ReadonlyMap<string, Tool>;
-  /** Present when this session may start subagents. */
-  subagents?: SubagentSpawner;
-  /** Asked before each tool call runs (approvals); absent: every call runs. */
-  gate?: ToolGate;
-  /** Runs client tools; present when the client offered tools. */
-  client?: ClientToolRunner;
-  /** A structured turn's schema (`session/prompt.outputSchema`): offers `final_answer`. */
-  output?: OutputContract;
-  /** Why a tool is not offered, when someone knows (an MCP server that failed, a tool added mid-turn). */
-  explainUnknownTool?: (name: string) => string | undefined;
-  /** The model's context window and the share of it that triggers compaction; absent: no compaction. */
-  context?: { window: number; compactAt: number };
-  /** Steers of this turn (`session/steer`, steer.ts); absent: the turn cannot be steered (a subagent's). */
-  steers?: SteerInbox;
-  /** The model's prices (prices.ts); absent: usage carries no `costUsd`. */
-  prices?: Prices;
-  /** `session/prompt.maxCostUsd`: once the turn's cost reached it, no further model request. */
-  maxCostUsd?: number;
-  /** The budget this turn spends, shared with the turn that started it (a subagent's); else made from `maxCostUsd`. */
-  budget?: TurnBudget;
-  /** The hook points this turn waits at (agent/hooks.ts); absent: none. */
-  hooks?: TurnHooks;
-  /**
-   * Records what each turn changes in the workspace (checkpoints/turn-recorder.ts); absent:
-   * nothing is recorded. `undefined` from `forTurn`: this turn cannot be checkpointed (it runs,
-   * and rewinds find nothing of it).
-   */
-  checkpoints?: TurnCheckpointSource;
-  /** The turn's spans, when tracing is on (turn-trace.ts); the loop marks where each model request and tool call begins and ends. */
-  trace?: TurnTrace;
-}
+import { settleLeftoverHooks } from "./hooks.js";
+import { LazyTurnCheckpoint, type TurnCheckpoint } from "./turn-checkpoint.js";
+import type { TurnConfig } from "./turn-config.js";
+import { recordResult, runToolCalls } from "./tool-calls.js";
 
 export type { TurnCheckpoint } from "./turn-checkpoint.js";
+export type { TurnConfig } from "./turn-config.js";
 
 /** Runs one turn to its end and returns the reason recorded in its `turn/end`. */
 export async function runTurn(session: Session, content: TextBlock[], config: TurnConfig, signal: AbortSignal): Promise<TurnEndReason> {
@@ -329,86 +281,4 @@ function modelFailure(error: unknown): TurnEndReason {
     };
   }
   return { kind: "model-error", message: error instanceof Error ? error.message : String(error) };
-}
-
-/**
- * Runs a step's tool calls: consecutive read-only calls together, every other call alone and
- * in order; results are recorded in the model's order either way.
- */
-async function runToolCalls(session: Session, config: TurnConfig, signal: AbortSignal, calls: ToolCallBlock[], final: FinalAnswer | undefined, recorder: TurnCheckpoint | undefined): Promise<void> {
-  let i = 0;
-  while (i < calls.length) {
-    const batch = [calls[i]];
-    if (config.tools.get(calls[i].name)?.readOnly) {
-      while (i + batch.length < calls.length && config.tools.get(calls[i + batch.length].name)?.readOnly) batch.push(calls[i + batch.length]);
-    }
-    const run = (call: ToolCallBlock) => executeTool(session, config, signal, call, final, recorder);
-    const outcomes = batch.map((call) => (config.trace ? config.trace.tool(call, () => run(call)) : run(call)));
-    for (let k = 0; k < batch.length; k++) {
-      const { output, durationMs, ranWith } = await outcomes[k];
-      // A tool that ran meets the post-tool hook before its result is recorded (agent/hooks.ts).
-      const hooked = ranWith && config.hooks?.postTool && !signal.aborted ? await config.hooks.postTool(session, batch[k], ranWith, output, signal) : output;
-      await recordResult(session, batch[k], hooked, durationMs);
-    }
-    i += batch.length;
-  }
-}
-
-async function executeTool(
-  session: Session,
-  config: TurnConfig,
-  signal: AbortSignal,
-  call: ToolCallBlock,
-  final: FinalAnswer | undefined,
-  recorder: TurnCheckpoint | undefined,
-): Promise<{ output: ToolOutput; durationMs: number; ranWith?: JsonObject }> {
-  let started = performance.now();
-  const done = (output: ToolOutput) => ({ output, durationMs: Math.round(performance.now() - started) });
-  const error = (text: string) => done({ content: [{ type: "text", text }], isError: true });
-  if (signal.aborted) return error("the turn was aborted before this tool call ran");
-  if (final && call.name === FINAL_ANSWER_TOOL) return done(final.answer(call));
-  const tool = config.tools.get(call.name);
-  if (!tool) {
-    const offered = [...config.tools.keys()].join(", ") || "none";
-    const why = config.explainUnknownTool?.(call.name);
-    return error(`unknown tool '${call.name}'${why ? ` (${why})` : ""}; the tools offered are: ${offered}`);
-  }
-  if (call.rawArguments !== undefined) {
-    if (argumentsTooDeep(call.rawArguments)) {
-      return error(`the arguments of this ${call.name} call nest deeper than ${MAX_JSON_DEPTH} levels (the limit); send flatter arguments`);
-    }
-    return error(`the arguments of this ${call.name} call are not a valid JSON object: ${call.rawArguments.slice(0, 2000)}`);
-  }
-  let args = call.arguments;
-  if (config.gate) {
-    const verdict = await config.gate.check(session, call, tool, signal);
-    if ("refused" in verdict) return done(verdict.refused);
-    args = verdict.run;
-    started = performance.now(); // the duration is the tool's, not the time the approval took
-  }
-  // Before the tool may change the workspace: what undoes it is kept (not counted in its duration).
-  if (recorder) {
-    await recorder.beforeTool(call.name, tool.readOnly, args);
-    started = performance.now();
-  }
-  try {
-    const output = await tool.execute(args, {
-      workspace: config.workspace,
-      signal,
-      permissionMode: config.permissionMode,
-      sessionId: session.id,
-      callId: call.id,
-      subagents: config.subagents,
-      client: config.client,
-    });
-    return { ...done(output), ranWith: args };
-  } catch (caught) {
-    if (signal.aborted) return error(`the ${call.name} call was aborted`);
-    const failed = error(caught instanceof ToolError ? caught.message : `${call.name} failed: ${caught instanceof Error ? caught.message : String(caught)}`);
-    return { ...failed, ranWith: args };
-  }
-}
-
-async function recordResult(session: Session, call: ToolCallBlock, output: ToolOutput, durationMs: number): Promise<void> {
-  await session.emit("tool/result", { callId: call.id, name: call.name, content: output.content, isError: output.isError, durationMs });
 }
