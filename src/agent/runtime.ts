@@ -1,22 +1,19 @@
 /**
  * The agent runtime of one bridge process (one successful `initialize`): its sessions, their
- * in-flight turns, subagents, and the resources they hold.
+ * in-flight turns, compactions and rewinds (one at most per session), and the resources they
+ * hold. How a turn itself runs, a subagent's included, is turn-runner.ts.
  */
 import type { JsonObject, TextBlock, TurnEndReason } from "../protocol/index.js";
-import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
-import { ApprovalGate, clientToolRunner, type ClientToolAnswer, type PermissionAnswer, type ToolGate } from "./client-requests.js";
+import type { ClientToolAnswer, PermissionAnswer } from "./client-requests.js";
 import { ClientWaits, DEFAULT_CLIENT_TOOL_TIMEOUT_MS } from "./client-waits.js";
 import { HookPoints, type HookAnswerOutcome } from "./hooks.js";
-import { TurnBudget } from "./cost.js";
 import type { HookAnswer } from "../protocol/index.js";
-import { runTurn } from "./loop.js";
-import { childSessionId, subagentFinished, subagentOutput } from "./subagents.js";
-import { canDelegate, requestTools, toolsByName, topLevelTools } from "./offered-tools.js";
+import { requestTools, toolsByName, topLevelTools } from "./offered-tools.js";
 import { compileOutputSchema, type OutputContract } from "./final-answer.js";
 import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js";
 import type { Session } from "./session.js";
 import { LoadedSessions } from "./loaded-sessions.js";
-import { MissingTurnEndError, SessionBusyError, UnknownSessionError } from "./runtime-errors.js";
+import { SessionBusyError, UnknownSessionError } from "./runtime-errors.js";
 import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { TurnAdmission, defaultTurnLimit } from "./turn-admission.js";
@@ -27,6 +24,7 @@ import { pricesFor } from "./prices.js";
 import type { SessionRewindParams, SessionRewindResult } from "../protocol/index.js";
 import { CheckpointsBySession } from "./checkpoints/by-session.js";
 import { rewindSession } from "./checkpoints/rewind-session.js";
+import { TurnRunner } from "./turn-runner.js";
 
 export type { RuntimeOptions, RuntimeSink, TurnRequest } from "./runtime-options.js";
 
@@ -48,14 +46,13 @@ export class AgentRuntime {
   /** The sessions held in memory, and the bound on the idle ones (loaded-sessions.ts). */
   private readonly sessions: LoadedSessions;
   private readonly flights = new Map<string, Flight>();
-  /** Child sessions whose subagent turn is running: as busy as a session with a prompt in flight. */
+  /** Child sessions whose subagent turn is running (turn-runner.ts records them): as busy as a session with a prompt in flight. */
   private readonly runningChildren = new Map<string, number>();
   /** How many top-level turns run at once; the rest wait in order (turn-admission.ts). */
   private readonly admission: TurnAdmission;
 
   /** Client tool calls and approvals waiting for the client's request. */
   private readonly waits: ClientWaits;
-  private readonly gate: ToolGate | undefined;
   /** The hook points of `initialize.hooks`; absent: none asked for. */
   private readonly hooks: HookPoints | undefined;
   /** Where sessions are kept: the durable store, or memory. */
@@ -66,6 +63,8 @@ export class AgentRuntime {
   private readonly checkpoints: CheckpointsBySession;
   /** The window and threshold of every session's compaction: the options' own, fixed for the runtime's life, so one object for every turn. */
   private readonly context: Readonly<{ window: number; compactAt: number }>;
+  /** Runs the turns, top-level and subagents' (turn-runner.ts). */
+  private readonly turns: TurnRunner;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
@@ -74,11 +73,12 @@ export class AgentRuntime {
     this.sessions = new LoadedSessions({ store: this.store, durable: options.store !== undefined, provider: provider.name, model, sink, logger, redactor });
     this.admission = new TurnAdmission(options.maxRunningTurns ?? defaultTurnLimit());
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
-    const policy = options.approvals ?? "never";
-    this.gate = policy === "never" ? undefined : new ApprovalGate(policy, this.waits);
     this.hooks = options.hooks?.length ? new HookPoints(options.hooks, this.waits) : undefined;
     this.prices = pricesFor(options.provider.name, options.model, options.prices);
     this.context = { window: options.contextWindow ?? contextWindowOf(provider.name, model), compactAt: options.compactAt ?? DEFAULT_COMPACT_AT };
+    const { waits, hooks, checkpoints, prices, context, runningChildren } = this;
+    const take = (id: string, parentId: string) => this.session(id, parentId);
+    this.turns = new TurnRunner(options, { waits, hooks, checkpoints, prices, context, runningChildren, take, release: (session) => this.release(session) });
   }
 
   /** Hands a `session/hook` to the hook waiting for it (agent/hooks.ts). */
@@ -206,7 +206,7 @@ export class AgentRuntime {
       this.admission.leave();
     };
     // `finally`'s work in one reaction (`finally` itself makes two more promises a turn).
-    const settled = this.runTop(session, content, controller.signal, request, steers).then(
+    const settled = this.turns.runTop(session, content, controller.signal, request, steers).then(
       (reason) => {
         ended();
         return reason;
@@ -244,7 +244,7 @@ export class AgentRuntime {
       if (!session) return { kind: "aborted" };
       flight.turn = session.nextTurnNumber();
       try {
-        return await this.runTop(session, content, signal, request, steers);
+        return await this.turns.runTop(session, content, signal, request, steers);
       } finally {
         this.release(session);
         this.admission.leave();
@@ -326,102 +326,5 @@ export class AgentRuntime {
   /** The session, loaded and locked for a turn (loaded-sessions.ts). */
   private session(sessionId: string, parentSessionId?: string): Session {
     return this.sessions.take(sessionId, parentSessionId);
-  }
-
-  /** A top-level turn; its tools are awaited only when they come as a promise (MCP's). */
-  private runTop(session: Session, content: TextBlock[], signal: AbortSignal, request: TurnRequest, steers: SteerInbox): Promise<TurnEndReason> {
-    const tools = topLevelTools(this.options);
-    if (tools instanceof Promise) return tools.then((offered) => this.run(session, content, signal, offered, 0, request, steers));
-    return this.run(session, content, signal, tools, 0, request, steers);
-  }
-
-  /** Runs a turn; `request` and `steers` are a top-level prompt's (a subagent's turn has no budget of its own and cannot be steered). */
-  private run(session: Session, content: TextBlock[], signal: AbortSignal, tools: Tool[], depth: number, request: TurnRequest = {}, steers?: SteerInbox): Promise<TurnEndReason> {
-    const { subagentDepth } = this.options;
-    // The turn's span (tracing on only): a child of the client's span, or of the `task` call running this subagent.
-    const trace = this.options.tracer?.turn({
-      sessionId: session.id,
-      parentSessionId: session.parentSessionId,
-      turn: session.nextTurnNumber(),
-      model: this.options.model,
-      provider: this.options.provider.name,
-      traceparent: request.traceparent,
-      input: content,
-    });
-    // One budget for the prompt's turn and every subagent it starts (cost.ts TurnBudget).
-    const budget = request.budget ?? (request.maxCostUsd !== undefined ? new TurnBudget(request.maxCostUsd) : undefined);
-    // The turn's end in one reaction (an async layer here made its own promise and frame a turn);
-    // whatever fails, here or in the turn, rejects as a turn that recorded no `turn/end`.
-    const failed = (error: unknown): MissingTurnEndError => {
-      trace?.end({ kind: "internal-error", message: (error as Error).message });
-      return new MissingTurnEndError(session.id, error);
-    };
-    try {
-      return runTurn(
-        session,
-        content,
-        {
-          provider: this.options.provider,
-          model: this.options.model,
-          system: this.options.system,
-          maxSteps: this.options.maxSteps,
-          maxTokens: this.options.maxTokens,
-          workspace: this.options.workspace,
-          permissionMode: this.options.permissionMode,
-          tools: toolsByName(tools, depth, subagentDepth),
-          subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1, budget) : undefined,
-          gate: this.gate,
-          client: clientToolRunner(session, this.waits),
-          output: request.output,
-          explainUnknownTool: this.options.explainUnknownTool,
-          context: this.context,
-          checkpoints: { forTurn: (turn) => this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger) },
-          hooks: this.hooks?.forDepth(depth),
-          steers,
-          prices: this.prices,
-          maxCostUsd: budget?.limitUsd,
-          budget,
-          trace,
-        },
-        signal,
-      ).then(
-        (reason) => {
-          trace?.end(reason);
-          return reason;
-        },
-        (error: unknown) => {
-          throw failed(error);
-        },
-      );
-    } catch (error) {
-      return Promise.reject(failed(error));
-    }
-  }
-
-  /** The subagents `parent` may start: children at `depth`, offered `tools` (less `task` at the depth limit). */
-  private spawnerFor(parent: Session, tools: Tool[], depth: number, budget: TurnBudget | undefined): SubagentSpawner {
-    return { spawn: (request, signal) => this.runChild(parent, request, signal, tools, depth, budget) };
-  }
-
-  /** Runs a subagent in a child session and returns its final text as a tool output. */
-  private async runChild(parent: Session, { prompt, description }: SubagentRequest, signal: AbortSignal, tools: Tool[], depth: number, budget: TurnBudget | undefined): Promise<ToolOutput> {
-    const childId = childSessionId(parent.id);
-    const child = this.session(childId, parent.id);
-    const { sink } = this.options;
-    await sink.subagentStarted({ parentSessionId: parent.id, childSessionId: childId });
-    let reason: TurnEndReason;
-    this.runningChildren.set(childId, child.nextTurnNumber());
-    try {
-      reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth, budget ? { budget } : {});
-    } catch (error) {
-      reason = { kind: "internal-error", message: (error as Error).message };
-    } finally {
-      this.runningChildren.delete(childId);
-    }
-    const last = child.lastAssistantContent;
-    await sink.subagentFinished(subagentFinished(this.options.provider.name, parent.id, childId, reason, last));
-    child.sync();
-    this.release(child);
-    return subagentOutput(reason, last, description);
   }
 }

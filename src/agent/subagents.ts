@@ -1,6 +1,6 @@
 /**
  * What a subagent (the `task` tool's child session) is named, announces when it ends, and hands
- * back to its parent's model: pure functions of its outcome. The runtime (runtime.ts
+ * back to its parent's model: pure functions of its outcome. The turn runner (turn-runner.ts
  * `runChild`) runs the child's turn between them.
  *
  * @module
