@@ -103,7 +103,7 @@ const chunks = [
     specifier: /^\.\/http-client\.js$/,
     define: "__HTTP_CHUNK__",
   },
-  { name: "schemas.cjs", entry: path.join("protocol", "schemas.ts"), importer: path.join("server", "server.ts"), specifier: /\/protocol\/schemas\.js$/, define: "__SCHEMAS_CHUNK__" },
+  { name: "schemas.cjs", entry: path.join("protocol", "schemas.ts"), importer: path.join("server", "params-schemas.ts"), specifier: /\/protocol\/schemas\.js$/, define: "__SCHEMAS_CHUNK__" },
   { name: "packages.cjs", entry: path.join("tools", "packages.ts"), importer: path.join("tools", "packages-loader.ts"), specifier: /^\.\/packages\.js$/, define: "__PACKAGES_CHUNK__" },
 ];
 const chunksExternal = {

@@ -31,7 +31,7 @@ import { compactSession, deleteSession, forkSession, listSessions, readSession }
 import { toRpcError } from "./rpc-errors.js";
 import { checkBudget, steerSession } from "./turn-control-handlers.js";
 import { rewindSession } from "./rewind-handler.js";
-import { evaluateChunk } from "./chunk.js";
+import { ParamsSchemas, checkParams, type Params, type ParamsSchema, type Schemas } from "./params-schemas.js";
 import { runtimeSink } from "./runtime-sink.js";
 import { plainPromptParams } from "../protocol/prompt-fast-path.js";
 
@@ -43,12 +43,6 @@ export interface ServerOptions extends ProcessSettings {
   exit: (code: number) => void;
 }
 
-/** Set by scripts/build.mjs to the schemas' chunk (zod with them); undefined when run from source. */
-declare const __SCHEMAS_CHUNK__: string | undefined;
-
-type Schemas = typeof import("../protocol/schemas.js");
-type ParamsSchema = keyof Schemas & `${string}ParamsSchema`;
-type Params<K extends ParamsSchema> = ReturnType<Schemas[K]["parse"]>;
 /** A method's handler, from its raw params to its result (see `HarnessServer.methods`). */
 type Method<R = unknown> = (server: HarnessServer, params: JsonObject | undefined, method: string) => Promise<R>;
 /** One handler per method of the protocol (methods.ts), each answering that method's result type. */
@@ -81,9 +75,8 @@ export class HarnessServer {
    */
   private readonly prompts = new Map<string, Promise<unknown>>();
   private readonly pending = new Set<Promise<unknown>>();
-  private schemas: Promise<Schemas> | undefined;
-  /** The schemas, once `schemas` has resolved. */
-  private loadedSchemas: Schemas | undefined;
+  /** The params' schemas, loaded after `initialize` answered (params-schemas.ts). */
+  private readonly schemas = new ParamsSchemas();
   /** The MCP servers of `initialize`, from before they connect: every way out stops them. */
   private mcp: McpServersHandle | undefined;
 
@@ -150,7 +143,7 @@ export class HarnessServer {
     // Plainly valid params skip zod (`plain`, e.g. prompt-fast-path.ts); anything else gets the schema's verdict and wording.
     const start = (server: HarnessServer, raw: JsonObject | undefined, agent: Agent, schemas: Schemas): Promise<R> => {
       try {
-        return Promise.resolve(run(server, (raw && plain?.(raw)) ?? server.check(schemas, schema, raw), agent)); // a native promise as it is
+        return Promise.resolve(run(server, (raw && plain?.(raw)) ?? checkParams(schemas, schema, raw), agent)); // a native promise as it is
       } catch (error) {
         return Promise.reject(error);
       }
@@ -161,8 +154,8 @@ export class HarnessServer {
     // promise with another) around it.
     return (server, raw, method) => {
       const ready = !server.initializing && server.readyAgent;
-      if (ready && server.loadedSchemas) return start(server, raw, ready, server.loadedSchemas);
-      return (async () => start(server, raw, ready || (await server.requireRuntime(method)), server.loadedSchemas ?? (await server.loadSchemas())))();
+      if (ready && server.schemas.loaded) return start(server, raw, ready, server.schemas.loaded);
+      return (async () => start(server, raw, ready || (await server.requireRuntime(method)), server.schemas.loaded ?? (await server.schemas.load())))();
     };
   }
 
@@ -202,27 +195,6 @@ export class HarnessServer {
     return [...HarnessServer.methods.keys()];
   }
 
-  private async validate<K extends ParamsSchema>(schema: K, params: JsonObject | undefined): Promise<Params<K>> {
-    return this.check(await this.loadSchemas(), schema, params);
-  }
-
-  /** `params` checked against `schema`: parsed, or an -32602 naming what is wrong. */
-  private check<K extends ParamsSchema>(schemas: Schemas, schema: K, params: JsonObject | undefined): Params<K> {
-    const parsed = schemas[schema].safeParse(params ?? {});
-    if (!parsed.success) {
-      throw new RpcError(ErrorCode.InvalidParams, `invalid params: ${schemas.describeIssues(parsed.error)}`, { kind: "invalid-params" });
-    }
-    return parsed.data as Params<K>;
-  }
-
-  /** zod and the schemas: loaded after `initialize` answered (or by an `initialize` that needs them), not at start-up. */
-  private loadSchemas(): Promise<Schemas> {
-    this.schemas ??= (
-      typeof __SCHEMAS_CHUNK__ === "string" ? Promise.resolve().then(() => evaluateChunk<Schemas>(__SCHEMAS_CHUNK__ as string)) : import("../protocol/schemas.js")
-    ).then((schemas) => (this.loadedSchemas = schemas));
-    return this.schemas;
-  }
-
   /**
    * `initialize`s run one after another, in arrival order: one pipelined behind another waits
    * for it, and is refused as "already initialized" only if that one succeeded.
@@ -249,8 +221,8 @@ export class HarnessServer {
       const { result, agent } = await initialize(raw, {
         ...this.options,
         sink: runtimeSink(this.options.endpoint),
-        validate: (params) => this.validate("initializeParamsSchema", params),
-        preload: () => this.loadSchemas(),
+        validate: (params) => this.schemas.validate("initializeParamsSchema", params),
+        preload: () => this.schemas.load(),
         onMcpServers: (servers) => {
           this.mcp = servers;
           if (this.stopping) void servers.close();
