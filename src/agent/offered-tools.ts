@@ -2,7 +2,7 @@
  * Which tools a session is offered, decided here only: a top-level session gets the runtime's
  * tools and then the MCP servers' of the moment (`moreTools`, asked anew at every turn, since
  * their set changes with `tools/list_changed`); `task` only where a subagent may still start;
- * and a structured turn's requests add `final_answer`. A turn (runtime.ts), each of its model
+ * and a structured turn's requests add `final_answer`. A turn (turn-runner.ts), each of its model
  * requests (loop.ts) and `session/compact`'s summary request all take their set from here; the
  * summary's must be a top-level turn's, or the provider's prefix cache would not serve it.
  *

@@ -9,8 +9,8 @@
  * bench/README.md, "Why the code does this").
  *
  * In the single executable this module, with zod, is a chunk of its own (scripts/build.mjs,
- * `schemas.cjs`), which server.ts evaluates once `initialize` has answered: nothing before that
- * response needs zod. Nothing in the main bundle may import it statically
+ * `schemas.cjs`), which server/params-schemas.ts evaluates once `initialize` has answered:
+ * nothing before that response needs zod. Nothing in the main bundle may import it statically
  * (test/startup-imports.test.ts checks the bundle).
  *
  * @module

@@ -39,7 +39,7 @@ export interface SubagentRequest {
 }
 
 /**
- * Starts subagents on behalf of one session (agent/runtime.ts implements it). Each spawn runs
+ * Starts subagents on behalf of one session (agent/turn-runner.ts implements it). Each spawn runs
  * one turn in a new child session with the same provider, model, workspace and tool gate as the
  * parent, one level deeper, and ends when the turn settles or `signal` aborts.
  */
