@@ -102,3 +102,25 @@ def test_a_crash_after_the_bridge_answered_is_not_blamed_on_a_low_limit(tmp_path
     assert answers["answered"]["raised"] == "TransportClosedError", answers
     assert answers["answered"]["exit_code"] == -6
     assert answers["silent"]["raised"] == "OpenFileLimitError", answers
+
+
+def test_a_wrapper_whose_command_is_missing_is_not_blamed_on_a_low_limit(tmp_path: Path) -> None:
+    """Exit 127 is the dynamic loader's when it cannot open a library for want of descriptors
+    (it says "Error 24" on stderr then), and any shell's for a command not found: a wrapper
+    script whose command is missing, under a hard limit below 64, is the missing command."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    wrapper = tmp_path / "wrapper"
+    wrapper.write_text(f"#!/bin/sh\nexec {tmp_path / 'no-such-bridge'} \"$@\"\n")
+    wrapper.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD, "40", str(wrapper), str(workspace), str(tmp_path / "sessions")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout.strip().splitlines()[-1])
+    assert answer["raised"] == "TransportClosedError", answer
+    assert answer["exit_code"] == 127
+    assert f"{wrapper} exited with 127" in answer["message"] and "not found" in answer["message"], answer

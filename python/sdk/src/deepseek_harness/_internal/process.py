@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import errno
 import io
 import json
 import logging
@@ -93,14 +94,21 @@ def _popen(cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike], pass_fd
 
 #: The hard open-file limit below which a bridge that dies as it starts is reported as
 #: :class:`OpenFileLimitError`: Node.js needs a limit of about 20 to start (less, and it crashes
-#: before any of the bridge's code runs: SIGABRT, SIGSEGV, or the loader's exit 127), the bridge
-#: about 64 to run bash and MCP servers (docs/guarantees.md, "A low open-file limit").
+#: before any of the bridge's code runs: SIGABRT, SIGSEGV, or the loader's exit 127 with
+#: "Error 24" on stderr), the bridge about 64 to run bash and MCP servers (docs/guarantees.md,
+#: "A low open-file limit").
 MIN_OPEN_FILES = 64
 #: How a process that could not get its descriptors at start ends: killed by one of these
-#: signals, the dynamic loader's exit code, or a line on stderr that says so.
+#: signals, or a line on stderr that says so (the dynamic loader's exit 127 says "Error 24";
+#: 127 alone is any command not found, as in a wrapper script).
 _STARVED_SIGNALS = frozenset(-s for s in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS))
-_LOADER_EXIT = 127
 _STARVED_WORDS = ("EMFILE", "Too many open files", "Error 24")
+#: What a shell's (or the loader's) exit code says of a command that never ran (POSIX 2.8.2).
+_NEVER_RAN = {
+    126: "the code of a command that was found but could not be executed (not executable, or a folder)",
+    127: ("the code of a command that was not found: a command the wrapper script runs is missing, "
+          "or a shared library the dynamic loader needs"),
+}
 
 
 def open_file_limit() -> Optional[Tuple[int, int]]:
@@ -125,7 +133,7 @@ def starved_of_descriptors(exit_code: Optional[int], stderr_tail: Sequence[str],
     hard = limit[1]
     if hard < 0 or hard >= MIN_OPEN_FILES:  # no limit (RLIM_INFINITY is -1), or enough
         return False
-    if exit_code in _STARVED_SIGNALS or exit_code == _LOADER_EXIT:
+    if exit_code in _STARVED_SIGNALS:
         return True
     return exit_code != 0 and any(word in line for line in stderr_tail for word in _STARVED_WORDS)
 
@@ -138,12 +146,14 @@ class BridgeProcess:
     def __init__(self, cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> None:
         #: The (soft, hard) open-file limit the bridge inherits, read as it is spawned.
         self.open_file_limit = open_file_limit()
+        #: What was run (``bridge_bin``, which may be a wrapper script).
+        self.command = cmd[0]
         #: Whether the bridge wrote anything to stdout (:meth:`read`): it started.
         self.answered = False
         try:
             proc = spawn(cmd, env, cwd)
         except OSError as exc:
-            raise TransportClosedError(f"could not start {cmd[0]}: {exc}") from exc
+            raise TransportClosedError(f"could not start {cmd[0]}: {_start_failure(cmd[0], exc)}") from exc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self.proc = proc
         self.stdin = io.BufferedWriter(proc.stdin, buffer_size=1 << 16)  # type: ignore[arg-type]
@@ -167,6 +177,8 @@ class BridgeProcess:
         code, tail, limit = self.proc.poll(), list(self.stderr_tail), self.open_file_limit
         if limit is not None and starved_of_descriptors(code, tail, limit, self.answered):
             return OpenFileLimitError(reason, code, tail, limit[0], limit[1])
+        if code in _NEVER_RAN and not self.answered:
+            reason = f"{reason}: {self.command} exited with {code}, {_NEVER_RAN[code]} (its stderr says which)"
         return TransportClosedError(reason, code, tail)
 
     def wait(self, timeout: float) -> bool:
@@ -223,6 +235,21 @@ class BridgeProcess:
                     bridge_log.log(_level_of(line), "%s", line)
         except (OSError, ValueError):
             pass
+
+
+def _start_failure(command: str, exc: OSError) -> str:
+    """Why ``command`` could not be started. ``ENOENT`` for a file that exists is its ``#!``
+    interpreter that is missing, which the OS reports as the script itself not being found."""
+    if exc.errno == errno.ENOENT and os.path.isfile(command):
+        try:
+            with open(command, "rb") as script:
+                first = script.readline(256)
+        except OSError:
+            first = b""
+        if first.startswith(b"#!"):
+            interpreter = first[2:].decode("utf-8", "replace").strip()
+            return f"its interpreter ({interpreter!r}, from its #! line) was not found"
+    return str(exc)
 
 
 def _send_signal(send: Any) -> None:
