@@ -7,6 +7,7 @@
  */
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
+import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { Session } from "./session.js";
 import type { RuntimeSink } from "./runtime-options.js";
 import type { MemorySessionStore, SessionStore } from "./store/index.js";
@@ -53,7 +54,16 @@ export class LoadedSessions {
       known.close();
     }
     const { store, provider, model, sink, redactor } = this.options;
-    const log = store.open(sessionId, { provider, model, ...(parentSessionId ? { parentSessionId } : {}) });
+    const header = { provider, model, ...(parentSessionId ? { parentSessionId } : {}) };
+    let log: ReturnType<typeof store.open>;
+    try {
+      log = store.open(sessionId, header);
+    } catch (error) {
+      // Out of descriptors while idle sessions hold logs open: those are the descriptors this
+      // process can give back at once, so they are, before the open is called a failure.
+      if (!isOutOfDescriptors(error) || !this.closeIdle()) throw error;
+      log = store.open(sessionId, header);
+    }
     const session = new Session(sessionId, log, (id, event, json) => sink.sessionEvent(id, event, json), parentSessionId ?? log.header.parentSessionId, redactor);
     this.sessions.set(sessionId, session);
     return session;
@@ -78,6 +88,25 @@ export class LoadedSessions {
       this.sessions.delete(id);
       this.closeOne(victim, "could not close the log of idle session");
     }
+  }
+
+  /**
+   * Closes every idle session (each log synced, then closed; its next prompt reloads it from the
+   * log): what to give back when the process is out of file descriptors. Whether any was
+   * closed. Without a durable store nothing could be reloaded, so nothing is closed.
+   */
+  closeIdle(): boolean {
+    if (!this.options.durable) return false;
+    let closed = false;
+    for (const id of [...this.idle]) {
+      this.idle.delete(id);
+      const session = this.sessions.get(id);
+      if (!session) continue;
+      this.sessions.delete(id);
+      this.closeOne(session, "could not close the log of idle session");
+      closed = true;
+    }
+    return closed;
   }
 
   /** Closes and forgets one session (`session/delete`); false when it was not loaded. */

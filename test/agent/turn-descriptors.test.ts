@@ -84,3 +84,40 @@ it("while another turn runs, the prompt waits for it to end and then starts", as
   expect((await first).kind).toBe("completed");
   expect((await second).kind).toBe("completed");
 });
+
+/** A store with room for `room` open logs: one more open fails EMFILE, as the open-file limit makes it. */
+class CrampedStore extends SessionStore {
+  logsOpen = 0;
+  constructor(root: string, workspace: string, private readonly room: number) {
+    super(root, workspace);
+  }
+  override open(...args: Parameters<SessionStore["open"]>) {
+    if (this.logsOpen >= this.room) throw Object.assign(new Error("EMFILE: too many open files, open"), { code: "EMFILE" });
+    const log = super.open(...args);
+    this.logsOpen++;
+    const close = log.close.bind(log);
+    log.close = () => {
+      this.logsOpen--;
+      close();
+    };
+    return log;
+  }
+}
+
+it("idle sessions' logs are closed to make room: a new session runs, and a closed one resumes where it was", async () => {
+  const store = new CrampedStore(root, ws.dir, 2);
+  const rt = new AgentRuntime({
+    workspace: ws.dir, provider: new ScriptedProvider(turns([{ text: "one" }], [{ text: "two" }], [{ text: "three" }], [{ text: "four" }])),
+    model: "test-script", system: "test", maxSteps: 2, permissionMode: "workspace-write", tools: [], subagentDepth: 0, store, logger: silentLogger,
+    sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
+  });
+  expect((await rt.prompt("a", text("hi"))).kind).toBe("completed");
+  expect((await rt.prompt("b", text("hi"))).kind).toBe("completed");
+  // a and b are idle with their logs open, and the store has room for no third log.
+  expect((await rt.prompt("c", text("hi"))).kind).toBe("completed");
+  expect((await rt.prompt("a", text("again"))).kind).toBe("completed");
+  const turnsOf = (id: string) => rt.catalog.read(id, undefined, 1000)!.events.filter((e) => e.type === "turn/end").map((e) => (e.data as { turn: number }).turn);
+  expect(turnsOf("a")).toEqual([1, 2]);
+  expect(turnsOf("c")).toEqual([1]);
+  rt.closeAll();
+});

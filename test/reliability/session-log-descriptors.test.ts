@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { initParams } from "../support/raw-client.js";
+import { initParams, promptParams } from "../support/raw-client.js";
 import { initAndPrompt, runUnderLimit } from "../support/under-limit.js";
 
 let root: string | undefined;
@@ -49,3 +49,23 @@ it("a session log the limit leaves no descriptor for is -32001 out-of-descriptor
   }
   expect([...seen].sort()).toEqual(["no start", "ok", "out-of-descriptors"]);
 }, 300_000);
+
+it("under the limit the bridge is built for (64), more sessions than fit with their logs open all run: idle sessions' logs are closed to make room", () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-log-fds-"));
+  const ws = path.join(root, "ws");
+  fs.mkdirSync(ws);
+  const sessions = 90;
+  const input = [
+    { jsonrpc: "2.0", id: 1, method: "initialize", params: initParams(ws) },
+    ...Array.from({ length: sessions }, (_, i) => ({ jsonrpc: "2.0", id: 10 + i, method: "session/prompt", params: promptParams(`s${i}`) })),
+  ]
+    .map((f) => JSON.stringify(f) + "\n")
+    .join("");
+  const started = runUnderLimit(64, ["--stdio", "--session-root", path.join(root, "sessions")], input, 60_000);
+  expect(started, "the bridge answers initialize under a limit of 64").toBeDefined();
+  const { run, frames } = started!;
+  const answers = frames.filter((f) => typeof f.id === "number" && f.id >= 10);
+  expect(answers.length, run.stderr.slice(0, 600)).toBe(sessions);
+  for (const answer of answers) expect(answer.result, `prompt ${answer.id}: ${JSON.stringify(answer.error)}`).toEqual({ status: "ok", reason: { kind: "completed" } });
+  expect([run.status, run.signal]).toEqual([0, null]);
+}, 120_000);
