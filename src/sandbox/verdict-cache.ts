@@ -21,7 +21,7 @@
  * is written under a unique name, 0600, and renamed into place, in the private folder only this
  * uid can write.
  */
-import { closeSync, constants, fstatSync, lstat, openSync, readdir, readFileSync, readlinkSync, renameSync, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { failedForWantOfDescriptors } from "./status.js";
 
@@ -211,14 +211,34 @@ export function forgetVerdict(folder: string, key: string): void {
  * first response, where a synchronous walk would hold the main thread (and the first turn) for
  * all of them; this way each step is one small callback between others, and the thread pool
  * keeps its other threads for the turn's own file work.
+ *
+ * Another bridge may rename a fresh verdict into a name between the look at its age and the
+ * removal, and POSIX has no "remove this name only if it is still that file". So a stale file is
+ * first renamed to a name of this prune's own (which takes whatever is there then, atomically),
+ * judged again there, and removed only if it is still stale; a fresh one taken that way is linked
+ * back, unless a newer one took the name meanwhile (a link never replaces a file). A reader in
+ * that instant misses the verdict and probes: it costs a start a probe, never a lost verdict.
  */
 export async function pruneVerdicts(folder: string, now = Date.now()): Promise<void> {
   const names = await new Promise<string[]>((resolve) => readdir(folder, (error, found) => resolve(error ? [] : found)));
+  const staleAt = (file: string) => new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && now - st.mtimeMs > STALE_MS)));
+  const failure = (call: (callback: (error: NodeJS.ErrnoException | null) => void) => void) => new Promise<string | undefined>((resolve) => call((error) => resolve(error ? (error.code ?? "error") : undefined)));
   for (const name of names) {
     if (!name.startsWith(PREFIX)) continue;
     const file = path.join(folder, name);
-    const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && now - st.mtimeMs > STALE_MS)));
     // gone already, or not this uid's: left as it is
-    if (stale) await new Promise<void>((resolve) => unlink(file, () => resolve()));
+    if (!(await staleAt(file))) continue;
+    const taken = `${file}.pruning-${process.pid}-${(pruned += 1)}`;
+    if (await failure((callback) => rename(file, taken, callback))) continue;
+    if (!(await staleAt(taken))) {
+      const linked = await failure((callback) => hardLink(taken, file, callback));
+      // A file system without hard links: renamed back instead (over a newer one, if any).
+      if (linked !== undefined && linked !== "EEXIST") {
+        await failure((callback) => rename(taken, file, callback));
+        continue;
+      }
+    }
+    await failure((callback) => unlink(taken, callback));
   }
 }
+let pruned = 0;
