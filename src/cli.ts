@@ -18,6 +18,7 @@ import { exporterSecrets } from "./sandbox/command-env.js";
 import { hideFromSandbox } from "./sandbox/hidden.js";
 import { probeSandboxAtStart } from "./sandbox/probe.js";
 import { readSecretsFd } from "./secrets-fd.js";
+import { SIGNAL_EXIT_CODES } from "./server/lifecycle.js";
 import { HarnessServer } from "./server/server.js";
 import { coalescingWritable } from "./transport/coalescing-writable.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
@@ -245,9 +246,11 @@ export function main(argv: string[] = process.argv): void {
     return;
   }
   const { secretsFd } = parsed.options;
-  if (secretsFd === undefined) return serve(parsed.options, {});
+  const served: { server?: HarnessServer } = {};
+  handleSignals(served);
+  if (secretsFd === undefined) return serve(parsed.options, {}, served);
   readSecretsFd(secretsFd).then(
-    (secrets) => serve(parsed.options, secrets),
+    (secrets) => serve(parsed.options, secrets, served),
     (error: Error) => {
       process.stderr.write(`error: ${error.message}\n`);
       process.exitCode = 1;
@@ -277,8 +280,24 @@ function watchParent(gone: () => void): void {
   timer.unref();
 }
 
+/**
+ * Handles SIGTERM, SIGINT and SIGHUP from before anything is read or written: a signal goes to
+ * the server once `served.server` is set, and before that (the secrets pipe is still being
+ * read: nothing runs, nothing is open) ends the process at once with the signal's exit code, as
+ * the server would. Installed before the first await, so the signal's default action (death by
+ * the signal, in the middle of whatever the start-up was writing) applies only while Node and
+ * the bundle load, when nothing is written. A signal that comes during the synchronous start-up
+ * (`serve`) is handled when it yields, by then to the server.
+ */
+function handleSignals(served: { server?: HarnessServer }): void {
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    // Without a handler SIGHUP kills at once: no aborted responses, no synced log.
+    process.on(signal, () => (served.server ? served.server.onSignal(signal) : process.exit(SIGNAL_EXIT_CODES[signal])));
+  }
+}
+
 /** Serves the protocol; `secrets` (from `--secrets-fd`) take precedence over the environment. */
-function serve(options: CliOptions, secrets: Record<string, string>): void {
+function serve(options: CliOptions, secrets: Record<string, string>, served: { server?: HarnessServer }): void {
   // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
   // not kill the process before in-flight turns are aborted and their logs synced.
   process.stderr.on("error", () => {});
@@ -324,10 +343,7 @@ function serve(options: CliOptions, secrets: Record<string, string>): void {
     exit: (code) => process.exit(code),
   });
   endpoint.onRequest(server.handle);
-  process.on("SIGTERM", () => server?.onSignal("SIGTERM"));
-  process.on("SIGINT", () => server?.onSignal("SIGINT"));
-  // Without a handler SIGHUP kills at once: no aborted responses, no synced log.
-  process.on("SIGHUP", () => server?.onSignal("SIGHUP"));
+  served.server = server;
   // A failure nobody awaited must not kill a bridge that is serving other sessions.
   process.on("unhandledRejection", (reason) => logger.error(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}`));
   endpoint.start();

@@ -194,6 +194,27 @@ describe("signals", () => {
     }
   });
 
+  /** Whether the process catches SIGHUP, SIGINT and SIGTERM (its handlers are installed), from /proc. */
+  const catchesSignals = (pid: number): boolean => {
+    const line = fs.readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("SigCgt:"));
+    const caught = BigInt(`0x${line?.split(/\s+/)[1] ?? "0"}`);
+    return [1, 2, 15].every((n) => (caught >> BigInt(n - 1)) & 1n);
+  };
+
+  it.each([
+    ["SIGTERM", 0],
+    ["SIGINT", 130],
+    ["SIGHUP", 129],
+  ] as const)("%s while the start-up still reads the secrets pipe exits %i, not by the signal", async (signal, code) => {
+    // The pipe's writer never closes it: the bridge waits for its end (up to 5 s) before serving.
+    const c = start({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], fd3: { write: "", close: false } });
+    const until = Date.now() + 4_000;
+    while (Date.now() < until && !catchesSignals(c.child.pid!)) await new Promise((r) => setTimeout(r, 20));
+    c.kill(signal);
+    expect(await c.exit()).toEqual({ code, signal: null });
+    expect(c.frames).toEqual([]);
+  });
+
   it("SIGTERM when idle exits 0", async () => {
     const c = await initialized();
     c.kill("SIGTERM");
