@@ -18,7 +18,8 @@
  * wait for `drain` (the target is over its mark), so what the bridge holds stays bounded by
  * `highWaterMark` plus the target's own buffer; a write's callback runs once its bytes were
  * handed to the target's callback (so `flush()` before exit still means "handed to the OS");
- * the target's errors (EPIPE) are this stream's errors, and a closed target closes it.
+ * the target's errors (EPIPE) are this stream's errors, and a target that closes without one is
+ * an EPIPE too.
  *
  * `write()` is overridden rather than implemented through `_write`, because node's Writable
  * hands on one write at a time and waits for its callback, which a pipe may deliver only on the
@@ -53,7 +54,10 @@ export class CoalescingWritable extends Writable {
     });
     target.on("drain", () => this.emit("drain"));
     target.on("error", (error) => this.destroy(error));
-    target.on("close", () => this.destroy());
+    // A target that closes without an error first has no reader all the same: it is the
+    // output's end (EPIPE), not a quiet close that would leave frames, their callbacks and the
+    // producers waiting for room until the exit's drain deadline.
+    target.on("close", () => this.destroy(Object.assign(new Error("write EPIPE: the output closed"), { code: "EPIPE" })));
   }
 
   override write(chunk: string | Buffer, encodingOrCallback?: BufferEncoding | Callback, maybeCallback?: Callback): boolean {
@@ -85,6 +89,17 @@ export class CoalescingWritable extends Writable {
       this.callbacks.push(callback);
       this.writeBatch();
     }
+  }
+
+  /** What was collected is given up: its callbacks learn it, as a write to a closed target's would. */
+  override _destroy(error: Error | null, callback: Callback): void {
+    const callbacks = this.callbacks;
+    this.batch = [];
+    this.callbacks = [];
+    this.batchBytes = 0;
+    const reason = error ?? Object.assign(new Error("write after the output was destroyed"), { code: "ERR_STREAM_DESTROYED" });
+    for (const waiting of callbacks) process.nextTick(waiting, reason);
+    callback(error);
   }
 
   /** Queued as a promise reaction, so `endOfTick` runs after every reaction of this tick (see the module doc). */

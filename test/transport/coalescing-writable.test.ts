@@ -161,6 +161,26 @@ describe("coalescingWritable", () => {
   });
 });
 
+describe("coalescingWritable, a target that closes without an error", () => {
+  it("is a broken output (EPIPE): the error is passed on, and what was collected is given up with its callbacks called", async () => {
+    const t = target();
+    const out = coalescingWritable(t.stream);
+    const errors: NodeJS.ErrnoException[] = [];
+    out.on("error", (error) => errors.push(error));
+    const callbacks: Array<Error | null | undefined> = [];
+    out.write("a\n", (error) => callbacks.push(error));
+    out.write("b\n", (error) => callbacks.push(error));
+    const closed = new Promise((resolve) => out.on("close", resolve));
+    t.stream.destroy(); // no error: the reader went without a failed write to say so
+    await closed;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(errors.map((e) => e.code)).toEqual(["EPIPE"]);
+    expect(callbacks).toHaveLength(2);
+    for (const error of callbacks) expect(error).toBeInstanceOf(Error);
+    expect(t.writes).toEqual([]);
+  });
+});
+
 describe("coalescingWritable, writes from every kind of callback", () => {
   type Source = "sync" | "reaction" | "tick" | "immediate" | "timer";
   const later = (source: Source, depth: number, run: () => void): void => {
