@@ -313,6 +313,14 @@ export class AgentRuntime {
     return this.options.tracer?.shutdown() ?? Promise.resolve();
   }
 
+  /**
+   * Closes the idle sessions' logs (loaded-sessions.ts `closeIdle`): what a request that ran out
+   * of file descriptors gets back before it is refused. Whether any was closed.
+   */
+  closeIdleSessions(): boolean {
+    return this.sessions.closeIdle();
+  }
+
   /** fsyncs and closes every session log. */
   closeAll(): void {
     this.sessions.closeAll();

@@ -22,6 +22,20 @@ import type { SessionCompactParams, SessionCompactResult } from "../protocol/com
 import type { Logger } from "../log.js";
 import type { Agent } from "./initialize.js";
 import { toRpcError } from "./rpc-errors.js";
+import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
+
+/**
+ * `call`, once more when it ran out of file descriptors and closing the idle sessions' logs gave
+ * some back: near its open-file limit, a bridge holds most of its descriptors there.
+ */
+function freeingIdle<T>(agent: Agent, call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    if (!isOutOfDescriptors(error) || !agent.runtime.closeIdleSessions()) throw error;
+    return call();
+  }
+}
 
 function unknownSession(sessionId: string, field = "sessionId"): RpcError {
   return new RpcError(ErrorCode.InvalidParams, `invalid params: params.${field}: no session '${sessionId}' in this workspace`, { kind: "unknown-session", sessionId });
@@ -30,7 +44,7 @@ function unknownSession(sessionId: string, field = "sessionId"): RpcError {
 export function listSessions(agent: Agent, logger: Logger): SessionListResult {
   let listed: ReturnType<Agent["runtime"]["catalog"]["list"]>;
   try {
-    listed = agent.runtime.catalog.list();
+    listed = freeingIdle(agent, () => agent.runtime.catalog.list());
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }
@@ -42,7 +56,7 @@ export function listSessions(agent: Agent, logger: Logger): SessionListResult {
 export function readSession(agent: Agent, params: SessionReadParams): SessionReadResult {
   let page: SessionReadResult | undefined;
   try {
-    page = agent.runtime.catalog.read(params.sessionId, params.afterSeq, params.limit ?? READ_LIMIT_DEFAULT);
+    page = freeingIdle(agent, () => agent.runtime.catalog.read(params.sessionId, params.afterSeq, params.limit ?? READ_LIMIT_DEFAULT));
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }
@@ -66,14 +80,14 @@ export function forkSession(agent: Agent, params: SessionForkParams): SessionFor
   }
   let refusal;
   try {
-    refusal = runtime.catalog.fork(sessionId, newSessionId, turn);
+    refusal = freeingIdle(agent, () => runtime.catalog.fork(sessionId, newSessionId, turn));
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }
   if (!refusal) {
     // The fork can rewind the files of the turns it copied (agent/checkpoints/store.ts copyTo).
     try {
-      runtime.forkCheckpoints(sessionId, newSessionId, turn);
+      freeingIdle(agent, () => runtime.forkCheckpoints(sessionId, newSessionId, turn));
     } catch (error) {
       throw toRpcError(agent.modules, error);
     }
@@ -98,7 +112,7 @@ export function forkSession(agent: Agent, params: SessionForkParams): SessionFor
 
 export function deleteSession(agent: Agent, params: SessionDeleteParams): SessionDeleteResult {
   try {
-    return { deleted: agent.runtime.deleteSession(params.sessionId) };
+    return { deleted: freeingIdle(agent, () => agent.runtime.deleteSession(params.sessionId)) };
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { initParams, promptParams } from "../support/raw-client.js";
+import { BINARY, RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { initAndPrompt, runUnderLimit } from "../support/under-limit.js";
 
 let root: string | undefined;
@@ -68,4 +68,33 @@ it("under the limit the bridge is built for (64), more sessions than fit with th
   expect(answers.length, run.stderr.slice(0, 600)).toBe(sessions);
   for (const answer of answers) expect(answer.result, `prompt ${answer.id}: ${JSON.stringify(answer.error)}`).toEqual({ status: "ok", reason: { kind: "completed" } });
   expect([run.status, run.signal]).toEqual([0, null]);
+}, 120_000);
+
+it("under a limit of 64, session/list, read and fork are answered while idle sessions' logs fill the table: those logs are closed to make room", async () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-log-fds-"));
+  const ws = path.join(root, "ws");
+  fs.mkdirSync(ws);
+  const c = new RawClient({ command: "prlimit", args: ["--nofile=64", BINARY, "--stdio", "--session-root", path.join(root, "sessions")] });
+  try {
+    c.request("init", "initialize", initParams(ws));
+    expect((await c.response("init")).result).toBeDefined();
+    // One session more after another: their logs stay open while idle, until the table is full.
+    for (let i = 0; i < 60; i++) {
+      c.request(`p${i}`, "session/prompt", promptParams(`s${i}`));
+      expect((await c.response(`p${i}`)).result, `prompt ${i}`).toEqual({ status: "ok", reason: { kind: "completed" } });
+      for (const [id, method, params] of [
+        [`l${i}`, "session/list", {}],
+        [`r${i}`, "session/read", { sessionId: "s0" }],
+        [`f${i}`, "session/fork", { sessionId: `s${i}`, newSessionId: `f${i}` }],
+      ] as const) {
+        c.request(id, method, params);
+        const answer = await c.response(id);
+        expect(answer.error, `${method} after ${i + 1} sessions`).toBeUndefined();
+      }
+    }
+    c.end();
+    expect(await c.exit()).toEqual({ code: 0, signal: null });
+  } finally {
+    await c.dispose();
+  }
 }, 120_000);

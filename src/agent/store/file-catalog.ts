@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
 import type { SessionEvent } from "../../protocol/types.js";
+import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { ForkRefusal, SessionLog } from "./interface.js";
 import {
   forkHeader,
@@ -96,6 +97,8 @@ export class FileCatalog {
         const entry = this.entryOf(file, id);
         if (entry) sessions.push(entry);
       } catch (error) {
+        // Out of descriptors says nothing of this log: a listing without it would be a wrong answer.
+        if (isOutOfDescriptors(error)) throw error;
         problems.push(`${file}: ${(error as Error).message}`);
       }
     }
