@@ -19,6 +19,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { Ignore, Options as IgnoreOptions } from "ignore";
 import { sortPaths } from "./search/order.js";
 import { isInside } from "./workspace.js";
+import { collapseGlobstars } from "./gitignore-globstar.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
 
@@ -85,7 +86,7 @@ function readIgnoreFile(file: string): string | undefined {
       if (got === 0) break;
       n += got;
     }
-    return buf.subarray(0, n).toString("utf8");
+    return collapseGlobstars(buf.subarray(0, n).toString("utf8"));
   } finally {
     fs.closeSync(fd);
   }
