@@ -26,7 +26,9 @@ import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 
 /**
  * `call`, once more when it ran out of file descriptors and closing the idle sessions' logs gave
- * some back: near its open-file limit, a bridge holds most of its descriptors there.
+ * some back: near its open-file limit, a bridge holds most of its descriptors there. Only for a
+ * call that changes nothing when it fails (a read, a fork that removes what it began): a delete
+ * that failed after removing the log would answer `deleted: false` the second time.
  */
 function freeingIdle<T>(agent: Agent, call: () => T): T {
   try {
@@ -112,7 +114,7 @@ export function forkSession(agent: Agent, params: SessionForkParams): SessionFor
 
 export function deleteSession(agent: Agent, params: SessionDeleteParams): SessionDeleteResult {
   try {
-    return { deleted: freeingIdle(agent, () => agent.runtime.deleteSession(params.sessionId)) };
+    return { deleted: agent.runtime.deleteSession(params.sessionId) };
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }
