@@ -2,13 +2,13 @@
  * `harness-bridge`: the command line. `--stdio` serves the protocol on stdin/stdout; anything
  * else is a usage error (exit 2) after the help text on stderr.
  *
- * Parsing is Node's own `util.parseArgs`, driven by the `OPTIONS` table below, which is also
- * the source of the help text. Invariant: parsing loads nothing beyond Node itself, because it
- * is on the start-up path (spawn → `initialize` response). `parseArgs` ships with Node, so it
- * costs nothing to load and adds nothing to the bundle; what it lacks (choices, integer checks,
- * help) is this table. Why not an argument library: bench/README.md ("Why the code does this").
+ * Parsing reads the options as Node's `util.parseArgs` does (cli-args.ts, without loading it),
+ * driven by the `OPTIONS` table below, which is also the source of the help text. Invariant:
+ * parsing loads nothing, not even Node's own modules, because it is on the start-up path
+ * (spawn → `initialize` response); what the reading lacks (choices, integer checks, help) is
+ * this table. Why not an argument library: bench/README.md ("Why the code does this").
  */
-import { parseArgs } from "node:util";
+import { parseOptions, type ArgSpec } from "./cli-args.js";
 import { defaultSessionRoot } from "./agent/store/root.js";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import { PERMISSION_MODES, type PermissionMode } from "./protocol/types.js";
@@ -67,7 +67,7 @@ interface OptionSpec {
   shownDefault?: string;
 }
 
-/** Every option: what `parseArgs` accepts and what `--help` shows, in that order. */
+/** Every option: what the command line accepts and what `--help` shows, in that order. */
 const OPTIONS = {
   version: { type: "boolean", short: "V", help: "output the version number" },
   stdio: { type: "boolean", help: "serve the protocol: requests on stdin, responses and notifications on stdout" },
@@ -104,10 +104,8 @@ const OPTIONS = {
 
 type OptionName = keyof typeof OPTIONS;
 
-/** What `parseArgs` needs of the table: names, types, short flags. */
-const PARSE_ARGS_OPTIONS = Object.fromEntries(
-  Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => [name, spec.short ? { type: spec.type, short: spec.short } : { type: spec.type }]),
-);
+/** What the reading needs of the table: names, types, short flags. */
+const ARG_SPECS: Readonly<Record<string, ArgSpec>> = OPTIONS;
 
 const HELP_WIDTH = 80;
 
@@ -173,7 +171,7 @@ type Parsed = { action: "help" } | { action: "version" } | { action: "serve"; op
 export function parseCommandLine(args: string[]): Parsed {
   let values: Partial<Record<string, string | boolean>>;
   try {
-    ({ values } = parseArgs({ args, options: PARSE_ARGS_OPTIONS, strict: true, allowPositionals: false }));
+    values = parseOptions(args, ARG_SPECS);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
