@@ -275,11 +275,37 @@ function watchParent(gone: () => void): void {
   timer.unref();
 }
 
+/**
+ * Runs `attach` on `process.stderr` as Node makes it, at its first use, instead of making it
+ * now: Node builds the stream at the first access (a socket for a pipe, a write stream for a
+ * file), a share of the start-up (spawn → `initialize` response) that a session logging nothing
+ * never needs (bench/README.md, "Cold start without bubblewrap, round 4"). Node's own lazy
+ * getter is wrapped, so whoever touches the stream first (the logger, Node's warnings) gets it
+ * with `attach` done. Where `stderr` is not a property that can be redefined, at once.
+ */
+function whenStderrMade(attach: (stderr: NodeJS.WriteStream) => void): void {
+  const own = Object.getOwnPropertyDescriptor(process, "stderr");
+  if (!own?.configurable || !own.get) return void attach(process.stderr);
+  const make = own.get;
+  let made = false;
+  Object.defineProperty(process, "stderr", {
+    ...own,
+    get() {
+      const stderr = make.call(process) as NodeJS.WriteStream;
+      if (!made) {
+        made = true;
+        attach(stderr);
+      }
+      return stderr;
+    },
+  });
+}
+
 /** Serves the protocol; `secrets` (from `--secrets-fd`) take precedence over the environment. */
 function serve(options: CliOptions, secrets: Record<string, string>): void {
   // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
   // not kill the process before in-flight turns are aborted and their logs synced.
-  process.stderr.on("error", () => {});
+  whenStderrMade((stderr) => stderr.on("error", () => {}));
   // The providers read their keys from this copy; the process's own environment loses them at
   // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
   const env = { ...process.env, ...secrets };
