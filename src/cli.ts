@@ -2,13 +2,13 @@
  * `harness-bridge`: the command line. `--stdio` serves the protocol on stdin/stdout; anything
  * else is a usage error (exit 2) after the help text on stderr.
  *
- * Parsing is Node's own `util.parseArgs`, driven by the `OPTIONS` table below, which is also
- * the source of the help text. Invariant: parsing loads nothing beyond Node itself, because it
- * is on the start-up path (spawn → `initialize` response). `parseArgs` ships with Node, so it
- * costs nothing to load and adds nothing to the bundle; what it lacks (choices, integer checks,
- * help) is this table. Why not an argument library: bench/README.md ("Why the code does this").
+ * Parsing reads the options as Node's `util.parseArgs` does (cli-args.ts, without loading it),
+ * driven by the `OPTIONS` table below, which is also the source of the help text. Invariant:
+ * parsing loads nothing, not even Node's own modules, because it is on the start-up path
+ * (spawn → `initialize` response); what the reading lacks (choices, integer checks, help) is
+ * this table. Why not an argument library: bench/README.md ("Why the code does this").
  */
-import { parseArgs } from "node:util";
+import { parseOptions, type ArgSpec } from "./cli-args.js";
 import { defaultSessionRoot } from "./agent/store/root.js";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
 import { PERMISSION_MODES, type PermissionMode } from "./protocol/types.js";
@@ -68,7 +68,7 @@ interface OptionSpec {
   shownDefault?: string;
 }
 
-/** Every option: what `parseArgs` accepts and what `--help` shows, in that order. */
+/** Every option: what the command line accepts and what `--help` shows, in that order. */
 const OPTIONS = {
   version: { type: "boolean", short: "V", help: "output the version number" },
   stdio: { type: "boolean", help: "serve the protocol: requests on stdin, responses and notifications on stdout" },
@@ -105,10 +105,8 @@ const OPTIONS = {
 
 type OptionName = keyof typeof OPTIONS;
 
-/** What `parseArgs` needs of the table: names, types, short flags. */
-const PARSE_ARGS_OPTIONS = Object.fromEntries(
-  Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => [name, spec.short ? { type: spec.type, short: spec.short } : { type: spec.type }]),
-);
+/** What the reading needs of the table: names, types, short flags. */
+const ARG_SPECS: Readonly<Record<string, ArgSpec>> = OPTIONS;
 
 const HELP_WIDTH = 80;
 
@@ -174,7 +172,7 @@ type Parsed = { action: "help" } | { action: "version" } | { action: "serve"; op
 export function parseCommandLine(args: string[]): Parsed {
   let values: Partial<Record<string, string | boolean>>;
   try {
-    ({ values } = parseArgs({ args, options: PARSE_ARGS_OPTIONS, strict: true, allowPositionals: false }));
+    values = parseOptions(args, ARG_SPECS);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -296,11 +294,37 @@ function handleSignals(served: { server?: HarnessServer }): void {
   }
 }
 
+/**
+ * Runs `attach` on `process.stderr` as Node makes it, at its first use, instead of making it
+ * now: Node builds the stream at the first access (a socket for a pipe, a write stream for a
+ * file), a share of the start-up (spawn → `initialize` response) that a session logging nothing
+ * never needs (bench/README.md, "Cold start without bubblewrap, round 4"). Node's own lazy
+ * getter is wrapped, so whoever touches the stream first (the logger, Node's warnings) gets it
+ * with `attach` done. Where `stderr` is not a property that can be redefined, at once.
+ */
+function whenStderrMade(attach: (stderr: NodeJS.WriteStream) => void): void {
+  const own = Object.getOwnPropertyDescriptor(process, "stderr");
+  if (!own?.configurable || !own.get) return void attach(process.stderr);
+  const make = own.get;
+  let made = false;
+  Object.defineProperty(process, "stderr", {
+    ...own,
+    get() {
+      const stderr = make.call(process) as NodeJS.WriteStream;
+      if (!made) {
+        made = true;
+        attach(stderr);
+      }
+      return stderr;
+    },
+  });
+}
+
 /** Serves the protocol; `secrets` (from `--secrets-fd`) take precedence over the environment. */
 function serve(options: CliOptions, secrets: Record<string, string>, served: { server?: HarnessServer }): void {
   // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
   // not kill the process before in-flight turns are aborted and their logs synced.
-  process.stderr.on("error", () => {});
+  whenStderrMade((stderr) => stderr.on("error", () => {}));
   // The providers read their keys from this copy; the process's own environment loses them at
   // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
   const env = { ...process.env, ...secrets };

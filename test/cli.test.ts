@@ -1,7 +1,10 @@
 /**
  * The command line's parsing (the end-to-end exits are in test/server/e2e-lifecycle.test.ts).
  */
+import fc from "fast-check";
+import { parseArgs } from "node:util";
 import { describe, expect, it } from "vitest";
+import { parseOptions, type ArgSpec } from "../src/cli-args.js";
 import { helpText, parseCommandLine } from "../src/cli.js";
 
 describe("parseCommandLine", () => {
@@ -73,5 +76,93 @@ describe("helpText", () => {
     const help = helpText();
     expect(help).not.toMatch(/docs\/|\.md\b|https?:/);
     expect(help.replace(/\s+/g, " ")).toContain('initialize {"cwd": ".", "provider": "scripted", "model": "demo"}');
+  });
+});
+
+describe("parseOptions reads a command line as util.parseArgs does (strict, no positionals)", () => {
+  // The bridge's kinds of options, and a short string option, which parseArgs also reads.
+  const options: Record<string, ArgSpec> = {
+    stdio: { type: "boolean" },
+    "session-root": { type: "string" },
+    "max-steps": { type: "string" },
+    version: { type: "boolean", short: "V" },
+    help: { type: "boolean", short: "h" },
+    level: { type: "string", short: "l" },
+  };
+  /** What parseArgs answers: its values as a plain object, or its message. */
+  const reference = (args: string[]) => {
+    try {
+      return { values: { ...parseArgs({ args, options, strict: true, allowPositionals: false }).values } };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  };
+  const ours = (args: string[]) => {
+    try {
+      return { values: { ...parseOptions(args, options) } };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  };
+
+  it.each([
+    [[]],
+    [["--stdio"]],
+    [["--stdio", "--stdio"]],
+    [["--stdio=1"]],
+    [["--stdio="]],
+    [["--bogus"]],
+    [["--bogus=1"]],
+    [["--stdio", "extra"]],
+    [["extra", "--bogus"]],
+    [["-"]],
+    [[""]],
+    [["--"]],
+    [["--", "--stdio"]],
+    [["--stdio", "--"]],
+    [["--session-root"]],
+    [["--session-root", "/r"]],
+    [["--session-root=/r"]],
+    [["--session-root="]],
+    [["--session-root", ""]],
+    [["--session-root", "-"]],
+    [["--session-root", "-x"]],
+    [["--session-root", "--stdio"]],
+    [["--session-root=-x"]],
+    [["--max-steps", "3", "--max-steps", "4"]],
+    [["-h"]],
+    [["-hV"]],
+    [["-Vx"]],
+    [["-V=1"]],
+    [["-x"]],
+    [["-l"]],
+    [["-l", "debug"]],
+    [["-l", "-x"]],
+    [["-ldebug"]],
+    [["-hldebug"]],
+    [["-hl", "debug"]],
+    [["-hl"]],
+    [["--="]],
+    [["--=x"]],
+    [["---x"]],
+    [["--__proto__"]],
+    [["--constructor"]],
+    [["-h", "--bogus"]],
+  ])("%j", (args) => {
+    expect(ours(args)).toEqual(reference(args));
+  });
+
+  it("gives the same answer for any sequence of such arguments", () => {
+    const arg = fc.oneof(
+      fc.constantFrom("--stdio", "--session-root", "--max-steps", "--version", "--help", "--level", "-V", "-h", "-l", "-hV", "-hl", "-lx", "-Vl", "-x", "--", "-", ""),
+      fc.constantFrom("--stdio=", "--stdio=1", "--session-root=", "--session-root=/r", "--max-steps=-1", "--bogus", "--bogus=2", "--=", "--no-stdio", "3", "/r", "-1"),
+      fc.string({ maxLength: 6 }),
+    );
+    fc.assert(
+      fc.property(fc.array(arg, { maxLength: 6 }), (args) => {
+        expect(ours(args)).toEqual(reference(args));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -10,7 +10,6 @@
  */
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_SCRIPT } from "./demo-script.js";
 import { historyTally } from "./history-tally.js";
 import type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
@@ -27,6 +26,14 @@ import {
 export type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
 
 const DEFAULT_CHUNK_SIZE = 16;
+
+/**
+ * Waits `ms`, or throws the signal's reason. `node:timers/promises` is loaded at the first
+ * delayed step, not with this module: the provider registry is on the start-up path (spawn →
+ * `initialize` response), where loading it is a share of the start-up (bench/README.md, "Cold
+ * start without bubblewrap, round 4").
+ */
+const sleep = (ms: number, signal: AbortSignal): Promise<void> => process.getBuiltinModule("node:timers/promises").setTimeout(ms, undefined, { signal });
 
 /**
  * The most deltas of an unpaced step handed over in one batch (types.ts `ModelStreamBatch`):
@@ -194,7 +201,7 @@ async function* streamStep(
   let outChars = 0;
   let batch: ModelStreamPart[] = [];
   for (const part of deltasOf(step, turnIndex, stepIndex)) {
-    if (delay > 0) await sleep(delay, undefined, { signal });
+    if (delay > 0) await sleep(delay, signal);
     else if (signal.aborted) throw signal.reason;
     outChars += part.type === "tool-call-delta" ? part.argumentsDelta.length : part.text.length;
     batch.push(part);

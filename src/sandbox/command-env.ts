@@ -20,6 +20,14 @@ export const CREDENTIAL_URL_PATTERN = /[a-z][a-z0-9+.-]*:\/\/[^\s/@:]*:[^\s/@]*@
 export const OTLP_HEADERS_PATTERN = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$/i;
 /** An OTLP endpoint: a secret when its URL carries a query or fragment (an API key there) or credentials. */
 export const OTLP_ENDPOINT_PATTERN = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?ENDPOINT$/i;
+/**
+ * Whether `name` can match either OTLP pattern: every name both match starts with this prefix,
+ * in any case. Checked first, so that a start whose environment has no OTLP variable (almost
+ * every one) never runs the two patterns: a case-insensitive pattern's first runs compile it,
+ * on the start-up path (bench/README.md, "Cold start without bubblewrap, round 4").
+ */
+const OTLP_PREFIX = "OTEL_EXPORTER_OTLP_";
+const otlpNamed = (name: string) => name.length > OTLP_PREFIX.length && name.slice(0, OTLP_PREFIX.length).toUpperCase() === OTLP_PREFIX;
 const secretEndpoint = (name: string, value: string) => OTLP_ENDPOINT_PATTERN.test(name) && /[?#@]/.test(value);
 /**
  * The secrets the OpenTelemetry exporter's settings carry, for the redactor (redact.ts): each
@@ -37,7 +45,7 @@ export function exporterSecrets(env: NodeJS.ProcessEnv): string[] {
     }
   };
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined) continue;
+    if (value === undefined || !otlpNamed(name)) continue;
     if (OTLP_HEADERS_PATTERN.test(name)) {
       for (const part of value.split(",")) {
         const raw = part.slice(part.indexOf("=") + 1).trim();

@@ -48,7 +48,7 @@ const MAX_ROOTS_KEPT = 16;
  */
 export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv = process.env): boolean {
   // Called for every path a search shows: the key is cheap, the list is built when it changes.
-  const key = `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${tmpdir()}\0${extraHiddenVersion}`;
+  const key = wantedHiddenKey(env);
   if (hiddenForTools?.key !== key) {
     const paths = new Set<string>();
     for (const p of wantedHidden(env)) {
@@ -92,6 +92,15 @@ export function privateFolderName(): string {
  */
 export function underHome(home: string, rel: string): string {
   return home === "/" ? `/${rel}` : `${home}/${rel}`;
+}
+
+/**
+ * Changes whenever `wantedHidden(env)` would give another list (its inputs: the home folder,
+ * `HARNESS_SANDBOX_HIDE`, the temporary folder that names the private one, the paths added by
+ * `hideFromSandbox`), without building the list: for callers that only ask whether it changed.
+ */
+export function wantedHiddenKey(env: NodeJS.ProcessEnv): string {
+  return `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${tmpdir()}\0${extraHiddenVersion}`;
 }
 
 export function wantedHidden(env: NodeJS.ProcessEnv): string[] {

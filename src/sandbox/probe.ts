@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
 import { landlockOff, landlockRefusal, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
 import { helperIdentity, privateFolder } from "./landlock-helper.js";
-import { wantedHidden } from "./hidden.js";
+import { wantedHiddenKey } from "./hidden.js";
 import { failedForWantOfDescriptors, sandboxStatusAtStart, type SandboxStatus } from "./status.js";
 import { forgetVerdict, pruneVerdicts, recalledVerdict, rememberVerdict, verdictKey, type Verdict } from "./verdict-cache.js";
 
@@ -93,7 +93,7 @@ let recalled: { folder: string; key: string; verdict: Verdict; env: NodeJS.Proce
  * response, checks them with the helper.
  */
 let startParts: { wanted: string; parts: RuleParts } | undefined;
-const partsFor = (env: NodeJS.ProcessEnv) => [env.HARNESS_SANDBOX_READ ?? "", ...wantedHidden(env)].join("\0");
+const partsFor = (env: NodeJS.ProcessEnv) => `${env.HARNESS_SANDBOX_READ}\0${wantedHiddenKey(env)}`;
 
 /** What the start probe looks its verdict up in where it has no private folder or no key: a folder no process can make. */
 const NO_VERDICT_FOLDER = "/proc/self/no-verdict";
