@@ -246,11 +246,17 @@ export class Session {
       case "user/steer":
         // A log cut off mid-turn (the process was killed) can hold tool calls without results;
         // models refuse such a history, so each is answered before the next user message.
-        for (const [callId, name] of this.unanswered) {
-          const text = "not run: the turn was interrupted before this tool call ran";
-          this.push({ role: "tool", callId, name, content: [{ type: "text", text }], isError: true }, seq);
+        // Cleared only when it holds some: `Map.prototype.clear` gives the map a new table even
+        // when it is empty, and a session's maps live in V8's old generation, so an unconditional
+        // clear would leave a table of garbage there every turn (a page touched anew every few
+        // turns, and the old generation filled towards its next full collection).
+        if (this.unanswered.size > 0) {
+          for (const [callId, name] of this.unanswered) {
+            const text = "not run: the turn was interrupted before this tool call ran";
+            this.push({ role: "tool", callId, name, content: [{ type: "text", text }], isError: true }, seq);
+          }
+          this.unanswered.clear();
         }
-        this.unanswered.clear();
         this.push({ role: "user", content: event.data.content }, seq);
         this.lastUserSeq = seq;
         break;
@@ -269,7 +275,8 @@ export class Session {
         break;
       case "turn/end":
         // A hook still waiting when its turn ended was abandoned by a cancel: not a leftover.
-        this.pendingHooks.clear();
+        // (Only when it holds some, as `unanswered` at a user message.)
+        if (this.pendingHooks.size > 0) this.pendingHooks.clear();
         break;
       case "hook/request":
         this.pendingHooks.set(event.data.hookId, event.data);
