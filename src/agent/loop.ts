@@ -268,9 +268,9 @@ async function runStep(
 /**
  * A step's `completed` end, made apart from the step's outcome that carries it. The end is kept
  * (it becomes the turn's `reason`, held by the `turn/end` event), the outcome is not; written as
- * a literal inside the outcome's literal, the two share one V8 allocation site, half of whose
- * objects outlive a scavenge, too few for V8 to allocate the kept ones straight into the old
- * generation (`Session.emit` says more). A function of its own, because a minifier folds a
+ * a literal inside the outcome's literal, the two share one V8 allocation site, where too few
+ * objects outlive a scavenge for V8 to allocate the kept ones straight into the old generation
+ * (`Session.emit` says more). A function of its own, because a minifier folds a
  * local constant back into the outer literal.
  */
 function completed(): TurnEndReason {
