@@ -89,7 +89,13 @@ export class Session {
     // In place: the recorded event, the history built from it and what the caller still holds
     // (a turn's reason, which becomes the prompt response) stay one and the same clean value.
     if (this.redactor.active) this.redactor.inPlace(data);
-    const event = { type, seq, time, data } as SessionEvent;
+    // Two object literals, so two allocation sites. V8 allocates a site's objects straight into
+    // the old generation once nearly all of them outlive a scavenge (allocation-site
+    // pretenuring). A durable event is kept (the store and the history hold it), a live-only one
+    // is dropped once announced: made at one site, a one-chunk turn's events stay just under
+    // V8's line, and every kept event is copied by two scavenges, each pause the longer for it.
+    const live = LIVE_ONLY_EVENT_TYPES.has(type);
+    const event = (live ? { type, seq, time, data } : { type, seq, time, data }) as SessionEvent;
     // Encoded once, for the log line and the notification both. The text is what
     // JSON.stringify(event) gives: the keys in this order (log-lines.ts reads them from a line's
     // head), `type` a constant of the protocol that needs no escaping, `seq` and `time` integers.
@@ -104,7 +110,7 @@ export class Session {
       }
       json = `${eventHead(type)}${decimalText(seq)}${middle.text}${dataJson}}`;
     }
-    if (!LIVE_ONLY_EVENT_TYPES.has(type)) {
+    if (!live) {
       this.log?.append(event, json);
       this.absorb(event);
     }
@@ -240,11 +246,17 @@ export class Session {
       case "user/steer":
         // A log cut off mid-turn (the process was killed) can hold tool calls without results;
         // models refuse such a history, so each is answered before the next user message.
-        for (const [callId, name] of this.unanswered) {
-          const text = "not run: the turn was interrupted before this tool call ran";
-          this.push({ role: "tool", callId, name, content: [{ type: "text", text }], isError: true }, seq);
+        // Cleared only when it holds some: `Map.prototype.clear` gives the map a new table even
+        // when it is empty, and a session's maps live in V8's old generation, so an unconditional
+        // clear would leave a table of garbage there every turn (a page touched anew every few
+        // turns, and the old generation filled towards its next full collection).
+        if (this.unanswered.size > 0) {
+          for (const [callId, name] of this.unanswered) {
+            const text = "not run: the turn was interrupted before this tool call ran";
+            this.push({ role: "tool", callId, name, content: [{ type: "text", text }], isError: true }, seq);
+          }
+          this.unanswered.clear();
         }
-        this.unanswered.clear();
         this.push({ role: "user", content: event.data.content }, seq);
         this.lastUserSeq = seq;
         break;
@@ -263,7 +275,8 @@ export class Session {
         break;
       case "turn/end":
         // A hook still waiting when its turn ended was abandoned by a cancel: not a leftover.
-        this.pendingHooks.clear();
+        // (Only when it holds some, as `unanswered` at a user message.)
+        if (this.pendingHooks.size > 0) this.pendingHooks.clear();
         break;
       case "hook/request":
         this.pendingHooks.set(event.data.hookId, event.data);

@@ -182,7 +182,8 @@ function* deltasOf(step: ScriptStep, turnIndex: number, stepIndex: number): Gene
 /**
  * Streams the step that answers `request`, picked on the first `next()` (a script with no such
  * step fails the stream, not the call). One async generator for the whole stream. A paced step
- * hands each delta over after its wait; an unpaced one in batches of up to `BATCH_PARTS`.
+ * hands each delta over after its wait; an unpaced one in batches of up to `BATCH_PARTS`. The
+ * step's usage and finish come in the last batch, beside its last deltas.
  */
 async function* streamStep(
   script: Script,
@@ -210,22 +211,28 @@ async function* streamStep(
       batch = [];
     }
   }
-  if (batch.length > 0) yield batch;
-  if (step.hang) {
-    await new Promise<void>((_, reject) => {
-      if (signal.aborted) reject(signal.reason);
-      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-    });
+  if (step.hang || step.error) {
+    // The deltas stream first, then the step hangs or fails.
+    if (batch.length > 0) yield batch;
+    batch = [];
+    if (step.hang) {
+      await new Promise<void>((_, reject) => {
+        if (signal.aborted) reject(signal.reason);
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    }
+    if (step.error) throw new ModelError(step.error.message, step.error.httpStatus, step.error.code);
   }
-  if (step.error) throw new ModelError(step.error.message, step.error.httpStatus, step.error.code);
-  yield [
+  // The step's end rides with its last deltas: one batch, so one step of the loop's `for await` less.
+  batch.push(
     {
       type: "usage",
       // The system prompt names the workspace path; leaving it out keeps usage the same in every folder.
       usage: step.usage ?? { inputTokens: Math.ceil(historyTally(request.messages).chars / 4), outputTokens: Math.ceil(outChars / 4) },
     },
     { type: "finish", finishReason: step.finishReason ?? (step.toolCalls?.length ? "tool-calls" : "stop") },
-  ];
+  );
+  yield batch;
 }
 
 export class ScriptedProvider implements ModelProvider {

@@ -252,17 +252,29 @@ export class HarnessServer {
     return this.agent;
   }
 
-  private async prompt(params: Params<"sessionPromptParamsSchema">, agent: Agent): Promise<SessionPromptResult> {
-    const { runtime, modules } = agent;
+  private prompt(params: Params<"sessionPromptParamsSchema">, agent: Agent): Promise<SessionPromptResult> {
     checkBudget(agent, params);
-    let output: import("../agent/final-answer.js").OutputContract | undefined;
-    if (params.outputSchema) {
-      try {
-        output = await runtime.compileOutput(params.outputSchema);
-      } catch (error) {
-        throw toRpcError(modules, error);
-      }
+    // A structured turn compiles its schema first; any other starts here, and its answer is one
+    // reaction on the turn's promise, with no async layer around it (its promise and await).
+    return params.outputSchema ? this.promptWithOutput(params, params.outputSchema, agent) : this.startPrompt(params, undefined, agent);
+  }
+
+  private async promptWithOutput(params: Params<"sessionPromptParamsSchema">, schema: JsonObject, agent: Agent): Promise<SessionPromptResult> {
+    let output: import("../agent/final-answer.js").OutputContract;
+    try {
+      output = await agent.runtime.compileOutput(schema);
+    } catch (error) {
+      throw toRpcError(agent.modules, error);
     }
+    return this.startPrompt(params, output, agent);
+  }
+
+  /** Starts the turn; throws (synchronously) what refuses it, and the answer rejects with what ended it badly. */
+  private startPrompt(
+    params: Params<"sessionPromptParamsSchema">,
+    output: import("../agent/final-answer.js").OutputContract | undefined,
+    { runtime, modules }: Agent,
+  ): Promise<SessionPromptResult> {
     // From here to the registration below nothing awaits, so overlap is decided at once.
     let settled: Promise<import("../protocol/types.js").TurnEndReason>;
     try {
@@ -274,14 +286,14 @@ export class HarnessServer {
       // A busy session; a corrupt log; another process's session.
       throw toRpcError(modules, error);
     }
-    try {
-      const reason = await settled;
-      return { status: statusOf(reason), reason };
-    } catch (error) {
+    return settled.then(
+      (reason) => ({ status: statusOf(reason), reason }),
       // A missing turn/end; the store's failures too: a prompt that waited to be admitted
       // opened its session only then (agent/turn-admission.ts).
-      throw toRpcError(modules, error);
-    }
+      (error: unknown) => {
+        throw toRpcError(modules, error);
+      },
+    );
   }
 
   private async cancel(params: Params<"sessionCancelParamsSchema">, { runtime }: Agent): Promise<SessionCancelResult> {
