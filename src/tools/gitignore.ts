@@ -21,6 +21,7 @@ import { sortPaths } from "./search/order.js";
 import { isInside } from "./workspace.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
+import { checkRuleShape, RulesIndex } from "./gitignore-rules.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -29,30 +30,10 @@ let ignoreFactory: IgnoreFactory | undefined;
 async function loadIgnore(): Promise<IgnoreFactory> {
   if (!ignoreFactory) {
     const factory = (await loadPackages()).ignore as unknown as IgnoreFactory;
-    if (typeof (factory() as unknown as Partial<RulesOf>)._rules?.test !== "function") throw new Error("the bundled 'ignore' module has no rule list to test a path on its own (ownVerdict)");
+    checkRuleShape(factory().add("x"));
     ignoreFactory = factory;
   }
   return ignoreFactory;
-}
-
-interface Verdict {
-  ignored: boolean;
-  unignored: boolean;
-}
-/** The rule list inside an `Ignore` (the version is pinned by package-lock.json; `loadIgnore` checks it is there). */
-interface RulesOf {
-  _rules: { test(path: string, mode: "regex"): Verdict };
-}
-
-/**
- * What one rules file says of `rel` itself: its last rule matching `rel`, never a folder above.
- * `Ignore.test` also answers "ignored" when a folder above `rel` is ignored by the same file,
- * which is wrong once a deeper file has re-included that folder (`/.gitignore: a/b`,
- * `a/.gitignore: !b` keeps `a/b/f`, as git and ripgrep do). Folders above are decided once, by
- * every file together (`GitignoreFilter.isIgnored`), so each file is asked about the path alone.
- */
-function ownVerdict(ig: Ignore, rel: string): Verdict {
-  return (ig as unknown as RulesOf)._rules.test(rel, "regex");
 }
 
 /** Folders never listed, whatever `.gitignore` says. */
@@ -100,7 +81,7 @@ function readIgnoreFile(file: string): string | undefined {
 interface Folder {
   ignored: boolean;
   rel: string;
-  rules: { ig: Ignore; from: number }[];
+  rules: { ig: RulesIndex; from: number }[];
 }
 
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
@@ -120,12 +101,12 @@ export class GitignoreFilter {
   }
 
   /** The rules of `dir`'s own `.gitignore`, read once per folder (`folderAt` keeps them), or null without one. */
-  private rulesOf(dir: string): Ignore | null {
+  private rulesOf(dir: string): RulesIndex | null {
     if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
-    let ig: Ignore | null = null;
+    let ig: RulesIndex | null = null;
     try {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
-      ig = text === undefined ? null : ignoreFactory({ ignorecase: false }).add(text); // case-sensitive, as git on Linux and ripgrep
+      ig = text === undefined ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
@@ -196,7 +177,7 @@ export class GitignoreFilter {
     const rel = (folder.rel === "" ? name : `${folder.rel}/${name}`) + (isDir ? "/" : "");
     let ignored = false;
     for (const { ig, from } of folder.rules) {
-      const verdict = ownVerdict(ig, from === 0 ? rel : rel.slice(from));
+      const verdict = ig.verdict(from === 0 ? rel : rel.slice(from));
       if (verdict.ignored) ignored = true;
       else if (verdict.unignored) ignored = false;
     }
