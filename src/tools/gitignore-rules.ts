@@ -52,6 +52,26 @@ function setMax(map: Map<string, number>, key: string, index: number): void {
   if ((map.get(key) ?? -1) < index) map.set(key, index);
 }
 
+/** What the package makes of `**` between two segments: any number of segments, then a slash. */
+const GAP = "(?:\\/[^\\/]+)*\\/";
+
+/**
+ * `re` (a rule's expression) without its backtracking across `**`: between two gaps the pattern
+ * matches a fixed number of whole segments, and the leftmost place it fits is as good as any
+ * later one (the gap after it takes whatever lies between), so each such piece is matched once,
+ * at its leftmost place, and never retried (a lookahead holding a capture, then the capture: an
+ * atomic group). Otherwise a pattern of `a` segments and eight `**` gaps, against a path of 40
+ * `a` segments, tries every way to spread them over the gaps: seconds for one path. The expressions the
+ * package makes hold no capture of their own, so the captures here are numbered from 1.
+ */
+export function withoutGapBacktracking(re: RegExp): RegExp {
+  const pieces = re.source.split(GAP);
+  if (pieces.length < 3) return re;
+  let source = pieces[0];
+  for (let i = 1; i < pieces.length - 1; i++) source += `(?=((?:\\/[^\\/]+)*?\\/${pieces[i]}(?=\\/)))\\${i}`;
+  return new RegExp(`${source}${GAP}${pieces[pieces.length - 1]}`, re.flags);
+}
+
 /** The longest run of plain characters of `body` that any path it matches contains, or "". */
 function requiredRun(body: string): string {
   let best = "";
@@ -98,6 +118,8 @@ export class RulesIndex {
   private readonly always: number[] = [];
   /** Each rule's required run (other rules only). */
   private readonly runs: string[] = [];
+  /** Each other rule's expression, as `withoutGapBacktracking` makes it, once it is first needed. */
+  private readonly regexes: RegExp[] = [];
   /** `seen[i] === stamp` once rule i is a candidate of the current path. */
   private readonly seen: Int32Array;
   private stamp = 0;
@@ -191,7 +213,8 @@ export class RulesIndex {
     for (const index of indices) {
       if (index <= above) return -1;
       const rule = this.rules[index];
-      if (rule.regex.test(rule._basenameOnly ? base : rel)) return index;
+      const re = (this.regexes[index] ??= withoutGapBacktracking(rule.regex));
+      if (re.test(rule._basenameOnly ? base : rel)) return index;
     }
     return -1;
   }

@@ -3,7 +3,8 @@
  * --exclude-standard`) on random trees with random `.gitignore` files at several depths, each of
  * many rules that hit the same paths with both signs — so that which rule is the last to match
  * decides, whichever of the rules index's structures holds it (plain names, `*.ext`, `name*`,
- * plain paths, the others by their plain run, with or without `/` at the end).
+ * plain paths, the others by their plain run, with or without `/` at the end), and patterns of
+ * several `**` gaps (matched without backtracking across them).
  * GITIGNORE_GIT_RUNS sets the number of trees (default 40).
  */
 import { execFileSync } from "node:child_process";
@@ -34,11 +35,13 @@ const rules = [
   "**/a/**", "!**/x", "*.l?g", "b/**/", "[!a]", "!/*/", "a/*", "!a/x/", "d*", "a/**/b", "**/b/", "*/", "!*/",
   "foo/*", "!foo/x", "b/**/x", "[ab]", "?", "*", "!*.txt", "/*", "**", "!a/**", "a/*/c.log", "**/c.log",
   "*keep*", "!**/keep.log", "**/foo/**", "a/**/keep.log", "kee[p].log", "!**/ba", "f*o*", "*o.?", "!x*g",
+  // several ** gaps: each piece between two is matched once, at its leftmost place
+  "**/a/**/b/**/x", "a/**/a/**/c.log", "!**/a/**/a/**", "**/b/**/a/**/c.log", "a/**/*/**/x", "!**/a/**/a/**/a", "**/a*/**/b/**/",
   "x\\", "x ", "x\\ ", "\\!b", "\\#c", "#c", "d\\ e", "foo/ ", "*.log  ", "!keep.log ", "\\a", "fo\\o", "a/ ",
 ];
 
 const tree = fc.record({
-  files: fc.array(fc.array(fc.constantFrom(...names), { minLength: 1, maxLength: 4 }), { minLength: 3, maxLength: 14 }),
+  files: fc.array(fc.array(fc.constantFrom(...names), { minLength: 1, maxLength: 6 }), { minLength: 3, maxLength: 14 }),
   ruleFiles: fc.array(fc.array(fc.constantFrom(...rules), { minLength: 1, maxLength: 14 }), { minLength: 4, maxLength: 4 }),
   where: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 12, maxLength: 12 }),
   crlf: fc.boolean(),
