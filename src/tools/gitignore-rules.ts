@@ -78,7 +78,16 @@ function requiredRun(body: string): string {
   let run = "";
   for (let i = 0; i < body.length; i++) {
     const c = body[i];
-    if (c === "[") break; // a class: its members and its end are not plain; nothing after it is used
+    if (c === "[") {
+      // A class: skipped to its `]` (its first member, even a `]`, is not the end). Where the end
+      // is less plain (an escape or a `[:name:]` inside), nothing from here on is used.
+      const first = body[i + 1] === "!" || body[i + 1] === "^" ? i + 2 : i + 1;
+      const end = body.indexOf("]", first + 1);
+      if (end < 0 || /[[\\]/.test(body.slice(i + 1, end))) break;
+      i = end;
+      run = "";
+      continue;
+    }
     if (c === "\\" || c === "*" || c === "?" || c === "/") {
       if (c === "\\") i++; // the escaped character is not taken either
       run = "";

@@ -15,7 +15,7 @@ const packageVerdict = (text: string, rel: string) => {
   return { ignored, unignored };
 };
 
-const segment = fc.constantFrom("a", "b", "ab", "a.txt", "c.log", "keep.log", ".hid", "foo", "foo.c", "x", "x y", "!b", "#c", "a*", "aaab", "log");
+const segment = fc.constantFrom("a", "b", "ab", "a.txt", "c.log", "keep.log", ".hid", "foo", "foo.c", "x", "x y", "!b", "#c", "a*", "aaab", "log", "afoo", "]foo", "xafoo", "!keep.log", "a]b");
 const rule = fc.constantFrom(
   // plain names, `*.ext`, `name*`, plain paths: each with `/` (folders only) and `!`
   "a", "!a", "a/", "!a/", "foo", "!foo/", "*.log", "!*.log", "*.log/", "!keep.log", "*log", "*.c/", "foo*", "!fo*", "a*/", "!ab*",
@@ -23,6 +23,8 @@ const rule = fc.constantFrom(
   // the others: wildcards inside names, classes, escapes, trailing spaces, `**` gaps
   "*a*b", "!a?b", "[ab]", "!*.[lc]og", "a\\*", "\\!b", "\\#c", "x\\ y", "x ", "foo/ ", "*", "!*/", "?",
   "**/a/**", "a/**/b", "**/a/**/b/**/x", "!**/a/**/a/**", "a/**/a/**/c.log", "**/b/**/a/**/a/**/c.log", "**/a*/**/b/**/", "!**/ab/**/a/**/a", "**/b/**/a/**/c.log",
+  // classes before a plain run: the run after the class's end is what the path must hold
+  "[a-c]foo", "![!a]keep.log", "[]a]foo", "[!]]foo", "x[[:alpha:]]foo", "[\\]]foo", "[a]]b", "*[ab]]b", "[x",
 );
 
 describe("the rules index", () => {
