@@ -36,6 +36,9 @@ async function loadIgnore(): Promise<IgnoreFactory> {
   return ignoreFactory;
 }
 
+/** The longest the walk filters a folder's entries before it yields to the event loop. */
+const FILTER_SLICE_MS = 10;
+
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
 
@@ -184,21 +187,43 @@ export class GitignoreFilter {
     return ignored;
   }
 
+  /** Whether entry `entry` of folder `dir` is neither ignored nor (when confining) a link. */
+  private keeps(dir: string, entry: fs.Dirent): boolean {
+    const abs = path.join(dir, entry.name);
+    if (entry.isSymbolicLink() && this.confineSymlinks) return false;
+    let isDir = entry.isDirectory();
+    if (entry.isSymbolicLink()) {
+      try {
+        isDir = fs.statSync(abs).isDirectory();
+      } catch {
+        isDir = false;
+      }
+    }
+    return !this.isIgnored(abs, isDir);
+  }
+
   /** Keeps the entries of folder `dir` that are neither ignored nor (when confining) links. */
   filterEntries(dir: string, entries: fs.Dirent[]): fs.Dirent[] {
-    return entries.filter((entry) => {
-      const abs = path.join(dir, entry.name);
-      if (entry.isSymbolicLink() && this.confineSymlinks) return false;
-      let isDir = entry.isDirectory();
-      if (entry.isSymbolicLink()) {
-        try {
-          isDir = fs.statSync(abs).isDirectory();
-        } catch {
-          isDir = false;
-        }
+    return entries.filter((entry) => this.keeps(dir, entry));
+  }
+
+  /**
+   * `filterEntries` in slices of at most `FILTER_SLICE_MS`, the event loop (and a cancel) given a
+   * turn between them: an entry costs a test for each rule no index holds (gitignore-rules.ts),
+   * so a folder of a hostile repository could otherwise hold the loop for seconds.
+   */
+  async filterEntriesInSlices(dir: string, entries: fs.Dirent[], signal: AbortSignal): Promise<fs.Dirent[]> {
+    const kept: fs.Dirent[] = [];
+    let sliceStart = performance.now();
+    for (const entry of entries) {
+      if (this.keeps(dir, entry)) kept.push(entry);
+      if (performance.now() - sliceStart > FILTER_SLICE_MS) {
+        await yieldToLoop();
+        signal.throwIfAborted();
+        sliceStart = performance.now();
       }
-      return !this.isIgnored(abs, isDir);
-    });
+    }
+    return kept;
   }
 
   /** A file-system adapter for tinyglobby (`fs` option) that hides ignored entries. */
@@ -227,7 +252,7 @@ export class GitignoreFilter {
  * Every file under `root` that `.gitignore` keeps, relative to `root` with `/`, in walk order
  * (search/order.ts) — the built-in twin of `rg --files`: regular files only; in a confined mode
  * links are neither followed nor listed; `follow` follows them (never back into a folder above). Each folder is
- * read asynchronously and filtered in a short step, so the event loop is never held for long.
+ * read asynchronously and filtered in slices (`filterEntriesInSlices`), so the event loop is never held for long.
  */
 export async function walkFiles(options: { root: string; filter: GitignoreFilter; signal: AbortSignal; follow: boolean }): Promise<string[]> {
   options.signal.throwIfAborted();
@@ -248,10 +273,17 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
     }
     let entries: fs.Dirent[];
     try {
-      entries = options.filter.filterEntries(dir, await fs.promises.readdir(dir, { withFileTypes: true }));
+      entries = await fs.promises.readdir(dir, { withFileTypes: true });
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       continue; // vanished or unreadable
+    }
+    try {
+      entries = await options.filter.filterEntriesInSlices(dir, entries, options.signal);
+    } catch (err) {
+      options.signal.throwIfAborted();
+      rethrowIfOutOfDescriptors(err);
+      continue;
     }
     for (const entry of entries) {
       const abs = path.join(dir, entry.name);

@@ -3,9 +3,13 @@
  * package's own scan of the same rules (last matching rule wins), whichever structure holds the
  * rule that decides; and a pattern of many `**` gaps costs a deep path no backtracking across them.
  */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import fc from "fast-check";
 import ignore from "ignore";
 import { describe, expect, it } from "vitest";
+import { GitignoreFilter, walkFiles } from "../../src/tools/gitignore.js";
 import { RulesIndex, withoutGapBacktracking } from "../../src/tools/gitignore-rules.js";
 
 type Scan = { _rules: { test(path: string, mode: "regex"): { ignored: boolean; unignored: boolean } } };
@@ -66,4 +70,29 @@ describe("the rules index", () => {
     expect(index.verdict(`${deep}/b`).ignored).toBe(true);
     expect(withoutGapBacktracking(/^a(?:\/[^\/]+)*\/b$/).source).toBe("^a(?:\\/[^\\/]+)*\\/b$"); // one gap: unchanged
   });
+});
+
+describe("the walk under a hostile .gitignore", () => {
+  it("a cancel while one large folder is being filtered stops the walk", async () => {
+    const ws = fs.mkdtempSync(path.join(os.tmpdir(), "hb-gitignore-"));
+    try {
+      // Rules no index holds (no plain run of three characters): every entry is tested on each.
+      const rules = Array.from({ length: 2000 }, (_, i) => `*${String.fromCharCode(97 + (i % 26))}?${String.fromCharCode(97 + ((i / 26) | 0) % 26)}*q`);
+      fs.writeFileSync(path.join(ws, ".gitignore"), rules.join("\n") + "\n");
+      for (let i = 0; i < 1500; i++) fs.writeFileSync(path.join(ws, `file${i}.txt`), "");
+      const ac = new AbortController();
+      // The cancel is sent from the event loop's next turn once the first entry is being judged.
+      let sent = false;
+      class CancelDuringFilter extends GitignoreFilter {
+        override isIgnored(absPath: string, isDir: boolean): boolean {
+          if (!sent) (sent = true), setImmediate(() => ac.abort(new Error("cancelled")));
+          return super.isIgnored(absPath, isDir);
+        }
+      }
+      const walk = walkFiles({ root: ws, filter: new CancelDuringFilter(ws, true), signal: ac.signal, follow: false });
+      await expect(walk).rejects.toThrow("cancelled");
+    } finally {
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
