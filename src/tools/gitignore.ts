@@ -42,16 +42,22 @@ const FILTER_SLICE_MS = 10;
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
 
-/** Largest `.gitignore` read; a larger one is not a rules file anyone wrote, and is ignored. */
+/**
+ * Largest `.gitignore` applied (~100,000 rules, some 30 MB of parsed rules). No count of rules is
+ * capped, as neither git nor ripgrep caps it: the rules index makes the forms a generated list
+ * holds cost a path a few lookups. A larger file is not applied, and the result of the call says
+ * so (`unappliedNote`), since files git would hide may then be listed.
+ */
 export const GITIGNORE_MAX_BYTES = 1024 * 1024;
 
 /**
- * The text of a `.gitignore`, or `undefined` when there is none to use. It is read on the main
- * thread, so it must never block: opened non-blocking and without following a link (git does not
- * follow a linked `.gitignore` either), and used only when it is a regular file of bounded size —
- * a FIFO, a device or a link to one is skipped.
+ * The text of a `.gitignore`, `undefined` when there is none to use, `null` when it is a regular
+ * file over `GITIGNORE_MAX_BYTES`. It is read on the main thread, so it must never block: opened
+ * non-blocking and without following a link (git does not follow a linked `.gitignore` either),
+ * and used only when it is a regular file of bounded size — a FIFO, a device or a link to one is
+ * skipped.
  */
-function readIgnoreFile(file: string): string | undefined {
+function readIgnoreFile(file: string): string | null | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW | fs.constants.O_NOCTTY);
@@ -61,7 +67,8 @@ function readIgnoreFile(file: string): string | undefined {
   }
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > GITIGNORE_MAX_BYTES) return undefined;
+    if (!st.isFile()) return undefined;
+    if (st.size > GITIGNORE_MAX_BYTES) return null;
     const buf = Buffer.alloc(st.size);
     let n = 0;
     while (n < buf.length) {
@@ -89,6 +96,9 @@ interface Folder {
 
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
+  /** The `.gitignore` files over `GITIGNORE_MAX_BYTES` met so far, relative to the root with `/`: not applied. */
+  readonly unapplied: string[] = [];
+
   /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
   ranOutOfDescriptors = false;
 
@@ -109,7 +119,8 @@ export class GitignoreFilter {
     let ig: RulesIndex | null = null;
     try {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
-      ig = text === undefined ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
+      if (text === null) this.unapplied.push(path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/"));
+      ig = text === undefined || text === null ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
@@ -297,6 +308,14 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
     }
   }
   return sortPaths(out);
+}
+
+/** The note a search's result ends with when `filter` met `.gitignore` files it did not apply, else undefined. */
+export function unappliedNote(filter: GitignoreFilter): string | undefined {
+  const files = filter.unapplied;
+  if (files.length === 0) return undefined;
+  const named = files.slice(0, 3).join(", ") + (files.length > 3 ? ` and ${files.length - 3} more` : "");
+  return `[not applied, over ${GITIGNORE_MAX_BYTES / (1024 * 1024)} MiB: ${named}; files these .gitignore files ignore may be listed]`;
 }
 
 /** Whether a glob pattern stays inside its root: relative, and no `..` segment. */
