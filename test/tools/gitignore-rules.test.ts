@@ -44,7 +44,7 @@ describe("the rules index", () => {
       }),
       { numRuns: Number(process.env.GITIGNORE_RULES_RUNS ?? 2000) },
     );
-  });
+  }, 300_000);
 
   it("hand cases: a later rule in another structure decides, either sign; a piece between ** gaps is whole segments", () => {
     const cases: [string, string, boolean][] = [
