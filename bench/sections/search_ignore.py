@@ -76,6 +76,7 @@ def hostile_tree(root: Path, files: int, rules: int, kind: str) -> None:
     (deep / "c.js").write_text(body)
     (root / ".gitignore").write_text("\n".join(make(rnd, rules, "r") + backtracking_rules()) + "\n")
     for p in range(5):
+        (root / "src" / f"p{p}").mkdir(parents=True, exist_ok=True)
         (root / "src" / f"p{p}" / ".gitignore").write_text("\n".join(make(rnd, rules // 5, f"n{p}_")) + "\n")
 
 
@@ -118,7 +119,8 @@ def run(ctx: Context) -> Result:
         tree.mkdir()
         hostile_tree(tree, files, rules, kind)
         workloads = [
-            ("glob **/*.js", "glob", {"pattern": "**/*.js"}, [rg, *RG_RULES, "--files", "-g", "*.js"], None),
+            # Not `--files -g '*.js'`: a -g glob overrides .gitignore in ripgrep, which would skip the rules.
+            ("glob **/*.js", "glob", {"pattern": "**/*.js"}, [rg, *RG_RULES, "--files"], None),
             (f"grep {NEEDLE}, capped at 500", "grep", {"pattern": NEEDLE}, [rg, *RG_RULES, "-n", NEEDLE], 500),
         ]
         for name, tool, arguments, rg_cmd, first in workloads:
@@ -136,9 +138,9 @@ def run(ctx: Context) -> Result:
                 tool_ms.append(bridge.tool_ms)
             bridge.close()
             b, o = median(base), median(tool_ms)
-            stopped = base[-1] >= RG_TIMEOUT_S * 1000
+            stopped = base[-1] >= RG_TIMEOUT_S * 1000  # the median is then a lower bound
             label = f"{kind} rules ({rules:,} + 5 x {rules // 5:,}): {name}"
-            res.row(label, f"> {b:.0f} (stopped)" if stopped else f"{b:.0f}", f"{o:.0f}", f"{'< ' if stopped else ''}{o / b:.2f}x", f"{median(cpu):.0f}")
+            res.row(label, f"> {b:.0f} (stopped)" if stopped else f"{b:.0f}", f"{o:.0f}", f"{'< ' if stopped else ''}{o / b:.2f}x" if o / b >= 0.1 else f"{'< ' if stopped else ''}{o / b:.4f}x", f"{median(cpu):.0f}")
             res.goal(f"search, hostile .gitignore: {label} within 3x of ripgrep", f"{o / b:.2f}x ({o:.0f} ms vs {b:.0f} ms)", o / b <= 3)
     res.notes.append(f"Tree: {files:,} files in src/pN/mMM/ (40 a folder; .js, .log, 120-character `aaa…` names) and a "
                      "40-level a/a/…/c.js; a root .gitignore of the rules plus five backtracking patterns "
@@ -146,7 +148,7 @@ def run(ctx: Context) -> Result:
                      "anchored paths, negations; wild rules: wildcards inside names, ** gaps, classes. "
                      "tool ms: the tool's durationMs through the bridge with HARNESS_RG=off (the built-in engine); "
                      "bridge CPU: utime+stime of the bridge (/proc/PID/stat) over the call. "
-                     f"ripgrep: `rg --no-config --no-require-git --hidden --files -g '*.js'` / `-n function` to its 500th "
+                     f"ripgrep: `rg --no-config --no-require-git --hidden --files` (every file) / `-n function` to its 500th "
                      f"line, stopped after {RG_TIMEOUT_S:.0f} s and then run once.")
     return res
 

@@ -43,7 +43,7 @@ const FILTER_SLICE_MS = 10;
 export const ALWAYS_SKIPPED = new Set([".git"]);
 
 /**
- * Largest `.gitignore` applied (~100,000 rules, some 30 MB of parsed rules). No count of rules is
+ * Largest `.gitignore` applied (~100,000 rules, held for the walk's length). No count of rules is
  * capped, as neither git nor ripgrep caps it: the rules index makes the forms a generated list
  * holds cost a path a few lookups. A larger file is not applied, and the result of the call says
  * so (`unappliedNote`), since files git would hide may then be listed.
