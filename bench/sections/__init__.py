@@ -9,8 +9,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Dict
 
-from sections import (checkpoints, client_tools, cold, death, first_request, memory, peers, resume, roundtrip, search, session_list,
-                      sessions, size, store, throughput)
+from sections import (checkpoints, client_tools, cold, death, first_request, memory, peers, resume, roundtrip, search, search_ignore,
+                      session_list, sessions, size, store, throughput)
 
 SECTIONS: Dict[str, ModuleType] = {
     "cold": cold,
@@ -23,6 +23,7 @@ SECTIONS: Dict[str, ModuleType] = {
     "store": store,
     "death": death,
     "search": search,
+    "search-ignore": search_ignore,
     "sessions": sessions,
     "resume": resume,
     "session-list": session_list,

@@ -22,6 +22,7 @@ import { isInside } from "./workspace.js";
 import { collapseGlobstars } from "./gitignore-globstar.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
+import { checkRuleShape, RulesIndex } from "./gitignore-rules.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -30,45 +31,34 @@ let ignoreFactory: IgnoreFactory | undefined;
 async function loadIgnore(): Promise<IgnoreFactory> {
   if (!ignoreFactory) {
     const factory = (await loadPackages()).ignore as unknown as IgnoreFactory;
-    if (typeof (factory() as unknown as Partial<RulesOf>)._rules?.test !== "function") throw new Error("the bundled 'ignore' module has no rule list to test a path on its own (ownVerdict)");
+    checkRuleShape(factory().add("x"));
     ignoreFactory = factory;
   }
   return ignoreFactory;
 }
 
-interface Verdict {
-  ignored: boolean;
-  unignored: boolean;
-}
-/** The rule list inside an `Ignore` (the version is pinned by package-lock.json; `loadIgnore` checks it is there). */
-interface RulesOf {
-  _rules: { test(path: string, mode: "regex"): Verdict };
-}
-
-/**
- * What one rules file says of `rel` itself: its last rule matching `rel`, never a folder above.
- * `Ignore.test` also answers "ignored" when a folder above `rel` is ignored by the same file,
- * which is wrong once a deeper file has re-included that folder (`/.gitignore: a/b`,
- * `a/.gitignore: !b` keeps `a/b/f`, as git and ripgrep do). Folders above are decided once, by
- * every file together (`GitignoreFilter.isIgnored`), so each file is asked about the path alone.
- */
-function ownVerdict(ig: Ignore, rel: string): Verdict {
-  return (ig as unknown as RulesOf)._rules.test(rel, "regex");
-}
+/** The longest the walk filters a folder's entries before it yields to the event loop. */
+const FILTER_SLICE_MS = 10;
 
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
 
-/** Largest `.gitignore` read; a larger one is not a rules file anyone wrote, and is ignored. */
+/**
+ * Largest `.gitignore` applied (~100,000 rules, held for the walk's length). No count of rules is
+ * capped, as neither git nor ripgrep caps it: the rules index makes the forms a generated list
+ * holds cost a path a few lookups. A larger file is not applied, and the result of the call says
+ * so (`unappliedNote`), since files git would hide may then be listed.
+ */
 export const GITIGNORE_MAX_BYTES = 1024 * 1024;
 
 /**
- * The text of a `.gitignore`, or `undefined` when there is none to use. It is read on the main
- * thread, so it must never block: opened non-blocking and without following a link (git does not
- * follow a linked `.gitignore` either), and used only when it is a regular file of bounded size —
- * a FIFO, a device or a link to one is skipped.
+ * The text of a `.gitignore`, `undefined` when there is none to use, `null` when it is a regular
+ * file over `GITIGNORE_MAX_BYTES`. It is read on the main thread, so it must never block: opened
+ * non-blocking and without following a link (git does not follow a linked `.gitignore` either),
+ * and used only when it is a regular file of bounded size — a FIFO, a device or a link to one is
+ * skipped.
  */
-function readIgnoreFile(file: string): string | undefined {
+function readIgnoreFile(file: string): string | null | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW | fs.constants.O_NOCTTY);
@@ -78,7 +68,8 @@ function readIgnoreFile(file: string): string | undefined {
   }
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > GITIGNORE_MAX_BYTES) return undefined;
+    if (!st.isFile()) return undefined;
+    if (st.size > GITIGNORE_MAX_BYTES) return null;
     const buf = Buffer.alloc(st.size);
     let n = 0;
     while (n < buf.length) {
@@ -101,11 +92,14 @@ function readIgnoreFile(file: string): string | undefined {
 interface Folder {
   ignored: boolean;
   rel: string;
-  rules: { ig: Ignore; from: number }[];
+  rules: { ig: RulesIndex; from: number }[];
 }
 
 /** Answers "is this path ignored?" for paths under one root, caching each folder's rules. */
 export class GitignoreFilter {
+  /** The `.gitignore` files over `GITIGNORE_MAX_BYTES` met so far, relative to the root with `/`: not applied. */
+  readonly unapplied: string[] = [];
+
   /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
   ranOutOfDescriptors = false;
 
@@ -121,12 +115,13 @@ export class GitignoreFilter {
   }
 
   /** The rules of `dir`'s own `.gitignore`, read once per folder (`folderAt` keeps them), or null without one. */
-  private rulesOf(dir: string): Ignore | null {
+  private rulesOf(dir: string): RulesIndex | null {
     if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
-    let ig: Ignore | null = null;
+    let ig: RulesIndex | null = null;
     try {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
-      ig = text === undefined ? null : ignoreFactory({ ignorecase: false }).add(text); // case-sensitive, as git on Linux and ripgrep
+      if (text === null) this.unapplied.push(path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/"));
+      ig = text === undefined || text === null ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
@@ -197,28 +192,50 @@ export class GitignoreFilter {
     const rel = (folder.rel === "" ? name : `${folder.rel}/${name}`) + (isDir ? "/" : "");
     let ignored = false;
     for (const { ig, from } of folder.rules) {
-      const verdict = ownVerdict(ig, from === 0 ? rel : rel.slice(from));
+      const verdict = ig.verdict(from === 0 ? rel : rel.slice(from));
       if (verdict.ignored) ignored = true;
       else if (verdict.unignored) ignored = false;
     }
     return ignored;
   }
 
+  /** Whether entry `entry` of folder `dir` is neither ignored nor (when confining) a link. */
+  private keeps(dir: string, entry: fs.Dirent): boolean {
+    const abs = path.join(dir, entry.name);
+    if (entry.isSymbolicLink() && this.confineSymlinks) return false;
+    let isDir = entry.isDirectory();
+    if (entry.isSymbolicLink()) {
+      try {
+        isDir = fs.statSync(abs).isDirectory();
+      } catch {
+        isDir = false;
+      }
+    }
+    return !this.isIgnored(abs, isDir);
+  }
+
   /** Keeps the entries of folder `dir` that are neither ignored nor (when confining) links. */
   filterEntries(dir: string, entries: fs.Dirent[]): fs.Dirent[] {
-    return entries.filter((entry) => {
-      const abs = path.join(dir, entry.name);
-      if (entry.isSymbolicLink() && this.confineSymlinks) return false;
-      let isDir = entry.isDirectory();
-      if (entry.isSymbolicLink()) {
-        try {
-          isDir = fs.statSync(abs).isDirectory();
-        } catch {
-          isDir = false;
-        }
+    return entries.filter((entry) => this.keeps(dir, entry));
+  }
+
+  /**
+   * `filterEntries` in slices of at most `FILTER_SLICE_MS`, the event loop (and a cancel) given a
+   * turn between them: an entry costs a test for each rule no index holds (gitignore-rules.ts),
+   * so a folder of a hostile repository could otherwise hold the loop for seconds.
+   */
+  async filterEntriesInSlices(dir: string, entries: fs.Dirent[], signal: AbortSignal): Promise<fs.Dirent[]> {
+    const kept: fs.Dirent[] = [];
+    let sliceStart = performance.now();
+    for (const entry of entries) {
+      if (this.keeps(dir, entry)) kept.push(entry);
+      if (performance.now() - sliceStart > FILTER_SLICE_MS) {
+        await yieldToLoop();
+        signal.throwIfAborted();
+        sliceStart = performance.now();
       }
-      return !this.isIgnored(abs, isDir);
-    });
+    }
+    return kept;
   }
 
   /** A file-system adapter for tinyglobby (`fs` option) that hides ignored entries. */
@@ -247,7 +264,7 @@ export class GitignoreFilter {
  * Every file under `root` that `.gitignore` keeps, relative to `root` with `/`, in walk order
  * (search/order.ts) — the built-in twin of `rg --files`: regular files only; in a confined mode
  * links are neither followed nor listed; `follow` follows them (never back into a folder above). Each folder is
- * read asynchronously and filtered in a short step, so the event loop is never held for long.
+ * read asynchronously and filtered in slices (`filterEntriesInSlices`), so the event loop is never held for long.
  */
 export async function walkFiles(options: { root: string; filter: GitignoreFilter; signal: AbortSignal; follow: boolean }): Promise<string[]> {
   options.signal.throwIfAborted();
@@ -268,10 +285,17 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
     }
     let entries: fs.Dirent[];
     try {
-      entries = options.filter.filterEntries(dir, await fs.promises.readdir(dir, { withFileTypes: true }));
+      entries = await fs.promises.readdir(dir, { withFileTypes: true });
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       continue; // vanished or unreadable
+    }
+    try {
+      entries = await options.filter.filterEntriesInSlices(dir, entries, options.signal);
+    } catch (err) {
+      options.signal.throwIfAborted();
+      rethrowIfOutOfDescriptors(err);
+      continue;
     }
     for (const entry of entries) {
       const abs = path.join(dir, entry.name);
@@ -285,6 +309,14 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
     }
   }
   return sortPaths(out);
+}
+
+/** The note a search's result ends with when `filter` met `.gitignore` files it did not apply, else undefined. */
+export function unappliedNote(filter: GitignoreFilter): string | undefined {
+  const files = filter.unapplied;
+  if (files.length === 0) return undefined;
+  const named = files.slice(0, 3).join(", ") + (files.length > 3 ? ` and ${files.length - 3} more` : "");
+  return `[not applied, over ${GITIGNORE_MAX_BYTES / (1024 * 1024)} MiB: ${named}; files these .gitignore files ignore may be listed]`;
 }
 
 /** Whether a glob pattern stays inside its root: relative, and no `..` segment. */

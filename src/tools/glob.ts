@@ -9,7 +9,7 @@
  */
 import * as path from "node:path";
 import { isConfined } from "./workspace.js";
-import { GitignoreFilter, listFiles, patternEscapes, walkFiles } from "./gitignore.js";
+import { GitignoreFilter, listFiles, patternEscapes, unappliedNote, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { RIPGREP_COMMON_FLAGS, findRipgrep, runRipgrep } from "./search/ripgrep.js";
@@ -142,11 +142,13 @@ export const globTool: Tool = {
     }
     const shown = sink.shown;
     const more = sink.more;
-    if (shown.length === 0) return textOutput(`No files match '${pattern}' (files ignored by .gitignore are skipped).`);
+    const note = unappliedNote(filter); // met only by the built-in walk: ripgrep applies every .gitignore
+    if (shown.length === 0) return textOutput(`No files match '${pattern}' (files ignored by .gitignore are skipped).${note ? `\n${note}` : ""}`);
     let text = shown.join("\n");
     if (more > 0) {
       text += `\n[${more} more paths not shown (${more + shown.length} matched, limit ${GLOB_MAX_RESULTS}); use a narrower pattern]`;
     }
+    if (note) text += `\n${note}`;
     return textOutput(text);
   },
 };

@@ -11,7 +11,7 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { isConfined, isInside, resolveInWorkspace } from "./workspace.js";
-import { GitignoreFilter, walkFiles } from "./gitignore.js";
+import { GitignoreFilter, unappliedNote, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 import { GREP_MAX_FILE_BYTES, linesAt, openNamed, readBytes, readCandidate, readMatchedLines, splitLines, type MatchedLines, type OpenCandidate } from "./search/files.js";
 import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
@@ -244,6 +244,8 @@ export const grepTool: Tool = {
     if (found.capped) notes.push(`[stopped after ${GREP_MAX_MATCHES} matches; there are more — narrow the pattern or the path]`);
     if (found.skippedLarge > 0) notes.push(`[skipped ${found.skippedLarge} file(s) over ${GREP_MAX_FILE_BYTES} bytes]`);
     if (single && found.binary) notes.push(`[${requested} is a binary file; not searched]`);
+    const unapplied = rg ? undefined : unappliedNote(rules); // ripgrep applies every .gitignore
+    if (unapplied) notes.push(unapplied);
     if (found.out.length === 0) {
       const where = single ? requested : `${requested} (searched with ${engine}; .gitignore'd and binary files skipped)`;
       return textOutput([`No matches for ${parsed.display} in ${where}.`, ...notes].join("\n"));

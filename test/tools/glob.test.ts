@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { GLOB_MAX_RESULTS, globEngineRuns, globTool } from "../../src/tools/glob.js";
+import { GITIGNORE_MAX_BYTES } from "../../src/tools/gitignore.js";
 import { ToolError } from "../../src/tools/types.js";
 import { makeCtx, makeSandbox, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
 
@@ -87,6 +88,12 @@ describe("glob", () => {
     // the built-in walk answers, with the same list.
     expect(await run("**/*.ts")).toBe("dev/d.ts\nsrc/a.ts\nsrc/sub/b.ts");
   }, 10_000);
+
+  it("a .gitignore over 1 MiB: ripgrep applies it; the built-in walk does not, and its result says so", async () => {
+    writeTree(sb.ws, { "big/.gitignore": `*.txt\n${"#".repeat(GITIGNORE_MAX_BYTES)}\n`, "big/t.txt": "", "big/k.ts": "" });
+    if (engine === "ripgrep") expect(await run("big/**")).toBe("big/.gitignore\nbig/k.ts");
+    else expect(await run("big/**")).toBe("big/.gitignore\nbig/k.ts\nbig/t.txt\n[not applied, over 1 MiB: big/.gitignore; files these .gitignore files ignore may be listed]");
+  });
 
   it("does not list ignored folders even when the pattern names them", async () => {
     expect(await run("node_modules/**")).toMatch(/^No files match/);

@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepEngineRuns, grepTool } from "../../src/tools/grep.js";
+import { GITIGNORE_MAX_BYTES } from "../../src/tools/gitignore.js";
 import { ToolError } from "../../src/tools/types.js";
 import { makeCtx, makeSandbox, text, useSearchEngine, writeTree, SEARCH_ENGINES } from "./helpers.js";
 
@@ -41,6 +42,12 @@ const run = async (args: Record<string, unknown>, mode: "workspace-write" | "ful
 describe("grep", () => {
   it("finds path:line:text, skipping .gitignore'd files and .git", async () => {
     expect(await run({ pattern: "needle" })).toBe("src/a.ts:1:const needle = 1;\nsrc/b.ts:2:needle again");
+  });
+
+  it("a .gitignore over 1 MiB: ripgrep applies it; the built-in search does not, and its result says so", async () => {
+    writeTree(sb.ws, { "big/.gitignore": `*.txt\n${"#".repeat(GITIGNORE_MAX_BYTES)}\n`, "big/t.txt": "needle hidden\n" });
+    if (engine === "ripgrep") expect(await run({ pattern: "needle", path: "big" })).toMatch(/^No matches for \/needle\/ in big \(searched with ripgrep/);
+    else expect(await run({ pattern: "needle", path: "big" })).toBe("big/t.txt:1:needle hidden\n[not applied, over 1 MiB: big/.gitignore; files these .gitignore files ignore may be listed]");
   });
 
   it("accepts /source/flags and strips CR", async () => {

@@ -1,0 +1,230 @@
+/**
+ * One `.gitignore` file's rules, indexed so that a path costs a few lookups rather than one
+ * regular expression per rule: a repository's rules file is untrusted, and one of 10,000 rules
+ * would otherwise cost every entry of the walk 10,000 tests.
+ *
+ * The rules are the `ignore` package's parse (its pattern grammar, its regular expressions):
+ * this module only decides which of them to test. git's answer is the last rule that matches,
+ * so each structure below yields the highest index among its rules that match, and the verdict is
+ * that of the highest index overall — the same rule a scan from the last rule to the first stops
+ * at, whatever the signs of the rules in between.
+ *
+ * - a plain name (`build`, `build/`): the path's last segment, in a map;
+ * - `*.ext` and `name*` (one leading or trailing `*`, the rest plain): the last segment's
+ *   suffixes and prefixes of each length a rule has, in maps;
+ * - a plain path (`/a/b`, `a/b/`): the whole path, in a map;
+ * - any other rule is tested with its own regular expression, but only when the longest plain
+ *   run of its pattern (which every path it matches contains) is in the path, and only while its
+ *   index is above the best match found so far.
+ */
+import type { Ignore } from "ignore";
+
+export interface Verdict {
+  ignored: boolean;
+  unignored: boolean;
+}
+
+/** A rule as the `ignore` package keeps it (the version is pinned by package-lock.json; `checkRuleShape` checks it). */
+interface PackageRule {
+  negative: boolean;
+  /** The pattern without `!`, trailing spaces trimmed, a leading `\!` / `\#` unescaped. */
+  body: string;
+  /** Tests a path relative to the rules file's folder, `/`-terminated for a folder. */
+  regex: RegExp;
+  /** True when the pattern names the last segment only: tested on it alone. */
+  _basenameOnly: boolean;
+}
+
+/** Throws unless `ig` keeps its rules as `PackageRule`s (a bundled `ignore` of another shape). */
+export function checkRuleShape(ig: Ignore): void {
+  const rules = (ig as unknown as { _rules?: { _rules?: unknown } })._rules?._rules;
+  const rule = Array.isArray(rules) ? (rules[0] as Partial<PackageRule> | undefined) : undefined;
+  if (!rule || typeof rule.body !== "string" || typeof rule.negative !== "boolean" || !(rule.regex instanceof RegExp) || typeof rule._basenameOnly !== "boolean") {
+    throw new Error("the bundled 'ignore' module does not keep its rules as gitignore-rules.ts reads them");
+  }
+}
+
+/** A pattern's characters that are not plain: wildcards, classes, escapes. */
+const SPECIAL = /[*?[\\]/;
+
+/** Highest index for each key; a later rule with the same key replaces an earlier one. */
+function setMax(map: Map<string, number>, key: string, index: number): void {
+  if ((map.get(key) ?? -1) < index) map.set(key, index);
+}
+
+/** What the package makes of `**` between two segments: any number of segments, then a slash. */
+const GAP = "(?:\\/[^\\/]+)*\\/";
+
+/**
+ * `re` (a rule's expression) without its backtracking across `**`: between two gaps the pattern
+ * matches a fixed number of whole segments, and the leftmost place it fits is as good as any
+ * later one (the gap after it takes whatever lies between), so each such piece is matched once,
+ * at its leftmost place, and never retried (a lookahead holding a capture, then the capture: an
+ * atomic group). Otherwise a pattern of `a` segments and eight `**` gaps, against a path of 40
+ * `a` segments, tries every way to spread them over the gaps: seconds for one path. The expressions the
+ * package makes hold no capture of their own, so the captures here are numbered from 1.
+ */
+export function withoutGapBacktracking(re: RegExp): RegExp {
+  const pieces = re.source.split(GAP);
+  if (pieces.length < 3) return re;
+  let source = pieces[0];
+  for (let i = 1; i < pieces.length - 1; i++) source += `(?=((?:\\/[^\\/]+)*?\\/${pieces[i]}(?=\\/)))\\${i}`;
+  return new RegExp(`${source}${GAP}${pieces[pieces.length - 1]}`, re.flags);
+}
+
+/** The longest run of plain characters of `body` that any path it matches contains, or "". */
+function requiredRun(body: string): string {
+  let best = "";
+  let run = "";
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === "[") {
+      // A class: skipped to its `]` (its first member, even a `]`, is not the end). Where the end
+      // is less plain (an escape or a `[:name:]` inside), nothing from here on is used.
+      const first = body[i + 1] === "!" || body[i + 1] === "^" ? i + 2 : i + 1;
+      const end = body.indexOf("]", first + 1);
+      if (end < 0 || /[[\\]/.test(body.slice(i + 1, end))) break;
+      i = end;
+      run = "";
+      continue;
+    }
+    if (c === "\\" || c === "*" || c === "?" || c === "/") {
+      if (c === "\\") i++; // the escaped character is not taken either
+      run = "";
+      continue;
+    }
+    run += c;
+    if (run.length > best.length) best = run;
+  }
+  return best;
+}
+
+/** The distinct lengths of the keys of `maps`, ascending. */
+function keyLengths(...maps: Map<string, number>[]): number[] {
+  return [...new Set(maps.flatMap((map) => [...map.keys()].map((k) => k.length)))].sort((a, b) => a - b);
+}
+
+/** The rules of one `.gitignore`, indexed for `verdict`. */
+export class RulesIndex {
+  private readonly rules: PackageRule[];
+  /** `name` (file or folder) and `name/` (folder only), by the last segment. */
+  private readonly names = new Map<string, number>();
+  private readonly dirNames = new Map<string, number>();
+  /** `*X` and `*X/`, by X, a suffix of the last segment. */
+  private readonly suffixes = new Map<string, number>();
+  private readonly dirSuffixes = new Map<string, number>();
+  /** `X*` and `X*` + `/`, by X, a prefix of the last segment. */
+  private readonly prefixes = new Map<string, number>();
+  private readonly dirPrefixes = new Map<string, number>();
+  /** `/a/b`, `a/b/`: the whole path relative to the rules file's folder. */
+  private readonly paths = new Map<string, number>();
+  private readonly dirPaths = new Map<string, number>();
+  private readonly suffixLengths: number[];
+  private readonly prefixLengths: number[];
+  /** Other rules, by the first three characters of their required run (three or more long). */
+  private readonly byTrigram = new Map<string, number[]>();
+  /** Other rules whose required run is shorter than three: tested whenever their turn comes. */
+  private readonly always: number[] = [];
+  /** Each rule's required run (other rules only). */
+  private readonly runs: string[] = [];
+  /** Each other rule's expression, as `withoutGapBacktracking` makes it, once it is first needed. */
+  private readonly regexes: RegExp[] = [];
+  /** `seen[i] === stamp` once rule i is a candidate of the current path. */
+  private readonly seen: Int32Array;
+  private stamp = 0;
+
+  constructor(ig: Ignore) {
+    this.rules = (ig as unknown as { _rules: { _rules: PackageRule[] } })._rules._rules;
+    this.seen = new Int32Array(this.rules.length);
+    this.rules.forEach((rule, index) => this.place(rule.body, index));
+    for (const list of this.byTrigram.values()) list.reverse(); // highest index first
+    this.always.reverse();
+    this.suffixLengths = keyLengths(this.suffixes, this.dirSuffixes);
+    this.prefixLengths = keyLengths(this.prefixes, this.dirPrefixes);
+  }
+
+  /** Files rule `index` (pattern `body`) in the structure that answers for it. */
+  private place(body: string, index: number): void {
+    const dirOnly = body.endsWith("/");
+    const bare = dirOnly ? body.slice(0, -1) : body;
+    if (bare !== "" && !bare.includes("/") && !SPECIAL.test(bare)) return setMax(dirOnly ? this.dirNames : this.names, bare, index);
+    const last = bare.length - 1;
+    if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) return setMax(dirOnly ? this.dirSuffixes : this.suffixes, bare.slice(1), index);
+    if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) return setMax(dirOnly ? this.dirPrefixes : this.prefixes, bare.slice(0, last), index);
+    const whole = bare.startsWith("/") ? bare.slice(1) : bare;
+    if (bare.includes("/") && whole !== "" && !SPECIAL.test(whole) && !whole.includes("//") && !whole.startsWith("/")) {
+      // A slash at the start or in the middle anchors the pattern to this folder: the whole path.
+      return setMax(dirOnly ? this.dirPaths : this.paths, whole, index);
+    }
+    const run = requiredRun(body);
+    this.runs[index] = run;
+    if (run.length >= 3) {
+      const key = run.slice(0, 3);
+      const list = this.byTrigram.get(key);
+      if (list) list.push(index);
+      else this.byTrigram.set(key, [index]);
+    } else this.always.push(index);
+  }
+
+  /**
+   * What this file says of `rel` itself (relative to its folder, `/`-terminated for a folder):
+   * its last rule matching `rel`, never a folder above. (`Ignore.test` also answers "ignored"
+   * when a folder above `rel` is ignored by the same file, which is wrong once a deeper file has
+   * re-included that folder: `/.gitignore: a/b`, `a/.gitignore: !b` keeps `a/b/f`, as git and
+   * ripgrep do. Folders above are decided once, by every file together, in
+   * `GitignoreFilter.isIgnored`.)
+   */
+  verdict(rel: string): Verdict {
+    const isDir = rel.endsWith("/");
+    const bare = isDir ? rel.slice(0, -1) : rel;
+    const base = bare.slice(bare.lastIndexOf("/") + 1);
+    let best = Math.max(this.names.get(base) ?? -1, this.paths.get(bare) ?? -1);
+    if (isDir) best = Math.max(best, this.dirNames.get(base) ?? -1, this.dirPaths.get(bare) ?? -1);
+    for (const n of this.suffixLengths) {
+      if (n > base.length) break;
+      const tail = base.slice(base.length - n);
+      best = Math.max(best, this.suffixes.get(tail) ?? -1, isDir ? (this.dirSuffixes.get(tail) ?? -1) : -1);
+    }
+    for (const n of this.prefixLengths) {
+      if (n > base.length) break;
+      const head = base.slice(0, n);
+      best = Math.max(best, this.prefixes.get(head) ?? -1, isDir ? (this.dirPrefixes.get(head) ?? -1) : -1);
+    }
+    best = Math.max(best, this.otherMatch(rel, isDir ? `${base}/` : base, best));
+    if (best < 0) return { ignored: false, unignored: false };
+    const negative = this.rules[best].negative;
+    return { ignored: !negative, unignored: negative };
+  }
+
+  /** The highest index above `above` among the other rules that match, or -1. */
+  private otherMatch(rel: string, base: string, above: number): number {
+    if (this.byTrigram.size === 0) return this.firstMatch(this.always, rel, base, above);
+    const stamp = ++this.stamp;
+    const candidates: number[] = [];
+    for (let i = 0; i + 3 <= rel.length; i++) {
+      const list = this.byTrigram.get(rel.slice(i, i + 3));
+      if (!list) continue;
+      for (const index of list) {
+        if (index <= above) break;
+        if (this.seen[index] === stamp) continue;
+        this.seen[index] = stamp;
+        if (rel.includes(this.runs[index])) candidates.push(index);
+      }
+    }
+    if (candidates.length === 0) return this.firstMatch(this.always, rel, base, above);
+    for (const index of this.always) if (index > above) candidates.push(index);
+    candidates.sort((a, b) => b - a);
+    return this.firstMatch(candidates, rel, base, above);
+  }
+
+  /** The first index of `indices` (highest first) above `above` whose rule matches, or -1. */
+  private firstMatch(indices: number[], rel: string, base: string, above: number): number {
+    for (const index of indices) {
+      if (index <= above) return -1;
+      const rule = this.rules[index];
+      const re = (this.regexes[index] ??= withoutGapBacktracking(rule.regex));
+      if (re.test(rule._basenameOnly ? base : rel)) return index;
+    }
+    return -1;
+  }
+}
