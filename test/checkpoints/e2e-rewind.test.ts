@@ -214,6 +214,23 @@ describe("forks", () => {
     expect(rig.read("keep.txt")).toBe("original\n");
     expect(rig.read("new.txt")).toBeUndefined();
   });
+
+  it("a fork whose checkpoints cannot be copied fails whole: no fork is left to be found, and the same fork goes through once they can", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge();
+    await rig.prompt(c, "s");
+    // Where the fork's checkpoints go, a symbolic link: never followed, so the copy fails.
+    fs.mkdirSync(path.dirname(rig.store("kept")), { recursive: true });
+    fs.symlinkSync(rig.ws.dir, rig.store("kept"));
+    const failed = await rig.call(c, "session/fork", { sessionId: "s", newSessionId: "kept" });
+    expect(failed.error?.message).toMatch(/symbolic link/);
+    expect((await rig.call(c, "session/read", { sessionId: "kept" })).error).toMatchObject({ data: { kind: "unknown-session" } });
+    expect((await rig.ok(c, "session/list")).sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual(["s"]);
+    expect(fs.lstatSync(rig.store("kept")).isSymbolicLink()).toBe(true);
+    fs.unlinkSync(rig.store("kept"));
+    await rig.ok(c, "session/fork", { sessionId: "s", newSessionId: "kept" });
+    expect(await rig.ok(c, "session/rewind", { sessionId: "kept", turn: 1 })).toMatchObject({ restored: ["keep.txt"], removed: ["new.txt"], conflicts: [] });
+  });
 });
 
 describe("compaction", () => {
