@@ -131,12 +131,16 @@ export class LoadedSessions {
     this.idle.clear();
   }
 
+  /** Syncs and closes a session dropped from here: closed even when the sync fails, so its descriptor (and lock) is given back. */
   private closeOne(session: Session, what: string): void {
-    try {
-      session.sync();
-      session.close();
-    } catch (error) {
-      this.options.logger.warn(`${what} ${session.id}: ${(error as Error).message}`);
-    }
+    const attempt = (step: () => void) => {
+      try {
+        step();
+      } catch (error) {
+        this.options.logger.warn(`${what} ${session.id}: ${(error as Error).message}`);
+      }
+    };
+    attempt(() => session.sync());
+    attempt(() => session.close());
   }
 }

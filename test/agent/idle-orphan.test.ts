@@ -70,3 +70,34 @@ it("a session whose waiting prompt was cancelled stays among the idle ones: its 
   expect(rt.catalog.read("s1", undefined, 1000)!.events.filter((e) => e.type === "turn/end").map((e) => (e.data as { turn: number }).turn)).toEqual([1, 2]);
   rt.closeAll();
 });
+
+it("a log whose sync fails is closed all the same when its session is dropped: its descriptor is given back", async () => {
+  let failSync = false;
+  class FailingSyncStore extends SessionStore {
+    override open(...args: Parameters<SessionStore["open"]>) {
+      const log = super.open(...args);
+      const sync = log.sync.bind(log);
+      log.sync = () => {
+        if (failSync) throw Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+        sync();
+      };
+      return log;
+    }
+  }
+  const store = new FailingSyncStore(root, ws.dir);
+  const rt = new AgentRuntime({
+    workspace: ws.dir, provider: new ScriptedProvider(turns([{ text: "done" }])), model: "test-script", system: "test", maxSteps: 2,
+    permissionMode: "workspace-write", tools: [], subagentDepth: 0, store, logger: silentLogger,
+    sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
+  });
+  expect((await rt.prompt("a", text("hi"))).kind).toBe("completed");
+  expect((await rt.prompt("b", text("hi"))).kind).toBe("completed");
+  failSync = true;
+  expect(rt.closeIdleSessions()).toBe(true);
+  expect([...store.openLogs.keys()]).toEqual([]);
+  failSync = false;
+  expect((await rt.prompt("a", text("again"))).kind).toBe("completed");
+  failSync = true;
+  rt.closeAll();
+  expect([...store.openLogs.keys()]).toEqual([]);
+});
