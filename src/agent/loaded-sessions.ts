@@ -71,8 +71,10 @@ export class LoadedSessions {
 
   /**
    * A session's turn is over: it is unlocked (another process may write it now) and joins the
-   * idle ones; the least recently used beyond the bound are closed, unless `isBusy` says one
-   * runs again.
+   * idle ones; the least recently used beyond the bound are closed. One that `isBusy` says has a
+   * prompt waiting to take it is passed over and stays idle: dropped from the idle ones but left
+   * loaded, it would keep its log open for good if that prompt were cancelled before taking it,
+   * out of reach of the bound and of `closeIdle`.
    */
   release(session: Session, isBusy: (sessionId: string) => boolean): void {
     session.unlock();
@@ -80,11 +82,14 @@ export class LoadedSessions {
     this.idle.delete(session.id);
     this.idle.add(session.id);
     if (!this.options.durable) return;
+    let over = this.idle.size - IDLE_SESSIONS_KEPT;
     for (const id of this.idle) {
-      if (this.idle.size <= IDLE_SESSIONS_KEPT) break;
+      if (over <= 0) break;
+      if (isBusy(id)) continue;
       this.idle.delete(id);
+      over--;
       const victim = this.sessions.get(id);
-      if (!victim || isBusy(id)) continue;
+      if (!victim) continue;
       this.sessions.delete(id);
       this.closeOne(victim, "could not close the log of idle session");
     }
@@ -126,12 +131,16 @@ export class LoadedSessions {
     this.idle.clear();
   }
 
+  /** Syncs and closes a session dropped from here: closed even when the sync fails, so its descriptor (and lock) is given back. */
   private closeOne(session: Session, what: string): void {
-    try {
-      session.sync();
-      session.close();
-    } catch (error) {
-      this.options.logger.warn(`${what} ${session.id}: ${(error as Error).message}`);
-    }
+    const attempt = (step: () => void) => {
+      try {
+        step();
+      } catch (error) {
+        this.options.logger.warn(`${what} ${session.id}: ${(error as Error).message}`);
+      }
+    };
+    attempt(() => session.sync());
+    attempt(() => session.close());
   }
 }

@@ -149,21 +149,26 @@ export class TurnRunner {
   private async runChild(parent: Session, { prompt, description }: SubagentRequest, signal: AbortSignal, tools: Tool[], depth: number, budget: TurnBudget | undefined): Promise<ToolOutput> {
     const childId = childSessionId(parent.id);
     const child = this.take(childId, parent.id);
-    const { sink } = this.options;
-    await sink.subagentStarted({ parentSessionId: parent.id, childSessionId: childId });
-    let reason: TurnEndReason;
+    // Busy from the moment it is taken until it is released: the client may know its id before
+    // its turn starts (`subagent/started`, `session/list`) and after it ended (the awaits on
+    // stdout below), and nothing else may run on it, or close its log, while this call holds it.
     this.runningChildren.set(childId, child.nextTurnNumber());
     try {
-      reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth, budget ? { budget } : {});
-    } catch (error) {
-      reason = { kind: "internal-error", message: (error as Error).message };
+      const { sink } = this.options;
+      await sink.subagentStarted({ parentSessionId: parent.id, childSessionId: childId });
+      let reason: TurnEndReason;
+      try {
+        reason = await this.run(child, [{ type: "text", text: prompt }], signal, tools, depth, budget ? { budget } : {});
+      } catch (error) {
+        reason = { kind: "internal-error", message: (error as Error).message };
+      }
+      const last = child.lastAssistantContent;
+      await sink.subagentFinished(subagentFinished(this.options.provider.name, parent.id, childId, reason, last));
+      child.sync();
+      return subagentOutput(reason, last, description);
     } finally {
       this.runningChildren.delete(childId);
+      this.release(child);
     }
-    const last = child.lastAssistantContent;
-    await sink.subagentFinished(subagentFinished(this.options.provider.name, parent.id, childId, reason, last));
-    child.sync();
-    this.release(child);
-    return subagentOutput(reason, last, description);
   }
 }

@@ -216,8 +216,10 @@ export function forgetVerdict(folder: string, key: string): void {
  * removal, and POSIX has no "remove this name only if it is still that file". So a stale file is
  * first renamed to a name of this prune's own (which takes whatever is there then, atomically),
  * judged again there, and removed only if it is still stale; a fresh one taken that way is linked
- * back, unless a newer one took the name meanwhile (a link never replaces a file). A reader in
- * that instant misses the verdict and probes: it costs a start a probe, never a lost verdict.
+ * back, unless a newer one took the name meanwhile (a link never replaces a file). Where it
+ * cannot be linked back (a file system without hard links) it is dropped, never renamed back: a
+ * rename replaces whatever took the name meanwhile, maybe a newer verdict correcting it. A reader
+ * in that instant misses the verdict and probes: it costs a start a probe, never a wrong verdict.
  */
 export async function pruneVerdicts(folder: string, now = Date.now()): Promise<void> {
   const names = await new Promise<string[]>((resolve) => readdir(folder, (error, found) => resolve(error ? [] : found)));
@@ -230,14 +232,8 @@ export async function pruneVerdicts(folder: string, now = Date.now()): Promise<v
     if (!(await staleAt(file))) continue;
     const taken = `${file}.pruning-${process.pid}-${(pruned += 1)}`;
     if (await failure((callback) => rename(file, taken, callback))) continue;
-    if (!(await staleAt(taken))) {
-      const linked = await failure((callback) => hardLink(taken, file, callback));
-      // A file system without hard links: renamed back instead (over a newer one, if any).
-      if (linked !== undefined && linked !== "EEXIST") {
-        await failure((callback) => rename(taken, file, callback));
-        continue;
-      }
-    }
+    // Fresh: linked back (or not, see above); whatever happened, the prune's own name goes.
+    if (!(await staleAt(taken))) await failure((callback) => hardLink(taken, file, callback));
     await failure((callback) => unlink(taken, callback));
   }
 }

@@ -177,7 +177,7 @@ export class HarnessServer {
     // The sessions API (sessions-handlers.ts)
     "session/list": HarnessServer.withAgent("sessionListParamsSchema", (server, _, agent) => listSessions(agent, server.options.logger)),
     "session/read": HarnessServer.withAgent("sessionReadParamsSchema", (_, params, agent) => readSession(agent, params)),
-    "session/fork": HarnessServer.withAgent("sessionForkParamsSchema", (_, params, agent) => forkSession(agent, params)),
+    "session/fork": HarnessServer.withAgent("sessionForkParamsSchema", (server, params, agent) => forkSession(agent, params, server.options.logger)),
     "session/delete": HarnessServer.withAgent("sessionDeleteParamsSchema", (_, params, agent) => deleteSession(agent, params)),
     "session/compact": HarnessServer.withAgent("sessionCompactParamsSchema", (_, params, agent) => compactSession(agent, params)),
     // Turn control (turn-control-handlers.ts)

@@ -66,7 +66,7 @@ export function readSession(agent: Agent, params: SessionReadParams): SessionRea
   return page;
 }
 
-export function forkSession(agent: Agent, params: SessionForkParams): SessionForkResult {
+export function forkSession(agent: Agent, params: SessionForkParams, logger: Logger): SessionForkResult {
   const { runtime } = agent;
   const { sessionId, newSessionId, turn } = params;
   // A running turn is not copied half-way: only turns that ended before it may be forked.
@@ -91,6 +91,13 @@ export function forkSession(agent: Agent, params: SessionForkParams): SessionFor
     try {
       freeingIdle(agent, () => runtime.forkCheckpoints(sessionId, newSessionId, turn));
     } catch (error) {
+      // A failed fork leaves no fork: one without its checkpoints would be found by a list, a
+      // read or a retry (session-exists), and could not rewind the files of the turns it holds.
+      try {
+        runtime.deleteSession(newSessionId);
+      } catch (undo) {
+        logger.warn(`session/fork could not remove the fork ${newSessionId} it failed to make: ${(undo as Error).message}`);
+      }
       throw toRpcError(agent.modules, error);
     }
     return { sessionId: newSessionId };

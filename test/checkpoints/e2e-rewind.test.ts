@@ -214,6 +214,52 @@ describe("forks", () => {
     expect(rig.read("keep.txt")).toBe("original\n");
     expect(rig.read("new.txt")).toBeUndefined();
   });
+
+  it("a fork whose checkpoints cannot be copied fails whole: no fork is left to be found, and the same fork goes through once they can", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge();
+    await rig.prompt(c, "s");
+    // The source's journal, a symbolic link: never followed, so the copy fails after the log was forked.
+    const journal = path.join(rig.store("s"), "journal.jsonl");
+    fs.renameSync(journal, `${journal}.aside`);
+    fs.symlinkSync(`${journal}.aside`, journal);
+    const failed = await rig.call(c, "session/fork", { sessionId: "s", newSessionId: "kept" });
+    expect(failed.error?.message).toMatch(/ELOOP/);
+    expect((await rig.call(c, "session/read", { sessionId: "kept" })).error).toMatchObject({ data: { kind: "unknown-session" } });
+    expect((await rig.ok(c, "session/list")).sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual(["s"]);
+    expect(fs.existsSync(rig.store("kept"))).toBe(false);
+    fs.renameSync(`${journal}.aside`, journal);
+    await rig.ok(c, "session/fork", { sessionId: "s", newSessionId: "kept" });
+    expect(await rig.ok(c, "session/rewind", { sessionId: "kept", turn: 1 })).toMatchObject({ restored: ["keep.txt"], removed: ["new.txt"], conflicts: [] });
+  });
+});
+
+describe("a session id used again", () => {
+  it("a new session whose id an old one had does not take on the old one's checkpoints: a rewind restores its own turn's files", async () => {
+    rig = new Rig(false);
+    const c = await rig.bridge();
+    await rig.prompt(c, "s");
+    const log = path.join(path.dirname(rig.store("s")), "s.jsonl");
+    const fork = path.join(path.dirname(rig.store("s")), "k.jsonl");
+    await rig.ok(c, "session/fork", { sessionId: "s", newSessionId: "k" });
+    await c.dispose();
+    // The logs go (by hand, or a delete cut short); their checkpoints stay beside them.
+    fs.rmSync(log);
+    fs.rmSync(fork);
+    expect(fs.existsSync(rig.store("s"))).toBe(true);
+    rig.ws.file("keep.txt", "the user's own\n");
+    fs.rmSync(path.join(rig.ws.dir, "new.txt"));
+    const d = await rig.bridge();
+    await rig.prompt(d, "s");
+    await rig.ok(d, "session/fork", { sessionId: "s", newSessionId: "k" });
+    for (const id of ["k", "s"]) {
+      expect(await rig.ok(d, "session/rewind", { sessionId: id, turn: 1 })).toMatchObject({ restored: ["keep.txt"], removed: ["new.txt"], conflicts: [] });
+      expect(rig.read("keep.txt")).toBe("the user's own\n");
+      // Back as the new session's turn 1 left them, for the next one.
+      rig.ws.file("keep.txt", "turn1\n");
+      rig.ws.file("new.txt", "new\n");
+    }
+  });
 });
 
 describe("compaction", () => {

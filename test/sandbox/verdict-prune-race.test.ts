@@ -10,7 +10,14 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 
-const between = vi.hoisted(() => ({ file: "", run: undefined as undefined | (() => void) }));
+const between = vi.hoisted(() => ({
+  file: "",
+  run: undefined as undefined | (() => void),
+  /** Run once, right after the prune's look at the file it took (its own name for it). */
+  afterTaken: undefined as undefined | (() => void),
+  /** The error code `link` fails with (a file system without hard links); unset: the real `link`. */
+  linkFails: undefined as undefined | string,
+}));
 
 vi.mock("node:fs", async (importOriginal) => {
   const real = await importOriginal<typeof import("node:fs")>();
@@ -20,10 +27,18 @@ vi.mock("node:fs", async (importOriginal) => {
         const run = between.run;
         between.run = undefined;
         run();
+      } else if (String(file).startsWith(`${between.file}.`) && between.afterTaken) {
+        const run = between.afterTaken;
+        between.afterTaken = undefined;
+        run();
       }
       callback(error, st);
     });
-  return { ...real, default: { ...real, lstat }, lstat };
+  const link = (from: fs.PathLike, to: fs.PathLike, callback: (error: NodeJS.ErrnoException | null) => void) => {
+    if (between.linkFails) process.nextTick(callback, Object.assign(new Error(`${between.linkFails}: link`), { code: between.linkFails }));
+    else real.link(from, to, callback);
+  };
+  return { ...real, default: { ...real, lstat, link }, lstat, link };
 });
 
 const { pruneVerdicts, recalledVerdict, rememberVerdict, verdictFile } = await import("../../src/sandbox/verdict-cache.js");
@@ -34,7 +49,10 @@ let dir: string;
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-verdict-race-"));
 });
-afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+  Object.assign(between, { file: "", run: undefined, afterTaken: undefined, linkFails: undefined });
+});
 
 it("a verdict another bridge renames into place while the prune looks at the stale one it replaces is kept", async () => {
   rememberVerdict(dir, KEY, { abi: 3 });
@@ -55,4 +73,21 @@ it("a stale verdict nobody rewrites is still removed, with nothing left beside i
   fs.utimesSync(verdictFile(dir, KEY), old, old);
   await pruneVerdicts(dir);
   expect(fs.readdirSync(dir)).toEqual([]);
+});
+
+it("without hard links, a fresh verdict the prune took by mistake never replaces a newer one saved meanwhile", async () => {
+  rememberVerdict(dir, KEY, { abi: 3 });
+  const file = verdictFile(dir, KEY);
+  const old = new Date(Date.now() - DAY_AND_A_BIT);
+  fs.utimesSync(file, old, old);
+  between.file = file;
+  between.linkFails = "EPERM";
+  // A bridge saves abi 5 as the prune looks at the stale file, so the prune takes that one; a
+  // third saves abi 7 (say, its probe found 5 wrong) while the prune looks at what it took.
+  between.run = () => rememberVerdict(dir, KEY, { abi: 5 });
+  between.afterTaken = () => rememberVerdict(dir, KEY, { abi: 7 });
+  await pruneVerdicts(dir);
+  expect(between.afterTaken, "the third bridge's save ran").toBeUndefined();
+  expect(recalledVerdict(dir, KEY)).toEqual({ abi: 7 });
+  expect(fs.readdirSync(dir)).toEqual([path.basename(file)]);
 });

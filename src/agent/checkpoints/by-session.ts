@@ -60,9 +60,14 @@ export class CheckpointsBySession {
     this.of(sessionId).store.copyTo(this.of(newSessionId).store, turn ?? Number.MAX_SAFE_INTEGER);
   }
 
-  /** The session was deleted: its checkpoints go too. */
+  /**
+   * The session was deleted: its checkpoints go too. Beside a log, the store's delete removed
+   * them already, under the session's lock (store/file-catalog.ts): removed again here, once the
+   * lock is free, they could be another bridge's new session of the same id. Only this process's
+   * handle on them goes.
+   */
   remove(sessionId: string): void {
-    this.of(sessionId).store.remove();
+    if (this.logFolder === undefined) this.of(sessionId).store.remove();
     this.known.delete(sessionId);
   }
 }

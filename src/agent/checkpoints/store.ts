@@ -13,7 +13,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { SESSION_DIR_MODE, SESSION_FILE_MODE, writeAll } from "../store/log-format.js";
+import { checkpointsPathOf, logPath, SESSION_DIR_MODE, SESSION_FILE_MODE, writeAll } from "../store/log-format.js";
 import { GIT_ID } from "./git-objects.js";
 import { safeRelative, sha256, type PathState } from "./path-state.js";
 
@@ -65,7 +65,7 @@ export class CheckpointStore {
     sessionId: string,
     readonly maxBytes: number = checkpointCap(),
   ) {
-    this.folder = path.join(sessionFolder, `${sessionId}.checkpoints`);
+    this.folder = checkpointsPathOf(logPath(sessionFolder, sessionId));
     this.blobs = path.join(this.folder, "blobs");
     this.journalFile = path.join(this.folder, "journal.jsonl");
   }

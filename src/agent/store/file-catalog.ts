@@ -25,6 +25,7 @@ import {
   openLogForReading,
   parseHeader,
   refuseSymlinkedFolder,
+  removeLeftCheckpoints,
   SESSION_FILE_MODE,
   SessionLogError,
   writeAll,
@@ -192,6 +193,8 @@ export class FileCatalog {
       });
       if (turn !== undefined && turn > turns) return { kind: "unknown-turn", turns };
       const header = forkHeader(head.header, this.workspace, sessionId, newSessionId, turn ?? turns);
+      // The fork gets the checkpoints of the turns it copies (agent/checkpoints), not those an old session of its id left.
+      removeLeftCheckpoints(target);
       const size = writeFork(fd, target, header, head.end, cut ?? end);
       const summary = new SummaryTracker(header);
       for (const event of copied) summary.absorb(event);
@@ -208,6 +211,8 @@ export class FileCatalog {
     refuseSymlinkedFolder(this.directory);
     const stat = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!stat?.isFile()) return false;
+    // The checkpoints first: a delete cut short (killed, or failing) leaves the log, and is done again whole.
+    removeLeftCheckpoints(file);
     fs.unlinkSync(file);
     // The lock file stays: the caller holds it, and removes it when it lets go (file-store.ts).
     for (const extra of [metaPathOf(file), `${metaPathOf(file)}.tmp`]) fs.rmSync(extra, { force: true });

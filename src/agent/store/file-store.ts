@@ -30,6 +30,7 @@ import {
   lockPathOf,
   logPath,
   refuseSymlinkedFolder,
+  removeLeftCheckpoints,
   SESSION_DIR_MODE,
   SESSION_FILE_MODE,
   SessionLogError,
@@ -166,6 +167,8 @@ export class SessionStore implements SessionCatalog {
    * `replace`: a log holding only a torn header (killed while writing it) is written afresh.
    */
   private create(file: string, header: SessionHeader, lock: HeldLock, replace = false): FileSessionLog | undefined {
+    // Before the log exists: a removal that fails leaves no log that would be loaded with them.
+    removeLeftCheckpoints(file);
     const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_NOFOLLOW } = fs.constants;
     let fd: number;
     try {

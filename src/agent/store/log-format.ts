@@ -67,6 +67,21 @@ export function metaPathOf(logFile: string): string {
   return `${logFile.slice(0, -".jsonl".length)}.meta.json`;
 }
 
+/** The checkpoint store of a log file (`x.jsonl` → `x.checkpoints`, a folder: agent/checkpoints/store.ts). */
+export function checkpointsPathOf(logFile: string): string {
+  return `${logFile.slice(0, -".jsonl".length)}.checkpoints`;
+}
+
+/**
+ * Removes the checkpoints a session of the same id left beside a log that is gone (removed by
+ * hand, or by a process killed in the middle of a delete): a new log under that id must not take
+ * them on, or a rewind of its turn 1 would restore the files as they were before the old
+ * session's. Never through a symlink in their place (only the link goes). Call under the lock.
+ */
+export function removeLeftCheckpoints(logFile: string): void {
+  fs.rmSync(checkpointsPathOf(logFile), { recursive: true, force: true });
+}
+
 /** The lock file of a log file (`x.jsonl` → `x.lock`). */
 export function lockPathOf(logFile: string): string {
   return `${logFile.slice(0, -".jsonl".length)}.lock`;
