@@ -14,7 +14,7 @@ import { DEFAULT_COMPACT_AT, compactNow, contextWindowOf } from "./compaction.js
 import type { Session } from "./session.js";
 import { LoadedSessions } from "./loaded-sessions.js";
 import { SessionBusyError, UnknownSessionError } from "./runtime-errors.js";
-import { MemorySessionStore, type SessionCatalog, type SessionStore } from "./store/index.js";
+import { MemorySessionStore, type ForkRefusal, type SessionCatalog, type SessionStore } from "./store/index.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { TurnAdmission, defaultTurnLimit } from "./turn-admission.js";
 import type { RuntimeOptions, TurnRequest } from "./runtime-options.js";
@@ -141,11 +141,23 @@ export class AgentRuntime {
   }
 
   /**
-   * After a `session/fork` of `sessionId` at `turn` (default: all) into `newSessionId`: the
-   * fork gets the checkpoints of the turns it copied, so it can rewind their files too.
+   * `session/fork` of `sessionId` at `turn` (default: all) into `newSessionId`. The fork gets the
+   * checkpoints of the turns it copied (so it can rewind their files too) before the store lets
+   * go of its locks, and one whose checkpoints cannot be copied is removed again there: no one
+   * ever sees, prompts or lists a fork without them (store/interface.ts, `SessionCatalog.fork`).
    */
-  forkCheckpoints(sessionId: string, newSessionId: string, turn: number | undefined): void {
-    this.checkpoints.fork(sessionId, newSessionId, turn);
+  forkSession(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
+    let copying = false;
+    try {
+      return this.store.fork(sessionId, newSessionId, turn, () => {
+        copying = true;
+        this.checkpoints.fork(sessionId, newSessionId, turn);
+      });
+    } catch (error) {
+      // What this process holds of the removed fork's checkpoints goes with it.
+      if (copying) this.checkpoints.remove(newSessionId);
+      throw error;
+    }
   }
 
   /**

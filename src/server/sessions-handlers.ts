@@ -82,26 +82,14 @@ export function forkSession(agent: Agent, params: SessionForkParams, logger: Log
   }
   let refusal;
   try {
-    refusal = freeingIdle(agent, () => runtime.catalog.fork(sessionId, newSessionId, turn));
+    // A fork that fails leaves no fork (runtime.forkSession): so it can be tried again whole.
+    refusal = freeingIdle(agent, () => runtime.forkSession(sessionId, newSessionId, turn));
   } catch (error) {
-    throw toRpcError(agent.modules, error);
+    if (!(error instanceof agent.modules.store.ForkNotUndoneError)) throw toRpcError(agent.modules, error);
+    logger.warn(`session/fork could not remove the fork ${newSessionId} it failed to make: ${error.undo.message}`);
+    throw toRpcError(agent.modules, error.cause);
   }
-  if (!refusal) {
-    // The fork can rewind the files of the turns it copied (agent/checkpoints/store.ts copyTo).
-    try {
-      freeingIdle(agent, () => runtime.forkCheckpoints(sessionId, newSessionId, turn));
-    } catch (error) {
-      // A failed fork leaves no fork: one without its checkpoints would be found by a list, a
-      // read or a retry (session-exists), and could not rewind the files of the turns it holds.
-      try {
-        runtime.deleteSession(newSessionId);
-      } catch (undo) {
-        logger.warn(`session/fork could not remove the fork ${newSessionId} it failed to make: ${(undo as Error).message}`);
-      }
-      throw toRpcError(agent.modules, error);
-    }
-    return { sessionId: newSessionId };
-  }
+  if (!refusal) return { sessionId: newSessionId };
   switch (refusal.kind) {
     case "unknown-session":
       throw unknownSession(sessionId);

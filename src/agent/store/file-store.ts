@@ -24,7 +24,7 @@ import * as path from "node:path";
 import { jsonLine } from "../../json-line.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
-import type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
+import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
 import { acquireLock, releaseLock, type HeldLock } from "./lock.js";
 import {
   lockPathOf,
@@ -104,11 +104,15 @@ export class SessionStore implements SessionCatalog {
     return this.catalog.read(sessionId, afterSeq, limit);
   }
 
-  /** Under the source's lock (a session another process writes is busy) and the new one's. */
-  fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
+  /** Under the source's lock (a session another process writes is busy) and the new one's, `complete` too. */
+  fork(sessionId: string, newSessionId: string, turn: number | undefined, complete?: () => void): ForkRefusal | undefined {
     this.ensureFolders();
     if (!this.exists(sessionId)) return { kind: "unknown-session" };
-    const fork = () => this.catalog.fork(sessionId, newSessionId, turn);
+    const fork = () => {
+      const refusal = this.catalog.fork(sessionId, newSessionId, turn);
+      if (!refusal) completeFork(newSessionId, complete, () => this.catalog.delete(newSessionId));
+      return refusal;
+    };
     return this.underLock(sessionId, newSessionId === sessionId ? fork : () => this.underLock(newSessionId, fork));
   }
 

@@ -11,7 +11,7 @@
  *
  * @module
  */
-export type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
+export { ForkNotUndoneError, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
 export { SessionLogError, workspaceFolderName, type SessionHeader } from "./log-format.js";
 export { SessionLockedError } from "./lock.js";
 export { SessionStore } from "./file-store.js";

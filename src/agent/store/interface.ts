@@ -39,6 +39,36 @@ export interface SessionLog {
   entry(): SessionListEntry;
 }
 
+/** A fork whose completion failed and which could not be removed again: `cause` is why it failed. */
+export class ForkNotUndoneError extends Error {
+  constructor(
+    readonly newSessionId: string,
+    readonly undo: Error,
+    cause: unknown,
+  ) {
+    super(`the fork ${newSessionId} could not be completed, nor removed again: ${undo.message}`, { cause });
+    this.name = "ForkNotUndoneError";
+  }
+}
+
+/**
+ * Runs `complete` after a fork was made; if it throws, `remove` takes the fork away again (see
+ * `SessionCatalog.fork`). One place for both stores' undo.
+ */
+export function completeFork(newSessionId: string, complete: (() => void) | undefined, remove: () => void): void {
+  if (!complete) return;
+  try {
+    complete();
+  } catch (error) {
+    try {
+      remove();
+    } catch (undo) {
+      throw new ForkNotUndoneError(newSessionId, undo as Error, error);
+    }
+    throw error;
+  }
+}
+
 /** Why a fork was refused. */
 export type ForkRefusal = { kind: "unknown-session" } | { kind: "session-exists" } | { kind: "unknown-turn"; turns: number };
 
@@ -50,8 +80,14 @@ export interface SessionCatalog {
   list(): { sessions: SessionListEntry[]; problems: string[] };
   /** A page of durable events; `undefined` for an unknown session. */
   read(sessionId: string, afterSeq: number | undefined, limit: number): SessionReadResult | undefined;
-  /** Copies the history up to the end of `turn` (default: all) into `newSessionId`. */
-  fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined;
+  /**
+   * Copies the history up to the end of `turn` (default: all) into `newSessionId`. `complete`
+   * (the fork's checkpoints) runs once the fork is made, still under the locks the fork holds,
+   * so no one (another bridge neither) can prompt the fork before it is whole; if `complete`
+   * throws, the fork is removed there and the error passes on (`ForkNotUndoneError` when the
+   * removal failed too).
+   */
+  fork(sessionId: string, newSessionId: string, turn: number | undefined, complete?: () => void): ForkRefusal | undefined;
   /** Removes a session that no one has open (the runtime unloads it first); `false` when it did not exist. */
   delete(sessionId: string): boolean;
   /** The live entry of a session open in this process, if it is. */

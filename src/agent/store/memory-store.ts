@@ -11,7 +11,7 @@
  */
 import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
 import type { SessionEvent } from "../../protocol/types.js";
-import type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
+import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
 import { forkHeader, isSessionId, type SessionHeader } from "./log-format.js";
 import { sortEntries, SummaryTracker } from "./summary.js";
 
@@ -91,7 +91,7 @@ export class MemorySessionStore implements SessionCatalog {
     return index < events.length && page.length > 0 ? { events: page, nextSeq: page.at(-1)!.seq } : { events: page };
   }
 
-  fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
+  fork(sessionId: string, newSessionId: string, turn: number | undefined, complete?: () => void): ForkRefusal | undefined {
     const source = this.kept.get(sessionId);
     if (!source) return { kind: "unknown-session" };
     if (this.kept.has(newSessionId)) return { kind: "session-exists" };
@@ -112,6 +112,7 @@ export class MemorySessionStore implements SessionCatalog {
     const summary = new SummaryTracker(header);
     for (const event of events) summary.absorb({ ...event, time: Math.min(event.time, header.createdAt) });
     this.kept.set(newSessionId, { header, events, summary });
+    completeFork(newSessionId, complete, () => this.kept.delete(newSessionId));
     return undefined;
   }
 
