@@ -28,7 +28,11 @@ export interface LoadedSessionsOptions {
 
 export class LoadedSessions {
   private readonly sessions = new Map<string, Session>();
-  /** Loaded sessions with no turn running, least recently used first. */
+  /**
+   * Loaded sessions with no turn running, least recently used first: kept only when sessions are
+   * logged, the one case where an idle session is ever closed (a Set that one session leaves and
+   * rejoins every turn is given a new backing store by V8 each time).
+   */
   private readonly idle = new Set<string>();
 
   constructor(private readonly options: LoadedSessionsOptions) {}
@@ -79,9 +83,9 @@ export class LoadedSessions {
   release(session: Session, isBusy: (sessionId: string) => boolean): void {
     session.unlock();
     if (this.sessions.get(session.id) !== session) return; // already closed (closeAll)
+    if (!this.options.durable) return;
     this.idle.delete(session.id);
     this.idle.add(session.id);
-    if (!this.options.durable) return;
     let over = this.idle.size - IDLE_SESSIONS_KEPT;
     for (const id of this.idle) {
       if (over <= 0) break;

@@ -1,15 +1,16 @@
 /**
  * How the runtime runs a turn: the loop's config (turn-config.ts) made from the runtime's fixed
- * options for each turn, the turn's span and budget, and the subagents it may start. A
- * subagent's turn runs here too, as a turn of its child session one level deeper (`run` and
- * `runChild` call each other), sharing its parent's budget; while it runs, its child session is
- * busy like a session with a prompt in flight (`runningChildren`, read by the runtime).
+ * options for each turn (what depends on the session alone made once for it), the turn's span
+ * and budget, and the subagents it may start. A subagent's turn runs here too, as a turn of its
+ * child session one level deeper (`run` and `runChild` call each other), sharing its parent's
+ * budget; while it runs, its child session is busy like a session with a prompt in flight
+ * (`runningChildren`, read by the runtime).
  * Whatever fails in a turn rejects as `MissingTurnEndError`: it recorded no `turn/end`.
  *
  * @module
  */
 import type { TextBlock, TurnEndReason, Prices } from "../protocol/index.js";
-import type { SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
+import type { ClientToolRunner, SubagentRequest, SubagentSpawner, Tool, ToolOutput } from "../tools/types.js";
 import { ApprovalGate, clientToolRunner, type ToolGate } from "./client-requests.js";
 import type { ClientWaits } from "./client-waits.js";
 import type { HookPoints } from "./hooks.js";
@@ -22,6 +23,7 @@ import { MissingTurnEndError } from "./runtime-errors.js";
 import type { RuntimeOptions, TurnRequest } from "./runtime-options.js";
 import type { SteerInbox } from "./steer.js";
 import type { CheckpointsBySession } from "./checkpoints/by-session.js";
+import type { TurnCheckpointSource } from "./turn-checkpoint.js";
 
 /** What the runtime shares with the turns it runs: its parts, and its sessions for the children. */
 export interface TurnParts {
@@ -43,8 +45,16 @@ export interface TurnParts {
   release(session: Session): void;
 }
 
+/** What every turn of one session runs with, whatever its prompt asked: made at its first turn. */
+interface SessionTurnParts {
+  client: ClientToolRunner;
+  checkpoints: TurnCheckpointSource;
+}
+
 export class TurnRunner {
   private readonly gate: ToolGate | undefined;
+  /** Each loaded session's `SessionTurnParts` (a reloaded session is a new object, with parts of its own). */
+  private readonly bySession = new WeakMap<Session, SessionTurnParts>();
   private readonly waits: ClientWaits;
   private readonly hooks: HookPoints | undefined;
   private readonly checkpoints: CheckpointsBySession;
@@ -99,6 +109,8 @@ export class TurnRunner {
       return new MissingTurnEndError(session.id, error);
     };
     try {
+      let parts = this.bySession.get(session);
+      if (!parts) this.bySession.set(session, (parts = this.partsFor(session)));
       return runTurn(
         session,
         content,
@@ -113,11 +125,11 @@ export class TurnRunner {
           tools: toolsByName(tools, depth, subagentDepth),
           subagents: canDelegate(depth, subagentDepth) ? this.spawnerFor(session, tools, depth + 1, budget) : undefined,
           gate: this.gate,
-          client: clientToolRunner(session, this.waits),
+          client: parts.client,
           output: request.output,
           explainUnknownTool: this.options.explainUnknownTool,
           context: this.context,
-          checkpoints: { forTurn: (turn) => this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger) },
+          checkpoints: parts.checkpoints,
           hooks: this.hooks?.forDepth(depth),
           steers,
           prices: this.prices,
@@ -138,6 +150,14 @@ export class TurnRunner {
     } catch (error) {
       return Promise.reject(failed(error));
     }
+  }
+
+  /** The session's client tool runner and checkpoint source: they read nothing of a turn's own. */
+  private partsFor(session: Session): SessionTurnParts {
+    return {
+      client: clientToolRunner(session, this.waits),
+      checkpoints: { forTurn: (turn) => this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger) },
+    };
   }
 
   /** The subagents `parent` may start: children at `depth`, offered `tools` (less `task` at the depth limit). */

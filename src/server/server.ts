@@ -74,7 +74,13 @@ export class HarnessServer {
    * response was written: that is how cancel and shutdown answer after the prompts they end.
    */
   private readonly prompts = new Map<string, Promise<unknown>>();
-  private readonly pending = new Set<Promise<unknown>>();
+  /**
+   * Requests not yet answered, and what waits for there to be none (the end of input). A count,
+   * not a set of the requests: a table that goes from one entry to none every request is given a
+   * new backing store by V8 each time.
+   */
+  private unanswered = 0;
+  private whenAllAnswered: (() => void) | undefined;
   /** The params' schemas, loaded after `initialize` answered (params-schemas.ts). */
   private readonly schemas = new ParamsSchemas();
   /** The MCP servers of `initialize`, from before they connect: every way out stops them. */
@@ -101,16 +107,18 @@ export class HarnessServer {
   /** The transport's request handler. */
   readonly handle = (method: string, params: JsonObject | undefined): Promise<unknown> => {
     const result = this.dispatch(method, params);
-    this.pending.add(result);
     // One timer for the process, not one made and cleared per request (work on the timer list).
-    if (this.pending.size === 1) (this.keepAlive ??= setInterval(() => undefined, 2 ** 30)).ref();
+    if (++this.unanswered === 1) (this.keepAlive ??= setInterval(() => undefined, 2 ** 30)).ref();
     const sessionId = method === "session/prompt" && typeof params?.sessionId === "string" ? params.sessionId : undefined;
     // A prompt refused as busy must not take the place of the one in flight.
     if (sessionId !== undefined && !this.prompts.has(sessionId)) this.prompts.set(sessionId, result);
+    // The first reaction on `result`: the transport's, which writes the response, is queued beside
+    // it, so whatever `whenAllAnswered` wakes runs after the response was written.
     const forget = () => {
-      this.pending.delete(result);
-      if (this.pending.size === 0) this.keepAlive?.unref();
       if (sessionId !== undefined && this.prompts.get(sessionId) === result) this.prompts.delete(sessionId);
+      if (--this.unanswered > 0) return;
+      this.keepAlive?.unref();
+      this.whenAllAnswered?.();
     };
     result.then(forget, forget);
     return result;
@@ -344,7 +352,7 @@ export class HarnessServer {
     // No session/tool_result or session/permission can come: what waits for one ends now.
     void this.agent?.then((agent) => agent.runtime.closeClientWaits("the client closed its input"), () => undefined);
     void (async () => {
-      while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+      if (this.unanswered > 0) await new Promise<void>((resolve) => (this.whenAllAnswered = resolve));
       if (this.life.phase === "exiting") return;
       await this.runtime?.settled();
       this.runtime?.closeAll();

@@ -116,9 +116,12 @@ export class CoalescingWritable extends Writable {
     const parts = this.batch;
     const callbacks = this.callbacks;
     this.batch = [];
-    this.callbacks = [];
     this.batchBytes = 0;
     const data = parts.every((p) => typeof p === "string") ? parts.join("") : Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : p)));
+    // A batch nobody waits on is written without a callback: node then queues no after-write
+    // tick for it (unless a `drain` is due).
+    if (callbacks.length === 0) return this.target.write(data);
+    this.callbacks = [];
     return this.target.write(data, (error) => {
       for (const callback of callbacks) callback(error ?? null);
     });

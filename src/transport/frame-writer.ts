@@ -24,8 +24,11 @@ export interface FrameWriterOptions {
   onBroken: (error: Error) => void;
 }
 
-/** A frame in the backlog: a plain line, or the remaining pieces of a long one. */
-type BacklogFrame = { line: string } | { pieces: Iterator<Buffer> };
+/**
+ * An entry of the backlog: a plain line, the remaining pieces of a long one, or a `flush()`
+ * waiting for every frame before it.
+ */
+type BacklogFrame = { line: string } | { pieces: Iterator<Buffer> } | { flushed: () => void };
 
 /** The byte that ends a line, and so the last piece of a long frame (see `jsonLine`). */
 const NEWLINE = 0x0a;
@@ -33,14 +36,12 @@ const NEWLINE = 0x0a;
 export class FrameWriter {
   private outputBroken = false;
   /**
-   * Frames written (`issued`) and handed to the OS or dropped (`done`), in order: the output
-   * calls its write callbacks in the order of the writes. `flush()` waits for `done` to reach
-   * what was issued when it was called. Counting, not a promise per frame: a streamed turn
-   * writes a frame per chunk, and `flush()` is called once, at exit.
+   * `flush()`es not yet called back. Frames are written without a callback, so that node
+   * queues no after-write tick for a write that has no `drain` due: a flush is an empty write
+   * with one, in the frames' order (a Writable calls its write callbacks in the order of the
+   * writes), made once at exit.
    */
-  private issued = 0;
-  private done = 0;
-  private flushes: Array<{ upTo: number; resolve: () => void }> = [];
+  private readonly flushes = new Set<() => void>();
   /** Frames waiting for the output to drain, behind a long frame that is written piece by piece. */
   private backlog: BacklogFrame[] = [];
   /** Bytes (UTF-16 units) of the backlog's plain frames. */
@@ -76,15 +77,17 @@ export class FrameWriter {
 
   /** Resolves when every frame written so far has been handed to the OS (or the output broke). */
   flush(): Promise<void> {
-    if (this.outputBroken || this.done >= this.issued) return Promise.resolve();
-    return new Promise<void>((resolve) => this.flushes.push({ upTo: this.issued, resolve }));
+    if (this.outputBroken) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      // Called back once, whether the output took the bytes before it or failed (EPIPE, destroyed).
+      const flushed = () => {
+        if (this.flushes.delete(flushed)) resolve();
+      };
+      this.flushes.add(flushed);
+      if (this.backlog.length === 0) this.options.output.write("", flushed);
+      else this.backlog.push({ flushed });
+    });
   }
-
-  /** The write callback of every frame's last bytes. */
-  private readonly frameWritten = (): void => {
-    this.done++;
-    while (this.flushes.length > 0 && this.flushes[0].upTo <= this.done) this.flushes.shift()!.resolve();
-  };
 
   /**
    * Returns whether the output is below its high-water mark. A frame holding a long string
@@ -101,9 +104,8 @@ export class FrameWriter {
     if (this.outputBroken) return true;
     const output = this.options.output;
     let accepted: boolean;
-    this.issued++;
     if (typeof line === "string" && this.backlog.length === 0) {
-      accepted = output.write(line, this.frameWritten);
+      accepted = output.write(line);
     } else {
       this.backlog.push(typeof line === "string" ? { line } : { pieces: line[Symbol.iterator]() });
       if (typeof line === "string") this.backlogBytes += line.length;
@@ -138,19 +140,20 @@ export class FrameWriter {
       if ("line" in head) {
         this.backlog.shift();
         this.backlogBytes -= head.line.length;
-        room = output.write(head.line, this.frameWritten);
+        room = output.write(head.line);
+      } else if ("flushed" in head) {
+        this.backlog.shift();
+        room = output.write("", head.flushed);
       } else {
         const next = head.pieces.next();
         if (next.done) {
           // Only reached for an empty sequence; jsonLine always ends a line with a piece.
           this.backlog.shift();
-          this.frameWritten();
           continue;
         }
         const piece = next.value;
-        const last = piece[piece.length - 1] === NEWLINE;
-        if (last) this.backlog.shift();
-        room = last ? output.write(piece, this.frameWritten) : output.write(piece);
+        if (piece[piece.length - 1] === NEWLINE) this.backlog.shift();
+        room = output.write(piece);
       }
       if (!room) {
         this.pumpScheduled = true;
@@ -184,17 +187,17 @@ export class FrameWriter {
 
   /** Gives up the backlog (the output broke or closed): its frames count as written, as they would after EPIPE. */
   private dropBacklog(): void {
-    const dropped = this.backlog.length;
+    const dropped = this.backlog;
     this.backlog = [];
     this.backlogBytes = 0;
-    for (let i = 0; i < dropped; i++) this.frameWritten();
+    for (const entry of dropped) if ("flushed" in entry) entry.flushed();
   }
 
   private breakOutput(error: Error): void {
     if (this.outputBroken) return;
     this.outputBroken = true;
     this.dropBacklog();
-    for (const waiting of this.flushes.splice(0)) waiting.resolve();
+    for (const flushed of [...this.flushes]) flushed();
     this.options.output.emit("drain");
     this.options.onBroken(error);
   }

@@ -399,7 +399,8 @@ describe("ordering, flush and close", () => {
       highWaterMark: 256,
       write(chunk: Buffer, _enc, cb) {
         setTimeout(() => {
-          written.push(chunk.toString());
+          // flush() waits behind the frames with an empty write of its own: no bytes, no frame.
+          if (chunk.length > 0) written.push(chunk.toString());
           cb();
         }, 1);
       },
@@ -522,6 +523,20 @@ describe("a frame holding a long string", () => {
     expect(client.maxQueued()).toBeLessThan(4 * 64 * 1024);
     input.destroy();
   }, 30_000);
+
+  it("is waited for by a flush() made while it is still being written, with the frames behind it", async () => {
+    const client = slowOutput(4096);
+    const input = new PassThrough();
+    const endpoint = new ServerEndpoint({ input, output: client.output });
+    const text = "x".repeat(1024 * 1024);
+    void endpoint.notify("session.event", { sessionId: "s", event: { seq: 0, text } } as never);
+    void endpoint.notify("session.event", { sessionId: "s", event: { seq: 1 } } as never);
+    await endpoint.flush();
+    const frames = client.frames();
+    expect(frames.map((f) => f.params.event.seq)).toEqual([0, 1]);
+    expect(frames[0].params.event.text).toBe(text);
+    input.destroy();
+  });
 
   it("is given up, with what waits behind it, when the output breaks: flush() and producers do not hang", async () => {
     let fail: ((e: Error) => void) | undefined;
