@@ -52,6 +52,17 @@ export const ALWAYS_SKIPPED = new Set([".git"]);
 export const GITIGNORE_MAX_BYTES = 1024 * 1024;
 
 /**
+ * The most heap one walk's `.gitignore` rules may hold, reckoned by `RulesIndex.heapBytes` (every
+ * rule's expression compiled). Rules live as long as the walk (its `GitignoreFilter`), and the
+ * files of an untrusted repository, each under `GITIGNORE_MAX_BYTES`, could otherwise add up past
+ * V8's heap limit, whose out-of-memory abort ends the bridge and every session in it. Each file's
+ * rules are reckoned in whole; a file that would take the walk past the budget is not applied,
+ * and the call's result says so (`unappliedNote`), as for a file over the size cap. Some 500,000
+ * plain names fit, or 35,000 rules that each need an expression.
+ */
+export const GITIGNORE_WALK_HEAP_BYTES = 128 * 1024 * 1024;
+
+/**
  * The text of a `.gitignore`, `undefined` when there is none to use, `null` when it is a regular
  * file over `GITIGNORE_MAX_BYTES`. It is read on the main thread, so it must never block: opened
  * non-blocking and without following a link (git does not follow a linked `.gitignore` either),
@@ -100,6 +111,12 @@ export class GitignoreFilter {
   /** The `.gitignore` files over `GITIGNORE_MAX_BYTES` met so far, relative to the root with `/`: not applied. */
   readonly unapplied: string[] = [];
 
+  /** The `.gitignore` files whose rules would have taken the walk past `GITIGNORE_WALK_HEAP_BYTES`: not applied. */
+  readonly overBudget: string[] = [];
+
+  /** What the rules applied so far may hold of the heap (`RulesIndex.heapBytes`, summed). */
+  private heldBytes = 0;
+
   /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
   ranOutOfDescriptors = false;
 
@@ -118,10 +135,15 @@ export class GitignoreFilter {
   private rulesOf(dir: string): RulesIndex | null {
     if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
     let ig: RulesIndex | null = null;
+    const shown = () => path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/");
     try {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
-      if (text === null) this.unapplied.push(path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/"));
+      if (text === null) this.unapplied.push(shown());
       ig = text === undefined || text === null ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
+      if (ig && this.heldBytes + ig.heapBytes > GITIGNORE_WALK_HEAP_BYTES) {
+        this.overBudget.push(shown());
+        ig = null; // dropped before any of its rules is compiled
+      } else if (ig) this.heldBytes += ig.heapBytes;
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
@@ -313,10 +335,12 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
 
 /** The note a search's result ends with when `filter` met `.gitignore` files it did not apply, else undefined. */
 export function unappliedNote(filter: GitignoreFilter): string | undefined {
-  const files = filter.unapplied;
-  if (files.length === 0) return undefined;
-  const named = files.slice(0, 3).join(", ") + (files.length > 3 ? ` and ${files.length - 3} more` : "");
-  return `[not applied, over ${GITIGNORE_MAX_BYTES / (1024 * 1024)} MiB: ${named}; files these .gitignore files ignore may be listed]`;
+  const named = (files: string[]) => files.slice(0, 3).join(", ") + (files.length > 3 ? ` and ${files.length - 3} more` : "");
+  const why: string[] = [];
+  if (filter.unapplied.length > 0) why.push(`over ${GITIGNORE_MAX_BYTES / (1024 * 1024)} MiB: ${named(filter.unapplied)}`);
+  if (filter.overBudget.length > 0) why.push(`past this search's budget of .gitignore rules (${GITIGNORE_WALK_HEAP_BYTES / (1024 * 1024)} MiB of memory): ${named(filter.overBudget)}`);
+  if (why.length === 0) return undefined;
+  return `[not applied, ${why.join("; ")}; files these .gitignore files ignore may be listed]`;
 }
 
 /** Whether a glob pattern stays inside its root: relative, and no `..` segment. */
