@@ -63,6 +63,17 @@ export const GITIGNORE_MAX_BYTES = 1024 * 1024;
 export const GITIGNORE_WALK_HEAP_BYTES = 128 * 1024 * 1024;
 
 /**
+ * The most heap the rules of all walks under way may hold together, so that concurrent searches
+ * (several sessions, or several calls of one turn) on hostile repositories cannot add up past the
+ * heap limit either: four walks at their full budget. A walk's rules count from when they are read
+ * until its `close()` (glob and grep close their filter when the call ends, however it ends).
+ */
+export const GITIGNORE_ALL_WALKS_HEAP_BYTES = 4 * GITIGNORE_WALK_HEAP_BYTES;
+
+/** What the rules of the walks not yet closed may hold of the heap (`RulesIndex.heapBytes`, summed). */
+let allWalksHeldBytes = 0;
+
+/**
  * The text of a `.gitignore`, `undefined` when there is none to use, `null` when it is a regular
  * file over `GITIGNORE_MAX_BYTES`. It is read on the main thread, so it must never block: opened
  * non-blocking and without following a link (git does not follow a linked `.gitignore` either),
@@ -117,6 +128,18 @@ export class GitignoreFilter {
   /** What the rules applied so far may hold of the heap (`RulesIndex.heapBytes`, summed). */
   private heldBytes = 0;
 
+  private closed = false;
+
+  /**
+   * Gives this walk's share of `GITIGNORE_ALL_WALKS_HEAP_BYTES` back (idempotent): call when the
+   * search ends. The rules themselves are freed with the filter; it applies no further file.
+   */
+  close(): void {
+    allWalksHeldBytes -= this.heldBytes;
+    this.heldBytes = 0;
+    this.closed = true;
+  }
+
   /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
   ranOutOfDescriptors = false;
 
@@ -140,10 +163,13 @@ export class GitignoreFilter {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
       if (text === null) this.unapplied.push(shown());
       ig = text === undefined || text === null ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
-      if (ig && this.heldBytes + ig.heapBytes > GITIGNORE_WALK_HEAP_BYTES) {
+      if (ig && (this.closed || this.heldBytes + ig.heapBytes > GITIGNORE_WALK_HEAP_BYTES || allWalksHeldBytes + ig.heapBytes > GITIGNORE_ALL_WALKS_HEAP_BYTES)) {
         this.overBudget.push(shown());
         ig = null; // dropped before any of its rules is compiled
-      } else if (ig) this.heldBytes += ig.heapBytes;
+      } else if (ig) {
+        this.heldBytes += ig.heapBytes;
+        allWalksHeldBytes += ig.heapBytes;
+      }
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here

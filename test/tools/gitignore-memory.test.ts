@@ -1,6 +1,6 @@
 /**
  * Through the binary, built-in engine: an untrusted repository's `.gitignore` files, each under
- * the 1 MiB cap, cannot add up past the heap. Each file here holds 30,000 rules that each need a
+ * the 1 MiB cap, cannot add up past the heap. Each file here holds 34,000 rules that each need a
  * regular expression; the bridge runs with a 256 MiB heap, which a dozen such files, all applied
  * and compiled, exceed (an out-of-memory abort ends every session). The walk applies what its
  * budget allows, says which files it did not apply, and the bridge goes on answering.
@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { GitignoreFilter, GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, unappliedNote } from "../../src/tools/gitignore.js";
 
 let ws: TempWorkspace | undefined;
 const clients: RawClient[] = [];
@@ -17,7 +18,7 @@ afterEach(async () => {
 });
 
 const FOLDERS = 12;
-const RULES = 30_000;
+const RULES = 34_000;
 
 /** `*ab?cd*`-style rules: no plain run of three characters, so each is tested, compiled, on every name. */
 function wildcardRules(): string {
@@ -65,4 +66,31 @@ describe("hostile .gitignore files through the binary (built-in engine)", () => 
     c.request("p2", "session/prompt", promptParams("s2"));
     expect((await c.response("p2", 120_000)).result).toMatchObject({ status: "ok" });
   }, 240_000);
+});
+
+describe("concurrent walks", () => {
+  it("hold their rules within one budget together, given back by close()", async () => {
+    ws = tempWorkspace("hb-gitignore-memory-");
+    ws.file("big/.gitignore", wildcardRules());
+    const hidden = `${ws.dir}/big/aa_aa.js`;
+    // Each walk's rules fit its own budget; the walks under way together hold at most a few of them.
+    const fit = Math.floor(GITIGNORE_ALL_WALKS_HEAP_BYTES / GITIGNORE_WALK_HEAP_BYTES);
+    const walks: GitignoreFilter[] = [];
+    const open = async () => {
+      const filter = new GitignoreFilter(ws!.dir, true);
+      await filter.load();
+      walks.push(filter);
+      return filter;
+    };
+    for (let i = 0; i < fit; i++) expect((await open()).isIgnored(hidden, false)).toBe(true);
+    const past = await open();
+    expect(past.isIgnored(hidden, false)).toBe(false);
+    expect(unappliedNote(past)).toMatch(/^\[not applied, past this search's budget of \.gitignore rules \(\d+ MiB of memory\): big\/\.gitignore; /);
+
+    walks[0].close();
+    walks[0].close(); // idempotent: gives its share back once
+    expect((await open()).isIgnored(hidden, false)).toBe(true);
+    expect((await open()).isIgnored(hidden, false)).toBe(false);
+    for (const walk of walks) walk.close();
+  });
 });
