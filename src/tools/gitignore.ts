@@ -40,6 +40,8 @@ async function loadIgnore(): Promise<IgnoreFactory> {
 /** The longest the walk filters a folder's entries before it yields to the event loop. */
 const FILTER_SLICE_MS = 10;
 
+const MiB = 1024 * 1024;
+
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
 
@@ -57,16 +59,18 @@ export const GITIGNORE_MAX_BYTES = 1024 * 1024;
  * files of an untrusted repository, each under `GITIGNORE_MAX_BYTES`, could otherwise add up past
  * V8's heap limit, whose out-of-memory abort ends the bridge and every session in it. Each file's
  * rules are reckoned in whole; a file that would take the walk past the budget is not applied,
- * and the call's result says so (`unappliedNote`), as for a file over the size cap. Some 500,000
- * plain names fit, or 35,000 rules that each need an expression.
+ * and the call's result says so (`unappliedNote`), as for a file over the size cap. It is set so
+ * that a generated list of plain names up to the size cap fits, and so do the wildcard rules a
+ * real repository writes by hand many times over.
  */
-export const GITIGNORE_WALK_HEAP_BYTES = 128 * 1024 * 1024;
+export const GITIGNORE_WALK_HEAP_BYTES = 128 * MiB;
 
 /**
  * The most heap the rules of all walks under way may hold together, so that concurrent searches
  * (several sessions, or several calls of one turn) on hostile repositories cannot add up past the
- * heap limit either: four walks at their full budget. A walk's rules count from when they are read
- * until its `close()` (glob and grep close their filter when the call ends, however it ends).
+ * heap limit either, while a few walks at their full budget still fit together. A walk's rules
+ * count from when they are read until its `close()` (glob and grep close their filter when the
+ * call ends, however it ends).
  */
 export const GITIGNORE_ALL_WALKS_HEAP_BYTES = 4 * GITIGNORE_WALK_HEAP_BYTES;
 
@@ -122,7 +126,7 @@ export class GitignoreFilter {
   /** The `.gitignore` files over `GITIGNORE_MAX_BYTES` met so far, relative to the root with `/`: not applied. */
   readonly unapplied: string[] = [];
 
-  /** The `.gitignore` files whose rules would have taken the walk past `GITIGNORE_WALK_HEAP_BYTES`: not applied. */
+  /** The `.gitignore` files whose rules would have taken the walk past `GITIGNORE_WALK_HEAP_BYTES`, or all walks past `GITIGNORE_ALL_WALKS_HEAP_BYTES`: not applied. */
   readonly overBudget: string[] = [];
 
   /** What the rules applied so far may hold of the heap (`RulesIndex.heapBytes`, summed). */
@@ -363,8 +367,8 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
 export function unappliedNote(filter: GitignoreFilter): string | undefined {
   const named = (files: string[]) => files.slice(0, 3).join(", ") + (files.length > 3 ? ` and ${files.length - 3} more` : "");
   const why: string[] = [];
-  if (filter.unapplied.length > 0) why.push(`over ${GITIGNORE_MAX_BYTES / (1024 * 1024)} MiB: ${named(filter.unapplied)}`);
-  if (filter.overBudget.length > 0) why.push(`past this search's budget of .gitignore rules (${GITIGNORE_WALK_HEAP_BYTES / (1024 * 1024)} MiB of memory): ${named(filter.overBudget)}`);
+  if (filter.unapplied.length > 0) why.push(`over ${GITIGNORE_MAX_BYTES / MiB} MiB: ${named(filter.unapplied)}`);
+  if (filter.overBudget.length > 0) why.push(`past the memory budget of .gitignore rules (${GITIGNORE_WALK_HEAP_BYTES / MiB} MiB a search, ${GITIGNORE_ALL_WALKS_HEAP_BYTES / MiB} MiB all searches at once): ${named(filter.overBudget)}`);
   if (why.length === 0) return undefined;
   return `[not applied, ${why.join("; ")}; files these .gitignore files ignore may be listed]`;
 }

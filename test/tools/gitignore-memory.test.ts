@@ -54,7 +54,7 @@ describe("hostile .gitignore files through the binary (built-in engine)", () => 
     const result = c.frames.find((f) => f.method === "session.event" && f.params.sessionId === "s1" && f.params.event.type === "tool/result");
     const text: string = result!.params.event.data.content[0].text;
     const note = text.split("\n").at(-1)!;
-    expect(note).toMatch(/^\[not applied, past this search's budget of \.gitignore rules \(\d+ MiB of memory\): d\d+\/\.gitignore, d\d+\/\.gitignore, d\d+\/\.gitignore and \d+ more; files these \.gitignore files ignore may be listed\]$/);
+    expect(note).toMatch(/^\[not applied, past the memory budget of \.gitignore rules \(\d+ MiB a search, \d+ MiB all searches at once\): d\d+\/\.gitignore, d\d+\/\.gitignore, d\d+\/\.gitignore and \d+ more; files these \.gitignore files ignore may be listed\]$/);
     const unapplied = 3 + Number(/and (\d+) more/.exec(note)![1]);
     expect(unapplied).toBeGreaterThan(0);
     expect(unapplied).toBeLessThan(FOLDERS); // some are applied: their aa_aa.js is hidden
@@ -85,7 +85,7 @@ describe("concurrent walks", () => {
     for (let i = 0; i < fit; i++) expect((await open()).isIgnored(hidden, false)).toBe(true);
     const past = await open();
     expect(past.isIgnored(hidden, false)).toBe(false);
-    expect(unappliedNote(past)).toMatch(/^\[not applied, past this search's budget of \.gitignore rules \(\d+ MiB of memory\): big\/\.gitignore; /);
+    expect(unappliedNote(past)).toMatch(/^\[not applied, past the memory budget of \.gitignore rules \(\d+ MiB a search, \d+ MiB all searches at once\): big\/\.gitignore; /);
 
     walks[0].close();
     walks[0].close(); // idempotent: gives its share back once
