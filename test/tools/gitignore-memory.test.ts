@@ -3,11 +3,16 @@
  * the 1 MiB cap, cannot add up past the heap. Each file here holds 34,000 rules that each need a
  * regular expression; the bridge runs with a 256 MiB heap, which a dozen such files, all applied
  * and compiled, exceed (an out-of-memory abort ends every session). The walk applies what its
- * budget allows, says which files it did not apply, and the bridge goes on answering.
+ * budget allows, says which files it did not apply, and the bridge goes on answering. In one
+ * process: the walks under way share one budget, and glob and grep give their share back when
+ * the call ends, cancelled or not (else later searches would stop applying `.gitignore`).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { globTool } from "../../src/tools/glob.js";
+import { grepTool } from "../../src/tools/grep.js";
+import { makeCtx, text, useSearchEngine } from "./helpers.js";
 import { GitignoreFilter, GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, unappliedNote } from "../../src/tools/gitignore.js";
 
 let ws: TempWorkspace | undefined;
@@ -68,10 +73,20 @@ describe("hostile .gitignore files through the binary (built-in engine)", () => 
   }, 240_000);
 });
 
+/**
+ * Rules reckoned at some 115 MiB, most of a walk's budget, that no name here ever reaches (their
+ * plain run, `yyy…`, is in no path: never compiled, cheap to parse), then `*aa?aa*`.
+ */
+function reckonedRules(): string {
+  const rule = "*x?yyyyy";
+  const count = Math.floor((115 * 1024 * 1024) / (256 + 3072 + 32 * rule.length));
+  return `${`${rule}\n`.repeat(count)}*aa?aa*\n`;
+}
+
 describe("concurrent walks", () => {
   it("hold their rules within one budget together, given back by close()", async () => {
     ws = tempWorkspace("hb-gitignore-memory-");
-    ws.file("big/.gitignore", wildcardRules());
+    ws.file("big/.gitignore", reckonedRules());
     const hidden = `${ws.dir}/big/aa_aa.js`;
     // Each walk's rules fit its own budget; the walks under way together hold at most a few of them.
     const fit = Math.floor(GITIGNORE_ALL_WALKS_HEAP_BYTES / GITIGNORE_WALK_HEAP_BYTES);
@@ -92,5 +107,31 @@ describe("concurrent walks", () => {
     expect((await open()).isIgnored(hidden, false)).toBe(true);
     expect((await open()).isIgnored(hidden, false)).toBe(false);
     for (const walk of walks) walk.close();
+  });
+});
+
+describe("a search's share of the budget", () => {
+  it("is given back when glob or grep ends, cancelled or not", async () => {
+    const undo = await useSearchEngine("builtin");
+    try {
+      ws = tempWorkspace("hb-gitignore-memory-");
+      ws.file("big/.gitignore", reckonedRules());
+      ws.file("big/kept.js", "needle\n");
+      ws.file("big/aa_aa.js", "needle\n");
+      ws.file("big/sub/aa_aa.txt", "needle\n");
+      const more = Math.floor(GITIGNORE_ALL_WALKS_HEAP_BYTES / GITIGNORE_WALK_HEAP_BYTES) + 1;
+      for (let i = 0; i < more; i++) {
+        // Cancelled once the rules above its folder are read.
+        const cancelled = new AbortController();
+        cancelled.abort();
+        await expect(grepTool.execute({ pattern: "needle", path: "big/sub" }, makeCtx(ws.dir, "read-only", cancelled.signal))).rejects.toThrow();
+      }
+      for (let i = 0; i < more; i++) {
+        expect(text(await globTool.execute({ pattern: "**/*.js" }, makeCtx(ws.dir, "read-only")))).toBe("big/kept.js");
+        expect(text(await grepTool.execute({ pattern: "needle" }, makeCtx(ws.dir, "read-only")))).toBe("big/kept.js:1:needle");
+      }
+    } finally {
+      undo();
+    }
   });
 });
