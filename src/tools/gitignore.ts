@@ -23,6 +23,7 @@ import { collapseGlobstars } from "./gitignore-globstar.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
 import { checkRuleShape, RulesIndex } from "./gitignore-rules.js";
+import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, WalkRulesBudget } from "./gitignore-budget.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -52,30 +53,6 @@ export const ALWAYS_SKIPPED = new Set([".git"]);
  * so (`unappliedNote`), since files git would hide may then be listed.
  */
 export const GITIGNORE_MAX_BYTES = 1024 * 1024;
-
-/**
- * The most heap one walk's `.gitignore` rules may hold, reckoned by `RulesIndex.heapBytes` (every
- * rule's expression compiled). Rules live as long as the walk (its `GitignoreFilter`), and the
- * files of an untrusted repository, each under `GITIGNORE_MAX_BYTES`, could otherwise add up past
- * V8's heap limit, whose out-of-memory abort ends the bridge and every session in it. Each file's
- * rules are reckoned in whole; a file that would take the walk past the budget is not applied,
- * and the call's result says so (`unappliedNote`), as for a file over the size cap. It is set so
- * that a generated list of plain names up to the size cap fits, and so do the wildcard rules a
- * real repository writes by hand many times over.
- */
-export const GITIGNORE_WALK_HEAP_BYTES = 128 * MiB;
-
-/**
- * The most heap the rules of all walks under way may hold together, so that concurrent searches
- * (several sessions, or several calls of one turn) on hostile repositories cannot add up past the
- * heap limit either, while a few walks at their full budget still fit together. A walk's rules
- * count from when they are read until its `close()` (glob and grep close their filter when the
- * call ends, however it ends).
- */
-export const GITIGNORE_ALL_WALKS_HEAP_BYTES = 4 * GITIGNORE_WALK_HEAP_BYTES;
-
-/** What the rules of the walks not yet closed may hold of the heap (`RulesIndex.heapBytes`, summed). */
-let allWalksHeldBytes = 0;
 
 /**
  * The text of a `.gitignore`, `undefined` when there is none to use, `null` when it is a regular
@@ -129,19 +106,15 @@ export class GitignoreFilter {
   /** The `.gitignore` files whose rules would have taken the walk past `GITIGNORE_WALK_HEAP_BYTES`, or all walks past `GITIGNORE_ALL_WALKS_HEAP_BYTES`: not applied. */
   readonly overBudget: string[] = [];
 
-  /** What the rules applied so far may hold of the heap (`RulesIndex.heapBytes`, summed). */
-  private heldBytes = 0;
-
-  private closed = false;
+  /** What the rules applied so far may hold of the heap, within the walk's and all walks' budgets. */
+  private readonly budget = new WalkRulesBudget();
 
   /**
    * Gives this walk's share of `GITIGNORE_ALL_WALKS_HEAP_BYTES` back (idempotent): call when the
    * search ends. The rules themselves are freed with the filter; it applies no further file.
    */
   close(): void {
-    allWalksHeldBytes -= this.heldBytes;
-    this.heldBytes = 0;
-    this.closed = true;
+    this.budget.close();
   }
 
   /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
@@ -167,12 +140,9 @@ export class GitignoreFilter {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
       if (text === null) this.unapplied.push(shown());
       ig = text === undefined || text === null ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
-      if (ig && (this.closed || this.heldBytes + ig.heapBytes > GITIGNORE_WALK_HEAP_BYTES || allWalksHeldBytes + ig.heapBytes > GITIGNORE_ALL_WALKS_HEAP_BYTES)) {
+      if (ig && !this.budget.take(ig.heapBytes)) {
         this.overBudget.push(shown());
         ig = null; // dropped before any of its rules is compiled
-      } else if (ig) {
-        this.heldBytes += ig.heapBytes;
-        allWalksHeldBytes += ig.heapBytes;
       }
     } catch (err) {
       rethrowIfOutOfDescriptors(err);

@@ -13,7 +13,8 @@ import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 import { globTool } from "../../src/tools/glob.js";
 import { grepTool } from "../../src/tools/grep.js";
 import { makeCtx, text, useSearchEngine } from "./helpers.js";
-import { GitignoreFilter, GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, unappliedNote } from "../../src/tools/gitignore.js";
+import { GitignoreFilter, unappliedNote } from "../../src/tools/gitignore.js";
+import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES } from "../../src/tools/gitignore-budget.js";
 
 let ws: TempWorkspace | undefined;
 const clients: RawClient[] = [];
