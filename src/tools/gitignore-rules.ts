@@ -104,8 +104,22 @@ function keyLengths(...maps: Map<string, number>[]): number[] {
   return [...new Set(maps.flatMap((map) => [...map.keys()].map((k) => k.length)))].sort((a, b) => a - b);
 }
 
+/**
+ * What a rule is reckoned to hold of the heap once parsed (`RULE_BYTES`), and what one no map
+ * answers for adds once its expressions are compiled and run (`COMPILED_RULE_BYTES` plus
+ * `COMPILED_BYTES_PER_CHAR` a character of its pattern; a rule across `**` gaps holds two). They
+ * are upper estimates (bench/README.md, "Search with hostile .gitignore files: memory"), used by
+ * the walk's budget (gitignore.ts), reckoned before any rule is compiled: a rule that is never
+ * tested costs less than this, never more.
+ */
+const RULE_BYTES = 256;
+const COMPILED_RULE_BYTES = 3072;
+const COMPILED_BYTES_PER_CHAR = 32;
+
 /** The rules of one `.gitignore`, indexed for `verdict`. */
 export class RulesIndex {
+  /** The heap this file's rules may hold, every expression compiled (the estimates above). */
+  readonly heapBytes: number;
   private readonly rules: PackageRule[];
   /** `name` (file or folder) and `name/` (folder only), by the last segment. */
   private readonly names = new Map<string, number>();
@@ -136,25 +150,39 @@ export class RulesIndex {
   constructor(ig: Ignore) {
     this.rules = (ig as unknown as { _rules: { _rules: PackageRule[] } })._rules._rules;
     this.seen = new Int32Array(this.rules.length);
-    this.rules.forEach((rule, index) => this.place(rule.body, index));
+    let heapBytes = this.rules.length * RULE_BYTES;
+    this.rules.forEach((rule, index) => {
+      if (this.place(rule.body, index)) heapBytes += COMPILED_RULE_BYTES + COMPILED_BYTES_PER_CHAR * rule.body.length;
+    });
+    this.heapBytes = heapBytes;
     for (const list of this.byTrigram.values()) list.reverse(); // highest index first
     this.always.reverse();
     this.suffixLengths = keyLengths(this.suffixes, this.dirSuffixes);
     this.prefixLengths = keyLengths(this.prefixes, this.dirPrefixes);
   }
 
-  /** Files rule `index` (pattern `body`) in the structure that answers for it. */
-  private place(body: string, index: number): void {
+  /** Files rule `index` (pattern `body`) in the structure that answers for it; true when that is its own expression (no map). */
+  private place(body: string, index: number): boolean {
     const dirOnly = body.endsWith("/");
     const bare = dirOnly ? body.slice(0, -1) : body;
-    if (bare !== "" && !bare.includes("/") && !SPECIAL.test(bare)) return setMax(dirOnly ? this.dirNames : this.names, bare, index);
+    if (bare !== "" && !bare.includes("/") && !SPECIAL.test(bare)) {
+      setMax(dirOnly ? this.dirNames : this.names, bare, index);
+      return false;
+    }
     const last = bare.length - 1;
-    if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) return setMax(dirOnly ? this.dirSuffixes : this.suffixes, bare.slice(1), index);
-    if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) return setMax(dirOnly ? this.dirPrefixes : this.prefixes, bare.slice(0, last), index);
+    if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) {
+      setMax(dirOnly ? this.dirSuffixes : this.suffixes, bare.slice(1), index);
+      return false;
+    }
+    if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) {
+      setMax(dirOnly ? this.dirPrefixes : this.prefixes, bare.slice(0, last), index);
+      return false;
+    }
     const whole = bare.startsWith("/") ? bare.slice(1) : bare;
     if (bare.includes("/") && whole !== "" && !SPECIAL.test(whole) && !whole.includes("//") && !whole.startsWith("/")) {
       // A slash at the start or in the middle anchors the pattern to this folder: the whole path.
-      return setMax(dirOnly ? this.dirPaths : this.paths, whole, index);
+      setMax(dirOnly ? this.dirPaths : this.paths, whole, index);
+      return false;
     }
     const run = requiredRun(body);
     this.runs[index] = run;
@@ -164,6 +192,7 @@ export class RulesIndex {
       if (list) list.push(index);
       else this.byTrigram.set(key, [index]);
     } else this.always.push(index);
+    return true;
   }
 
   /**

@@ -23,6 +23,7 @@ import { collapseGlobstars } from "./gitignore-globstar.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
 import { checkRuleShape, RulesIndex } from "./gitignore-rules.js";
+import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, WalkRulesBudget } from "./gitignore-budget.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -39,6 +40,8 @@ async function loadIgnore(): Promise<IgnoreFactory> {
 
 /** The longest the walk filters a folder's entries before it yields to the event loop. */
 const FILTER_SLICE_MS = 10;
+
+const MiB = 1024 * 1024;
 
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
@@ -100,6 +103,20 @@ export class GitignoreFilter {
   /** The `.gitignore` files over `GITIGNORE_MAX_BYTES` met so far, relative to the root with `/`: not applied. */
   readonly unapplied: string[] = [];
 
+  /** The `.gitignore` files whose rules would have taken the walk past `GITIGNORE_WALK_HEAP_BYTES`, or all walks past `GITIGNORE_ALL_WALKS_HEAP_BYTES`: not applied. */
+  readonly overBudget: string[] = [];
+
+  /** What the rules applied so far may hold of the heap, within the walk's and all walks' budgets. */
+  private readonly budget = new WalkRulesBudget();
+
+  /**
+   * Gives this walk's share of `GITIGNORE_ALL_WALKS_HEAP_BYTES` back (idempotent): call when the
+   * search ends. The rules themselves are freed with the filter; it applies no further file.
+   */
+  close(): void {
+    this.budget.close();
+  }
+
   /** Set when the tinyglobby adapter could not read a folder for want of descriptors. */
   ranOutOfDescriptors = false;
 
@@ -118,10 +135,15 @@ export class GitignoreFilter {
   private rulesOf(dir: string): RulesIndex | null {
     if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
     let ig: RulesIndex | null = null;
+    const shown = () => path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/");
     try {
       const text = readIgnoreFile(path.join(dir, ".gitignore"));
-      if (text === null) this.unapplied.push(path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/"));
+      if (text === null) this.unapplied.push(shown());
       ig = text === undefined || text === null ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
+      if (ig && !this.budget.take(ig.heapBytes)) {
+        this.overBudget.push(shown());
+        ig = null; // dropped before any of its rules is compiled
+      }
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       ig = null; // no (readable) .gitignore here
@@ -313,10 +335,12 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
 
 /** The note a search's result ends with when `filter` met `.gitignore` files it did not apply, else undefined. */
 export function unappliedNote(filter: GitignoreFilter): string | undefined {
-  const files = filter.unapplied;
-  if (files.length === 0) return undefined;
-  const named = files.slice(0, 3).join(", ") + (files.length > 3 ? ` and ${files.length - 3} more` : "");
-  return `[not applied, over ${GITIGNORE_MAX_BYTES / (1024 * 1024)} MiB: ${named}; files these .gitignore files ignore may be listed]`;
+  const named = (files: string[]) => files.slice(0, 3).join(", ") + (files.length > 3 ? ` and ${files.length - 3} more` : "");
+  const why: string[] = [];
+  if (filter.unapplied.length > 0) why.push(`over ${GITIGNORE_MAX_BYTES / MiB} MiB: ${named(filter.unapplied)}`);
+  if (filter.overBudget.length > 0) why.push(`past the memory budget of .gitignore rules (${GITIGNORE_WALK_HEAP_BYTES / MiB} MiB a search, ${GITIGNORE_ALL_WALKS_HEAP_BYTES / MiB} MiB all searches at once): ${named(filter.overBudget)}`);
+  if (why.length === 0) return undefined;
+  return `[not applied, ${why.join("; ")}; files these .gitignore files ignore may be listed]`;
 }
 
 /** Whether a glob pattern stays inside its root: relative, and no `..` segment. */

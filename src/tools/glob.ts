@@ -138,6 +138,7 @@ export const globTool: Tool = {
       }
       await sink.flush();
     } finally {
+      filter.close();
       await check?.close();
     }
     const shown = sink.shown;

@@ -141,9 +141,7 @@ export const grepTool: Tool = {
 
     const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false };
     const rules = new GitignoreFilter(insideWs ? workspace : target, confined);
-    // A folder that .gitignore ignores holds nothing to search (an ignored file named by path is searched).
     await rules.load();
-    const ignoredFolder = !single && rules.isIgnored(target, true);
     const wanted = () => GREP_MAX_MATCHES + 1 - found.out.length;
     let rg = parsed.rust !== null ? await findRipgrep() : undefined;
     const named = openNamed(ctx.workspace, ctx.permissionMode);
@@ -151,8 +149,10 @@ export const grepTool: Tool = {
     // inside its folder's held and verified descriptor, each folder opened once per search.
     const check = confined && !single && (await haveDescriptorPaths()) ? new ShownPathCheck(workspace) : undefined;
     const listed: OpenCandidate = check ? (abs) => check.openShownFile(abs) : named;
-    let done = ignoredFolder;
+    let done = false;
     try {
+      // A folder that .gitignore ignores holds nothing to search (an ignored file named by path is searched).
+      done = !single && rules.isIgnored(target, true);
       if (done) {
         // nothing to search
       } else if (rg && single) {
@@ -235,6 +235,7 @@ export const grepTool: Tool = {
         }
       }
     } finally {
+      rules.close();
       await check?.close();
     }
     grepEngineRuns[rg ? "ripgrep" : "builtin"]++;
