@@ -5,25 +5,15 @@
  * delete may run after that moment: it would remove the new session's checkpoints.
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { AgentRuntime } from "../../src/agent/runtime.js";
 import { SessionStore } from "../../src/agent/store/index.js";
 import { silentLogger } from "../../src/log.js";
 import { ScriptedProvider } from "../../src/providers/scripted.js";
-import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+import { turns, workspaceAndRootEachTest } from "../support/scripts.js";
 
-let ws: TempWorkspace;
-let root: string;
-beforeEach(() => {
-  ws = tempWorkspace("hb-delete-race-");
-  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-delete-race-root-"));
-});
-afterEach(() => {
-  ws.cleanup();
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const each = workspaceAndRootEachTest("hb-delete-race");
 
 it("a delete removes nothing once it has let the session's lock go: another bridge's new checkpoints of the id stay", async () => {
   let otherBridge: (() => void) | undefined;
@@ -34,10 +24,10 @@ it("a delete removes nothing once it has let the session's lock go: another brid
       return deleted;
     }
   }
-  const store = new RacedStore(root, ws.dir);
+  const store = new RacedStore(each.root, each.ws.dir);
   const script = turns([{ toolCalls: [{ name: "write_file", arguments: { path: "a.txt", content: "a\n" } }] }, { text: "done" }]);
   const rt = new AgentRuntime({
-    workspace: ws.dir, provider: new ScriptedProvider(script), model: "test-script", system: "test", maxSteps: 3, permissionMode: "workspace-write",
+    workspace: each.ws.dir, provider: new ScriptedProvider(script), model: "test-script", system: "test", maxSteps: 3, permissionMode: "workspace-write",
     tools: (await import("../../src/tools/registry.js")).BUILTIN_TOOLS.filter((t) => t.name === "write_file"), subagentDepth: 0, store, logger: silentLogger,
     sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
   });

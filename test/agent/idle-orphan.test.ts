@@ -5,27 +5,15 @@
  * find it: a prompt cancelled while waiting never takes it back, and a session dropped from the
  * idle ones but still loaded would hold its log open for the life of the process.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { AgentRuntime, IDLE_SESSIONS_KEPT } from "../../src/agent/runtime.js";
 import { SessionStore } from "../../src/agent/store/index.js";
 import { silentLogger } from "../../src/log.js";
 import { ScriptedProvider } from "../../src/providers/scripted.js";
 import type { ModelProvider, ModelRequest } from "../../src/providers/types.js";
-import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+import { turns, workspaceAndRootEachTest } from "../support/scripts.js";
 
-let ws: TempWorkspace;
-let root: string;
-beforeEach(() => {
-  ws = tempWorkspace("hb-idle-orphan-");
-  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-idle-orphan-root-"));
-});
-afterEach(() => {
-  ws.cleanup();
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const each = workspaceAndRootEachTest("hb-idle-orphan");
 
 const text = (t: string) => [{ type: "text" as const, text: t }];
 
@@ -39,9 +27,9 @@ it("a session whose waiting prompt was cancelled stays among the idle ones: its 
       yield* inner.stream(request, signal);
     },
   };
-  const store = new SessionStore(root, ws.dir);
+  const store = new SessionStore(each.root, each.ws.dir);
   const rt = new AgentRuntime({
-    workspace: ws.dir, provider, model: "test-script", system: "test", maxSteps: 2, permissionMode: "workspace-write",
+    workspace: each.ws.dir, provider, model: "test-script", system: "test", maxSteps: 2, permissionMode: "workspace-write",
     tools: [], subagentDepth: 0, store, logger: silentLogger, maxRunningTurns: 1,
     sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
   });
@@ -84,9 +72,9 @@ it("a log whose sync fails is closed all the same when its session is dropped: i
       return log;
     }
   }
-  const store = new FailingSyncStore(root, ws.dir);
+  const store = new FailingSyncStore(each.root, each.ws.dir);
   const rt = new AgentRuntime({
-    workspace: ws.dir, provider: new ScriptedProvider(turns([{ text: "done" }])), model: "test-script", system: "test", maxSteps: 2,
+    workspace: each.ws.dir, provider: new ScriptedProvider(turns([{ text: "done" }])), model: "test-script", system: "test", maxSteps: 2,
     permissionMode: "workspace-write", tools: [], subagentDepth: 0, store, logger: silentLogger,
     sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
   });

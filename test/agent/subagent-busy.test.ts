@@ -6,27 +6,15 @@
  * it is refused as busy: none may run on the session object the call still holds, nor close its
  * log under it.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { AgentRuntime, SessionBusyError } from "../../src/agent/runtime.js";
 import { SessionStore } from "../../src/agent/store/index.js";
 import { silentLogger } from "../../src/log.js";
 import { ScriptedProvider, type Script } from "../../src/providers/scripted.js";
 import { taskTool } from "../../src/tools/task.js";
-import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { workspaceAndRootEachTest } from "../support/scripts.js";
 
-let ws: TempWorkspace;
-let root: string;
-beforeEach(() => {
-  ws = tempWorkspace("hb-child-busy-");
-  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-child-busy-root-"));
-});
-afterEach(() => {
-  ws.cleanup();
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const each = workspaceAndRootEachTest("hb-child-busy");
 
 const script: Script = {
   turns: [{ steps: [{ toolCalls: [{ id: "t1", name: "task", arguments: { prompt: "look around" } }] }, { text: "parent done" }] }],
@@ -45,8 +33,8 @@ function runtime(hold: "started" | "finished") {
     await gate;
   };
   const rt = new AgentRuntime({
-    workspace: ws.dir, provider: new ScriptedProvider(script), model: "test-script", system: "test", maxSteps: 4, permissionMode: "workspace-write",
-    tools: [taskTool], subagentDepth: 1, store: new SessionStore(root, ws.dir), logger: silentLogger,
+    workspace: each.ws.dir, provider: new ScriptedProvider(script), model: "test-script", system: "test", maxSteps: 4, permissionMode: "workspace-write",
+    tools: [taskTool], subagentDepth: 1, store: new SessionStore(each.root, each.ws.dir), logger: silentLogger,
     sink: {
       sessionEvent: async () => undefined,
       subagentStarted: (p) => (hold === "started" ? held(p.childSessionId) : Promise.resolve()),

@@ -4,28 +4,16 @@
  * and is answered at once, naming the open-file limit, when nothing could: no wait that no
  * descriptor can end.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { AgentRuntime } from "../../src/agent/runtime.js";
 import { SessionStore } from "../../src/agent/store/index.js";
 import { OutOfDescriptorsError } from "../../src/agent/turn-admission.js";
 import { silentLogger } from "../../src/log.js";
 import { ScriptedProvider } from "../../src/providers/scripted.js";
 import type { ModelProvider, ModelRequest } from "../../src/providers/types.js";
-import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+import { turns, workspaceAndRootEachTest } from "../support/scripts.js";
 
-let ws: TempWorkspace;
-let root: string;
-beforeEach(() => {
-  ws = tempWorkspace("hb-turn-fd-");
-  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-turn-fd-root-"));
-});
-afterEach(() => {
-  ws.cleanup();
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const each = workspaceAndRootEachTest("hb-turn-fd");
 
 /** A store whose opens fail EMFILE while `starved` is set, counting them. */
 class StarvedStore extends SessionStore {
@@ -48,7 +36,7 @@ function runtime(store: SessionStore, gate: Promise<void>): AgentRuntime {
     },
   };
   return new AgentRuntime({
-    workspace: ws.dir, provider, model: "test-script", system: "test", maxSteps: 2, permissionMode: "workspace-write",
+    workspace: each.ws.dir, provider, model: "test-script", system: "test", maxSteps: 2, permissionMode: "workspace-write",
     tools: [], subagentDepth: 0, store, logger: silentLogger,
     sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
   });
@@ -57,7 +45,7 @@ function runtime(store: SessionStore, gate: Promise<void>): AgentRuntime {
 const text = (t: string) => [{ type: "text" as const, text: t }];
 
 it("alone, a prompt that cannot open its session is answered at once, naming the limit", async () => {
-  const store = new StarvedStore(root, ws.dir);
+  const store = new StarvedStore(each.root, each.ws.dir);
   store.starved = true;
   const rt = runtime(store, Promise.resolve());
   const error = await rt.prompt("s1", text("hi")).then(() => undefined, (e: unknown) => e);
@@ -71,7 +59,7 @@ it("alone, a prompt that cannot open its session is answered at once, naming the
 });
 
 it("while another turn runs, the prompt waits for it to end and then starts", async () => {
-  const store = new StarvedStore(root, ws.dir);
+  const store = new StarvedStore(each.root, each.ws.dir);
   let release!: () => void;
   const rt = runtime(store, new Promise<void>((r) => (release = r)));
   const first = rt.prompt("a", text("hi"));
@@ -105,9 +93,9 @@ class CrampedStore extends SessionStore {
 }
 
 it("idle sessions' logs are closed to make room: a new session runs, and a closed one resumes where it was", async () => {
-  const store = new CrampedStore(root, ws.dir, 2);
+  const store = new CrampedStore(each.root, each.ws.dir, 2);
   const rt = new AgentRuntime({
-    workspace: ws.dir, provider: new ScriptedProvider(turns([{ text: "one" }], [{ text: "two" }], [{ text: "three" }], [{ text: "four" }])),
+    workspace: each.ws.dir, provider: new ScriptedProvider(turns([{ text: "one" }], [{ text: "two" }], [{ text: "three" }], [{ text: "four" }])),
     model: "test-script", system: "test", maxSteps: 2, permissionMode: "workspace-write", tools: [], subagentDepth: 0, store, logger: silentLogger,
     sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
   });

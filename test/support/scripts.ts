@@ -5,6 +5,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { afterEach, beforeEach } from "vitest";
 import type { Script, ScriptStep } from "../../src/providers/scripted.js";
 
 export interface TempWorkspace {
@@ -60,4 +61,21 @@ export function oneTurn(...steps: ScriptStep[]): Script {
 /** A script whose every turn is the same steps. */
 export function turns(...turnSteps: ScriptStep[][]): Script {
   return { turns: turnSteps.map((steps) => ({ steps })) };
+}
+
+/**
+ * A temporary workspace and a temporary session root of its own, made before each test of the
+ * file and removed after it: `each.ws` and `each.root` are the current test's.
+ */
+export function workspaceAndRootEachTest(prefix: string): { readonly ws: TempWorkspace; readonly root: string } {
+  const each = {} as { ws: TempWorkspace; root: string };
+  beforeEach(() => {
+    each.ws = tempWorkspace(`${prefix}-`);
+    each.root = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-root-`));
+  });
+  afterEach(() => {
+    each.ws.cleanup();
+    fs.rmSync(each.root, { recursive: true, force: true });
+  });
+  return each;
 }
