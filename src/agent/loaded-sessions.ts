@@ -59,15 +59,7 @@ export class LoadedSessions {
     }
     const { store, provider, model, sink, redactor } = this.options;
     const header = { provider, model, ...(parentSessionId ? { parentSessionId } : {}) };
-    let log: ReturnType<typeof store.open>;
-    try {
-      log = store.open(sessionId, header);
-    } catch (error) {
-      // Out of descriptors while idle sessions hold logs open: those are the descriptors this
-      // process can give back at once, so they are, before the open is called a failure.
-      if (!isOutOfDescriptors(error) || !this.closeIdle()) throw error;
-      log = store.open(sessionId, header);
-    }
+    const log = this.freeingIdle(() => store.open(sessionId, header));
     const session = new Session(sessionId, log, (id, event, json) => sink.sessionEvent(id, event, json), parentSessionId ?? log.header.parentSessionId, redactor);
     this.sessions.set(sessionId, session);
     return session;
@@ -96,6 +88,21 @@ export class LoadedSessions {
       if (!victim) continue;
       this.sessions.delete(id);
       this.closeOne(victim, "could not close the log of idle session");
+    }
+  }
+
+  /**
+   * `call`, once more when it ran out of file descriptors and closing the idle sessions' logs
+   * gave some back: near its open-file limit a bridge holds most of its descriptors there, the
+   * ones it can give back at once, so they are, before the call is called a failure. Only for a
+   * call that changes nothing when it fails.
+   */
+  freeingIdle<T>(call: () => T): T {
+    try {
+      return call();
+    } catch (error) {
+      if (!isOutOfDescriptors(error) || !this.closeIdle()) throw error;
+      return call();
     }
   }
 

@@ -326,9 +326,16 @@ export class AgentRuntime {
   }
 
   /**
-   * Closes the idle sessions' logs (loaded-sessions.ts `closeIdle`): what a request that ran out
-   * of file descriptors gets back before it is refused. Whether any was closed.
+   * `call`, tried once more after closing the idle sessions' logs when it ran out of file
+   * descriptors (loaded-sessions.ts `freeingIdle`), for the sessions API's calls. Only for a call
+   * that changes nothing when it fails (a read, a fork that removes what it began): a delete that
+   * failed after removing the log would answer `deleted: false` the second time.
    */
+  freeingIdle<T>(call: () => T): T {
+    return this.sessions.freeingIdle(call);
+  }
+
+  /** Closes the idle sessions' logs (loaded-sessions.ts `closeIdle`); whether any was closed. */
   closeIdleSessions(): boolean {
     return this.sessions.closeIdle();
   }

@@ -22,22 +22,6 @@ import type { SessionCompactParams, SessionCompactResult } from "../protocol/com
 import type { Logger } from "../log.js";
 import type { Agent } from "./initialize.js";
 import { toRpcError } from "./rpc-errors.js";
-import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
-
-/**
- * `call`, once more when it ran out of file descriptors and closing the idle sessions' logs gave
- * some back: near its open-file limit, a bridge holds most of its descriptors there. Only for a
- * call that changes nothing when it fails (a read, a fork that removes what it began): a delete
- * that failed after removing the log would answer `deleted: false` the second time.
- */
-function freeingIdle<T>(agent: Agent, call: () => T): T {
-  try {
-    return call();
-  } catch (error) {
-    if (!isOutOfDescriptors(error) || !agent.runtime.closeIdleSessions()) throw error;
-    return call();
-  }
-}
 
 function unknownSession(sessionId: string, field = "sessionId"): RpcError {
   return new RpcError(ErrorCode.InvalidParams, `invalid params: params.${field}: no session '${sessionId}' in this workspace`, { kind: "unknown-session", sessionId });
@@ -46,7 +30,7 @@ function unknownSession(sessionId: string, field = "sessionId"): RpcError {
 export function listSessions(agent: Agent, logger: Logger): SessionListResult {
   let listed: ReturnType<Agent["runtime"]["catalog"]["list"]>;
   try {
-    listed = freeingIdle(agent, () => agent.runtime.catalog.list());
+    listed = agent.runtime.freeingIdle(() => agent.runtime.catalog.list());
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }
@@ -58,7 +42,7 @@ export function listSessions(agent: Agent, logger: Logger): SessionListResult {
 export function readSession(agent: Agent, params: SessionReadParams): SessionReadResult {
   let page: SessionReadResult | undefined;
   try {
-    page = freeingIdle(agent, () => agent.runtime.catalog.read(params.sessionId, params.afterSeq, params.limit ?? READ_LIMIT_DEFAULT));
+    page = agent.runtime.freeingIdle(() => agent.runtime.catalog.read(params.sessionId, params.afterSeq, params.limit ?? READ_LIMIT_DEFAULT));
   } catch (error) {
     throw toRpcError(agent.modules, error);
   }
@@ -83,7 +67,7 @@ export function forkSession(agent: Agent, params: SessionForkParams, logger: Log
   let refusal;
   try {
     // A fork that fails leaves no fork (runtime.forkSession): so it can be tried again whole.
-    refusal = freeingIdle(agent, () => runtime.forkSession(sessionId, newSessionId, turn));
+    refusal = runtime.freeingIdle(() => runtime.forkSession(sessionId, newSessionId, turn));
   } catch (error) {
     if (!(error instanceof agent.modules.store.ForkNotUndoneError)) throw toRpcError(agent.modules, error);
     logger.warn(`session/fork could not remove the fork ${newSessionId} it failed to make: ${error.undo.message}`);
