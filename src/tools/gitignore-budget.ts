@@ -5,7 +5,7 @@
  * @module
  */
 
-const MiB = 1024 * 1024;
+export const MiB = 1024 * 1024;
 
 /**
  * The most heap one walk's `.gitignore` rules may hold, reckoned by `RulesIndex.heapBytes` (every

@@ -23,7 +23,7 @@ import { collapseGlobstars } from "./gitignore-globstar.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
 import { checkRuleShape, RulesIndex } from "./gitignore-rules.js";
-import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, WalkRulesBudget } from "./gitignore-budget.js";
+import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, MiB, WalkRulesBudget } from "./gitignore-budget.js";
 
 type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
 /** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
@@ -40,8 +40,6 @@ async function loadIgnore(): Promise<IgnoreFactory> {
 
 /** The longest the walk filters a folder's entries before it yields to the event loop. */
 const FILTER_SLICE_MS = 10;
-
-const MiB = 1024 * 1024;
 
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);

@@ -34,6 +34,9 @@ export const DEFAULT_COALESCE_BYTES = 64 * 1024;
 
 type Callback = (error?: Error | null) => void;
 
+/** What a write to this stream learns once it was destroyed, as from a destroyed node stream. */
+const destroyedError = (): Error => Object.assign(new Error("write after the output was destroyed"), { code: "ERR_STREAM_DESTROYED" });
+
 export class CoalescingWritable extends Writable {
   private batch: Array<string | Buffer> = [];
   private callbacks: Callback[] = [];
@@ -63,7 +66,7 @@ export class CoalescingWritable extends Writable {
   override write(chunk: string | Buffer, encodingOrCallback?: BufferEncoding | Callback, maybeCallback?: Callback): boolean {
     const callback = typeof encodingOrCallback === "function" ? encodingOrCallback : maybeCallback;
     if (this.destroyed) {
-      const error = Object.assign(new Error("write after the output was destroyed"), { code: "ERR_STREAM_DESTROYED" });
+      const error = destroyedError();
       if (callback) process.nextTick(callback, error);
       return false;
     }
@@ -97,7 +100,7 @@ export class CoalescingWritable extends Writable {
     this.batch = [];
     this.callbacks = [];
     this.batchBytes = 0;
-    const reason = error ?? Object.assign(new Error("write after the output was destroyed"), { code: "ERR_STREAM_DESTROYED" });
+    const reason = error ?? destroyedError();
     for (const waiting of callbacks) process.nextTick(waiting, reason);
     callback(error);
   }
