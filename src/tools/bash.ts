@@ -4,7 +4,7 @@
  * only inside the sandbox (src/sandbox/), refusing to run without it. See docs/tools.md.
  */
 import * as fs from "node:fs";
-import { bwrapArgs, findBwrap } from "../sandbox/bwrap.js";
+import { bwrapArgs } from "../sandbox/bwrap.js";
 import { commandEnv } from "../sandbox/command-env.js";
 import { findBash } from "../sandbox/locate.js";
 import { landlockCommand, makeCommandTmp } from "../sandbox/landlock.js";

@@ -3,9 +3,6 @@
  * turn does with them stays what it did part by part: a cancel stops the step before the next
  * part, not at the end of the batch, and nothing of a batch is told twice.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentRuntime } from "../../src/agent/runtime.js";
 import type { SessionEvent } from "../../src/protocol/index.js";

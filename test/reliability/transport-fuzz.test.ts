@@ -24,7 +24,6 @@ import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, RpcError } from "../../src/protocol/errors.js";
-import type { JsonObject } from "../../src/protocol/types.js";
 import { ServerEndpoint } from "../../src/transport/server-endpoint.js";
 import { BINARY } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";

@@ -4,7 +4,7 @@ import { createStderrLogger } from "../../../src/log.js";
 import { deepseekProvider } from "../../../src/providers/deepseek.js";
 import { backoffDelay, parseRetryAfter } from "../../../src/providers/openai-compatible/index.js";
 import { ModelError } from "../../../src/providers/types.js";
-import { DONE, chunk, errorBody, frame, jsonReply, sseReply } from "../../support/fake-openai-server.js";
+import { chunk, errorBody, frame, jsonReply, sseReply } from "../../support/fake-openai-server.js";
 import { collect, collectError, makeProvider, okReply, server, testEnv, text, useFakeServer } from "./support.js";
 
 useFakeServer();

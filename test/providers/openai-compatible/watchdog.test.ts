@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log.js";
 import { deepseekProvider } from "../../../src/providers/deepseek.js";
-import { ModelError, ProviderSettingError, ProviderUnavailableError, type ModelStreamPart } from "../../../src/providers/types.js";
+import { ModelError, ProviderSettingError, type ModelStreamPart } from "../../../src/providers/types.js";
 import { DONE, KEEP_ALIVE, chunk, errorBody, frame, jsonReply, sseReply } from "../../support/fake-openai-server.js";
 import { collect, collectError, makeProvider, okReply, request, server, testEnv, text, useFakeServer } from "./support.js";
 
