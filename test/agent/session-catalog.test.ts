@@ -8,7 +8,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/agent/store/index.js";
-import { titleOf } from "../../src/agent/store/summary.js";
+import { readMeta, titleOf, writeMeta } from "../../src/agent/store/summary.js";
 import type { SessionEvent } from "../../src/protocol/index.js";
 
 let root: string;
@@ -126,5 +126,34 @@ describe("listing a log with lines that are JSON but not events", () => {
     const entry = listed.sessions.find((s) => s.sessionId === "odd");
     expect(entry).toMatchObject({ sessionId: "odd", title: "fix the parser", turns: 1 });
     expect(Number.isFinite(entry!.updatedAt)).toBe(true); // the string time of one line did not become it
+  });
+});
+
+describe("meta files", () => {
+  const entry = { sessionId: "m", title: "a title", createdAt: 1, updatedAt: 2, turns: 1 };
+
+  it("are written under a name of their own: another writer's temporary, even one of this pid, is left alone", () => {
+    const logFile = path.join(root, "m.jsonl");
+    // Two listings (of two bridges, maybe with the same pid) rewrite one meta at once.
+    const theirs = path.join(root, "m.meta.json.tmp");
+    fs.writeFileSync(theirs, "half of another listing's meta");
+    writeMeta(logFile, 123, entry);
+    expect(readMeta(logFile, "m", 123)).toEqual(entry);
+    expect(fs.readFileSync(theirs, "utf8")).toBe("half of another listing's meta");
+    expect(fs.readdirSync(root).sort()).toEqual(["m.meta.json", "m.meta.json.tmp"]);
+  });
+
+  it("leave no temporary a killed writer left for longer than an hour: a listing removes it, and keeps a young one", () => {
+    const store = new SessionStore(root, "/work/space");
+    store.open("m", { provider: "scripted", model: "demo" }).close();
+    const folder = path.dirname(store.pathOf("m"));
+    const stale = path.join(folder, "m.meta.json.tmp-4242-0123456789ab");
+    const young = path.join(folder, "m.meta.json.tmp-4242-0123456789ac");
+    for (const file of [stale, young]) fs.writeFileSync(file, "{");
+    const twoHours = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    fs.utimesSync(stale, twoHours, twoHours);
+    expect(store.list().sessions.map((s) => s.sessionId)).toEqual(["m"]);
+    expect(fs.existsSync(stale)).toBe(false);
+    expect(fs.existsSync(young)).toBe(true);
   });
 });

@@ -104,6 +104,38 @@ describe("the remembered Landlock verdict", () => {
     expect(fs.readdirSync(dir).sort()).toEqual(["landlock-exec-0123", path.basename(verdictFile(dir, `${KEY}2`))].sort());
   });
 
+  it("writes under a name of its own: another writer's temporary, even one of this pid (a bridge of another PID namespace), is left alone", () => {
+    // Where a bridge with the same pid (another container on this folder) is writing this very
+    // verdict: the names a pid and a count made before.
+    const theirs = Array.from({ length: 50 }, (_, i) => `${file}.${process.pid}.${i + 1}`);
+    for (const name of theirs) fs.writeFileSync(name, "half of another bridge's write", { mode: 0o600 });
+    rememberVerdict(dir, KEY, { abi: 5 });
+    expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
+    for (const name of theirs) expect(fs.readFileSync(name, "utf8")).toBe("half of another bridge's write");
+  });
+
+  it("prunes the temporaries a killed writer left once they are an hour old, and keeps young ones", async () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    const base = path.basename(file);
+    const names = {
+      staleVerdict: `${base}.tmp-4242-0123456789ab`,
+      staleHelper: "landlock-exec-0123456789abcdef.tmp-7-00000000cafe",
+      stalePrune: `${base}.tmp-1-0000000000ff`,
+      youngVerdict: `${base}.tmp-4242-0123456789ac`,
+      youngHelper: "landlock-exec-0123456789abcdef.tmp-7-00000000beef",
+    };
+    const twoHours = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const minutes = new Date(Date.now() - 50 * 60 * 1000);
+    for (const [what, name] of Object.entries(names)) {
+      fs.writeFileSync(path.join(dir, name), "x", { mode: 0o600 });
+      const when = what.startsWith("stale") ? twoHours : minutes;
+      fs.utimesSync(path.join(dir, name), when, when);
+    }
+    await pruneVerdicts(dir);
+    expect(fs.readdirSync(dir).sort()).toEqual([base, names.youngVerdict, names.youngHelper].sort());
+    expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
+  });
+
   it("prunes off the caller's turn: nothing is touched until its promise settles, and a missing folder is no error", async () => {
     const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
     for (let i = 0; i < 20; i++) {

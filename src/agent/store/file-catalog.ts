@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
 import type { SessionEvent } from "../../protocol/types.js";
+import { skipTemp } from "../../temp-name.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { ForkRefusal, SessionLog } from "./interface.js";
 import {
@@ -82,7 +83,10 @@ export class FileCatalog {
     }
     const sessions: SessionListEntry[] = [];
     const problems: string[] = [];
+    const now = Date.now();
     for (const dirent of names) {
+      // A meta's temporary a killed writer left (summary.ts writeMeta) goes once stale.
+      if (skipTemp(path.join(this.directory, dirent.name), now)) continue;
       if (!dirent.name.endsWith(".jsonl")) continue;
       const id = dirent.name.slice(0, -".jsonl".length);
       if (!isSessionId(id)) continue;
@@ -215,7 +219,8 @@ export class FileCatalog {
     removeLeftCheckpoints(file);
     fs.unlinkSync(file);
     // The lock file stays: the caller holds it, and removes it when it lets go (file-store.ts).
-    for (const extra of [metaPathOf(file), `${metaPathOf(file)}.tmp`]) fs.rmSync(extra, { force: true });
+    // A meta's temporary left by a killed writer goes with a later listing (summary.ts writeMeta).
+    fs.rmSync(metaPathOf(file), { force: true });
     return true;
   }
 }
