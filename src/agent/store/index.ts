@@ -12,7 +12,7 @@
  * @module
  */
 export { ForkNotUndoneError, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
-export { SessionLogError, workspaceFolderName, type SessionHeader } from "./log-format.js";
+export { noSeqLeft, SessionLogError, workspaceFolderName, type SessionHeader } from "./log-format.js";
 export { SessionLockedError } from "./lock.js";
 export { SessionStore } from "./file-store.js";
 export { MemorySessionStore } from "./memory-store.js";
