@@ -3,6 +3,7 @@
  * bisection's window (lines of every size, one of several MiB, seq gaps, a torn tail) gives
  * exactly the events after each `afterSeq`; titles; fork cuts.
  */
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -129,10 +130,10 @@ describe("listing a log with lines that are JSON but not events", () => {
   });
 });
 
-describe("meta files", () => {
+describe("what a killed bridge leaves in the session folder", () => {
   const entry = { sessionId: "m", title: "a title", createdAt: 1, updatedAt: 2, turns: 1 };
 
-  it("are written under a name of their own: another writer's temporary, even one of this pid, is left alone", () => {
+  it("a meta is written under a name of its own: another writer's temporary, even one of this pid, is left alone", () => {
     const logFile = path.join(root, "m.jsonl");
     // Two listings (of two bridges, maybe with the same pid) rewrite one meta at once.
     const theirs = path.join(root, "m.meta.json.tmp");
@@ -143,7 +144,7 @@ describe("meta files", () => {
     expect(fs.readdirSync(root).sort()).toEqual(["m.meta.json", "m.meta.json.tmp"]);
   });
 
-  it("leave no temporary a killed writer left for longer than an hour: a listing removes it, and keeps a young one", () => {
+  it("a meta's temporary a killed writer left is removed by a listing once an hour old; a young one is kept", () => {
     const store = new SessionStore(root, "/work/space");
     store.open("m", { provider: "scripted", model: "demo" }).close();
     const folder = path.dirname(store.pathOf("m"));
@@ -155,5 +156,30 @@ describe("meta files", () => {
     expect(store.list().sessions.map((s) => s.sessionId)).toEqual(["m"]);
     expect(fs.existsSync(stale)).toBe(false);
     expect(fs.existsSync(young)).toBe(true);
+  });
+
+  it("a killed bridge's owner file is removed by a listing once its process is gone; the rest are kept", () => {
+    const store = new SessionStore(root, "/work/space");
+    store.open("m", { provider: "scripted", model: "demo" }).close();
+    const folder = path.dirname(store.pathOf("m"));
+    const mine = fs.readdirSync(folder).filter((name) => name.startsWith("@owner-"));
+    expect(mine).toHaveLength(1);
+    const dead = spawnSync("true").pid; // exited and reaped: no such process now
+    const line = (pid: number, host = os.hostname()) => `${JSON.stringify({ pid, start: "", host })}\n`;
+    const planted = {
+      dead: ["@owner-1-0000abcd", line(dead)],
+      halfOld: ["@owner-2-0000beef", "{"],
+      halfYoung: ["@owner-3-0000cafe", "{"],
+      elsewhere: ["@owner-4-0000f00d", line(dead, "another-host")],
+    };
+    for (const [name, text] of Object.values(planted)) fs.writeFileSync(path.join(folder, name), text, { mode: 0o600 });
+    // The dead bridge's lock of another session stays a lock (taken over by whoever needs it).
+    fs.linkSync(path.join(folder, planted.dead[0]), path.join(folder, "x.lock"));
+    const aMinute = new Date(Date.now() - 60_000);
+    fs.utimesSync(path.join(folder, planted.halfOld[0]), aMinute, aMinute);
+    expect(store.list().sessions.map((s) => s.sessionId)).toEqual(["m"]);
+    const left = fs.readdirSync(folder).filter((name) => name.startsWith("@owner-"));
+    expect(left.sort()).toEqual([...mine, planted.halfYoung[0], planted.elsewhere[0]].sort());
+    expect(fs.readFileSync(path.join(folder, "x.lock"), "utf8")).toBe(line(dead));
   });
 });

@@ -10,6 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { acquireLock, releaseLock, SessionLockedError } from "../../src/agent/store/lock.js";
+import { isTempName } from "../../src/temp-name.js";
 
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:fs")>();
@@ -103,7 +104,7 @@ describe("session lock files", () => {
     expect(ownerLine(lock.file)).toMatchObject({ pid: process.pid });
     expect(ownerLine(path.join(dir, "b.lock"))).toMatchObject({ pid: dead });
     expect(fs.statSync(deadOwner).nlink).toBe(2);
-    expect(fs.readdirSync(dir).filter((n) => n.includes(".stale-"))).toEqual([]);
+    expect(fs.readdirSync(dir).filter((n) => isTempName(n))).toEqual([]);
     releaseLock(lock);
   });
 
@@ -134,7 +135,7 @@ describe("session lock files", () => {
     }
     expect(swapped).toBe(true);
     expect(fs.readFileSync(lockFile, "utf8")).toBe(live);
-    expect(fs.readdirSync(dir).filter((n) => n.includes(".stale-"))).toEqual([]);
+    expect(fs.readdirSync(dir).filter((n) => isTempName(n))).toEqual([]);
   });
 
   it("an owner file removed by hand is made again", () => {

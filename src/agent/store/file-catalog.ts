@@ -33,6 +33,7 @@ import {
   type SessionHeader,
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
+import { skipOwnerFile } from "./lock.js";
 import { copyRange, eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
@@ -85,8 +86,8 @@ export class FileCatalog {
     const problems: string[] = [];
     const now = Date.now();
     for (const dirent of names) {
-      // A meta's temporary a killed writer left (summary.ts writeMeta) goes once stale.
-      if (skipTemp(path.join(this.directory, dirent.name), now)) continue;
+      // What a killed bridge left goes: a meta's temporary once stale (summary.ts writeMeta), an owner file once its process is gone (lock.ts).
+      if (skipTemp(path.join(this.directory, dirent.name), now) || skipOwnerFile(this.directory, dirent.name, now)) continue;
       if (!dirent.name.endsWith(".jsonl")) continue;
       const id = dirent.name.slice(0, -".jsonl".length);
       if (!isSessionId(id)) continue;

@@ -43,7 +43,8 @@
  *
  * Every lock this process holds, and its owner files, are removed at exit
  * (`process.on("exit")`), so a bridge that ends by a signal or `process.exit` leaves none
- * behind; one killed (SIGKILL) leaves its owner file, a few dozen bytes, like its lock.
+ * behind; one killed (SIGKILL) leaves its owner file, a few dozen bytes, like its lock: a later
+ * `session/list` of the folder removes it once its process is gone (`skipOwnerFile`).
  *
  * @module
  */
@@ -51,6 +52,7 @@ import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { tempSibling } from "../../temp-name.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import { openForReading, SessionLogError, writeAll } from "./log-format.js";
 
@@ -180,7 +182,8 @@ function holderOf(file: string, sessionId: string): { ino: number; owner: LockOw
 
 /** Moves the stale lock `stale` out of the way; a fresh lock moved by mistake (a race) is put back. */
 function removeStale(file: string, stale: { ino: number; mtimeMs: number }): void {
-  const aside = `${file}.stale-${process.pid}-${randomUUID().slice(0, 8)}`;
+  // A name of this take-over's own; left by a kill before the removal below, a listing removes it once stale (temp-name.ts).
+  const aside = tempSibling(file);
   try {
     if (!isFileOf(fs.lstatSync(file), stale)) return; // taken over meanwhile: judge it afresh
     fs.renameSync(file, aside);
@@ -252,6 +255,37 @@ function ownerFileIn(folder: string): HeldLock {
     const owner = writeOwnerFile(file);
     if (owner) return owner;
   }
+}
+
+/**
+ * For a scan of a session folder (`session/list`) meeting the file `name`: `true` when it is an
+ * owner file (the scan skips it), removed first if its process is gone. An owner file outlives
+ * its process only when that was killed (SIGKILL, a crash): one per process and folder, never
+ * removed otherwise. Its process is judged as a lock's owner is (`alive`: another host's is
+ * kept), a half-written one gone once past the grace; the name is that process's alone (pid and
+ * random), so no newer file can have taken it. Locks linked to it keep their own names, and a
+ * live owner's file removed all the same (by hand too) is made again at its next lock (`makeLock`).
+ */
+export function skipOwnerFile(folder: string, name: string, now = Date.now()): boolean {
+  if (!name.startsWith("@owner-")) return false;
+  const file = path.join(folder, name);
+  try {
+    const fd = openForReading(file);
+    let gone: boolean;
+    try {
+      const stat = fs.fstatSync(fd);
+      if (!stat.isFile()) return true; // no bridge made it: left as it is
+      const buffer = Buffer.alloc(Math.min(stat.size, 4096));
+      const owner = parseOwner(buffer.toString("utf8", 0, fs.readSync(fd, buffer, 0, buffer.length, 0)));
+      gone = owner ? !alive(owner) : Math.abs(now - stat.mtimeMs) >= UNWRITTEN_GRACE_MS;
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (gone) fs.unlinkSync(file);
+  } catch {
+    // gone already, a link, or not ours to remove: left as it is
+  }
+  return true;
 }
 
 /**
