@@ -21,9 +21,10 @@
  * is written under a unique name, 0600, and renamed into place, in the private folder only this
  * uid can write.
  */
-import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, rm, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { isStaleTemp, isTempName, tempSibling } from "../temp-name.js";
+import { COMMAND_TMP_PREFIX } from "./landlock.js";
 import { failedForWantOfDescriptors } from "./status.js";
 
 /** A verdict worth remembering: the kernel's Landlock ABI, or the helper's own refusal. */
@@ -229,6 +230,11 @@ export function forgetVerdict(folder: string, key: string): void {
  * cannot be linked back (a file system without hard links) it is dropped, never renamed back: a
  * rename replaces whatever took the name meanwhile, maybe a newer verdict correcting it. A reader
  * in that instant misses the verdict and probes: it costs a start a probe, never a wrong verdict.
+ *
+ * What killed processes left in the folder goes too: the temporaries of its writers (a
+ * verdict's, the helper copy's, this prune's own names) once stale (temp-name.ts: why that is
+ * safe; no one renames such a name into place any more, so it is unlinked as it is), and the
+ * commands' temporary folders (landlock.ts `makeCommandTmp`), with what the commands wrote there.
  */
 export async function pruneVerdicts(folder: string, now = Date.now()): Promise<void> {
   const names = await new Promise<string[]>((resolve) => readdir(folder, (error, found) => resolve(error ? [] : found)));
@@ -239,6 +245,13 @@ export async function pruneVerdicts(folder: string, now = Date.now()): Promise<v
     if (isTempName(name)) {
       const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && isStaleTemp(st.mtimeMs, now))));
       if (stale) await failure((callback) => unlink(file, callback));
+      continue;
+    }
+    if (name.startsWith(COMMAND_TMP_PREFIX)) {
+      // A command's folder lives as long as its command, whose timeout is capped far below the
+      // temporaries' stale age (tools/bash.ts): an older one was left by a killed bridge.
+      const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && st.isDirectory() && isStaleTemp(st.mtimeMs, now))));
+      if (stale) await failure((callback) => rm(file, { recursive: true, force: true }, callback));
       continue;
     }
     if (!name.startsWith(PREFIX)) continue;

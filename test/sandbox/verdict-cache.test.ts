@@ -11,6 +11,8 @@ import { execFileSync } from "node:child_process";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { failedForWantOfDescriptors, noSandboxMessage } from "../../src/sandbox/status.js";
 import { pruneVerdicts, recalledVerdict, rememberVerdict, verdictFile, verdictKey } from "../../src/sandbox/verdict-cache.js";
+import { STALE_TEMP_MS } from "../../src/temp-name.js";
+import { BASH_MAX_TIMEOUT_MS } from "../../src/tools/bash.js";
 
 const KEY = "boot x\nhelper y";
 let dir: string;
@@ -134,6 +136,24 @@ describe("the remembered Landlock verdict", () => {
     await pruneVerdicts(dir);
     expect(fs.readdirSync(dir).sort()).toEqual([base, names.youngVerdict, names.youngHelper].sort());
     expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
+  });
+
+  it("prunes the commands' temporary folders a killed bridge left once an hour old, and keeps young ones", async () => {
+    // A command's folder lives no longer than its command, and commands end long before that.
+    expect(BASH_MAX_TIMEOUT_MS).toBeLessThan(STALE_TEMP_MS / 2);
+    const stale = path.join(dir, "tmp-AbC123");
+    const young = path.join(dir, "tmp-XyZ789");
+    for (const folder of [stale, young]) {
+      fs.mkdirSync(path.join(folder, "build"), { recursive: true, mode: 0o700 });
+      fs.writeFileSync(path.join(folder, "build", "out.o"), "what the command wrote");
+    }
+    const twoHours = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const minutes = new Date(Date.now() - 50 * 60 * 1000);
+    fs.utimesSync(stale, twoHours, twoHours);
+    fs.utimesSync(young, minutes, minutes);
+    await pruneVerdicts(dir);
+    expect(fs.readdirSync(dir)).toEqual(["tmp-XyZ789"]);
+    expect(fs.readFileSync(path.join(young, "build", "out.o"), "utf8")).toBe("what the command wrote");
   });
 
   it("prunes off the caller's turn: nothing is touched until its promise settles, and a missing folder is no error", async () => {
