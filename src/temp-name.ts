@@ -22,6 +22,7 @@
  * @module
  */
 import { lstatSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
 
 /** The mark between a target's name and the writer's part. */
 const MARK = ".tmp-";
@@ -49,12 +50,14 @@ export function isStaleTemp(mtimeMs: number, now = Date.now()): boolean {
 }
 
 /**
- * For a scan that meets `file`: `true` when its name is a temporary's (so the scan skips it),
- * which is removed first if it is a stale leftover; best effort, never through a link (one is
- * removed itself, like any leftover). `false`: not a temporary, the scan's own to judge.
+ * For a scan of `folder` that meets the file `name`: `true` when it is a temporary (so the scan
+ * skips it), which is removed first if it is a stale leftover; best effort, never through a link
+ * (one is removed itself, like any leftover). `false`: not a temporary, the scan's own to judge.
+ * The name is tested before any path is made: a scan meets thousands of other names.
  */
-export function skipTemp(file: string, now = Date.now()): boolean {
-  if (!isTempName(file)) return false;
+export function skipTemp(folder: string, name: string, now = Date.now()): boolean {
+  if (!isTempName(name)) return false;
+  const file = join(folder, name);
   try {
     if (isStaleTemp(lstatSync(file).mtimeMs, now)) unlinkSync(file);
   } catch {

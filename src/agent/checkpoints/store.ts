@@ -92,10 +92,7 @@ export class CheckpointStore {
     for (const sub of fs.readdirSync(this.blobs)) {
       const dir = path.join(this.blobs, sub);
       if (!fs.lstatSync(dir).isDirectory()) continue;
-      for (const name of fs.readdirSync(dir)) {
-        const file = path.join(dir, name);
-        if (!skipTemp(file, now)) total += fs.lstatSync(file).size;
-      }
+      for (const name of fs.readdirSync(dir)) if (!skipTemp(dir, name, now)) total += fs.lstatSync(path.join(dir, name)).size;
     }
     this.usedBytes = total;
     return total;

@@ -87,7 +87,7 @@ export class FileCatalog {
     const now = Date.now();
     for (const dirent of names) {
       // What a killed bridge left goes: a meta's temporary once stale (summary.ts writeMeta), an owner file once its process is gone (lock.ts).
-      if (skipTemp(path.join(this.directory, dirent.name), now) || skipOwnerFile(this.directory, dirent.name, now)) continue;
+      if (skipTemp(this.directory, dirent.name, now) || skipOwnerFile(this.directory, dirent.name, now)) continue;
       if (!dirent.name.endsWith(".jsonl")) continue;
       const id = dirent.name.slice(0, -".jsonl".length);
       if (!isSessionId(id)) continue;
