@@ -165,12 +165,13 @@ describe("what a killed bridge leaves in the session folder", () => {
     const mine = fs.readdirSync(folder).filter((name) => name.startsWith("@owner-"));
     expect(mine).toHaveLength(1);
     const dead = spawnSync("true").pid; // exited and reaped: no such process now
-    const line = (pid: number, host = os.hostname()) => `${JSON.stringify({ pid, start: "", host })}\n`;
+    const line = (pid: number, host = os.hostname(), pidns?: string) => `${JSON.stringify({ pid, start: "", host, pidns })}\n`;
     const planted = {
       dead: ["@owner-1-0000abcd", line(dead)],
       halfOld: ["@owner-2-0000beef", "{"],
       halfYoung: ["@owner-3-0000cafe", "{"],
       elsewhere: ["@owner-4-0000f00d", line(dead, "another-host")],
+      otherNamespace: ["@owner-5-0000d00d", line(dead, os.hostname(), "pid:[1]")],
     };
     for (const [name, text] of Object.values(planted)) fs.writeFileSync(path.join(folder, name), text, { mode: 0o600 });
     // The dead bridge's lock of another session stays a lock (taken over by whoever needs it).
@@ -179,7 +180,7 @@ describe("what a killed bridge leaves in the session folder", () => {
     fs.utimesSync(path.join(folder, planted.halfOld[0]), aMinute, aMinute);
     expect(store.list().sessions.map((s) => s.sessionId)).toEqual(["m"]);
     const left = fs.readdirSync(folder).filter((name) => name.startsWith("@owner-"));
-    expect(left.sort()).toEqual([...mine, planted.halfYoung[0], planted.elsewhere[0]].sort());
+    expect(left.sort()).toEqual([...mine, planted.halfYoung[0], planted.elsewhere[0], planted.otherNamespace[0]].sort());
     expect(fs.readFileSync(path.join(folder, "x.lock"), "utf8")).toBe(line(dead));
   });
 });

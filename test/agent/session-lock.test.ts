@@ -108,6 +108,23 @@ describe("session lock files", () => {
     releaseLock(lock);
   });
 
+  it("a lock of another pid namespace is never taken over, even under this host name: its pid names no process here", () => {
+    const lockFile = path.join(dir, "a.lock");
+    const dead = spawnSync("true").pid; // no such process in this namespace
+    // Another container on this volume, of this host name: its pids (1, 7, …) are its own.
+    for (const pid of [dead, process.pid]) {
+      const line = `${JSON.stringify({ pid, start: "", host: os.hostname(), pidns: "pid:[1]" })}\n`;
+      fs.writeFileSync(lockFile, line);
+      expect(() => acquireLock(lockFile, "a")).toThrow(/in another pid namespace \(pid:\[1\]\)/);
+      expect(fs.readFileSync(lockFile, "utf8")).toBe(line);
+    }
+    fs.rmSync(lockFile);
+    // This process's owner line names its own namespace.
+    const lock = acquireLock(lockFile, "a");
+    expect(ownerLine(lock.file)).toEqual({ pid: process.pid, start: expect.any(String), host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") });
+    releaseLock(lock);
+  });
+
   it("a stale lock replaced by a live one between the look and the take-over is put back, and the session is locked", () => {
     const lockFile = path.join(dir, "a.lock");
     const dead = spawnSync("true").pid;

@@ -3,7 +3,7 @@
  * `<sessionId>.lock`, held while a process writes the session (a turn, a compaction, a fork's
  * or a delete's moment) and removed when it stops. Node has no `flock`/`fcntl`, and a native
  * helper is not worth a binary per platform, so the lock is a name made atomically (fails when
- * it exists) whose file holds its owner: `{"pid","start","host"}`.
+ * it exists) whose file holds its owner: `{"pid","start","host","pidns"}`.
  *
  * How the name is made: as a hard link to this process's owner file in that folder,
  * `@owner-<pid>-<random>` ('@' is in no session id), written once (whole, before any lock
@@ -14,9 +14,10 @@
  * file created `O_EXCL` and written, as before.
  *
  * A crashed owner (SIGKILL, a power cut) leaves its lock file behind; that must not block the
- * session for good. A lock is stale when its owner is provably gone: same host, and the pid
- * does not exist, or it exists but started at another time than the owner did (the pid was
- * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot). A
+ * session for good. A lock is stale when its owner is provably gone: same host and pid
+ * namespace, and the pid does not exist, or it exists but started at another time than the owner
+ * did (the pid was reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since
+ * boot). A
  * stale lock is taken over: renamed away (atomic), checked to be the very file judged stale
  * (same inode and mtime: `HeldLock` says why not the inode alone), removed, and the `O_EXCL`
  * create tried again, so of two processes taking over at once one gets it and the other is
@@ -62,6 +63,8 @@ export interface LockOwner {
   /** The process's start time (`/proc/<pid>/stat` field 22), or "" where there is no `/proc`. */
   start: string;
   host: string;
+  /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges (taken as this one). */
+  pidns?: string;
 }
 
 /** Thrown when another live process holds a session's lock. */
@@ -72,9 +75,10 @@ export class SessionLockedError extends Error {
     readonly owner: LockOwner | undefined,
   ) {
     // The command of a live owner here tells a bridge from a process a planted lock names.
-    const command = owner && owner.host === SELF.host ? commandOf(owner.pid) : undefined;
+    const command = owner && seenHere(owner) ? commandOf(owner.pid) : undefined;
+    const where = !owner || seenHere(owner) ? "" : owner.host === SELF.host ? ` in another pid namespace (${owner.pidns})` : ` on ${owner.host}`;
     const who = owner
-      ? `process ${owner.pid}${command ? ` (command ${JSON.stringify(command)})` : ""}${owner.host === SELF.host ? "" : ` on ${owner.host}`}`
+      ? `process ${owner.pid}${command ? ` (command ${JSON.stringify(command)})` : ""}${where}`
       : `another process (its lock file names no owner yet: being created, or not a bridge's; taken over ${UNWRITTEN_GRACE_MS / 1000} s after its last write)`;
     super(
       `session ${sessionId} is open for writing in ${who}, another bridge on the same session root by its lock file; ` +
@@ -125,11 +129,23 @@ function startTimeOf(pid: number): string | undefined {
   }
 }
 
-const SELF: LockOwner = { pid: process.pid, start: startTimeOf(process.pid) ?? "", host: os.hostname() };
+function pidNamespace(): string | undefined {
+  try {
+    return fs.readlinkSync("/proc/self/ns/pid");
+  } catch {
+    return undefined;
+  }
+}
+
+const PIDNS = pidNamespace();
+const SELF: LockOwner = { pid: process.pid, start: startTimeOf(process.pid) ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}) };
+
+/** Whether the owner's pid names a process this one can see: same host, same pid namespace (as far as both lines tell). */
+const seenHere = (owner: LockOwner) => owner.host === SELF.host && (owner.pidns === undefined || SELF.pidns === undefined || owner.pidns === SELF.pidns);
 
 /** Whether the owner of a lock may still be running. */
 function alive(owner: LockOwner): boolean {
-  if (owner.host !== SELF.host) return true; // another machine's process: nothing here can tell
+  if (!seenHere(owner)) return true; // another machine's or pid namespace's process: nothing here can tell
   try {
     process.kill(owner.pid, 0);
   } catch (error) {
@@ -146,7 +162,9 @@ function parseOwner(text: string): LockOwner | undefined {
     const value = JSON.parse(text) as Partial<LockOwner>;
     const pid = value.pid;
     // 0 and negatives would name process groups to `kill` (always "alive"): no process owns such a lock.
-    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string") return value as LockOwner;
+    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string" && (value.pidns === undefined || typeof value.pidns === "string")) {
+      return value as LockOwner;
+    }
   } catch {
     // not a whole owner line
   }
@@ -259,12 +277,10 @@ function ownerFileIn(folder: string): HeldLock {
 
 /**
  * For a scan of a session folder (`session/list`) meeting the file `name`: `true` when it is an
- * owner file (the scan skips it), removed first if its process is gone. An owner file outlives
- * its process only when that was killed (SIGKILL, a crash): one per process and folder, never
- * removed otherwise. Its process is judged as a lock's owner is (`alive`: another host's is
- * kept), a half-written one gone once past the grace; the name is that process's alone (pid and
- * random), so no newer file can have taken it. Locks linked to it keep their own names, and a
- * live owner's file removed all the same (by hand too) is made again at its next lock (`makeLock`).
+ * owner file (skipped), removed first if a kill left it: its process is gone as a lock's owner
+ * is judged (`alive`), or it is half-written past the grace. Its name is that process's alone, so
+ * no newer file took it; locks linked to it keep their names; a live owner's file removed anyway
+ * (by hand too) is made again at its next lock (`makeLock`).
  */
 export function skipOwnerFile(folder: string, name: string, now = Date.now()): boolean {
   if (!name.startsWith("@owner-")) return false;
@@ -360,7 +376,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       if (!holder) continue; // released meanwhile
       owner = holder.owner;
       // A lock naming this process is live only if this process holds that very file; a copy or a forgery is stale.
-      const self = owner?.pid === SELF.pid && owner.start === SELF.start && owner.host === SELF.host;
+      const self = owner !== undefined && seenHere(owner) && owner.pid === SELF.pid && owner.start === SELF.start;
       // An mtime in the future (a clock set back, a touched file) does not keep a half-written lock young for good.
       const young = Math.abs(Date.now() - holder.mtimeMs) < UNWRITTEN_GRACE_MS;
       const live = owner ? (self ? holding(file, holder) : alive(owner)) : young;
