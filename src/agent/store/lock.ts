@@ -14,10 +14,8 @@
  * file created `O_EXCL` and written, as before.
  *
  * A crashed owner (SIGKILL, a power cut) leaves its lock file behind; that must not block the
- * session for good. A lock is stale when its owner is provably gone: same host and pid
- * namespace, and the pid does not exist, or it exists but started at another time than the owner
- * did (the pid was reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since
- * boot). A
+ * session for good. A lock is stale when its owner is provably gone (process-owner.ts: same
+ * host and pid namespace, and the pid gone or reused by a process of another start time). A
  * stale lock is taken over: renamed away (atomic), checked to be the very file judged stale
  * (same inode and mtime: `HeldLock` says why not the inode alone), removed, and the `O_EXCL`
  * create tried again, so of two processes taking over at once one gets it and the other is
@@ -28,7 +26,7 @@
  * (its creator was killed between create and write) is stale once it is 10 s old.
  *
  * What this cannot tell: an owner on another host (a session root shared over NFS) or in
- * another pid namespace is taken as alive; the error names the lock file to remove by hand,
+ * another pid namespace (a container on a shared volume) is taken as alive; the error names the lock file to remove by hand,
  * and the command of a live owner on this host, so a lock naming a process that is no bridge
  * (planted, or left by a bridge whose pid and start time another process now has — which
  * `/proc` rules out) is told apart. Without `/proc` (macOS), a reused pid is taken as alive
@@ -51,28 +49,18 @@
  */
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { tempSibling } from "../../temp-name.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import { openForReading, SessionLogError, writeAll } from "./log-format.js";
-
-/** Who holds a lock. */
-export interface LockOwner {
-  pid: number;
-  /** The process's start time (`/proc/<pid>/stat` field 22), or "" where there is no `/proc`. */
-  start: string;
-  host: string;
-  /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges (taken as this one). */
-  pidns?: string;
-}
+import { alive, commandOf, ownerLine, parseOwner, seenHere, SELF, type ProcessOwner } from "./process-owner.js";
 
 /** Thrown when another live process holds a session's lock. */
 export class SessionLockedError extends Error {
   constructor(
     readonly sessionId: string,
     readonly lockFile: string,
-    readonly owner: LockOwner | undefined,
+    readonly owner: ProcessOwner | undefined,
   ) {
     // The command of a live owner here tells a bridge from a process a planted lock names.
     const command = owner && seenHere(owner) ? commandOf(owner.pid) : undefined;
@@ -107,77 +95,13 @@ const isFileOf = (st: { ino: number; mtimeMs: number }, lock: { ino: number; mti
 
 /** An owner line without its newline yet is this young at most (its writer is between create and write). */
 const UNWRITTEN_GRACE_MS = 10_000;
-/** The largest pid a process can have (pid_t is 32-bit); `kill` takes 0 and negatives as process groups. */
-const MAX_PID = 2 ** 31 - 1;
-
-/** A live process's command name (`/proc/<pid>/comm`, printable, at most 15 characters), where there is `/proc`. */
-function commandOf(pid: number): string | undefined {
-  try {
-    return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim().replace(/[^\x20-\x7e]/g, "?") || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function startTimeOf(pid: number): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
-    // The command name (field 2) is in parentheses and may hold spaces and ")": count after the last.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
-}
-
-function pidNamespace(): string | undefined {
-  try {
-    return fs.readlinkSync("/proc/self/ns/pid");
-  } catch {
-    return undefined;
-  }
-}
-
-const PIDNS = pidNamespace();
-const SELF: LockOwner = { pid: process.pid, start: startTimeOf(process.pid) ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}) };
-
-/** Whether the owner's pid names a process this one can see: same host, same pid namespace (as far as both lines tell). */
-const seenHere = (owner: LockOwner) => owner.host === SELF.host && (owner.pidns === undefined || SELF.pidns === undefined || owner.pidns === SELF.pidns);
-
-/** Whether the owner of a lock may still be running. */
-function alive(owner: LockOwner): boolean {
-  if (!seenHere(owner)) return true; // another machine's or pid namespace's process: nothing here can tell
-  try {
-    process.kill(owner.pid, 0);
-  } catch (error) {
-    // EPERM: it exists (another user's); go on to its start time. ESRCH (or anything else for a valid pid): gone.
-    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  const start = startTimeOf(owner.pid);
-  return !(start !== undefined && owner.start !== "" && start !== owner.start);
-}
-
-function parseOwner(text: string): LockOwner | undefined {
-  if (!text.endsWith("\n")) return undefined;
-  try {
-    const value = JSON.parse(text) as Partial<LockOwner>;
-    const pid = value.pid;
-    // 0 and negatives would name process groups to `kill` (always "alive"): no process owns such a lock.
-    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string" && (value.pidns === undefined || typeof value.pidns === "string")) {
-      return value as LockOwner;
-    }
-  } catch {
-    // not a whole owner line
-  }
-  return undefined;
-}
-
 /** Why `file` is not a lock any bridge made: never followed, taken over or removed, only named. */
 function notALock(sessionId: string, file: string, what: string): SessionLogError {
   return new SessionLogError(`session ${sessionId}'s lock file ${file} is ${what}, which no bridge makes; it is neither followed nor removed: move it away to use the session`);
 }
 
 /** The lock file's identity (inode, mtime), owner and age; `undefined` when it is gone. */
-function holderOf(file: string, sessionId: string): { ino: number; owner: LockOwner | undefined; mtimeMs: number } | undefined {
+function holderOf(file: string, sessionId: string): { ino: number; owner: ProcessOwner | undefined; mtimeMs: number } | undefined {
   let fd: number;
   try {
     fd = openForReading(file);
@@ -254,7 +178,7 @@ function writeOwnerFile(file: string): HeldLock | undefined {
     throw error;
   }
   try {
-    writeAll(fd, `${JSON.stringify(SELF)}\n`);
+    writeAll(fd, ownerLine());
     // After the write: the file's mtime is final (nothing writes it again).
     const { ino, mtimeMs } = fs.fstatSync(fd);
     return { file, ino, mtimeMs };
@@ -363,7 +287,7 @@ const holding = (file: string, holder: { ino: number; mtimeMs: number }) => {
 
 /** Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process holds it. */
 export function acquireLock(file: string, sessionId: string): HeldLock {
-  let owner: LockOwner | undefined;
+  let owner: ProcessOwner | undefined;
   for (let attempt = 0; attempt < 4; attempt++) {
     let lock: HeldLock | undefined;
     try {
