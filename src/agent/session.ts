@@ -21,7 +21,7 @@ import { noRedaction, type Redactor } from "../redact.js";
 import { jsonText } from "../json-line.js";
 import { chunkDataJson } from "./chunk-json.js";
 import { decimalText } from "./decimal.js";
-import type { SessionLog } from "./store/index.js";
+import { noSeqLeft, type SessionLog } from "./store/index.js";
 
 /**
  * Where a session's events are announced (the server turns them into notifications). `json`:
@@ -84,6 +84,9 @@ export class Session {
    * more now, else a promise that resolves when it has: a caller in a loop awaits only then.
    */
   emit<T extends SessionEventType>(type: T, data: SessionEventDataMap[T]): Promise<void> | undefined {
+    // Past 2^53−1, `seq + 1` rounds back to `seq`: events would share one. Refused instead, before
+    // anything is recorded or announced (a log is refused there on load already: resume.ts).
+    if (this.seq >= Number.MAX_SAFE_INTEGER) throw noSeqLeft(this.log?.file ? `session log ${this.log.file}` : `session ${this.id}`, this.seq);
     const seq = ++this.seq;
     const time = Date.now();
     // In place: the recorded event, the history built from it and what the caller still holds

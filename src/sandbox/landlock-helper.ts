@@ -19,12 +19,14 @@
  * The private folder: `<tmpdir>/harness-bridge-<uid>`, created 0700, used only if it is a real
  * folder (not a link), owned by this uid and closed to others — a folder someone else made in
  * a shared /tmp is never used (a fresh mkdtemp folder is, instead). The file is written under a
- * unique name and renamed into place, so a reader never sees half of it.
+ * unique name (temp-name.ts) and renamed into place, so a reader never sees half of it; a killed
+ * writer's leftover goes with the verdicts' prune (verdict-cache.ts `pruneVerdicts`).
  */
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { tempSibling } from "../temp-name.js";
 import { hideFromSandbox, privateFolderName } from "./hidden.js";
 
 /** Set by scripts/build.mjs; undefined when run from source. */
@@ -125,7 +127,8 @@ export function verifiedHelper(): string {
   }
   const file = path.join(privateFolder(), `landlock-exec-${source.sha.slice(0, 16)}`);
   if (!fileHas(file, source.bytes)) {
-    const tmp = `${file}.${process.pid}.${Date.now()}`;
+    // Bridges of other PID namespaces may share this folder (temp-name.ts): a name of this write's own.
+    const tmp = tempSibling(file);
     writeFileSync(tmp, source.bytes, { mode: 0o700, flag: "wx" });
     renameSync(tmp, file);
     if (!fileHas(file, source.bytes)) throw new Error(`the Landlock helper written to ${file} is not the one this build carries`);

@@ -138,9 +138,12 @@ export function landlockCommand(workspace: string | undefined, tmp: string | und
   return [verifiedHelper(), "--parent-pid", String(process.pid), ...extra, ...rules.args, "--"];
 }
 
+/** How a command's temporary folder's name in the private folder begins (verdict-cache.ts `pruneVerdicts` removes one a killed bridge left). */
+export const COMMAND_TMP_PREFIX = "tmp-";
+
 /** A fresh private temporary folder for one command (the caller removes it). */
 export function makeCommandTmp(): string {
-  return mkdtempSync(path.join(privateFolder(), "tmp-"));
+  return mkdtempSync(path.join(privateFolder(), COMMAND_TMP_PREFIX));
 }
 
 const TRUE = existsSync("/usr/bin/true") ? "/usr/bin/true" : "/bin/true";

@@ -21,8 +21,10 @@
  * is written under a unique name, 0600, and renamed into place, in the private folder only this
  * uid can write.
  */
-import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, rm, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
+import { isStaleTemp, isTempName, tempSibling } from "../temp-name.js";
+import { COMMAND_TMP_PREFIX } from "./landlock.js";
 import { failedForWantOfDescriptors } from "./status.js";
 
 /** A verdict worth remembering: the kernel's Landlock ABI, or the helper's own refusal. */
@@ -171,7 +173,6 @@ export function recalledVerdict(folder: string, key: string): Verdict | undefine
   }
 }
 
-let written = 0;
 /**
  * Remembers `verdict` for `key` in `folder`; best effort. A verdict that is not well-formed is
  * forgotten instead, and so is a refusal for want of file descriptors: it says nothing of the
@@ -181,16 +182,25 @@ export function rememberVerdict(folder: string, key: string, verdict: Verdict): 
   const checked = asVerdict(verdict);
   if (!checked || ("failure" in checked && failedForWantOfDescriptors(checked.failure))) return forgetVerdict(folder, key);
   const file = verdictFile(folder, key);
-  const tmp = `${file}.${process.pid}.${(written += 1)}`;
+  const tmp = tempSibling(file);
+  let made = false;
   try {
-    writeFileSync(tmp, JSON.stringify({ format: FORMAT, key, verdict: checked }), { mode: 0o600, flag: "wx" });
+    const fd = openSync(tmp, "wx", 0o600);
+    made = true;
+    try {
+      writeFileSync(fd, JSON.stringify({ format: FORMAT, key, verdict: checked }));
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, file);
   } catch {
-    // Not remembered: the next start probes. The temporary file, if it was made, goes.
+    // Not remembered: the next start probes. The temporary goes if this call made it (a name
+    // that was there already is someone else's).
+    if (!made) return;
     try {
       unlinkSync(tmp);
     } catch {
-      // never made, or renamed
+      // renamed after all
     }
   }
 }
@@ -220,21 +230,37 @@ export function forgetVerdict(folder: string, key: string): void {
  * cannot be linked back (a file system without hard links) it is dropped, never renamed back: a
  * rename replaces whatever took the name meanwhile, maybe a newer verdict correcting it. A reader
  * in that instant misses the verdict and probes: it costs a start a probe, never a wrong verdict.
+ *
+ * What killed processes left in the folder goes too: the temporaries of its writers (a
+ * verdict's, the helper copy's, this prune's own names) once stale (temp-name.ts: why that is
+ * safe; no one renames such a name into place any more, so it is unlinked as it is), and the
+ * commands' temporary folders (landlock.ts `makeCommandTmp`), with what the commands wrote there.
  */
 export async function pruneVerdicts(folder: string, now = Date.now()): Promise<void> {
   const names = await new Promise<string[]>((resolve) => readdir(folder, (error, found) => resolve(error ? [] : found)));
   const staleAt = (file: string) => new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && now - st.mtimeMs > STALE_MS)));
   const failure = (call: (callback: (error: NodeJS.ErrnoException | null) => void) => void) => new Promise<string | undefined>((resolve) => call((error) => resolve(error ? (error.code ?? "error") : undefined)));
   for (const name of names) {
-    if (!name.startsWith(PREFIX)) continue;
     const file = path.join(folder, name);
+    if (isTempName(name)) {
+      const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && isStaleTemp(st.mtimeMs, now))));
+      if (stale) await failure((callback) => unlink(file, callback));
+      continue;
+    }
+    if (name.startsWith(COMMAND_TMP_PREFIX)) {
+      // A command's folder lives as long as its command, whose timeout is capped far below the
+      // temporaries' stale age (tools/bash.ts): an older one was left by a killed bridge.
+      const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && st.isDirectory() && isStaleTemp(st.mtimeMs, now))));
+      if (stale) await failure((callback) => rm(file, { recursive: true, force: true }, callback));
+      continue;
+    }
+    if (!name.startsWith(PREFIX)) continue;
     // gone already, or not this uid's: left as it is
     if (!(await staleAt(file))) continue;
-    const taken = `${file}.pruning-${process.pid}-${(pruned += 1)}`;
+    const taken = tempSibling(file);
     if (await failure((callback) => rename(file, taken, callback))) continue;
     // Fresh: linked back (or not, see above); whatever happened, the prune's own name goes.
     if (!(await staleAt(taken))) await failure((callback) => hardLink(taken, file, callback));
     await failure((callback) => unlink(taken, callback));
   }
 }
-let pruned = 0;

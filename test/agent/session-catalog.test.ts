@@ -3,12 +3,13 @@
  * bisection's window (lines of every size, one of several MiB, seq gaps, a torn tail) gives
  * exactly the events after each `afterSeq`; titles; fork cuts.
  */
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/agent/store/index.js";
-import { titleOf } from "../../src/agent/store/summary.js";
+import { readMeta, titleOf, writeMeta } from "../../src/agent/store/summary.js";
 import type { SessionEvent } from "../../src/protocol/index.js";
 
 let root: string;
@@ -126,5 +127,60 @@ describe("listing a log with lines that are JSON but not events", () => {
     const entry = listed.sessions.find((s) => s.sessionId === "odd");
     expect(entry).toMatchObject({ sessionId: "odd", title: "fix the parser", turns: 1 });
     expect(Number.isFinite(entry!.updatedAt)).toBe(true); // the string time of one line did not become it
+  });
+});
+
+describe("what a killed bridge leaves in the session folder", () => {
+  const entry = { sessionId: "m", title: "a title", createdAt: 1, updatedAt: 2, turns: 1 };
+
+  it("a meta is written under a name of its own: another writer's temporary, even one of this pid, is left alone", () => {
+    const logFile = path.join(root, "m.jsonl");
+    // Two listings (of two bridges, maybe with the same pid) rewrite one meta at once.
+    const theirs = path.join(root, "m.meta.json.tmp");
+    fs.writeFileSync(theirs, "half of another listing's meta");
+    writeMeta(logFile, 123, entry);
+    expect(readMeta(logFile, "m", 123)).toEqual(entry);
+    expect(fs.readFileSync(theirs, "utf8")).toBe("half of another listing's meta");
+    expect(fs.readdirSync(root).sort()).toEqual(["m.meta.json", "m.meta.json.tmp"]);
+  });
+
+  it("a meta's temporary a killed writer left is removed by a listing once an hour old; a young one is kept", () => {
+    const store = new SessionStore(root, "/work/space");
+    store.open("m", { provider: "scripted", model: "demo" }).close();
+    const folder = path.dirname(store.pathOf("m"));
+    const stale = path.join(folder, "m.meta.json.tmp-4242-0123456789ab");
+    const young = path.join(folder, "m.meta.json.tmp-4242-0123456789ac");
+    for (const file of [stale, young]) fs.writeFileSync(file, "{");
+    const twoHours = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    fs.utimesSync(stale, twoHours, twoHours);
+    expect(store.list().sessions.map((s) => s.sessionId)).toEqual(["m"]);
+    expect(fs.existsSync(stale)).toBe(false);
+    expect(fs.existsSync(young)).toBe(true);
+  });
+
+  it("a killed bridge's owner file is removed by a listing once its process is gone; the rest are kept", () => {
+    const store = new SessionStore(root, "/work/space");
+    store.open("m", { provider: "scripted", model: "demo" }).close();
+    const folder = path.dirname(store.pathOf("m"));
+    const mine = fs.readdirSync(folder).filter((name) => name.startsWith("@owner-"));
+    expect(mine).toHaveLength(1);
+    const dead = spawnSync("true").pid; // exited and reaped: no such process now
+    const line = (pid: number, host = os.hostname(), pidns?: string) => `${JSON.stringify({ pid, start: "", host, pidns })}\n`;
+    const planted = {
+      dead: ["@owner-1-0000abcd", line(dead)],
+      halfOld: ["@owner-2-0000beef", "{"],
+      halfYoung: ["@owner-3-0000cafe", "{"],
+      elsewhere: ["@owner-4-0000f00d", line(dead, "another-host")],
+      otherNamespace: ["@owner-5-0000d00d", line(dead, os.hostname(), "pid:[1]")],
+    };
+    for (const [name, text] of Object.values(planted)) fs.writeFileSync(path.join(folder, name), text, { mode: 0o600 });
+    // The dead bridge's lock of another session stays a lock (taken over by whoever needs it).
+    fs.linkSync(path.join(folder, planted.dead[0]), path.join(folder, "x.lock"));
+    const aMinute = new Date(Date.now() - 60_000);
+    fs.utimesSync(path.join(folder, planted.halfOld[0]), aMinute, aMinute);
+    expect(store.list().sessions.map((s) => s.sessionId)).toEqual(["m"]);
+    const left = fs.readdirSync(folder).filter((name) => name.startsWith("@owner-"));
+    expect(left.sort()).toEqual([...mine, planted.halfYoung[0], planted.elsewhere[0], planted.otherNamespace[0]].sort());
+    expect(fs.readFileSync(path.join(folder, "x.lock"), "utf8")).toBe(line(dead));
   });
 });

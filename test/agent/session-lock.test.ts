@@ -10,6 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { acquireLock, releaseLock, SessionLockedError } from "../../src/agent/store/lock.js";
+import { isTempName } from "../../src/temp-name.js";
 
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:fs")>();
@@ -103,7 +104,24 @@ describe("session lock files", () => {
     expect(ownerLine(lock.file)).toMatchObject({ pid: process.pid });
     expect(ownerLine(path.join(dir, "b.lock"))).toMatchObject({ pid: dead });
     expect(fs.statSync(deadOwner).nlink).toBe(2);
-    expect(fs.readdirSync(dir).filter((n) => n.includes(".stale-"))).toEqual([]);
+    expect(fs.readdirSync(dir).filter((n) => isTempName(n))).toEqual([]);
+    releaseLock(lock);
+  });
+
+  it("a lock of another pid namespace is never taken over, even under this host name: its pid names no process here", () => {
+    const lockFile = path.join(dir, "a.lock");
+    const dead = spawnSync("true").pid; // no such process in this namespace
+    // Another container on this volume, of this host name: its pids (1, 7, …) are its own.
+    for (const pid of [dead, process.pid]) {
+      const line = `${JSON.stringify({ pid, start: "", host: os.hostname(), pidns: "pid:[1]" })}\n`;
+      fs.writeFileSync(lockFile, line);
+      expect(() => acquireLock(lockFile, "a")).toThrow(/in another pid namespace \(pid:\[1\]\)/);
+      expect(fs.readFileSync(lockFile, "utf8")).toBe(line);
+    }
+    fs.rmSync(lockFile);
+    // This process's owner line names its own namespace.
+    const lock = acquireLock(lockFile, "a");
+    expect(ownerLine(lock.file)).toEqual({ pid: process.pid, start: expect.any(String), host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") });
     releaseLock(lock);
   });
 
@@ -134,7 +152,7 @@ describe("session lock files", () => {
     }
     expect(swapped).toBe(true);
     expect(fs.readFileSync(lockFile, "utf8")).toBe(live);
-    expect(fs.readdirSync(dir).filter((n) => n.includes(".stale-"))).toEqual([]);
+    expect(fs.readdirSync(dir).filter((n) => isTempName(n))).toEqual([]);
   });
 
   it("an owner file removed by hand is made again", () => {

@@ -51,6 +51,8 @@ const DAMAGED: Array<[string, string, RegExp]> = [
   ["hook-post-tool-error", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","callId":"c","name":"bash","arguments":{},"content":[],"isError":"no"}}', /data\.isError is not a boolean/],
   ["hook-post-tool-call", '{"type":"hook/request","seq":3,"time":4,"data":{"hookId":"h","hook":"post-tool","name":"bash","arguments":{},"content":[],"isError":false}}', /data\.callId and data\.name are not strings/],
   ["no-seq", '{"type":"user/message","time":4,"data":{"content":[]}}', /no seq number/],
+  // Past 2^53−1 a seq cannot grow by one (9007199254740993 parses as …992): such a log is damaged.
+  ["seq-past-limit", '{"type":"turn/start","seq":9007199254740993,"time":4,"data":{"turn":1}}', /seq is past 2\^53−1 \(9007199254740991\)/],
   // JSON.parse takes any depth but JSON.stringify does not: such a line could be neither replayed
   // (a RangeError) nor read back (session/read left the request unanswered). Of a type the replay
   // ignores, and in a tool call's arguments, which the history measures by their JSON.
@@ -85,6 +87,47 @@ describe("a session log holding a line that is no event", () => {
     c.request("list", "session/list", {});
     const listed = (await c.response("list")).result.sessions as Array<{ sessionId: string; title: string }>;
     for (const [id] of DAMAGED) expect(listed.find((s) => s.sessionId === id)?.title, id).toBe("hello");
+    c.request("fine", "session/prompt", promptParams("fine"));
+    expect((await c.response("fine")).result.status).toBe("ok");
+    expect(c.badLines).toEqual([]);
+  });
+});
+
+describe("a session log whose seq has reached 2^53−1", () => {
+  it("refuses a prompt with the log's error naming the file and the limit, never writes a repeated seq, and serves the rest", async () => {
+    const dir = path.join(root, workspaceFolderName(ws.dir));
+    fs.mkdirSync(dir, { recursive: true });
+    const ended = (seq: number) => `{"type":"turn/end","seq":${seq},"time":5,"data":{"turn":1,"status":"ok"}}`;
+    const fileOf = (id: string) => path.join(dir, `${id}.jsonl`);
+    const seqsOf = (id: string) => fs.readFileSync(fileOf(id), "utf8").trim().split("\n").slice(1).map((line) => JSON.parse(line).seq as number);
+    // "full": no seq left; "nearly": one left, which the next turn's first event takes.
+    fs.writeFileSync(fileOf("full"), `${header("full")}\n${hello}\n${started}\n${ended(Number.MAX_SAFE_INTEGER)}\n`);
+    fs.writeFileSync(fileOf("nearly"), `${header("nearly")}\n${hello}\n${started}\n${ended(Number.MAX_SAFE_INTEGER - 1)}\n`);
+    const untouched = fs.readFileSync(fileOf("full"), "utf8");
+    const c = new RawClient({ args: ["--stdio", "--session-root", root] });
+    clients.push(c);
+    c.request("init", "initialize", initParams(ws.dir, "demo"));
+    expect((await c.response("init")).error).toBeUndefined();
+    const prompt = async (rid: string, id: string) => {
+      c.request(rid, "session/prompt", promptParams(id));
+      const { error } = await c.response(rid);
+      expect(error?.code, rid).toBe(-32603);
+      expect(error?.message, rid).toContain(fileOf(id));
+      expect(error?.message, rid).toContain("2^53−1 (9007199254740991)");
+      return error?.data?.kind;
+    };
+    // Refused as the log is loaded: nothing written, the same again and again.
+    expect(await prompt("full-1", "full")).toBe("session-log");
+    expect(await prompt("full-2", "full")).toBe("session-log");
+    expect(fs.readFileSync(fileOf("full"), "utf8")).toBe(untouched);
+    // The last seq goes to the turn's first event; the turn ends before the next one is used
+    // (a turn that failed: no turn/end), and so does every later turn of the loaded session.
+    expect(await prompt("nearly-1", "nearly")).toBe("missing-turn-end");
+    expect(await prompt("nearly-2", "nearly")).toBe("missing-turn-end");
+    expect(seqsOf("nearly")).toEqual([1, 2, Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER]);
+    // Still readable, and the bridge serves the rest.
+    c.request("read", "session/read", { sessionId: "full" });
+    expect((await c.response("read")).result.events.map((e: { seq: number }) => e.seq)).toEqual([1, 2, Number.MAX_SAFE_INTEGER]);
     c.request("fine", "session/prompt", promptParams("fine"));
     expect((await c.response("fine")).result.status).toBe("ok");
     expect(c.badLines).toEqual([]);

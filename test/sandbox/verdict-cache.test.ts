@@ -11,6 +11,8 @@ import { execFileSync } from "node:child_process";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { failedForWantOfDescriptors, noSandboxMessage } from "../../src/sandbox/status.js";
 import { pruneVerdicts, recalledVerdict, rememberVerdict, verdictFile, verdictKey } from "../../src/sandbox/verdict-cache.js";
+import { STALE_TEMP_MS } from "../../src/temp-name.js";
+import { BASH_MAX_TIMEOUT_MS } from "../../src/tools/bash.js";
 
 const KEY = "boot x\nhelper y";
 let dir: string;
@@ -102,6 +104,56 @@ describe("the remembered Landlock verdict", () => {
     fs.utimesSync(path.join(dir, "landlock-exec-0123"), old, old);
     await pruneVerdicts(dir);
     expect(fs.readdirSync(dir).sort()).toEqual(["landlock-exec-0123", path.basename(verdictFile(dir, `${KEY}2`))].sort());
+  });
+
+  it("writes under a name of its own: another writer's temporary, even one of this pid (a bridge of another PID namespace), is left alone", () => {
+    // Where a bridge with the same pid (another container on this folder) is writing this very
+    // verdict: the names a pid and a count made before.
+    const theirs = Array.from({ length: 50 }, (_, i) => `${file}.${process.pid}.${i + 1}`);
+    for (const name of theirs) fs.writeFileSync(name, "half of another bridge's write", { mode: 0o600 });
+    rememberVerdict(dir, KEY, { abi: 5 });
+    expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
+    for (const name of theirs) expect(fs.readFileSync(name, "utf8")).toBe("half of another bridge's write");
+  });
+
+  it("prunes the temporaries a killed writer left once they are an hour old, and keeps young ones", async () => {
+    rememberVerdict(dir, KEY, { abi: 5 });
+    const base = path.basename(file);
+    const names = {
+      staleVerdict: `${base}.tmp-4242-0123456789ab`,
+      staleHelper: "landlock-exec-0123456789abcdef.tmp-7-00000000cafe",
+      stalePrune: `${base}.tmp-1-0000000000ff`,
+      youngVerdict: `${base}.tmp-4242-0123456789ac`,
+      youngHelper: "landlock-exec-0123456789abcdef.tmp-7-00000000beef",
+    };
+    const twoHours = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const minutes = new Date(Date.now() - 50 * 60 * 1000);
+    for (const [what, name] of Object.entries(names)) {
+      fs.writeFileSync(path.join(dir, name), "x", { mode: 0o600 });
+      const when = what.startsWith("stale") ? twoHours : minutes;
+      fs.utimesSync(path.join(dir, name), when, when);
+    }
+    await pruneVerdicts(dir);
+    expect(fs.readdirSync(dir).sort()).toEqual([base, names.youngVerdict, names.youngHelper].sort());
+    expect(recalledVerdict(dir, KEY)).toEqual({ abi: 5 });
+  });
+
+  it("prunes the commands' temporary folders a killed bridge left once an hour old, and keeps young ones", async () => {
+    // A command's folder lives no longer than its command, and commands end long before that.
+    expect(BASH_MAX_TIMEOUT_MS).toBeLessThan(STALE_TEMP_MS / 2);
+    const stale = path.join(dir, "tmp-AbC123");
+    const young = path.join(dir, "tmp-XyZ789");
+    for (const folder of [stale, young]) {
+      fs.mkdirSync(path.join(folder, "build"), { recursive: true, mode: 0o700 });
+      fs.writeFileSync(path.join(folder, "build", "out.o"), "what the command wrote");
+    }
+    const twoHours = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const minutes = new Date(Date.now() - 50 * 60 * 1000);
+    fs.utimesSync(stale, twoHours, twoHours);
+    fs.utimesSync(young, minutes, minutes);
+    await pruneVerdicts(dir);
+    expect(fs.readdirSync(dir)).toEqual(["tmp-XyZ789"]);
+    expect(fs.readFileSync(path.join(young, "build", "out.o"), "utf8")).toBe("what the command wrote");
   });
 
   it("prunes off the caller's turn: nothing is touched until its promise settles, and a missing folder is no error", async () => {

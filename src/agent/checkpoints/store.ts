@@ -13,6 +13,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { skipTemp, tempSibling } from "../../temp-name.js";
 import { checkpointsPathOf, logPath, SESSION_DIR_MODE, SESSION_FILE_MODE, writeAll } from "../store/log-format.js";
 import { GIT_ID } from "./git-objects.js";
 import { safeRelative, sha256, type PathState } from "./path-state.js";
@@ -80,14 +81,18 @@ export class CheckpointStore {
     this.ready = true;
   }
 
-  /** Bytes the blobs take now (summed once, then kept up to date). */
+  /**
+   * Bytes the blobs take now (summed once, then kept up to date). The walk removes the stale
+   * temporaries a killed `put` left (temp-name.ts) and counts no temporary: it is no blob.
+   */
   private used(): number {
     if (this.usedBytes !== undefined) return this.usedBytes;
     let total = 0;
+    const now = Date.now();
     for (const sub of fs.readdirSync(this.blobs)) {
       const dir = path.join(this.blobs, sub);
       if (!fs.lstatSync(dir).isDirectory()) continue;
-      for (const name of fs.readdirSync(dir)) total += fs.lstatSync(path.join(dir, name)).size;
+      for (const name of fs.readdirSync(dir)) if (!skipTemp(dir, name, now)) total += fs.lstatSync(path.join(dir, name)).size;
     }
     this.usedBytes = total;
     return total;
@@ -117,16 +122,23 @@ export class CheckpointStore {
     const file = this.blobPath(hash);
     const dir = path.dirname(file);
     fs.mkdirSync(dir, { mode: SESSION_DIR_MODE, recursive: true });
-    const temp = `${file}.${process.pid}.tmp`;
-    const { O_WRONLY, O_CREAT, O_TRUNC, O_NOFOLLOW } = fs.constants;
-    const fd = fs.openSync(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, SESSION_FILE_MODE);
+    // A turn writes its session's store under the session's lock; the name is this write's own
+    // all the same (temp-name.ts), so no other writer's file is ever truncated or renamed.
+    const temp = tempSibling(file);
+    const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
+    const fd = fs.openSync(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, SESSION_FILE_MODE);
     try {
-      fs.fchmodSync(fd, SESSION_FILE_MODE);
-      writeAll(fd, bytes);
-    } finally {
-      fs.closeSync(fd);
+      try {
+        fs.fchmodSync(fd, SESSION_FILE_MODE);
+        writeAll(fd, bytes);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(temp, file);
+    } catch (error) {
+      fs.rmSync(temp, { force: true }); // a full disk: no half-written temporary is left
+      throw error;
     }
-    fs.renameSync(temp, file);
     this.known.add(hash);
     this.usedBytes = this.used() + bytes.length;
     return true;

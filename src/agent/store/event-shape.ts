@@ -67,7 +67,11 @@ const CHECKS: Record<string, Check> = {
 export function eventShapeProblem(value: unknown): string | undefined {
   if (!isObject(value)) return "the line is JSON but not an event";
   if (typeof value.type !== "string") return "the event has no type";
-  if (!isCount(value.seq)) return "the event has no seq number";
+  if (!isCount(value.seq)) {
+    // Past 2^53−1 a number no longer holds every integer: such seqs can repeat (session.ts `emit`).
+    const past = typeof value.seq === "number" && value.seq > Number.MAX_SAFE_INTEGER;
+    return past ? `the event's seq is past 2^53−1 (${Number.MAX_SAFE_INTEGER}), the largest a seq can be` : "the event has no seq number";
+  }
   const check = CHECKS[value.type];
   if (!check) return undefined;
   if (!isObject(value.data)) return `the ${value.type} event has no data`;

@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
 import type { SessionEvent } from "../../protocol/types.js";
+import { skipTemp } from "../../temp-name.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { ForkRefusal, SessionLog } from "./interface.js";
 import {
@@ -32,6 +33,7 @@ import {
   type SessionHeader,
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
+import { skipOwnerFile } from "./lock.js";
 import { copyRange, eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
@@ -82,7 +84,10 @@ export class FileCatalog {
     }
     const sessions: SessionListEntry[] = [];
     const problems: string[] = [];
+    const now = Date.now();
     for (const dirent of names) {
+      // What a killed bridge left goes: a meta's temporary once stale (summary.ts writeMeta), an owner file once its process is gone (lock.ts).
+      if (skipTemp(this.directory, dirent.name, now) || skipOwnerFile(this.directory, dirent.name, now)) continue;
       if (!dirent.name.endsWith(".jsonl")) continue;
       const id = dirent.name.slice(0, -".jsonl".length);
       if (!isSessionId(id)) continue;
@@ -215,7 +220,8 @@ export class FileCatalog {
     removeLeftCheckpoints(file);
     fs.unlinkSync(file);
     // The lock file stays: the caller holds it, and removes it when it lets go (file-store.ts).
-    for (const extra of [metaPathOf(file), `${metaPathOf(file)}.tmp`]) fs.rmSync(extra, { force: true });
+    // A meta's temporary left by a killed writer goes with a later listing (summary.ts writeMeta).
+    fs.rmSync(metaPathOf(file), { force: true });
     return true;
   }
 }

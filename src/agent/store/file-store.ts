@@ -202,7 +202,7 @@ class FileSessionLog implements SessionLog {
 
   constructor(
     private readonly fd: number,
-    private readonly file: string,
+    readonly file: string,
     readonly header: SessionHeader,
     public loadedEvents: SessionEvent[],
     /** The session's lock while this process may write it (a turn runs); `undefined` between turns. */

@@ -5,14 +5,14 @@
  * nothing here is on the start-up path. The default root alone is imported at `initialize`,
  * straight from root.ts.
  *
- * Inside the folder imports run one way: log-format.ts and log-lines.ts import no other file
- * here; summary.ts, lock.ts, resume.ts and interface.ts only those; the catalog and the stores
- * build on them.
+ * Inside the folder imports run one way: log-format.ts, log-lines.ts and process-owner.ts import
+ * no other file here; summary.ts, lock.ts, resume.ts and interface.ts only those; the catalog and
+ * the stores build on them.
  *
  * @module
  */
 export { ForkNotUndoneError, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
-export { SessionLogError, workspaceFolderName, type SessionHeader } from "./log-format.js";
+export { noSeqLeft, SessionLogError, workspaceFolderName, type SessionHeader } from "./log-format.js";
 export { SessionLockedError } from "./lock.js";
 export { SessionStore } from "./file-store.js";
 export { MemorySessionStore } from "./memory-store.js";

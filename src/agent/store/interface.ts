@@ -16,6 +16,8 @@ export type NewSessionHeader = Omit<SessionHeader, "type" | "version" | "session
 /** One session's open log. */
 export interface SessionLog {
   readonly header: SessionHeader;
+  /** The log's file; absent where the log is kept in memory only (`--no-session-log`). */
+  readonly file?: string;
   /** The durable events found when the log was opened (empty for a new session), until `releaseLoaded`. */
   readonly loadedEvents: SessionEvent[];
   /** The session has absorbed `loadedEvents`: the log stops holding them (their wrappers are most of a resumed session's memory). */

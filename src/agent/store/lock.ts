@@ -3,7 +3,7 @@
  * `<sessionId>.lock`, held while a process writes the session (a turn, a compaction, a fork's
  * or a delete's moment) and removed when it stops. Node has no `flock`/`fcntl`, and a native
  * helper is not worth a binary per platform, so the lock is a name made atomically (fails when
- * it exists) whose file holds its owner: `{"pid","start","host"}`.
+ * it exists) whose file holds its owner: `{"pid","start","host","pidns"}`.
  *
  * How the name is made: as a hard link to this process's owner file in that folder,
  * `@owner-<pid>-<random>` ('@' is in no session id), written once (whole, before any lock
@@ -14,9 +14,8 @@
  * file created `O_EXCL` and written, as before.
  *
  * A crashed owner (SIGKILL, a power cut) leaves its lock file behind; that must not block the
- * session for good. A lock is stale when its owner is provably gone: same host, and the pid
- * does not exist, or it exists but started at another time than the owner did (the pid was
- * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot). A
+ * session for good. A lock is stale when its owner is provably gone (process-owner.ts: same
+ * host and pid namespace, and the pid gone or reused by a process of another start time). A
  * stale lock is taken over: renamed away (atomic), checked to be the very file judged stale
  * (same inode and mtime: `HeldLock` says why not the inode alone), removed, and the `O_EXCL`
  * create tried again, so of two processes taking over at once one gets it and the other is
@@ -27,7 +26,7 @@
  * (its creator was killed between create and write) is stale once it is 10 s old.
  *
  * What this cannot tell: an owner on another host (a session root shared over NFS) or in
- * another pid namespace is taken as alive; the error names the lock file to remove by hand,
+ * another pid namespace (a container on a shared volume) is taken as alive; the error names the lock file to remove by hand,
  * and the command of a live owner on this host, so a lock naming a process that is no bridge
  * (planted, or left by a bridge whose pid and start time another process now has — which
  * `/proc` rules out) is told apart. Without `/proc` (macOS), a reused pid is taken as alive
@@ -43,36 +42,31 @@
  *
  * Every lock this process holds, and its owner files, are removed at exit
  * (`process.on("exit")`), so a bridge that ends by a signal or `process.exit` leaves none
- * behind; one killed (SIGKILL) leaves its owner file, a few dozen bytes, like its lock.
+ * behind; one killed (SIGKILL) leaves its owner file, a few dozen bytes, like its lock: a later
+ * `session/list` of the folder removes it once its process is gone (`skipOwnerFile`).
  *
  * @module
  */
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
+import { tempSibling } from "../../temp-name.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import { openForReading, SessionLogError, writeAll } from "./log-format.js";
-
-/** Who holds a lock. */
-export interface LockOwner {
-  pid: number;
-  /** The process's start time (`/proc/<pid>/stat` field 22), or "" where there is no `/proc`. */
-  start: string;
-  host: string;
-}
+import { alive, commandOf, ownerLine, parseOwner, seenHere, SELF, type ProcessOwner } from "./process-owner.js";
 
 /** Thrown when another live process holds a session's lock. */
 export class SessionLockedError extends Error {
   constructor(
     readonly sessionId: string,
     readonly lockFile: string,
-    readonly owner: LockOwner | undefined,
+    readonly owner: ProcessOwner | undefined,
   ) {
     // The command of a live owner here tells a bridge from a process a planted lock names.
-    const command = owner && owner.host === SELF.host ? commandOf(owner.pid) : undefined;
+    const command = owner && seenHere(owner) ? commandOf(owner.pid) : undefined;
+    const where = !owner || seenHere(owner) ? "" : owner.host === SELF.host ? ` in another pid namespace (${owner.pidns})` : ` on ${owner.host}`;
     const who = owner
-      ? `process ${owner.pid}${command ? ` (command ${JSON.stringify(command)})` : ""}${owner.host === SELF.host ? "" : ` on ${owner.host}`}`
+      ? `process ${owner.pid}${command ? ` (command ${JSON.stringify(command)})` : ""}${where}`
       : `another process (its lock file names no owner yet: being created, or not a bridge's; taken over ${UNWRITTEN_GRACE_MS / 1000} s after its last write)`;
     super(
       `session ${sessionId} is open for writing in ${who}, another bridge on the same session root by its lock file; ` +
@@ -101,63 +95,13 @@ const isFileOf = (st: { ino: number; mtimeMs: number }, lock: { ino: number; mti
 
 /** An owner line without its newline yet is this young at most (its writer is between create and write). */
 const UNWRITTEN_GRACE_MS = 10_000;
-/** The largest pid a process can have (pid_t is 32-bit); `kill` takes 0 and negatives as process groups. */
-const MAX_PID = 2 ** 31 - 1;
-
-/** A live process's command name (`/proc/<pid>/comm`, printable, at most 15 characters), where there is `/proc`. */
-function commandOf(pid: number): string | undefined {
-  try {
-    return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim().replace(/[^\x20-\x7e]/g, "?") || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function startTimeOf(pid: number): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
-    // The command name (field 2) is in parentheses and may hold spaces and ")": count after the last.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
-}
-
-const SELF: LockOwner = { pid: process.pid, start: startTimeOf(process.pid) ?? "", host: os.hostname() };
-
-/** Whether the owner of a lock may still be running. */
-function alive(owner: LockOwner): boolean {
-  if (owner.host !== SELF.host) return true; // another machine's process: nothing here can tell
-  try {
-    process.kill(owner.pid, 0);
-  } catch (error) {
-    // EPERM: it exists (another user's); go on to its start time. ESRCH (or anything else for a valid pid): gone.
-    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  const start = startTimeOf(owner.pid);
-  return !(start !== undefined && owner.start !== "" && start !== owner.start);
-}
-
-function parseOwner(text: string): LockOwner | undefined {
-  if (!text.endsWith("\n")) return undefined;
-  try {
-    const value = JSON.parse(text) as Partial<LockOwner>;
-    const pid = value.pid;
-    // 0 and negatives would name process groups to `kill` (always "alive"): no process owns such a lock.
-    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string") return value as LockOwner;
-  } catch {
-    // not a whole owner line
-  }
-  return undefined;
-}
-
 /** Why `file` is not a lock any bridge made: never followed, taken over or removed, only named. */
 function notALock(sessionId: string, file: string, what: string): SessionLogError {
   return new SessionLogError(`session ${sessionId}'s lock file ${file} is ${what}, which no bridge makes; it is neither followed nor removed: move it away to use the session`);
 }
 
 /** The lock file's identity (inode, mtime), owner and age; `undefined` when it is gone. */
-function holderOf(file: string, sessionId: string): { ino: number; owner: LockOwner | undefined; mtimeMs: number } | undefined {
+function holderOf(file: string, sessionId: string): { ino: number; owner: ProcessOwner | undefined; mtimeMs: number } | undefined {
   let fd: number;
   try {
     fd = openForReading(file);
@@ -180,7 +124,8 @@ function holderOf(file: string, sessionId: string): { ino: number; owner: LockOw
 
 /** Moves the stale lock `stale` out of the way; a fresh lock moved by mistake (a race) is put back. */
 function removeStale(file: string, stale: { ino: number; mtimeMs: number }): void {
-  const aside = `${file}.stale-${process.pid}-${randomUUID().slice(0, 8)}`;
+  // A name of this take-over's own; left by a kill before the removal below, a listing removes it once stale (temp-name.ts).
+  const aside = tempSibling(file);
   try {
     if (!isFileOf(fs.lstatSync(file), stale)) return; // taken over meanwhile: judge it afresh
     fs.renameSync(file, aside);
@@ -233,7 +178,7 @@ function writeOwnerFile(file: string): HeldLock | undefined {
     throw error;
   }
   try {
-    writeAll(fd, `${JSON.stringify(SELF)}\n`);
+    writeAll(fd, ownerLine());
     // After the write: the file's mtime is final (nothing writes it again).
     const { ino, mtimeMs } = fs.fstatSync(fd);
     return { file, ino, mtimeMs };
@@ -252,6 +197,35 @@ function ownerFileIn(folder: string): HeldLock {
     const owner = writeOwnerFile(file);
     if (owner) return owner;
   }
+}
+
+/**
+ * For a scan of a session folder (`session/list`) meeting the file `name`: `true` when it is an
+ * owner file (skipped), removed first if a kill left it: its process is gone as a lock's owner
+ * is judged (`alive`), or it is half-written past the grace. Its name is that process's alone, so
+ * no newer file took it; locks linked to it keep their names; a live owner's file removed anyway
+ * (by hand too) is made again at its next lock (`makeLock`).
+ */
+export function skipOwnerFile(folder: string, name: string, now = Date.now()): boolean {
+  if (!name.startsWith("@owner-")) return false;
+  const file = path.join(folder, name);
+  try {
+    const fd = openForReading(file);
+    let gone: boolean;
+    try {
+      const stat = fs.fstatSync(fd);
+      if (!stat.isFile()) return true; // no bridge made it: left as it is
+      const buffer = Buffer.alloc(Math.min(stat.size, 4096));
+      const owner = parseOwner(buffer.toString("utf8", 0, fs.readSync(fd, buffer, 0, buffer.length, 0)));
+      gone = owner ? !alive(owner) : Math.abs(now - stat.mtimeMs) >= UNWRITTEN_GRACE_MS;
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (gone) fs.unlinkSync(file);
+  } catch {
+    // gone already, a link, or not ours to remove: left as it is
+  }
+  return true;
 }
 
 /**
@@ -313,7 +287,7 @@ const holding = (file: string, holder: { ino: number; mtimeMs: number }) => {
 
 /** Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process holds it. */
 export function acquireLock(file: string, sessionId: string): HeldLock {
-  let owner: LockOwner | undefined;
+  let owner: ProcessOwner | undefined;
   for (let attempt = 0; attempt < 4; attempt++) {
     let lock: HeldLock | undefined;
     try {
@@ -326,7 +300,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       if (!holder) continue; // released meanwhile
       owner = holder.owner;
       // A lock naming this process is live only if this process holds that very file; a copy or a forgery is stale.
-      const self = owner?.pid === SELF.pid && owner.start === SELF.start && owner.host === SELF.host;
+      const self = owner !== undefined && seenHere(owner) && owner.pid === SELF.pid && owner.start === SELF.start;
       // An mtime in the future (a clock set back, a touched file) does not keep a half-written lock young for good.
       const young = Math.abs(Date.now() - holder.mtimeMs) < UNWRITTEN_GRACE_MS;
       const live = owner ? (self ? holding(file, holder) : alive(owner)) : young;

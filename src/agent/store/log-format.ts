@@ -39,6 +39,17 @@ export class SessionLogError extends Error {
   }
 }
 
+/**
+ * A log whose events reached seq 2^53−1: the next seq would round back onto one already used
+ * (`seq + 1 === seq` past it), so the session cannot go on. Only a hand edit or a damaged disk
+ * gets a log there; `where` names the log (or the session, when it has no file).
+ */
+export function noSeqLeft(where: string, seq: number): SessionLogError {
+  return new SessionLogError(
+    `${where} has numbered its events up to seq ${seq}, and the next seq would pass 2^53−1 (${Number.MAX_SAFE_INTEGER}), the largest a seq can be: the log was edited or damaged; move it away to start the session afresh`,
+  );
+}
+
 /** Mode of the session root and its workspace folders: the owner only. */
 export const SESSION_DIR_MODE = 0o700;
 /** Mode of a session's log and meta file: the owner only. */

@@ -16,7 +16,7 @@
 import * as fs from "node:fs";
 import type { SessionEvent } from "../../protocol/index.js";
 import { eventShapeProblem } from "./event-shape.js";
-import { headerOf, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
+import { headerOf, noSeqLeft, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
@@ -126,6 +126,8 @@ export function loadLog(file: string): LoadedLog | undefined {
   let titleSource: SessionEvent | undefined;
   /** The replay skipped the history before the last compaction (line numbers are then unknown). */
   let skipped = false;
+  /** The highest seq of the events read: where the session's numbering goes on. */
+  let highest = 0;
   const where = (line: number, start: number): string => (skipped ? `byte ${start}` : `line ${line}`);
   const visit = (bytes: Buffer, start: number): boolean => {
     lines += 1;
@@ -151,6 +153,7 @@ export function loadLog(file: string): LoadedLog | undefined {
       const problem = eventShapeProblem(value);
       if (problem) throw new SessionLogError(`session log ${file} is corrupt at ${where(lines, start)}: ${problem}; move it away to start the session afresh`);
       events.push(value as SessionEvent);
+      if ((value as SessionEvent).seq > highest) highest = (value as SessionEvent).seq;
     } else {
       header = headerOf(value);
       notAHeader = !header;
@@ -186,6 +189,8 @@ export function loadLog(file: string): LoadedLog | undefined {
   const goodBytes = unparsable ? unparsable.start : whole;
   if (notAHeader) throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   if (!header) return undefined; // killed while writing the header: start afresh
+  // No seq left for a next event: refused before anything is cut or written (session.ts `emit`).
+  if (highest >= Number.MAX_SAFE_INTEGER) throw noSeqLeft(`session log ${file}`, highest);
   if (goodBytes < size) fs.truncateSync(file, goodBytes);
   const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   fs.fchmodSync(appendFd, SESSION_FILE_MODE);

@@ -16,6 +16,7 @@
 import * as fs from "node:fs";
 import { TITLE_MAX_CHARS, type SessionListEntry } from "../../protocol/sessions-types.js";
 import type { SessionEvent, TextBlock } from "../../protocol/types.js";
+import { tempSibling } from "../../temp-name.js";
 import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
 import { eachLine, lineHead } from "./log-lines.js";
 import { blocksProblem } from "./event-shape.js";
@@ -138,15 +139,24 @@ interface MetaFile {
   entry: SessionListEntry;
 }
 
-/** Rewrites the meta of `logFile` (write to a temporary, rename over). Best effort: a failure only costs the next listing a scan. */
+/**
+ * Rewrites the meta of `logFile` (write to a temporary, rename over). Best effort: a failure only
+ * costs the next listing a scan. Listings of two processes may write one meta at once (they take
+ * no lock), so the temporary is this write's own (temp-name.ts), created `O_EXCL | O_NOFOLLOW`:
+ * never another writer's file, never through what was planted there. A killed writer's leftover
+ * goes with a later listing (file-catalog.ts).
+ */
 export function writeMeta(logFile: string, logSize: number, entry: SessionListEntry): void {
   const target = metaPathOf(logFile);
-  const temporary = `${target}.tmp`;
+  const temporary = tempSibling(target);
   const meta: MetaFile = { version: 1, logSize, entry };
+  let fd: number;
   try {
-    // Never through what was planted under the temporary's name (a symlink would be written through).
-    fs.rmSync(temporary, { force: true });
-    const fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
+    fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
+  } catch {
+    return; // not written: the listing scans the log
+  }
+  try {
     try {
       fs.writeSync(fd, `${JSON.stringify(meta)}\n`);
     } finally {

@@ -1,0 +1,95 @@
+/**
+ * Who a process is, written down so that another process can later tell whether it still runs:
+ * the owner line `{"pid","start","host","pidns"}\n` of the session locks (lock.ts) and of the
+ * checkpoint folder of a process without session logs (agent/checkpoints/memory-folder.ts).
+ *
+ * A process named by a line is gone when that is provable: same host and pid namespace, and the
+ * pid does not exist, or it exists but started at another time than the owner did (the pid was
+ * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot). Another
+ * host's process (a folder shared over NFS) or another pid namespace's (a container on a shared
+ * volume, even of the same host name: its pids mean nothing here) is taken as alive. Without
+ * `/proc` (macOS) a reused pid is taken as alive until that process ends.
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+
+/** Who owns a lock or a folder. */
+export interface ProcessOwner {
+  pid: number;
+  /** The process's start time (`/proc/<pid>/stat` field 22), or "" where there is no `/proc`. */
+  start: string;
+  host: string;
+  /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges (taken as this one). */
+  pidns?: string;
+}
+
+/** The largest pid a process can have (pid_t is 32-bit); `kill` takes 0 and negatives as process groups. */
+const MAX_PID = 2 ** 31 - 1;
+
+/** A live process's command name (`/proc/<pid>/comm`, printable, at most 15 characters), where there is `/proc`. */
+export function commandOf(pid: number): string | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim().replace(/[^\x20-\x7e]/g, "?") || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function startTimeOf(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
+    // The command name (field 2) is in parentheses and may hold spaces and ")": count after the last.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function pidNamespace(): string | undefined {
+  try {
+    return fs.readlinkSync("/proc/self/ns/pid");
+  } catch {
+    return undefined;
+  }
+}
+
+const PIDNS = pidNamespace();
+/** This process. */
+export const SELF: ProcessOwner = { pid: process.pid, start: startTimeOf(process.pid) ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}) };
+
+/** This process's owner line. */
+export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
+
+/** Whether the owner's pid names a process this one can see: same host, same pid namespace (as far as both lines tell). */
+export const seenHere = (owner: ProcessOwner): boolean => owner.host === SELF.host && (owner.pidns === undefined || SELF.pidns === undefined || owner.pidns === SELF.pidns);
+
+/** Whether the owner may still be running. */
+export function alive(owner: ProcessOwner): boolean {
+  if (!seenHere(owner)) return true; // another machine's or pid namespace's process: nothing here can tell
+  try {
+    process.kill(owner.pid, 0);
+  } catch (error) {
+    // EPERM: it exists (another user's); go on to its start time. ESRCH (or anything else for a valid pid): gone.
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const start = startTimeOf(owner.pid);
+  return !(start !== undefined && owner.start !== "" && start !== owner.start);
+}
+
+/** The owner a whole owner line names; undefined for anything else (half-written, not one). */
+export function parseOwner(text: string): ProcessOwner | undefined {
+  if (!text.endsWith("\n")) return undefined;
+  try {
+    const value = JSON.parse(text) as Partial<ProcessOwner>;
+    const pid = value.pid;
+    // 0 and negatives would name process groups to `kill` (always "alive"): no process owns such a lock.
+    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string" && (value.pidns === undefined || typeof value.pidns === "string")) {
+      return value as ProcessOwner;
+    }
+  } catch {
+    // not a whole owner line
+  }
+  return undefined;
+}
