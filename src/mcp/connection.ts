@@ -24,6 +24,7 @@ import { commandEnv } from "../sandbox/command-env.js";
 import type { ToolOutput } from "../tools/types.js";
 import { httpTransport } from "./http-transport.js";
 import { offerTools, type ListedTool, type OfferedTool } from "./names.js";
+import { LazyOutputValidator } from "./output-validator.js";
 import { toToolOutput } from "./results.js";
 import { ProcessGroupTransport } from "./stdio-transport.js";
 
@@ -99,7 +100,7 @@ export class McpConnection {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), this.startupTimeoutMs);
     const transport = this.makeTransport();
-    const client = new Client({ name: "harness-bridge", version }, { capabilities: {} });
+    const client = new Client({ name: "harness-bridge", version }, { capabilities: {}, jsonSchemaValidator: new LazyOutputValidator() });
     client.onclose = () => {
       // A close while connecting is the start's failure (below); one after `close()` is ours.
       if (this.client !== client || !this.alive || this.closed) return;
@@ -161,7 +162,10 @@ export class McpConnection {
 
   /** What a closed stdio server left to say (exit status, the end of its stderr); `fallback` otherwise. */
   private exitDescription(transport: Transport, fallback: string): string {
-    if (!(transport instanceof ProcessGroupTransport) || !transport.exit) return fallback;
+    if (!(transport instanceof ProcessGroupTransport)) return fallback;
+    // The bridge's own reason for ending it comes before the signal it sent.
+    if (transport.closedBecause) return `was stopped by the bridge: ${transport.closedBecause}`;
+    if (!transport.exit) return fallback;
     const { code, signal } = transport.exit;
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     return `${how}${transport.stderr ? `; its stderr ended with: ${transport.stderr.slice(-500)}` : ""}`;

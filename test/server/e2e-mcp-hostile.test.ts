@@ -1,0 +1,65 @@
+/**
+ * Hostile or broken MCP servers end to end, through the built binary, with a hand-written
+ * server (test/fixtures/mcp_hostile_server.mjs) that breaks one rule at a time. What must hold:
+ * one bad tool fails its own calls only, never the server's start; a server that stops reading
+ * its input while it floods the bridge with requests is ended (its call says why) instead of
+ * growing the bridge's memory until it dies; the bridge answers and exits cleanly after either.
+ */
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RawClient, ROOT, initParams, promptParams } from "../support/raw-client.js";
+import { oneTurn, tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+
+const SERVER = path.join(ROOT, "test", "fixtures", "mcp_hostile_server.mjs");
+
+let ws: TempWorkspace;
+const clients: RawClient[] = [];
+
+beforeEach(() => {
+  ws = tempWorkspace("hb-mcp-hostile-");
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.dispose()));
+  ws.cleanup();
+});
+
+const hostile = (mode: string, extra: object = {}) => ({ command: process.execPath, args: [SERVER], env: { HOSTILE_MODE: mode }, ...extra });
+const text = (result: any): string => result.content.map((b: any) => b.text).join("");
+
+/** Initializes a bridge with the server `h`, runs one prompt whose turn calls `tools`; the initialize result and the tool results by call id. */
+async function run(server: object, tools: string[]): Promise<{ c: RawClient; init: any; results: Record<string, any> }> {
+  const script = ws.script("s.json", oneTurn({ toolCalls: tools.map((name, i) => ({ id: `c${i}`, name, arguments: {} })) }, { text: "done" }));
+  const c = new RawClient({ args: ["--stdio", "--no-session-log"] });
+  clients.push(c);
+  c.request("init", "initialize", initParams(ws.dir, script, { mcpServers: { h: server } }));
+  const init = await c.response("init", 30_000);
+  expect(init.error).toBeUndefined();
+  c.request("p", "session/prompt", promptParams("s"));
+  expect((await c.response("p", 60_000)).result).toEqual({ status: "ok", reason: { kind: "completed" } });
+  const results: Record<string, any> = {};
+  for (const e of c.events("s")) if (e.type === "tool/result") results[e.data.callId] = e.data;
+  return { c, init: init.result, results };
+}
+
+describe("a hostile MCP server", () => {
+  it("a tool whose output schema cannot be compiled fails its own calls, not the server's start; the other tool runs", async () => {
+    const { c, init, results } = await run(hostile("bad-output-schema"), ["mcp__h__ok", "mcp__h__bad"]);
+    expect(init.mcpServers).toEqual([{ name: "h", status: "connected", tools: ["mcp__h__ok", "mcp__h__bad"] }]);
+    expect(results.c0).toMatchObject({ isError: false, content: [{ type: "text", text: "ran ok" }] });
+    expect(results.c1.isError).toBe(true);
+    expect(text(results.c1)).toContain("the tool's output schema cannot be used: can't resolve reference #/definitions/missing");
+    c.request("x", "shutdown", {});
+    c.end();
+    expect((await c.exit()).code).toBe(0);
+  });
+
+  it("a server that stops reading its input and floods requests is ended, and the call says why", async () => {
+    const { c, results } = await run(hostile("unread-flood", { toolTimeoutMs: 120_000 }), ["mcp__h__ok"]);
+    expect(results.c0.isError).toBe(true);
+    expect(text(results.c0)).toMatch(/^the MCP server h was stopped by the bridge: the MCP server does not read its input \(\d+ bytes in \d+ messages unread\) during this call/);
+    c.request("x", "shutdown", {});
+    c.end();
+    expect((await c.exit()).code).toBe(0);
+  }, 60_000);
+});
