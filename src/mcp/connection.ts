@@ -24,7 +24,7 @@ import { commandEnv } from "../sandbox/command-env.js";
 import type { ToolOutput } from "../tools/types.js";
 import { httpTransport } from "./http-transport.js";
 import { offerTools, type ListedTool, type OfferedTool } from "./names.js";
-import { LazyOutputValidator } from "./output-validator.js";
+import { LazyOutputValidator, ready as outputValidatorReady } from "./output-validator.js";
 import { toToolOutput } from "./results.js";
 import { ProcessGroupTransport } from "./stdio-transport.js";
 
@@ -37,6 +37,8 @@ export interface ConnectionContext {
   env: NodeJS.ProcessEnv;
   logger: Logger;
   version: string;
+  /** Loads re2js, for the output schemas' patterns (output-validator.ts). */
+  loadRe2: () => Promise<unknown>;
   /** Called when the offered tools changed (tools/list_changed, a restart). */
   onToolsChanged: () => void;
 }
@@ -245,6 +247,8 @@ export class McpConnection {
     const client = this.client!;
     const transport = this.transport!;
     try {
+      // The SDK checks a structured result against the tool's output schema with re2js loaded.
+      await outputValidatorReady(this.context.loadRe2);
       const result = await client.callTool({ name: tool.serverToolName, arguments: args }, undefined, { signal, timeout: this.toolTimeoutMs });
       return toToolOutput(result);
     } catch (error) {

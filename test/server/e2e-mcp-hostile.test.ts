@@ -43,16 +43,19 @@ async function run(server: object, tools: string[]): Promise<{ c: RawClient; ini
 }
 
 describe("a hostile MCP server", () => {
-  it("a tool whose output schema cannot be compiled fails its own calls, not the server's start; the other tool runs", async () => {
-    const { c, init, results } = await run(hostile("bad-output-schema"), ["mcp__h__ok", "mcp__h__bad"]);
-    expect(init.mcpServers).toEqual([{ name: "h", status: "connected", tools: ["mcp__h__ok", "mcp__h__bad"] }]);
+  it("an output schema that cannot be used or would take exponential time fails its own tool's calls at once, not the server's start; the other tool runs", async () => {
+    const { c, init, results } = await run(hostile("bad-output-schema"), ["mcp__h__ok", "mcp__h__bad", "mcp__h__slow", "mcp__h__bomb"]);
+    expect(init.mcpServers).toEqual([{ name: "h", status: "connected", tools: ["mcp__h__ok", "mcp__h__bad", "mcp__h__slow", "mcp__h__bomb"] }]);
     expect(results.c0).toMatchObject({ isError: false, content: [{ type: "text", text: "ran ok" }] });
-    expect(results.c1.isError).toBe(true);
+    for (const id of ["c1", "c2", "c3"]) expect(results[id].isError).toBe(true);
     expect(text(results.c1)).toContain("the tool's output schema cannot be used: can't resolve reference #/definitions/missing");
+    // Checked in linear time: `^(a+)+$` against 40 a's and a '!' is a plain mismatch, not a hang of every session.
+    expect(text(results.c2)).toContain("Structured content does not match the tool's output schema: data/x must match pattern");
+    expect(text(results.c3)).toContain("the tool's output schema cannot be used: its references expand to more than");
     c.request("x", "shutdown", {});
     c.end();
     expect((await c.exit()).code).toBe(0);
-  });
+  }, 60_000);
 
   it("a server that stops reading its input and floods requests is ended, and the call says why", async () => {
     const { c, results } = await run(hostile("unread-flood", { toolTimeoutMs: 120_000 }), ["mcp__h__ok"]);
