@@ -30,6 +30,10 @@ import { ProcessGroupTransport } from "./stdio-transport.js";
 
 /** Pages of `tools/list` read at most (a server paging forever must not hold the start). */
 const MAX_LIST_PAGES = 20;
+/** Tools of one server read at most, over its pages (`MAX_TOOLS_PER_SERVER` of them are offered). */
+export const MAX_LISTED_TOOLS = 1024;
+/** Left-out tools named in the log line of one listing; the rest are counted. */
+const MAX_NOTES_LOGGED = 20;
 
 export interface ConnectionContext {
   workspace: string;
@@ -173,24 +177,36 @@ export class McpConnection {
     return `${how}${transport.stderr ? `; its stderr ended with: ${transport.stderr.slice(-500)}` : ""}`;
   }
 
-  private async listTools(client: Client, signal: AbortSignal | undefined, timeout: number): Promise<ListedTool[]> {
+  /**
+   * The server's tools, every page, up to `MAX_LISTED_TOOLS` (`unread`: whether it listed more).
+   * A server listing hundreds of thousands must not make the bridge hold them all, nor fail
+   * with a stack overflow: a page is copied one tool at a time.
+   */
+  private async listTools(client: Client, signal: AbortSignal | undefined, timeout: number): Promise<{ tools: ListedTool[]; unread: boolean }> {
     const tools: ListedTool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout });
-      tools.push(...(result.tools as ListedTool[]));
+      for (const tool of result.tools as ListedTool[]) {
+        if (tools.length === MAX_LISTED_TOOLS) return { tools, unread: true };
+        tools.push(tool);
+      }
       cursor = result.nextCursor;
       if (cursor === undefined) break;
     }
-    return tools;
+    return { tools, unread: false };
   }
 
-  private setTools(listed: ListedTool[]): void {
+  private setTools({ tools: listed, unread }: { tools: ListedTool[]; unread: boolean }): void {
     const { tools, leftOut, withheld } = offerTools(this.name, listed, this.boundNames);
+    if (unread) leftOut.push(`every tool past the first ${MAX_LISTED_TOOLS} listed (not read)`);
     this.withheld = withheld;
     this.tools = tools;
     this.leftOut = leftOut;
-    if (leftOut.length > 0) this.context.logger.warn(`MCP server ${this.name}: tools left out: ${leftOut.join(", ")}`);
+    if (leftOut.length > 0) {
+      const shown = leftOut.length > MAX_NOTES_LOGGED ? [...leftOut.slice(0, MAX_NOTES_LOGGED), `and ${leftOut.length - MAX_NOTES_LOGGED} more`] : leftOut;
+      this.context.logger.warn(`MCP server ${this.name}: tools left out: ${shown.join(", ")}`);
+    }
     this.context.onToolsChanged();
   }
 

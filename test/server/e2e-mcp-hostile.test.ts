@@ -1,7 +1,8 @@
 /**
  * Hostile or broken MCP servers end to end, through the built binary, with a hand-written
  * server (test/fixtures/mcp_hostile_server.mjs) that breaks one rule at a time. What must hold:
- * one bad tool fails its own calls only, never the server's start; a server that stops reading
+ * one bad tool fails its own calls only, never the server's start; a list of 200 000 tools is
+ * read up to a bound, never held whole or failing the start; a server that stops reading
  * its input while it floods the bridge with requests is ended (its call says why) instead of
  * growing the bridge's memory until it dies; the bridge answers and exits cleanly after either.
  */
@@ -28,9 +29,9 @@ const hostile = (mode: string, extra: object = {}) => ({ command: process.execPa
 const text = (result: any): string => result.content.map((b: any) => b.text).join("");
 
 /** Initializes a bridge with the server `h`, runs one prompt whose turn calls `tools`; the initialize result and the tool results by call id. */
-async function run(server: object, tools: string[]): Promise<{ c: RawClient; init: any; results: Record<string, any> }> {
+async function run(server: object, tools: string[], args: string[] = []): Promise<{ c: RawClient; init: any; results: Record<string, any> }> {
   const script = ws.script("s.json", oneTurn({ toolCalls: tools.map((name, i) => ({ id: `c${i}`, name, arguments: {} })) }, { text: "done" }));
-  const c = new RawClient({ args: ["--stdio", "--no-session-log"] });
+  const c = new RawClient({ args: ["--stdio", "--no-session-log", ...args] });
   clients.push(c);
   c.request("init", "initialize", initParams(ws.dir, script, { mcpServers: { h: server } }));
   const init = await c.response("init", 30_000);
@@ -55,6 +56,19 @@ describe("a hostile MCP server", () => {
     c.request("x", "shutdown", {});
     c.end();
     expect((await c.exit()).code).toBe(0);
+  }, 60_000);
+
+  it("a server listing 200 000 tools on every page: the first 1 024 are read, 128 offered, the rest reported in one warning; its tools run", async () => {
+    const { c, init, results } = await run(hostile("huge-list"), ["mcp__h__t5"], ["--log-level", "warn"]);
+    expect(init.mcpServers[0]).toMatchObject({ name: "h", status: "connected" });
+    expect(init.mcpServers[0].tools).toHaveLength(128);
+    expect(init.mcpServers[0].tools.slice(0, 2)).toEqual(["mcp__h__ok", "mcp__h__t0"]);
+    expect(results.c0).toMatchObject({ isError: false, content: [{ type: "text", text: "ran t5" }] });
+    c.request("x", "shutdown", {});
+    c.end();
+    expect((await c.exit()).code).toBe(0);
+    const warnings = c.stderr.split("\n").filter((line) => line.includes("tools left out"));
+    expect(warnings).toEqual(["harness-bridge warn: MCP server h: tools left out: 896 tools past the first 128, every tool past the first 1024 listed (not read)"]);
   }, 60_000);
 
   it("a server that stops reading its input and floods requests is ended, and the call says why", async () => {
