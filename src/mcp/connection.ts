@@ -22,7 +22,7 @@ import { DEFAULT_MCP_STARTUP_TIMEOUT_MS, DEFAULT_MCP_TOOL_TIMEOUT_MS, type McpSe
 import type { JsonObject } from "../protocol/types.js";
 import { commandEnv } from "../sandbox/command-env.js";
 import type { ToolOutput } from "../tools/types.js";
-import { httpTransport } from "./http-transport.js";
+import { HttpTransport, httpTransport } from "./http-transport.js";
 import { offerTools, type ListedTool, type OfferedTool } from "./names.js";
 import { LazyOutputValidator, ready as outputValidatorReady } from "./output-validator.js";
 import { toToolOutput } from "./results.js";
@@ -168,10 +168,10 @@ export class McpConnection {
 
   /** What a closed stdio server left to say (exit status, the end of its stderr); `fallback` otherwise. */
   private exitDescription(transport: Transport, fallback: string): string {
-    if (!(transport instanceof ProcessGroupTransport)) return fallback;
     // The bridge's own reason for ending it comes before the signal it sent.
-    if (transport.closedBecause) return `was stopped by the bridge: ${transport.closedBecause}`;
-    if (!transport.exit) return fallback;
+    const stopped = transport instanceof ProcessGroupTransport || transport instanceof HttpTransport ? transport.closedBecause : undefined;
+    if (stopped) return `was stopped by the bridge: ${stopped}`;
+    if (!(transport instanceof ProcessGroupTransport) || !transport.exit) return fallback;
     const { code, signal } = transport.exit;
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     return `${how}${transport.stderr ? `; its stderr ended with: ${transport.stderr.slice(-500)}` : ""}`;
