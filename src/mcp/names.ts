@@ -31,6 +31,12 @@ export const MAX_DESCRIPTION_CHARS = 4096;
 const MAX_NAMES_QUOTED = 5;
 /** A tool whose input schema serializes longer than this is left out. */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
+/**
+ * The descriptions and schemas of one server's offered tools, together, at most: each model
+ * request carries them all, and 128 tools at the per-tool caps would be megabytes of every
+ * request. A tool that would pass it is left out.
+ */
+export const MAX_SERVER_TOOL_BYTES = 256 * 1024;
 
 /** The name the model sees for `tool` of `server` (a valid server name, see MCP_SERVER_NAME). */
 export function offeredName(server: string, tool: string): string {
@@ -82,6 +88,7 @@ export function offerTools(
     else withheld.set(name, [note]);
   };
   const named = listed.filter((tool) => typeof tool?.name === "string");
+  let offeredBytes = 0;
   // Who claims each offered name, over the whole list, before any is offered: order-independent.
   // Each distinct tool name once, with how many times it was listed.
   const claims = new Map<string, Map<string, number>>();
@@ -126,12 +133,19 @@ export function offerTools(
       leave(name, `${quote(tool.name)} (its input schema is not an object of at most ${MAX_SCHEMA_BYTES} bytes)`);
       continue;
     }
+    const full = typeof tool.description === "string" && tool.description.trim() ? tool.description : `The ${tool.name.slice(0, 100)} tool of the MCP server ${server}`;
+    const description = full.length > MAX_DESCRIPTION_CHARS ? `${full.slice(0, MAX_DESCRIPTION_CHARS)} […cut]` : full;
+    const bytes = Buffer.byteLength(schemaText) + Buffer.byteLength(description);
+    if (offeredBytes + bytes > MAX_SERVER_TOOL_BYTES) {
+      leave(name, `${quote(tool.name)} (the server's tools offered before it hold ${offeredBytes} bytes of descriptions and schemas; with its ${bytes} they would pass ${MAX_SERVER_TOOL_BYTES})`);
+      continue;
+    }
+    offeredBytes += bytes;
     bound.set(name, tool.name);
-    const description = typeof tool.description === "string" && tool.description.trim() ? tool.description : `The ${tool.name.slice(0, 100)} tool of the MCP server ${server}`;
     tools.push({
       name,
       serverToolName: tool.name,
-      description: description.length > MAX_DESCRIPTION_CHARS ? `${description.slice(0, MAX_DESCRIPTION_CHARS)} […cut]` : description,
+      description,
       // The model APIs want an object schema; MCP requires `type: "object"`, a server may omit it.
       parameters: { ...(JSON.parse(schemaText) as JsonObject), type: "object" },
       readOnly: tool.annotations?.readOnlyHint === true,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { MAX_DESCRIPTION_CHARS, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, offerTools, offeredName } from "../../src/mcp/names.js";
+import { MAX_DESCRIPTION_CHARS, MAX_SCHEMA_BYTES, MAX_SERVER_TOOL_BYTES, MAX_TOOLS_PER_SERVER, offerTools, offeredName } from "../../src/mcp/names.js";
 import { MAX_RESULT_CHARS, toToolOutput } from "../../src/mcp/results.js";
 
 const RULE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -95,6 +95,18 @@ describe("a hostile tool list", () => {
     expect(tools.map((t) => t.name)).toEqual(["mcp__s__first", "mcp__s__last"]);
     expect(leftOut).toEqual([`'dup' (listed ${copies} times; no copy is offered)`]);
     expect(withheld.get("mcp__s__dup")).toEqual(leftOut);
+  });
+
+  it("128 tools each at the caps of description and schema: what every model request would carry stays within the server's budget; the rest are left out, saying why", () => {
+    const big = { type: "object", properties: { x: { type: "string", description: "y".repeat(MAX_SCHEMA_BYTES - 200) } } };
+    const listed = Array.from({ length: MAX_TOOLS_PER_SERVER }, (_, i) => ({ name: `t${i}`, description: "d".repeat(MAX_DESCRIPTION_CHARS), inputSchema: big }));
+    const { tools, leftOut } = offerTools("s", [{ name: "small", inputSchema: schema }, ...listed]);
+    const carried = tools.reduce((sum, t) => sum + Buffer.byteLength(JSON.stringify(t.parameters)) + Buffer.byteLength(t.description), 0);
+    expect(carried).toBeLessThanOrEqual(MAX_SERVER_TOOL_BYTES + tools.length * 20);
+    expect(tools.length).toBeGreaterThan(1);
+    expect(tools[0]!.name).toBe("mcp__s__small");
+    expect(leftOut).toHaveLength(MAX_TOOLS_PER_SERVER + 1 - tools.length);
+    expect(leftOut[0]).toMatch(/^'t\d+' \(the server's tools offered before it hold \d+ bytes of descriptions and schemas; with its \d+ they would pass 262144\)$/);
   });
 
   it("a contested name listed many times by each claimant: one note per claimant, quoting the others", () => {
