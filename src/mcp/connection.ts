@@ -262,10 +262,18 @@ export class McpConnection {
     }
     const client = this.client!;
     const transport = this.transport!;
+    // The SDK adds an abort listener to the signal it is given and never removes it: given the
+    // turn's signal, every finished call of the turn stayed listed (its request with it), and a
+    // cancel of the turn then sent notifications/cancelled for each. A signal of this call's
+    // own, which follows the turn's only while the call runs.
+    const callAbort = new AbortController();
+    const follow = () => callAbort.abort(signal.reason);
+    if (signal.aborted) follow();
+    else signal.addEventListener("abort", follow, { once: true });
     try {
       // The SDK checks a structured result against the tool's output schema with re2js loaded.
       await outputValidatorReady(this.context.loadRe2);
-      const result = await client.callTool({ name: tool.serverToolName, arguments: args }, undefined, { signal, timeout: this.toolTimeoutMs });
+      const result = await client.callTool({ name: tool.serverToolName, arguments: args }, undefined, { signal: callAbort.signal, timeout: this.toolTimeoutMs });
       return toToolOutput(result);
     } catch (error) {
       if (signal.aborted) return errorOutput(`the ${tool.name} call was aborted; ${label} was told to cancel it`);
@@ -282,6 +290,8 @@ export class McpConnection {
         return errorOutput(`${label} ${this.exitDescription(transport, "closed the connection")} during this call${next}`);
       }
       return errorOutput(`${label} failed this call: ${messageOf(error)}`);
+    } finally {
+      signal.removeEventListener("abort", follow);
     }
   }
 

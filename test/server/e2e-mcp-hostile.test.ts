@@ -6,6 +6,7 @@
  * its input while it floods the bridge with requests is ended (its call says why) instead of
  * growing the bridge's memory until it dies; the bridge answers and exits cleanly after either.
  */
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RawClient, ROOT, initParams, promptParams } from "../support/raw-client.js";
@@ -69,6 +70,25 @@ describe("a hostile MCP server", () => {
     expect((await c.exit()).code).toBe(0);
     const warnings = c.stderr.split("\n").filter((line) => line.includes("tools left out"));
     expect(warnings).toEqual(["harness-bridge warn: MCP server h: tools left out: 896 tools past the first 128, every tool past the first 1024 listed (not read)"]);
+  }, 60_000);
+
+  it("a turn cancelled after finished calls tells the server to cancel the one call in flight only", async () => {
+    const log = path.join(ws.dir, "server.log");
+    const script = ws.script("s.json", oneTurn(...["a", "b", "c"].map((id) => ({ toolCalls: [{ id, name: "mcp__h__ok", arguments: {} }] })), { toolCalls: [{ id: "h", name: "mcp__h__hang", arguments: {} }] }, { text: "never" }));
+    const c = new RawClient({ args: ["--stdio", "--no-session-log"] });
+    clients.push(c);
+    c.request("init", "initialize", initParams(ws.dir, script, { mcpServers: { h: { ...hostile("hang"), env: { HOSTILE_MODE: "hang", HOSTILE_LOG: log } } } }));
+    expect((await c.response("init", 30_000)).error).toBeUndefined();
+    c.request("p", "session/prompt", promptParams("s"));
+    const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, "utf8").trim().split("\n") : []);
+    await expect.poll(() => lines().filter((l) => l.startsWith("call hang")), { timeout: 30_000 }).toHaveLength(1);
+    c.request("x", "session/cancel", { sessionId: "s" });
+    expect((await c.response("p", 30_000)).result).toEqual({ status: "aborted", reason: { kind: "aborted" } });
+    const hang = lines().find((l) => l.startsWith("call hang"))!.split(" ")[2];
+    await expect.poll(() => lines().filter((l) => l.startsWith("cancelled")), { timeout: 10_000 }).toEqual([`cancelled ${hang}`]);
+    // Nothing more comes: the finished calls' ids are never cancelled.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lines().filter((l) => l.startsWith("cancelled"))).toEqual([`cancelled ${hang}`]);
   }, 60_000);
 
   it("a server that stops reading its input and floods requests is ended, and the call says why", async () => {
