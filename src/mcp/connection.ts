@@ -15,7 +15,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import * as path from "node:path";
 import type { Logger } from "../log.js";
 import { DEFAULT_MCP_STARTUP_TIMEOUT_MS, DEFAULT_MCP_TOOL_TIMEOUT_MS, type McpServerConfig, type McpServerStatus } from "../protocol/mcp-types.js";
@@ -26,6 +26,7 @@ import { HttpTransport, httpTransport } from "./http-transport.js";
 import { offerTools, type ListedTool, type OfferedTool } from "./names.js";
 import { LazyOutputValidator, ready as outputValidatorReady } from "./output-validator.js";
 import { toToolOutput } from "./results.js";
+import { cacheListedTools, listToolPage } from "./tool-list.js";
 import { ProcessGroupTransport } from "./stdio-transport.js";
 
 /** Pages of `tools/list` read at most (a server paging forever must not hold the start). */
@@ -180,21 +181,23 @@ export class McpConnection {
   /**
    * The server's tools, every page, up to `MAX_LISTED_TOOLS` (`unread`: whether it listed more).
    * A server listing hundreds of thousands must not make the bridge hold them all, nor fail
-   * with a stack overflow: a page is copied one tool at a time.
+   * with a stack overflow: a page is copied one tool at a time (tool-list.ts reads each entry).
    */
   private async listTools(client: Client, signal: AbortSignal | undefined, timeout: number): Promise<{ tools: ListedTool[]; unread: boolean }> {
     const tools: ListedTool[] = [];
+    const valid: Tool[] = [];
     let cursor: string | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout });
-      for (const tool of result.tools as ListedTool[]) {
-        if (tools.length === MAX_LISTED_TOOLS) return { tools, unread: true };
-        tools.push(tool);
-      }
+    let unread = false;
+    for (let page = 0; page < MAX_LIST_PAGES && !unread; page++) {
+      const result = await listToolPage(client, cursor, { signal, timeout }, MAX_LISTED_TOOLS - tools.length);
+      unread = result.unread;
+      for (const tool of result.tools) tools.push(tool);
+      for (const tool of result.valid) valid.push(tool);
       cursor = result.nextCursor;
       if (cursor === undefined) break;
     }
-    return { tools, unread: false };
+    cacheListedTools(client, valid);
+    return { tools, unread };
   }
 
   private setTools({ tools: listed, unread }: { tools: ListedTool[]; unread: boolean }): void {

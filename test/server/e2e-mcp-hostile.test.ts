@@ -59,6 +59,17 @@ describe("a hostile MCP server", () => {
     expect((await c.exit()).code).toBe(0);
   }, 60_000);
 
+  it("tools the SDK's schema refuses do not fail the list: one without `type` is offered and runs, one whose schema is no object is left out saying why", async () => {
+    const { c, init, results } = await run(hostile("bad-input-schema"), ["mcp__h__untyped", "mcp__h__listed"]);
+    expect(init.mcpServers).toEqual([{ name: "h", status: "connected", tools: ["mcp__h__ok", "mcp__h__untyped"] }]);
+    expect(results.c0).toMatchObject({ isError: false, content: [{ type: "text", text: "ran untyped" }] });
+    expect(results.c1.isError).toBe(true);
+    expect(text(results.c1)).toContain("the bridge leaves it out: 'listed' (its input schema is not an object");
+    c.request("x", "shutdown", {});
+    c.end();
+    expect((await c.exit()).code).toBe(0);
+  }, 60_000);
+
   it("a server listing 200 000 tools on every page: the first 1 024 are read, 128 offered, the rest reported in one warning; its tools run", async () => {
     const { c, init, results } = await run(hostile("huge-list"), ["mcp__h__t5"], ["--log-level", "warn"]);
     expect(init.mcpServers[0]).toMatchObject({ name: "h", status: "connected" });
