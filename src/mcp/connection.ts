@@ -15,7 +15,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, McpError, ResultSchema, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import * as path from "node:path";
 import type { Logger } from "../log.js";
 import { DEFAULT_MCP_STARTUP_TIMEOUT_MS, DEFAULT_MCP_TOOL_TIMEOUT_MS, type McpServerConfig, type McpServerStatus } from "../protocol/mcp-types.js";
@@ -276,7 +276,10 @@ export class McpConnection {
     try {
       // The SDK checks a structured result against the tool's output schema with re2js loaded.
       await outputValidatorReady(this.context.loadRe2);
-      const result = await client.callTool({ name: tool.serverToolName, arguments: args }, undefined, { signal: callAbort.signal, timeout: this.toolTimeoutMs });
+      // Any result object is taken (results.ts describes what it holds): with the SDK's own
+      // schema, one content item of a type it does not know failed the whole call with a zod dump.
+      const anyResult = ResultSchema as unknown as typeof CallToolResultSchema;
+      const result = await client.callTool({ name: tool.serverToolName, arguments: args }, anyResult, { signal: callAbort.signal, timeout: this.toolTimeoutMs });
       return toToolOutput(result);
     } catch (error) {
       if (signal.aborted) return errorOutput(`the ${tool.name} call was aborted; ${label} was told to cancel it`);

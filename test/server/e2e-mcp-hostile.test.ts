@@ -70,6 +70,11 @@ describe("a hostile MCP server", () => {
     expect((await c.exit()).code).toBe(0);
   }, 60_000);
 
+  it("a result with content the SDK's schema refuses is described to the model, not a failed call", async () => {
+    const { results } = await run(hostile("odd-result"), ["mcp__h__ok"]);
+    expect(results.c0).toMatchObject({ isError: false, content: [{ type: "text", text: 'ran ok\n[content of type "hologram", not shown]\n\n[malformed content item]' }] });
+  }, 60_000);
+
   it("a server listing 200 000 tools on every page: the first 1 024 are read, 128 offered, the rest reported in one warning; its tools run", async () => {
     const { c, init, results } = await run(hostile("huge-list"), ["mcp__h__t5"], ["--log-level", "warn"]);
     expect(init.mcpServers[0]).toMatchObject({ name: "h", status: "connected" });
