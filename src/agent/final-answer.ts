@@ -20,12 +20,11 @@ import type { JsonObject, JsonValue, ToolCallBlock } from "../protocol/index.js"
 import { FINAL_ANSWER_TOOL, MAX_OUTPUT_ATTEMPTS, type OutputInvalidReason } from "../protocol/index.js";
 import type { ToolSpec } from "../providers/types.js";
 import type { ToolOutput } from "../tools/types.js";
+import { MAX_SCHEMA_EXPANSION, re2RegExp, refExpansion } from "../tools/json-schema-limits.js";
 import { loadPackages } from "../tools/packages-loader.js";
 
 /** Largest `outputSchema` accepted, as JSON. */
 export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024;
-/** Most subschemas one check may visit, references expanded (see `refExpansion`). */
-export const MAX_SCHEMA_EXPANSION = 100_000;
 /** Validation errors quoted back to the model. */
 const ERRORS_SHOWN = 5;
 
@@ -48,20 +47,13 @@ export interface OutputContract {
 }
 
 type AjvModule = typeof import("ajv/dist/2020.js");
-type Re2Module = { RE2JS: { compile(regex: string): { matcher(input: string): { find(): boolean } } } };
 let engines: Promise<{ ajv: import("ajv/dist/2020.js").default }> | undefined;
 
 /** One Ajv for the process (its compiled schemas are cached by content; a schema that failed is not kept). */
 function loadAjv(): Promise<{ ajv: import("ajv/dist/2020.js").default }> {
   engines ??= loadPackages().then(({ ajv2020: ajvModule, re2js: re2Module }) => {
     const Ajv = ((ajvModule as unknown as { default: AjvModule["default"] }).default ?? ajvModule) as AjvModule["default"];
-    const { RE2JS } = re2Module as unknown as Re2Module;
-    const regExp = Object.assign((pattern: string) => {
-      const re = RE2JS.compile(pattern);
-      // Ajv keys compiled patterns by `toString()`: each must name its own source, or every
-      // pattern would share the first one compiled (the meta-schema's).
-      return { test: (s: string) => re.matcher(s).find(), toString: () => `re2js:${pattern}` };
-    }, { code: "re2js" });
+    const regExp = re2RegExp(re2Module);
     const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp } });
     return { ajv };
   });
@@ -72,7 +64,7 @@ function loadAjv(): Promise<{ ajv: import("ajv/dist/2020.js").default }> {
 export async function compileOutputSchema(schema: JsonObject): Promise<OutputContract> {
   const bytes = Buffer.byteLength(JSON.stringify(schema));
   if (bytes > MAX_OUTPUT_SCHEMA_BYTES) throw new OutputSchemaError(`the schema is ${bytes} bytes of JSON; at most ${MAX_OUTPUT_SCHEMA_BYTES} are accepted`);
-  const expansion = refExpansion(schema);
+  const expansion = refExpansion(schema, (message) => new OutputSchemaError(message));
   if (expansion > MAX_SCHEMA_EXPANSION) {
     throw new OutputSchemaError(`its references expand to more than ${MAX_SCHEMA_EXPANSION} subschemas (checking a value could take exponential time)`);
   }
@@ -101,63 +93,6 @@ export async function compileOutputSchema(schema: JsonObject): Promise<OutputCon
     return { ok: false, problem: shown.join("; ") };
   };
   return { schema, tool: finalAnswerTool(schema, wrapped), check };
-}
-
-/**
- * How many subschemas checking one value may visit, `$ref`s expanded: a schema of a few
- * kilobytes whose definitions each refer to the next one twice (`anyOf: [{$ref: b}, {$ref: b}]`)
- * takes 2^n steps to check, all on the bridge's one thread. A reference back into the schema
- * being expanded (recursion) counts once: it only goes on as deep as the value does. Only local
- * references are taken (`#`, `#/json/pointer`, `#anchor`): nothing is fetched, and the count
- * must see every target.
- */
-function refExpansion(root: JsonObject): number {
-  const anchors = new Map<string, JsonValue>();
-  const collect = (node: JsonValue): void => {
-    if (Array.isArray(node)) node.forEach(collect);
-    else if (node !== null && typeof node === "object") {
-      for (const key of ["$anchor", "$dynamicAnchor"]) if (typeof node[key] === "string") anchors.set(node[key] as string, node);
-      Object.values(node).forEach(collect);
-    }
-  };
-  collect(root);
-  const resolve = (ref: string): JsonValue => {
-    if (ref === "#") return root;
-    if (!ref.startsWith("#/")) {
-      const anchored = ref.startsWith("#") ? anchors.get(ref.slice(1)) : undefined;
-      if (anchored === undefined) throw new OutputSchemaError(`'$ref: ${ref}': only local references (#, #/pointer, #anchor) are supported`);
-      return anchored;
-    }
-    let node: JsonValue | undefined = root;
-    for (const raw of ref.slice(2).split("/")) {
-      const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
-      node = node !== null && typeof node === "object" ? (node as Record<string, JsonValue>)[key] : undefined;
-    }
-    if (node === undefined) throw new OutputSchemaError(`can't resolve reference ${ref}`);
-    return node;
-  };
-  const memo = new Map<JsonValue, number>();
-  const expanding = new Set<JsonValue>();
-  const size = (node: JsonValue): number => {
-    if (node === null || typeof node !== "object") return 1;
-    const known = memo.get(node);
-    if (known !== undefined) return known;
-    if (expanding.has(node)) return 1;
-    expanding.add(node);
-    let total = 1;
-    const parts = Array.isArray(node) ? node : Object.entries(node).filter(([k]) => k !== "$defs" && k !== "definitions" && k !== "enum" && k !== "const").map(([, v]) => v);
-    for (const part of parts) total = Math.min(total + size(part), MAX_SCHEMA_EXPANSION + 1);
-    if (!Array.isArray(node)) {
-      for (const key of ["$ref", "$dynamicRef"]) {
-        const ref = node[key];
-        if (typeof ref === "string") total = Math.min(total + size(resolve(ref)), MAX_SCHEMA_EXPANSION + 1);
-      }
-    }
-    expanding.delete(node);
-    memo.set(node, total);
-    return total;
-  };
-  return size(root);
 }
 
 function finalAnswerTool(schema: JsonObject, wrapped: boolean): ToolSpec {

@@ -15,20 +15,26 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, McpError, ResultSchema, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import * as path from "node:path";
 import type { Logger } from "../log.js";
 import { DEFAULT_MCP_STARTUP_TIMEOUT_MS, DEFAULT_MCP_TOOL_TIMEOUT_MS, type McpServerConfig, type McpServerStatus } from "../protocol/mcp-types.js";
 import type { JsonObject } from "../protocol/types.js";
 import { commandEnv } from "../sandbox/command-env.js";
 import type { ToolOutput } from "../tools/types.js";
-import { httpTransport } from "./http-transport.js";
+import { HttpTransport, httpTransport } from "./http-transport.js";
 import { offerTools, type ListedTool, type OfferedTool } from "./names.js";
+import { LazyOutputValidator, ready as outputValidatorReady } from "./output-validator.js";
 import { toToolOutput } from "./results.js";
+import { cacheListedTools, listToolPage } from "./tool-list.js";
 import { ProcessGroupTransport } from "./stdio-transport.js";
 
 /** Pages of `tools/list` read at most (a server paging forever must not hold the start). */
 const MAX_LIST_PAGES = 20;
+/** Tools of one server read at most, over its pages (`MAX_TOOLS_PER_SERVER` of them are offered). */
+export const MAX_LISTED_TOOLS = 1024;
+/** Left-out tools named in the log line of one listing; the rest are counted. */
+const MAX_NOTES_LOGGED = 20;
 
 export interface ConnectionContext {
   workspace: string;
@@ -36,6 +42,8 @@ export interface ConnectionContext {
   env: NodeJS.ProcessEnv;
   logger: Logger;
   version: string;
+  /** Loads re2js, for the output schemas' patterns (output-validator.ts). */
+  loadRe2: () => Promise<unknown>;
   /** Called when the offered tools changed (tools/list_changed, a restart). */
   onToolsChanged: () => void;
 }
@@ -99,7 +107,7 @@ export class McpConnection {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), this.startupTimeoutMs);
     const transport = this.makeTransport();
-    const client = new Client({ name: "harness-bridge", version }, { capabilities: {} });
+    const client = new Client({ name: "harness-bridge", version }, { capabilities: {}, jsonSchemaValidator: new LazyOutputValidator() });
     client.onclose = () => {
       // A close while connecting is the start's failure (below); one after `close()` is ours.
       if (this.client !== client || !this.alive || this.closed) return;
@@ -161,30 +169,47 @@ export class McpConnection {
 
   /** What a closed stdio server left to say (exit status, the end of its stderr); `fallback` otherwise. */
   private exitDescription(transport: Transport, fallback: string): string {
+    // The bridge's own reason for ending it comes before the signal it sent.
+    const stopped = transport instanceof ProcessGroupTransport || transport instanceof HttpTransport ? transport.closedBecause : undefined;
+    if (stopped) return `was stopped by the bridge: ${stopped}`;
     if (!(transport instanceof ProcessGroupTransport) || !transport.exit) return fallback;
     const { code, signal } = transport.exit;
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     return `${how}${transport.stderr ? `; its stderr ended with: ${transport.stderr.slice(-500)}` : ""}`;
   }
 
-  private async listTools(client: Client, signal: AbortSignal | undefined, timeout: number): Promise<ListedTool[]> {
+  /**
+   * The server's tools, every page, up to `MAX_LISTED_TOOLS` (`unread`: whether it listed more).
+   * A server listing hundreds of thousands must not make the bridge hold them all, nor fail
+   * with a stack overflow: a page is copied one tool at a time (tool-list.ts reads each entry).
+   */
+  private async listTools(client: Client, signal: AbortSignal | undefined, timeout: number): Promise<{ tools: ListedTool[]; unread: boolean }> {
     const tools: ListedTool[] = [];
+    const valid: Tool[] = [];
     let cursor: string | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout });
-      tools.push(...(result.tools as ListedTool[]));
+    let unread = false;
+    for (let page = 0; page < MAX_LIST_PAGES && !unread; page++) {
+      const result = await listToolPage(client, cursor, { signal, timeout }, MAX_LISTED_TOOLS - tools.length);
+      unread = result.unread;
+      for (const tool of result.tools) tools.push(tool);
+      for (const tool of result.valid) valid.push(tool);
       cursor = result.nextCursor;
       if (cursor === undefined) break;
     }
-    return tools;
+    cacheListedTools(client, valid);
+    return { tools, unread };
   }
 
-  private setTools(listed: ListedTool[]): void {
+  private setTools({ tools: listed, unread }: { tools: ListedTool[]; unread: boolean }): void {
     const { tools, leftOut, withheld } = offerTools(this.name, listed, this.boundNames);
+    if (unread) leftOut.push(`every tool past the first ${MAX_LISTED_TOOLS} listed (not read)`);
     this.withheld = withheld;
     this.tools = tools;
     this.leftOut = leftOut;
-    if (leftOut.length > 0) this.context.logger.warn(`MCP server ${this.name}: tools left out: ${leftOut.join(", ")}`);
+    if (leftOut.length > 0) {
+      const shown = leftOut.length > MAX_NOTES_LOGGED ? [...leftOut.slice(0, MAX_NOTES_LOGGED), `and ${leftOut.length - MAX_NOTES_LOGGED} more`] : leftOut;
+      this.context.logger.warn(`MCP server ${this.name}: tools left out: ${shown.join(", ")}`);
+    }
     this.context.onToolsChanged();
   }
 
@@ -240,8 +265,21 @@ export class McpConnection {
     }
     const client = this.client!;
     const transport = this.transport!;
+    // The SDK adds an abort listener to the signal it is given and never removes it: given the
+    // turn's signal, every finished call of the turn stayed listed (its request with it), and a
+    // cancel of the turn then sent notifications/cancelled for each. A signal of this call's
+    // own, which follows the turn's only while the call runs.
+    const callAbort = new AbortController();
+    const follow = () => callAbort.abort(signal.reason);
+    if (signal.aborted) follow();
+    else signal.addEventListener("abort", follow, { once: true });
     try {
-      const result = await client.callTool({ name: tool.serverToolName, arguments: args }, undefined, { signal, timeout: this.toolTimeoutMs });
+      // The SDK checks a structured result against the tool's output schema with re2js loaded.
+      await outputValidatorReady(this.context.loadRe2);
+      // Any result object is taken (results.ts describes what it holds): with the SDK's own
+      // schema, one content item of a type it does not know failed the whole call with a zod dump.
+      const anyResult = ResultSchema as unknown as typeof CallToolResultSchema;
+      const result = await client.callTool({ name: tool.serverToolName, arguments: args }, anyResult, { signal: callAbort.signal, timeout: this.toolTimeoutMs });
       return toToolOutput(result);
     } catch (error) {
       if (signal.aborted) return errorOutput(`the ${tool.name} call was aborted; ${label} was told to cancel it`);
@@ -258,6 +296,8 @@ export class McpConnection {
         return errorOutput(`${label} ${this.exitDescription(transport, "closed the connection")} during this call${next}`);
       }
       return errorOutput(`${label} failed this call: ${messageOf(error)}`);
+    } finally {
+      signal.removeEventListener("abort", follow);
     }
   }
 

@@ -1,10 +1,19 @@
 /**
- * MCP's streamable HTTP transport (the SDK's), with every response body capped.
+ * MCP's streamable HTTP transport (the SDK's), with every response body capped and the
+ * requests in flight bounded.
  *
  * Why the cap: the SDK reads a JSON response whole and buffers an SSE event until its end, so a
  * hostile or broken server could make the bridge hold any amount of memory. Each response body
  * (a POST's answer, or one SSE stream) errors once it passed `MAX_RESPONSE_BYTES`; the call it
  * carried fails with that error, the bridge goes on.
+ *
+ * Why the bound: the SDK answers each request a server sends on its SSE stream (ping) with a
+ * POST of its own, without waiting for the last one: a server flooding pings and slow to take
+ * the answers made the bridge open thousands of sockets (descriptors every session needs) and
+ * grow its memory without bound. At most `MAX_REQUESTS_IN_FLIGHT` requests wait for their
+ * response's headers at once; the others queue, and a queue past `MAX_REQUESTS_WAITING` is a
+ * server that does not take what it is sent: the connection ends, as a stdio server's that
+ * does not read its input (stdio-transport.ts), and the call says why.
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { guardHttpSockets } from "../http-socket-guard.js";
@@ -14,10 +23,66 @@ import type { McpHttpServerConfig } from "../protocol/mcp-types.js";
 /** Most bytes one response body may carry. */
 export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
-/** `fetch` whose response bodies error past `limit` bytes. */
-export function cappedFetch(limit = MAX_RESPONSE_BYTES): typeof fetch {
+/** Requests to one server waiting for their response's headers at once. */
+export const MAX_REQUESTS_IN_FLIGHT = 64;
+/** Requests to one server queued behind those, past which the connection ends. */
+export const MAX_REQUESTS_WAITING = 10_000;
+
+/** At most `inFlight` callers at once; past `waiting` queued, `enter` rejects with `overflow`'s error. */
+export class RequestLimiter {
+  private running = 0;
+  private readonly queue: Array<() => void> = [];
+
+  constructor(
+    private readonly inFlight = MAX_REQUESTS_IN_FLIGHT,
+    private readonly waiting = MAX_REQUESTS_WAITING,
+    private readonly overflow: (error: Error) => void = () => undefined,
+  ) {}
+
+  /** Resolves to the slot's release once a slot is free; an abort while queued leaves the queue. */
+  async enter(signal?: AbortSignal | null): Promise<() => void> {
+    if (this.running >= this.inFlight) {
+      if (this.queue.length >= this.waiting) {
+        const error = new Error(`the MCP server does not take its requests (${this.running} waiting for an answer, ${this.queue.length} more queued)`);
+        this.overflow(error);
+        throw error;
+      }
+      await new Promise<void>((resolve, reject) => {
+        const go = () => {
+          signal?.removeEventListener("abort", abort);
+          resolve();
+        };
+        const abort = () => {
+          const at = this.queue.indexOf(go);
+          if (at !== -1) this.queue.splice(at, 1);
+          reject(signal!.reason);
+        };
+        if (signal?.aborted) return abort();
+        signal?.addEventListener("abort", abort, { once: true });
+        this.queue.push(go);
+      });
+    }
+    this.running++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.running--;
+      this.queue.shift()?.();
+    };
+  }
+}
+
+/** `fetch` whose response bodies error past `limit` bytes, at most `limiter`'s requests waiting for headers at once. */
+export function cappedFetch(limit = MAX_RESPONSE_BYTES, limiter = new RequestLimiter()): typeof fetch {
   return async (input, init) => {
-    const response = await fetch(input, init);
+    const release = await limiter.enter(init?.signal);
+    let response: Response;
+    try {
+      response = await fetch(input, init);
+    } finally {
+      release();
+    }
     if (!response.body) return response;
     let seen = 0;
     const counted = response.body.pipeThrough(
@@ -33,14 +98,24 @@ export function cappedFetch(limit = MAX_RESPONSE_BYTES): typeof fetch {
   };
 }
 
-export function httpTransport(config: McpHttpServerConfig, logger?: Logger): StreamableHTTPClientTransport {
+/** The SDK's transport, and why the bridge ended it itself, if it did. */
+export class HttpTransport extends StreamableHTTPClientTransport {
+  closedBecause: string | undefined;
+}
+
+export function httpTransport(config: McpHttpServerConfig, logger?: Logger): HttpTransport {
   // The global fetch is Node's own undici, whose HTTP/1 parser can still throw from a socket
   // handler (nodejs/undici#5360): such a throw fails the call, never the bridge (http-socket-guard.ts).
   guardHttpSockets((error, event) => logger?.warn(`an HTTP connection failed in its '${event}' handler and was closed, failing its request: ${error.stack ?? error.message}`));
-  return new StreamableHTTPClientTransport(new URL(config.url), {
-    fetch: cappedFetch(),
+  const limiter = new RequestLimiter(MAX_REQUESTS_IN_FLIGHT, MAX_REQUESTS_WAITING, (error) => {
+    transport.closedBecause ??= error.message;
+    void transport.close();
+  });
+  const transport: HttpTransport = new HttpTransport(new URL(config.url), {
+    fetch: cappedFetch(MAX_RESPONSE_BYTES, limiter),
     requestInit: config.headers ? { headers: config.headers } : undefined,
     // A lost SSE stream is retried a couple of times, not forever: a dead server becomes tool errors.
     reconnectionOptions: { initialReconnectionDelay: 1000, maxReconnectionDelay: 10_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
   });
+  return transport;
 }

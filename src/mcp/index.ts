@@ -22,6 +22,8 @@ export interface McpServersOptions {
   env: NodeJS.ProcessEnv;
   logger: Logger;
   version: string;
+  /** Loads re2js (the packages chunk's), on which the tools' output schemas run their patterns (output-validator.ts). */
+  loadRe2: () => Promise<unknown>;
 }
 
 /** The configured servers; `start` connects them all in parallel. */

@@ -27,8 +27,16 @@ const MAX_NAME = 64;
 export const MAX_TOOLS_PER_SERVER = 128;
 /** Descriptions longer than this are cut (with a marker). */
 export const MAX_DESCRIPTION_CHARS = 4096;
+/** A note on a contested name quotes at most this many of the other tools that claim it. */
+const MAX_NAMES_QUOTED = 5;
 /** A tool whose input schema serializes longer than this is left out. */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
+/**
+ * The descriptions and schemas of one server's offered tools, together, at most: each model
+ * request carries them all, and 128 tools at the per-tool caps would be megabytes of every
+ * request. A tool that would pass it is left out.
+ */
+export const MAX_SERVER_TOOL_BYTES = 256 * 1024;
 
 /** The name the model sees for `tool` of `server` (a valid server name, see MCP_SERVER_NAME). */
 export function offeredName(server: string, tool: string): string {
@@ -71,32 +79,46 @@ export function offerTools(
   const tools: OfferedTool[] = [];
   const leftOut: string[] = [];
   const withheld = new Map<string, string[]>();
+  // Every step is linear in the list: a hostile server's list of a million copies of one name
+  // must not hold the main thread (every session waits on it) nor make a note per copy.
   const leave = (name: string, note: string) => {
     leftOut.push(note);
-    withheld.set(name, [...(withheld.get(name) ?? []), note]);
+    const notes = withheld.get(name);
+    if (notes) notes.push(note);
+    else withheld.set(name, [note]);
   };
   const named = listed.filter((tool) => typeof tool?.name === "string");
+  let offeredBytes = 0;
   // Who claims each offered name, over the whole list, before any is offered: order-independent.
-  const claims = new Map<string, string[]>();
+  // Each distinct tool name once, with how many times it was listed.
+  const claims = new Map<string, Map<string, number>>();
   for (const tool of named) {
     const name = offeredName(server, tool.name);
-    claims.set(name, [...(claims.get(name) ?? []), tool.name]);
+    let claimants = claims.get(name);
+    if (!claimants) claims.set(name, (claimants = new Map()));
+    claimants.set(tool.name, (claimants.get(tool.name) ?? 0) + 1);
   }
   const quote = (name: string) => `'${name.slice(0, 100)}'`;
+  const quoteSome = (names: string[]) =>
+    names.length <= MAX_NAMES_QUOTED ? names.map(quote).join(", ") : `${names.slice(0, MAX_NAMES_QUOTED).map(quote).join(", ")} and ${names.length - MAX_NAMES_QUOTED} more`;
   for (const tool of named) {
     if (tools.length >= MAX_TOOLS_PER_SERVER) {
       leftOut.push(`${named.length - MAX_TOOLS_PER_SERVER} tools past the first ${MAX_TOOLS_PER_SERVER}`);
       break;
     }
     const name = offeredName(server, tool.name);
-    const claimants = claims.get(name) ?? [];
-    if (claimants.length > 1) {
-      const others = claimants.filter((other) => other !== tool.name);
+    const claimants = claims.get(name)!;
+    const copies = claimants.get(tool.name)!;
+    // A later copy of a name already noted (below: one note per distinct tool name).
+    if (copies === 0) continue;
+    if (claimants.size > 1 || copies > 1) {
+      claimants.set(tool.name, 0);
+      const others = [...claimants.keys()].filter((other) => other !== tool.name);
       leave(
         name,
         others.length === 0
-          ? `${quote(tool.name)} (listed ${claimants.length} times; no copy is offered)`
-          : `${quote(tool.name)} (its name ${name} is also the name of ${others.map(quote).join(", ")}; none of them is offered)`,
+          ? `${quote(tool.name)} (listed ${copies} times; no copy is offered)`
+          : `${quote(tool.name)} (its name ${name} is also the name of ${quoteSome(others)}${copies > 1 ? `, and it is listed ${copies} times` : ""}; none of them is offered)`,
       );
       continue;
     }
@@ -111,12 +133,19 @@ export function offerTools(
       leave(name, `${quote(tool.name)} (its input schema is not an object of at most ${MAX_SCHEMA_BYTES} bytes)`);
       continue;
     }
+    const full = typeof tool.description === "string" && tool.description.trim() ? tool.description : `The ${tool.name.slice(0, 100)} tool of the MCP server ${server}`;
+    const description = full.length > MAX_DESCRIPTION_CHARS ? `${full.slice(0, MAX_DESCRIPTION_CHARS)} […cut]` : full;
+    const bytes = Buffer.byteLength(schemaText) + Buffer.byteLength(description);
+    if (offeredBytes + bytes > MAX_SERVER_TOOL_BYTES) {
+      leave(name, `${quote(tool.name)} (the server's tools offered before it hold ${offeredBytes} bytes of descriptions and schemas; with its ${bytes} they would pass ${MAX_SERVER_TOOL_BYTES})`);
+      continue;
+    }
+    offeredBytes += bytes;
     bound.set(name, tool.name);
-    const description = typeof tool.description === "string" && tool.description.trim() ? tool.description : `The ${tool.name.slice(0, 100)} tool of the MCP server ${server}`;
     tools.push({
       name,
       serverToolName: tool.name,
-      description: description.length > MAX_DESCRIPTION_CHARS ? `${description.slice(0, MAX_DESCRIPTION_CHARS)} […cut]` : description,
+      description,
       // The model APIs want an object schema; MCP requires `type: "object"`, a server may omit it.
       parameters: { ...(JSON.parse(schemaText) as JsonObject), type: "object" },
       readOnly: tool.annotations?.readOnlyHint === true,

@@ -24,6 +24,13 @@ import { findBash } from "../sandbox/locate.js";
 
 /** Longest frame accepted from a server. */
 export const MAX_LINE_BYTES = 32 * 1024 * 1024;
+/**
+ * Bytes, and messages, written to a server and not yet taken by it, past which the server is
+ * one that does not read its input (each queued message costs the bridge its bytes and a few
+ * hundred more of bookkeeping).
+ */
+export const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
+export const MAX_UNREAD_WRITES = 10_000;
 /** The end of the server's stderr kept for error messages. */
 const STDERR_TAIL_CHARS = 2000;
 
@@ -51,8 +58,12 @@ export class ProcessGroupTransport implements Transport {
   private child: ChildProcess | undefined;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
+  /** Writes to the server's stdin whose callback has not come (queued in the pipe's buffer). */
+  private unreadWrites = 0;
   private stderrTail = "";
   private closed = false;
+  /** Why the bridge ended the connection itself (a line too long, input left unread), if it did. */
+  closedBecause: string | undefined;
   /** How the process ended, once it did (for the error the next call reads). */
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private onExit: (() => void) | undefined;
@@ -118,8 +129,22 @@ export class ProcessGroupTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
     if (this.closed || !stdin || stdin.destroyed) return Promise.reject(new Error("the MCP server's connection is closed"));
+    // The SDK answers a server's requests (ping, and "method not found" for the rest) without
+    // waiting for the pipe to drain: a server that floods requests and never reads its stdin
+    // would grow the bridge's memory until it dies. Past the cap it is a server that does not
+    // read, and the connection ends, as for a line too long.
+    if (stdin.writableLength > MAX_UNREAD_BYTES || this.unreadWrites >= MAX_UNREAD_WRITES) {
+      const error = new Error(`the MCP server does not read its input (${stdin.writableLength} bytes in ${this.unreadWrites} messages unread)`);
+      this.refuse(error);
+      return Promise.reject(error);
+    }
+    this.unreadWrites++;
     return new Promise((resolve, reject) => {
-      stdin.write(`${JSON.stringify(message)}\n`, (error) => (error ? reject(error) : resolve()));
+      stdin.write(`${JSON.stringify(message)}\n`, (error) => {
+        this.unreadWrites--;
+        if (error) reject(error);
+        else resolve();
+      });
     });
   }
 
@@ -156,6 +181,12 @@ export class ProcessGroupTransport implements Transport {
     this.onclose?.();
   }
 
+  /** The bridge ends a server that broke the transport's rules, and remembers why. */
+  private refuse(error: Error): void {
+    this.closedBecause ??= error.message;
+    this.fail(error);
+  }
+
   private fail(error: Error): void {
     this.onerror?.(error);
     void this.close();
@@ -173,7 +204,7 @@ export class ProcessGroupTransport implements Transport {
     }
     if (start < chunk.length) {
       this.pendingBytes += chunk.length - start;
-      if (this.pendingBytes > MAX_LINE_BYTES) return this.fail(new Error(`the MCP server wrote a line longer than ${MAX_LINE_BYTES} bytes`));
+      if (this.pendingBytes > MAX_LINE_BYTES) return this.refuse(new Error(`the MCP server wrote a line longer than ${MAX_LINE_BYTES} bytes`));
       this.pending.push(chunk.subarray(start));
     }
   }

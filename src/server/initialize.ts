@@ -26,6 +26,7 @@ import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { loadMcp } from "./mcp-loader.js";
 import { tracerFor } from "./tracing-loader.js";
 import { buildSystemPrompt } from "./system-prompt.js";
+import { loadPackages } from "../tools/packages-loader.js";
 import { runtimeInfo } from "../version.js";
 
 /** The runtime of a successful `initialize`, with the modules it was built from. */
@@ -141,7 +142,9 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
   let mcp: import("../mcp/index.js").McpServers | undefined;
   if (params.mcpServers && Object.keys(params.mcpServers).length > 0) {
     const { McpServers } = await loadMcp();
-    mcp = new McpServers(params.mcpServers, { workspace, env, logger, version: settings.version });
+    // re2js for the output schemas' patterns comes from this bundle's packages chunk: the MCP chunk holds no copy of it.
+    const loadRe2 = () => loadPackages().then((packages) => packages.re2js);
+    mcp = new McpServers(params.mcpServers, { workspace, env, logger, version: settings.version, loadRe2 });
     settings.onMcpServers?.(mcp);
     mcpServers = await mcp.start();
   } else if (params.mcpServers) {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { MAX_DESCRIPTION_CHARS, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, offerTools, offeredName } from "../../src/mcp/names.js";
+import { MAX_DESCRIPTION_CHARS, MAX_SCHEMA_BYTES, MAX_SERVER_TOOL_BYTES, MAX_TOOLS_PER_SERVER, offerTools, offeredName } from "../../src/mcp/names.js";
 import { MAX_RESULT_CHARS, toToolOutput } from "../../src/mcp/results.js";
 
 const RULE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -80,10 +80,42 @@ describe("offered names", () => {
     // Only `readOnlyHint: true` makes a tool read-only; the model APIs get `type: "object"`.
     expect(tools[1]).toMatchObject({ readOnly: false, parameters: { type: "object", properties: {} }, description: expect.stringContaining("untyped") });
     // Neither copy of a name listed twice: which one ran would depend on the list's order.
-    expect(leftOut).toEqual([expect.stringContaining("'dup' (listed 2 times"), expect.stringContaining("'dup' (listed 2 times"), expect.stringContaining("'arr'"), expect.stringContaining("'big'")]);
+    expect(leftOut).toEqual([expect.stringContaining("'dup' (listed 2 times"), expect.stringContaining("'arr'"), expect.stringContaining("'big'")]);
     const many = offerTools("s", Array.from({ length: MAX_TOOLS_PER_SERVER + 5 }, (_, i) => ({ name: `t${i}`, inputSchema: schema })));
     expect(many.tools).toHaveLength(MAX_TOOLS_PER_SERVER);
     expect(many.leftOut).toEqual([`5 tools past the first ${MAX_TOOLS_PER_SERVER}`]);
+  });
+});
+
+describe("a hostile tool list", () => {
+  it("a name listed 20 000 times is one note, the model's explanation stays short, and the other tools are offered", () => {
+    const copies = 20_000;
+    const listed = [{ name: "first", inputSchema: schema }, ...Array.from({ length: copies }, () => ({ name: "dup", inputSchema: schema })), { name: "last", inputSchema: schema }];
+    const { tools, leftOut, withheld } = offerTools("s", listed);
+    expect(tools.map((t) => t.name)).toEqual(["mcp__s__first", "mcp__s__last"]);
+    expect(leftOut).toEqual([`'dup' (listed ${copies} times; no copy is offered)`]);
+    expect(withheld.get("mcp__s__dup")).toEqual(leftOut);
+  });
+
+  it("128 tools each at the caps of description and schema: what every model request would carry stays within the server's budget; the rest are left out, saying why", () => {
+    const big = { type: "object", properties: { x: { type: "string", description: "y".repeat(MAX_SCHEMA_BYTES - 200) } } };
+    const listed = Array.from({ length: MAX_TOOLS_PER_SERVER }, (_, i) => ({ name: `t${i}`, description: "d".repeat(MAX_DESCRIPTION_CHARS), inputSchema: big }));
+    const { tools, leftOut } = offerTools("s", [{ name: "small", inputSchema: schema }, ...listed]);
+    const carried = tools.reduce((sum, t) => sum + Buffer.byteLength(JSON.stringify(t.parameters)) + Buffer.byteLength(t.description), 0);
+    expect(carried).toBeLessThanOrEqual(MAX_SERVER_TOOL_BYTES + tools.length * 20);
+    expect(tools.length).toBeGreaterThan(1);
+    expect(tools[0]!.name).toBe("mcp__s__small");
+    expect(leftOut).toHaveLength(MAX_TOOLS_PER_SERVER + 1 - tools.length);
+    expect(leftOut[0]).toMatch(/^'t\d+' \(the server's tools offered before it hold \d+ bytes of descriptions and schemas; with its \d+ they would pass 262144\)$/);
+  });
+
+  it("a contested name listed many times by each claimant: one note per claimant, quoting the others", () => {
+    const rewritten = offeredName("s", "a/b");
+    const listed = [...Array.from({ length: 1000 }, () => ({ name: "a/b", inputSchema: schema })), ...Array.from({ length: 1000 }, () => ({ name: rewritten.slice("mcp__s__".length), inputSchema: schema }))];
+    const { tools, leftOut } = offerTools("s", listed);
+    expect(tools).toEqual([]);
+    expect(leftOut).toHaveLength(2);
+    expect(leftOut[0]).toContain("and it is listed 1000 times");
   });
 });
 

@@ -1,11 +1,12 @@
 /**
  * The MCP transports against hostile or broken servers: an endless line, lines that are not
- * JSON-RPC, helpers left in the server's process group, response bodies past the cap.
+ * JSON-RPC, helpers left in the server's process group, response bodies past the cap, a server
+ * slow to take requests while more keep coming.
  */
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { cappedFetch } from "../../src/mcp/http-transport.js";
+import { RequestLimiter, cappedFetch } from "../../src/mcp/http-transport.js";
 import { MAX_LINE_BYTES, ProcessGroupTransport } from "../../src/mcp/stdio-transport.js";
 import { gone } from "../support/mcp-servers.js";
 
@@ -78,6 +79,48 @@ describe("the HTTP transport's fetch", () => {
       expect((await (await capped(`${base}/small`)).arrayBuffer()).byteLength).toBe(400 * 1024);
       await expect((await capped(`${base}/big`)).arrayBuffer()).rejects.toThrow(/passed 1048576 bytes/);
     } finally {
+      srv.close();
+    }
+  });
+});
+
+describe("the HTTP transport's requests in flight", () => {
+  it("at most the bound wait for headers at once; past the queue's bound a request fails and the overflow is reported; a queued request's abort leaves the queue", async () => {
+    let open = 0;
+    let most = 0;
+    const held: http.ServerResponse[] = [];
+    const srv = http.createServer((req, res) => {
+      open++;
+      most = Math.max(most, open);
+      res.on("close", () => open--);
+      held.push(res);
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`;
+    const overflows: string[] = [];
+    const limiter = new RequestLimiter(3, 4, (error) => overflows.push(error.message));
+    const capped = cappedFetch(1024, limiter);
+    try {
+      const answered = Array.from({ length: 6 }, () => capped(url, { method: "POST", body: "{}" }));
+      const aborted = new AbortController();
+      const gone = capped(url, { method: "POST", body: "{}", signal: aborted.signal });
+      await expect.poll(() => held.length).toBe(3);
+      aborted.abort(new Error("cancelled"));
+      await expect(gone).rejects.toThrow("cancelled");
+      // 3 in flight and 3 queued: one more fits, the next is refused.
+      const last = capped(url, { method: "POST", body: "{}" });
+      await expect(capped(url, { method: "POST", body: "{}" })).rejects.toThrow("the MCP server does not take its requests (3 waiting for an answer, 4 more queued)");
+      expect(overflows).toHaveLength(1);
+      // Each answer lets one queued request go; every request kept is answered, never more than 3 at once.
+      for (let i = 0; i < 7; i++) {
+        await expect.poll(() => held.length).toBeGreaterThan(i);
+        held[i]!.writeHead(202).end();
+      }
+      for (const response of [...answered, last]) expect((await response).status).toBe(202);
+      expect(most).toBe(3);
+      expect(held).toHaveLength(7);
+    } finally {
+      srv.closeAllConnections();
       srv.close();
     }
   });

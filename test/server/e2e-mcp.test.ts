@@ -117,6 +117,7 @@ describe("MCP tool results", () => {
         {
           toolCalls: [
             call("sum", "mcp__everything__get-sum", { a: 2, b: 3 }),
+            call("structured", "mcp__everything__get-structured-content", { location: "Chicago" }),
             call("img", "mcp__everything__get-tiny-image"),
             call("link", "mcp__everything__get-resource-links", { count: 1 }),
             call("bad-args", "mcp__everything__echo", { message: 42 }),
@@ -133,6 +134,9 @@ describe("MCP tool results", () => {
     expect(response.result.status).toBe("ok");
     expect(results.sum).toMatchObject({ isError: false });
     expect(text(results.sum)).toContain("5");
+    // A result checked against the tool's output schema (zod's, as the server's SDK writes it) passes.
+    expect(results.structured).toMatchObject({ isError: false });
+    expect(text(results.structured)).toContain("temperature");
     expect(text(results.img)).toMatch(/\[image: image\/png, \d+ bytes, not shown\]/);
     expect(text(results.link)).toMatch(/\[resource link: \S+/);
     expect(results["bad-args"].isError).toBe(true);

@@ -16,7 +16,7 @@ from ._internal.prompt import PromptCall, PromptInput, run_prompt
 from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
 from ._internal.output import output_spec
-from ._internal.harness_setup import LogFolder, check_tools, initialize_keywords
+from ._internal.harness_setup import LogFolder, check_tools, close_when_dropped, initialize_keywords
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
 from .events import event_from_notification
@@ -162,6 +162,7 @@ class DeepSeekHarness:
         self._start_lock = threading.Lock()
         self._initialized: Optional[InitializeResponse] = None
         self._costs = _turn_control.SessionCosts()
+        self._close_when_dropped = close_when_dropped(self, self._client, self._dispatcher)
 
     @property
     def client(self) -> HarnessClient:
@@ -193,6 +194,7 @@ class DeepSeekHarness:
         """Shuts the bridge down (see :meth:`HarnessClient.close`), then the client tools'
         worker pool (a sync tool still running finishes on its own; its answer is dropped).
         Idempotent."""
+        self._close_when_dropped.detach()
         self._client.close()
         if self._dispatcher is not None:
             self._dispatcher.close()

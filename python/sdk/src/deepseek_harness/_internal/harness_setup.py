@@ -5,6 +5,8 @@ of its session logs, as the bridge reports it. Shared by the blocking and the as
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
@@ -12,7 +14,7 @@ from ..client_tools import ClientTool, split_tools
 from ..hooks import Hooks
 from ..options import INITIALIZE_FIELDS, HarnessOptions
 
-__all__ = ["HarnessTools", "check_tools", "initialize_keywords", "LogFolder"]
+__all__ = ["HarnessTools", "check_tools", "initialize_keywords", "LogFolder", "close_when_dropped"]
 
 
 @dataclass(frozen=True)
@@ -77,3 +79,25 @@ class LogFolder:
     def learn(self, folder: Optional[str]) -> None:
         self.known = True
         self.folder = folder
+
+
+def close_when_dropped(harness: Any, client: Any, dispatcher: Any) -> "weakref.finalize[Any, Any]":
+    """Closes ``client`` (and ``dispatcher``, if any) once ``harness`` is garbage collected
+    without having been closed: the reader thread holds the client, so an unclosed harness
+    dropped by its program otherwise left its bridge process and two threads running until the
+    interpreter exited. The close (shutdown, then stdin closed: turns in flight settle) runs on
+    a daemon thread of its own, since a finalizer may run on any thread, the reader's included,
+    and must not block. The harness's ``close`` detaches it; at interpreter exit the client's
+    own exit hook closes it instead (no thread can be started then)."""
+    finalizer = weakref.finalize(harness, _close_dropped, client, dispatcher)
+    finalizer.atexit = False
+    return finalizer
+
+
+def _close_dropped(client: Any, dispatcher: Any) -> None:
+    def close() -> None:
+        client.close()
+        if dispatcher is not None:
+            dispatcher.close()
+
+    threading.Thread(target=close, name="harness-bridge-dropped", daemon=True).start()
