@@ -138,6 +138,33 @@ class AppendFsync:
         os.close(self.fd)
 
 
+# The raw echo's p50 above which a round counts as slow whatever its CPU: well above what the
+# echo takes while the development machine is fast, well below what it takes in either slow state
+# (the figures: bench/README.md, issue 34, round 13).
+SLOW_ECHO_P50 = 30e-6
+
+
+def by_state(res: Result, samples: Dict[str, List[List[float]]], echo_cpu: List[float]) -> None:
+    """The bridge's ratios to ACP's agent by the machine's state, round by round. A round's state
+    is read from the raw echo's block in it. Slow: the echo waits more than twice what it works
+    (wake-ups are slow: an idle machine's halted CPUs), or its p50 is over `SLOW_ECHO_P50` (its
+    CPU is slow: other processes share it). There a server that writes part of its answer early
+    (ACP's agent writes its notification before its response) overlaps the client's wake-up with
+    its own work; where the machine is fast that early write is one more wake-up to pay."""
+    states: Dict[str, List[int]] = {"slow": [], "fast": []}
+    for r, cpu in enumerate(echo_cpu):
+        echo50 = percentile(samples["echo"][r], 50)
+        states["slow" if echo50 > 2 * cpu or echo50 > SLOW_ECHO_P50 else "fast"].append(r)
+    for state, rounds in states.items():
+        if not rounds:
+            continue
+        ratio = lambda key, p: median([percentile(samples[key][r], p) / percentile(samples["acp"][r], p) for r in rounds])
+        echo50 = median([percentile(samples["echo"][r], 50) for r in rounds])
+        cpu = median([echo_cpu[r] for r in rounds])
+        res.row(f"{state} rounds ({len(rounds)} of {len(echo_cpu)}; echo p50 {echo50 * 1e6:.0f} µs, its CPU {cpu * 1e6:.0f} µs a request): "
+                "the bridge against ACP, median of the rounds' ratios", "", "", f"{ratio('bridge', 50):.2f}x", f"{ratio('bridge', 99):.2f}x")
+
+
 def jsonrpc(rid: int, method: str, params: Dict[str, object]) -> bytes:
     return line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
 
@@ -176,12 +203,16 @@ def run(ctx: Context) -> Result:
         "echo-fsync": RawPeer([node, str(BENCH / "echo_server.mjs"), "--append-fsync", str(tmp / "sessions" / "echo.jsonl")], bridge_prompt, []),
     }
     samples: Dict[str, List[List[float]]] = {key: [] for key in peers}
+    echo_cpu: List[float] = []  # the echo's CPU a request, block by block (the machine's state)
     try:
         for peer in peers.values():
             peer.latencies(warmup)  # type: ignore[attr-defined]
         for _ in range(rounds):
             for key, peer in peers.items():
+                cpu = cpu_seconds(peer.proc.pid) if key == "echo" else 0.0  # type: ignore[attr-defined]
                 samples[key].append(peer.latencies(block))  # type: ignore[attr-defined]
+                if key == "echo":
+                    echo_cpu.append((cpu_seconds(peer.proc.pid) - cpu) / block)  # type: ignore[attr-defined]
     finally:
         for peer in peers.values():
             peer.close()  # type: ignore[attr-defined]
@@ -199,6 +230,7 @@ def run(ctx: Context) -> Result:
     for key, name in names.items():
         res.row(name, f"{p50[key] * 1e6:.0f}", f"{p99[key] * 1e6:.0f}",
                 *([f"{p50[key] / p50['acp']:.2f}x", f"{p99[key] / p99['acp']:.2f}x"] if key not in ("fsync", "echo-fsync") else ["", ""]))
+    by_state(res, samples, echo_cpu)
     r50, r99 = p50["bridge"] / p50["acp"], p99["bridge"] / p99["acp"]
     res.goal("round trip: bridge prompt p50 <= ACP SDK agent p50 (--no-session-log)", f"{r50:.2f}x ({p50['bridge'] * 1e6:.0f} vs {p50['acp'] * 1e6:.0f} µs)", r50 <= 1.0)
     res.goal("round trip: bridge prompt p99 <= ACP SDK agent p99 (--no-session-log)", f"{r99:.2f}x ({p99['bridge'] * 1e6:.0f} vs {p99['acp'] * 1e6:.0f} µs)", r99 <= 1.0)
@@ -218,6 +250,10 @@ def run(ctx: Context) -> Result:
                      "parse is the client's cost). All bridge prompts go to one session; with the log on, each turn ends with an fsync.")
     res.notes.append("The long-session rows are one more bridge (--no-session-log), one session, alone: CPU is every thread's "
                      "(schedstat), so JIT and collector threads count; RSS grows with the events a session keeps in memory.")
+    res.notes.append("The rows by state split the rounds by the raw echo's block in each: slow where its p50 is over twice its CPU a "
+                     f"request (slow wake-ups) or over {SLOW_ECHO_P50 * 1e6:.0f} µs (a slow CPU). Run to run the machine moves between the "
+                     "states, and the bridge's ratio to ACP's agent with it; the rows pair each round's bridge and ACP blocks, the "
+                     "goals above take each target's median block (bench/README.md, issue 34, round 13).")
     res.notes.append("The fsync floor is timed in the client's process (os.write + os.fsync): the least a durable turn can cost on this disk.")
     echo_extra = p50["echo-fsync"] - p50["echo"]
     res.notes.append(f"The same append + fsync in a server, across the pipe: the echo's extra p50 is {echo_extra / p50['fsync']:.2f}x the floor "

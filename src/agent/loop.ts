@@ -145,9 +145,10 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
   config.steers?.close();
   const recorded = recorder?.finish(session);
   if (recorded) await recorded;
-  // Fields set one by one in this order, absent ones left out (no object spread for each event).
-  const end: SessionEventDataMap["turn/end"] = { turn, reason };
-  if (usage) end.usage = usage;
+  // Fields in this order, absent ones left out (no object spread for each event). Each shape is
+  // one whole literal: V8 gives a literal's object exactly its own fields, so a field added
+  // afterwards goes to a properties array of its own, kept with the event for the session's life.
+  const end: SessionEventDataMap["turn/end"] = usage ? { turn, reason, usage } : { turn, reason };
   if (reason.kind === "completed" && final?.accepted) end.output = final.accepted.value;
   room = session.emit("turn/end", end);
   if (room) await room;
@@ -235,8 +236,9 @@ async function runStep(
   // A step that produced nothing leaves no message: there is nothing to resume from.
   if (!assembler.isEmpty()) {
     const content = assembler.content(calls);
-    const message: SessionEventDataMap["assistant/message"] = { id: newMessageId(), turn, step, content, finishReason };
-    if (usage) message.usage = usage;
+    // One whole literal for each shape, as `turn/end`'s data (runTurn).
+    const id = newMessageId();
+    const message: SessionEventDataMap["assistant/message"] = usage ? { id, turn, step, content, finishReason, usage } : { id, turn, step, content, finishReason };
     const room = session.emit("assistant/message", message);
     if (room) await room;
   }

@@ -25,8 +25,11 @@ export class MessageAssembler {
       case "text-delta":
       case "reasoning-delta": {
         const type = part.type === "text-delta" ? "text" : "reasoning";
-        let last = this.parts[this.parts.length - 1];
-        if (!last || last.type !== type) this.parts.push((last = new TextParts(type)));
+        // Read only when there is one: `parts[-1]` is no element load but a property lookup by
+        // the name "-1", which V8 does in its runtime (a number made a string, then searched).
+        const { parts } = this;
+        let last = parts.length > 0 ? parts[parts.length - 1] : undefined;
+        if (!last || last.type !== type) parts.push((last = new TextParts(type)));
         last.append(part.text);
         break;
       }

@@ -133,6 +133,8 @@ export function loadScript(model: string, cwd: string): Script {
 }
 
 function chunksOf(text: string, size: number): string[] {
+  // A text of no more UTF-16 units than `size` holds no more code points either: one chunk, itself.
+  if (text.length <= size) return text === "" ? [] : [text];
   const out: string[] = [];
   // Split by code points so a chunk never holds half of a surrogate pair.
   const chars = Array.from(text);

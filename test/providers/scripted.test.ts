@@ -111,3 +111,35 @@ describe("HARNESS_SCRIPTED_DELAY_MS", () => {
     );
   });
 });
+
+describe("a step's text in chunks", () => {
+  async function chunks(text: string, chunkSize?: number): Promise<string[]> {
+    const provider = new ScriptedProvider({ turns: [{ steps: [{ text, chunkSize }] }] });
+    const request: ModelRequest = { model: "test", system: "", messages: [user("go")], tools: [], sessionId: "s" };
+    const out: string[] = [];
+    for await (const batch of provider.stream(request, new AbortController().signal)) {
+      for (const part of batch) if (part.type === "text-delta") out.push(part.text);
+    }
+    return out;
+  }
+
+  it.each([
+    ["", 4, []],
+    ["hi", 4, ["hi"]],
+    ["abcd", 4, ["abcd"]],
+    ["abcde", 4, ["abcd", "e"]],
+    // Chunks are cut by code points: an emoji (two UTF-16 units) is never split.
+    ["a😀b", 2, ["a😀", "b"]],
+    ["😀😀", 4, ["😀😀"]],
+    ["😀😀😀", 2, ["😀😀", "😀"]],
+  ])("%j by %i code points: %j", async (text, size, expected) => {
+    expect(await chunks(text as string, size as number)).toEqual(expected);
+  });
+
+  it("a text longer than the default size comes in more than one chunk, whole when joined", async () => {
+    const text = "x".repeat(40) + "😀";
+    const out = await chunks(text);
+    expect(out.length).toBeGreaterThan(1);
+    expect(out.join("")).toBe(text);
+  });
+});
