@@ -73,6 +73,13 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
 }
 
 /**
+ * The private folder's name for the last temporary folder seen: joined once per value (the
+ * start-up path asks for it several times where bubblewrap is off; why a `path.join` fewer
+ * counts there: home-folder.ts `resolvedHome`).
+ */
+let privateName: { tmp: string; name: string } | undefined;
+
+/**
  * The private folder's shared name (landlock-helper.ts `privateFolder`; a fresh folder it falls
  * back to is added with `hideFromSandbox`). Invariant: no sandboxed command can write it. It
  * holds the Landlock helper, checked and then executed (a command that could swap it between
@@ -81,7 +88,9 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
  * grant it: hidden, bubblewrap mounts over it and Landlock refuses such a workspace.
  */
 export function privateFolderName(): string {
-  return path.join(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
+  const tmp = tmpdir();
+  if (privateName?.tmp !== tmp) privateName = { tmp, name: path.join(tmp, `harness-bridge-${process.getuid?.() ?? "user"}`) };
+  return privateName.name;
 }
 
 /**
