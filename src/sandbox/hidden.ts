@@ -8,7 +8,7 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { homeFolder } from "../home-folder.js";
-import { isInside, isInsideNormal, isNormalAbsolute } from "../tools/path-inside.js";
+import { isInside, isInsideNormal, isNormalAbsolute, resolvedPath } from "../tools/path-inside.js";
 
 /**
  * Credential stores hidden from sandboxed commands, relative to the home folder: a folder is
@@ -25,7 +25,7 @@ const extraHidden = new Set<string>();
 /** Hides `p` from sandboxed commands too (the server calls it with the session root). */
 export function hideFromSandbox(p: string): void {
   const before = extraHidden.size;
-  extraHidden.add(path.resolve(p));
+  extraHidden.add(resolvedPath(p));
   if (extraHidden.size !== before) extraHiddenVersion += 1;
 }
 /** Bumped when `extraHidden` grows, so the file tools' cached list knows it is stale. */

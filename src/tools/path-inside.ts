@@ -23,6 +23,16 @@ export function isNormalAbsolute(p: string): boolean {
   );
 }
 
+/**
+ * `path.resolve(p)`, by `p` itself where it is in normal form already (`isNormalAbsolute`): the
+ * same answer. On the start-up path every `path.resolve` runs node's `normalizeString` over the
+ * path character by character, and enough of them get that function compiled by V8 (Maglev)
+ * before the `initialize` response (bench/README.md, "Why the code does this").
+ */
+export function resolvedPath(p: string): string {
+  return isNormalAbsolute(p) ? p : path.resolve(p);
+}
+
 /** `isInside` for two paths already known to be in normal form (`isNormalAbsolute`): a string comparison. */
 export function isInsideNormal(root: string, candidate: string): boolean {
   return root === "/" || candidate === root || (candidate.startsWith(root) && candidate.charCodeAt(root.length) === 47);
