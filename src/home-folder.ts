@@ -5,15 +5,7 @@
  */
 import { homedir, userInfo } from "node:os";
 import * as path from "node:path";
-
-/**
- * The last absolute `HOME` resolved, and its normal form. `path.resolve` of one string is always
- * the same path, so each value is resolved once: the start-up path asks for the home folder
- * several times where bubblewrap is off, and every resolve runs node's `normalizeString` over the
- * path character by character, which made it hot enough for V8 to compile it (Maglev) before the
- * `initialize` response (bench/README.md, "Why the code does this").
- */
-let resolvedHome: { from: string; home: string } | undefined;
+import { resolvedPath } from "./normal-path.js";
 
 /**
  * `HOME` of `env` when it is absolute, else this process's (`os.homedir()`) when that is, else
@@ -23,11 +15,8 @@ let resolvedHome: { from: string; home: string } | undefined;
  * session logs would land in the workspace.
  */
 export function homeFolder(env: NodeJS.ProcessEnv = process.env): string {
-  const home = env.HOME;
-  if (home && path.isAbsolute(home)) {
-    if (resolvedHome?.from !== home) resolvedHome = { from: home, home: path.resolve(home) };
-    return resolvedHome.home;
-  }
+  // Not normalized again when it is in normal form: the start-up path asks for it where bubblewrap is off (normal-path.ts: why).
+  if (env.HOME && path.isAbsolute(env.HOME)) return resolvedPath(env.HOME);
   const own = homedir();
   if (path.isAbsolute(own)) return path.resolve(own);
   try {

@@ -8,6 +8,7 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { homeFolder } from "../home-folder.js";
+import { joinedPath } from "../normal-path.js";
 import { isInside, isInsideNormal, isNormalAbsolute, resolvedPath } from "../tools/path-inside.js";
 
 /**
@@ -73,13 +74,6 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
 }
 
 /**
- * The private folder's name for the last temporary folder seen: joined once per value (the
- * start-up path asks for it several times where bubblewrap is off; why a `path.join` fewer
- * counts there: home-folder.ts `resolvedHome`).
- */
-let privateName: { tmp: string; name: string } | undefined;
-
-/**
  * The private folder's shared name (landlock-helper.ts `privateFolder`; a fresh folder it falls
  * back to is added with `hideFromSandbox`). Invariant: no sandboxed command can write it. It
  * holds the Landlock helper, checked and then executed (a command that could swap it between
@@ -88,9 +82,8 @@ let privateName: { tmp: string; name: string } | undefined;
  * grant it: hidden, bubblewrap mounts over it and Landlock refuses such a workspace.
  */
 export function privateFolderName(): string {
-  const tmp = tmpdir();
-  if (privateName?.tmp !== tmp) privateName = { tmp, name: path.join(tmp, `harness-bridge-${process.getuid?.() ?? "user"}`) };
-  return privateName.name;
+  // Not normalized again (normal-path.ts: why): the start-up path asks for it where bubblewrap is off.
+  return joinedPath(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
 }
 
 /**

@@ -23,6 +23,7 @@
  */
 import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
+import { joinedPath } from "../normal-path.js";
 import { failedForWantOfDescriptors } from "./status.js";
 
 /** A verdict worth remembering: the kernel's Landlock ABI, or the helper's own refusal. */
@@ -99,7 +100,7 @@ export function verdictKey(helper: string, rules: readonly string[]): string | u
 }
 
 /**
- * The file of `key`'s verdict in `folder` (the private folder: absolute, in normal form): one per key, so that bridges with different keys (two
+ * The file of `key`'s verdict in `folder`: one per key, so that bridges with different keys (two
  * builds, two environments) do not overwrite each other's. The name is a cheap 64-bit hash of
  * the key (no `node:crypto` on the start-up path); the file holds the whole key, compared on
  * reading, so a collision is a miss, never another key's verdict. The hash takes the key's
@@ -124,9 +125,8 @@ export function verdictFile(folder: string, key: string): string {
     b ^= b >>> 13;
   }
   const hex = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
-  // What `path.join` gives for a folder in normal form, without normalizing it again on the
-  // start-up path (home-folder.ts `resolvedHome`: why a `path.join` fewer counts there).
-  return `${folder}/${PREFIX}${hex(a)}${hex(b)}`;
+  // Not normalized again where the folder is in normal form (normal-path.ts: why).
+  return joinedPath(folder, `${PREFIX}${hex(a)}${hex(b)}`);
 }
 
 /** The file's text if it is a safe file to read (see the module comment), else undefined. */

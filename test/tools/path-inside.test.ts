@@ -5,6 +5,7 @@
 import * as path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { joinedPath } from "../../src/normal-path.js";
 import { isInside, isNormalAbsolute, resolvedPath } from "../../src/tools/path-inside.js";
 
 /** The answer from `path.relative` alone (what isInside was before the string comparison). */
@@ -40,6 +41,16 @@ describe("isInside", () => {
         expect(resolvedPath(p.slice(1))).toBe(path.resolve(p.slice(1)));
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it("joinedPath gives what path.join gives, for absolute, relative and empty folders and any name", () => {
+    const folder = fc.oneof(absolute, absolute.map((p) => p.slice(1)));
+    fc.assert(
+      fc.property(folder, segment, (dir, name) => {
+        expect(joinedPath(dir, name)).toBe(path.join(dir, name));
+      }),
+      { numRuns: 5000 },
     );
   });
 

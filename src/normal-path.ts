@@ -1,0 +1,44 @@
+/**
+ * Absolute paths in normal form, and `path.resolve`/`path.join` without normalizing again what is
+ * in normal form already. A top-level leaf (tools/path-inside.ts re-exports it; home-folder.ts
+ * and the sandbox use it on the start-up path).
+ *
+ * Why: every `path.resolve` and `path.join` runs node's `normalizeString` over the path character
+ * by character. Node's own bootstrap already brings that function near V8's Maglev threshold, and
+ * the few more the start-up path made got it compiled before the `initialize` response, where
+ * bubblewrap is off (bench/README.md, "Why the code does this"). The answers are the same.
+ */
+import * as path from "node:path";
+
+/**
+ * Whether `p` is an absolute path in normal form (what `path.resolve`, `path.join` of such paths
+ * and the kernel's `/proc/self/fd` links give), on a system whose separator is `/`: `/` itself,
+ * or `/`-led names none of which is empty, `.` or `..`. Said with native string searches, not a
+ * regular expression: the sandbox's rules ask this of every pair of their paths on the start-up
+ * path, where a regular expression still runs in V8's regexp interpreter (bench/README.md,
+ * "Why the code does this").
+ */
+export function isNormalAbsolute(p: string): boolean {
+  if (path.sep !== "/") return false;
+  if (p === "/") return true;
+  return (
+    p.charCodeAt(0) === 47 &&
+    !p.endsWith("/") &&
+    !p.endsWith("/.") &&
+    !p.endsWith("/..") &&
+    !p.includes("//") &&
+    !p.includes("/./") &&
+    !p.includes("/../")
+  );
+}
+
+/** `path.resolve(p)`: `p` itself where it is in normal form already (`isNormalAbsolute`). */
+export function resolvedPath(p: string): string {
+  return isNormalAbsolute(p) ? p : path.resolve(p);
+}
+
+/** `path.join(dir, name)`: the two joined by `/` where that is in normal form already (`isNormalAbsolute`). */
+export function joinedPath(dir: string, name: string): string {
+  const joined = `${dir}/${name}`;
+  return dir !== "" && isNormalAbsolute(joined) ? joined : path.join(dir, name);
+}
