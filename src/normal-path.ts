@@ -3,10 +3,11 @@
  * in normal form already. A top-level leaf (tools/path-inside.ts re-exports it; home-folder.ts
  * and the sandbox use it on the start-up path).
  *
- * Why: every `path.resolve` and `path.join` runs node's `normalizeString` over the path character
- * by character. Node's own bootstrap already brings that function near V8's Maglev threshold, and
- * the few more the start-up path made got it compiled before the `initialize` response, where
- * bubblewrap is off (bench/README.md, "Why the code does this"). The answers are the same.
+ * Invariant: the answers are `path.resolve`'s and `path.join`'s. Why: every `path.resolve` and
+ * `path.join` runs node's `normalizeString` over the path character by character; node's own
+ * bootstrap brings that function near V8's Maglev threshold, and each further one on the start-up
+ * path can tip its compile before the `initialize` response (bench/README.md, "Why the code does
+ * this").
  */
 import * as path from "node:path";
 
