@@ -2,7 +2,7 @@
 import * as path from "node:path";
 import { isNormalAbsolute } from "../normal-path.js";
 
-// Re-exported: normal form is a top-level leaf's now (home-folder.ts needs it too).
+// Re-exported: normal form lives in a top-level leaf, which home-folder.ts uses too.
 export { isNormalAbsolute, resolvedPath } from "../normal-path.js";
 
 /** `isInside` for two paths already known to be in normal form (`isNormalAbsolute`): a string comparison. */
