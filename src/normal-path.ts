@@ -5,9 +5,9 @@
  *
  * Invariant: the answers are `path.resolve`'s and `path.join`'s. Why: every `path.resolve` and
  * `path.join` runs node's `normalizeString` over the path character by character; node's own
- * bootstrap brings that function near V8's Maglev threshold, and each further one on the start-up
- * path can tip its compile before the `initialize` response (bench/README.md, "Why the code does
- * this").
+ * bootstrap brings that function and its per-character helper near V8's Maglev threshold, and
+ * each further one on the start-up path can tip a compile before the `initialize` response
+ * (bench/README.md, "Why the code does this").
  */
 import * as path from "node:path";
 
