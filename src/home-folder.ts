@@ -5,6 +5,7 @@
  */
 import { homedir, userInfo } from "node:os";
 import * as path from "node:path";
+import { resolvedPath } from "./normal-path.js";
 
 /**
  * `HOME` of `env` when it is absolute, else this process's (`os.homedir()`) when that is, else
@@ -14,7 +15,8 @@ import * as path from "node:path";
  * session logs would land in the workspace.
  */
 export function homeFolder(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.HOME && path.isAbsolute(env.HOME)) return path.resolve(env.HOME);
+  // Not normalized again when it is in normal form: the start-up path asks for it where bubblewrap is off (normal-path.ts: why).
+  if (env.HOME && path.isAbsolute(env.HOME)) return resolvedPath(env.HOME);
   const own = homedir();
   if (path.isAbsolute(own)) return path.resolve(own);
   try {

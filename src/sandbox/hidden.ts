@@ -8,6 +8,7 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { homeFolder } from "../home-folder.js";
+import { joinedPath, resolvedPath } from "../normal-path.js";
 import { isInside, isInsideNormal, isNormalAbsolute } from "../tools/path-inside.js";
 
 /**
@@ -25,7 +26,7 @@ const extraHidden = new Set<string>();
 /** Hides `p` from sandboxed commands too (the server calls it with the session root). */
 export function hideFromSandbox(p: string): void {
   const before = extraHidden.size;
-  extraHidden.add(path.resolve(p));
+  extraHidden.add(resolvedPath(p));
   if (extraHidden.size !== before) extraHiddenVersion += 1;
 }
 /** Bumped when `extraHidden` grows, so the file tools' cached list knows it is stale. */
@@ -81,7 +82,8 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
  * grant it: hidden, bubblewrap mounts over it and Landlock refuses such a workspace.
  */
 export function privateFolderName(): string {
-  return path.join(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
+  // Not normalized again (normal-path.ts: why): the start-up path asks for it where bubblewrap is off.
+  return joinedPath(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
 }
 
 /**

@@ -23,6 +23,7 @@
  */
 import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, rm, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
+import { joinedPath } from "../normal-path.js";
 import { isStaleTemp, isTempName, tempSibling } from "../temp-name.js";
 import { COMMAND_TMP_PREFIX } from "./landlock.js";
 import { failedForWantOfDescriptors } from "./status.js";
@@ -126,7 +127,8 @@ export function verdictFile(folder: string, key: string): string {
     b ^= b >>> 13;
   }
   const hex = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
-  return path.join(folder, `${PREFIX}${hex(a)}${hex(b)}`);
+  // Not normalized again where the folder is in normal form (normal-path.ts: why).
+  return joinedPath(folder, `${PREFIX}${hex(a)}${hex(b)}`);
 }
 
 /** The file's text if it is a safe file to read (see the module comment), else undefined. */

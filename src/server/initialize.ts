@@ -20,6 +20,7 @@ import { defaultSessionRoot } from "../agent/store/root.js";
 // Types only: the runtime loads after the response (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { hideFromSandbox } from "../sandbox/hidden.js";
+import { resolvedPath } from "../tools/path-inside.js";
 import { initialSandboxStatus } from "../sandbox/probe.js";
 import type { SandboxStatus } from "../sandbox/status.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
@@ -95,7 +96,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
       providers: [...PROVIDERS.keys()],
     });
   }
-  const workspace = path.resolve(params.cwd);
+  const workspace = resolvedPath(params.cwd);
   const found = statSync(workspace, { throwIfNoEntry: false });
   if (!found?.isDirectory()) {
     // The cause (missing, or not a folder) and the fix: a new user's first mistake is often a typo.

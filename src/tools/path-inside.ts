@@ -1,27 +1,9 @@
 /** Lexical containment of absolute paths: a leaf module, so workspace.ts and sandbox/hidden.ts share it without importing each other. */
 import * as path from "node:path";
+import { isNormalAbsolute } from "../normal-path.js";
 
-/**
- * Whether `p` is an absolute path in normal form (what `path.resolve`, `path.join` of such paths
- * and the kernel's `/proc/self/fd` links give), on a system whose separator is `/`: `/` itself,
- * or `/`-led names none of which is empty, `.` or `..`. Said with native string searches, not a
- * regular expression: the sandbox's rules ask this of every pair of their paths on the start-up
- * path, where a regular expression still runs in V8's regexp interpreter (bench/README.md,
- * "Why the code does this").
- */
-export function isNormalAbsolute(p: string): boolean {
-  if (path.sep !== "/") return false;
-  if (p === "/") return true;
-  return (
-    p.charCodeAt(0) === 47 &&
-    !p.endsWith("/") &&
-    !p.endsWith("/.") &&
-    !p.endsWith("/..") &&
-    !p.includes("//") &&
-    !p.includes("/./") &&
-    !p.includes("/../")
-  );
-}
+// Re-exported: normal form lives in a top-level leaf, which home-folder.ts uses too.
+export { isNormalAbsolute, resolvedPath } from "../normal-path.js";
 
 /** `isInside` for two paths already known to be in normal form (`isNormalAbsolute`): a string comparison. */
 export function isInsideNormal(root: string, candidate: string): boolean {

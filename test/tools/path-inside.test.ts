@@ -5,7 +5,8 @@
 import * as path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isInside, isNormalAbsolute } from "../../src/tools/path-inside.js";
+import { joinedPath } from "../../src/normal-path.js";
+import { isInside, isNormalAbsolute, resolvedPath } from "../../src/tools/path-inside.js";
 
 /** The answer from `path.relative` alone (what isInside was before the string comparison). */
 function insideByRelative(root: string, candidate: string): boolean {
@@ -31,13 +32,25 @@ describe("isInside", () => {
     );
   });
 
-  it("takes what path.resolve gives as normal form (the hidden paths are compared as strings on that ground)", () => {
+  it("takes what path.resolve gives as normal form (the hidden paths are compared as strings on that ground), and resolvedPath gives what path.resolve gives", () => {
     fc.assert(
       fc.property(absolute, (p) => {
         expect(isNormalAbsolute(path.resolve(p))).toBe(true);
         if (isNormalAbsolute(p)) expect(path.resolve(p)).toBe(p);
+        expect(resolvedPath(p)).toBe(path.resolve(p));
+        expect(resolvedPath(p.slice(1))).toBe(path.resolve(p.slice(1)));
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it("joinedPath gives what path.join gives, for absolute, relative and empty folders and any name", () => {
+    const folder = fc.oneof(absolute, absolute.map((p) => p.slice(1)));
+    fc.assert(
+      fc.property(folder, segment, (dir, name) => {
+        expect(joinedPath(dir, name)).toBe(path.join(dir, name));
+      }),
+      { numRuns: 5000 },
     );
   });
 
