@@ -99,11 +99,6 @@ function requiredRun(body: string): string {
   return best;
 }
 
-/** The distinct lengths of the keys of `maps`, ascending. */
-function keyLengths(...maps: Map<string, number>[]): number[] {
-  return [...new Set(maps.flatMap((map) => [...map.keys()].map((k) => k.length)))].sort((a, b) => a - b);
-}
-
 /**
  * What a rule is reckoned to hold of the heap once parsed (`RULE_BYTES`), and what one no map
  * answers for adds once its expressions are compiled and run (`COMPILED_RULE_BYTES` plus
@@ -116,11 +111,48 @@ const RULE_BYTES = 256;
 const COMPILED_RULE_BYTES = 3072;
 const COMPILED_BYTES_PER_CHAR = 32;
 
-/** The rules of one `.gitignore`, indexed for `verdict`. */
+/**
+ * The characters a rule's pattern names outside wildcards, classes and escapes, as a set of 32
+ * buckets (`charMask`): a string lacking one of them cannot match, whatever the wildcards.
+ */
+function requiredMask(body: string): number {
+  let mask = 0;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === "[") {
+      // A class, skipped as `requiredRun` skips it; past a less plain one, nothing is taken.
+      const first = body[i + 1] === "!" || body[i + 1] === "^" ? i + 2 : i + 1;
+      const end = body.indexOf("]", first + 1);
+      if (end < 0 || /[[\\]/.test(body.slice(i + 1, end))) break;
+      i = end;
+    } else if (c === "\\") i++;
+    else if (c !== "*" && c !== "?" && c !== "/") mask |= 1 << (body.charCodeAt(i) & 31);
+  }
+  return mask;
+}
+
+/** The buckets of the characters of `text` (see `requiredMask`). */
+function charMask(text: string): number {
+  let mask = 0;
+  for (let i = 0; i < text.length; i++) mask |= 1 << (text.charCodeAt(i) & 31);
+  return mask;
+}
+
+/** `lengths` (ascending) with `n` in it. */
+function withLength(lengths: number[], n: number): number[] {
+  return lengths.includes(n) ? lengths : [...lengths, n].sort((a, b) => a - b);
+}
+
+/**
+ * The rules of one `.gitignore`, indexed for `verdict`. Rules are added as the package parses
+ * them (`addFrom`, a file may be parsed in slices); every structure keeps its indices ascending
+ * and is read from the highest down.
+ */
 export class RulesIndex {
-  /** The heap this file's rules may hold, every expression compiled (the estimates above). */
-  readonly heapBytes: number;
-  private readonly rules: PackageRule[];
+  private heap = 0;
+  private rules: PackageRule[] = [];
+  /** How many of `rules` are placed (the package's array grows as it parses). */
+  private placed = 0;
   /** `name` (file or folder) and `name/` (folder only), by the last segment. */
   private readonly names = new Map<string, number>();
   private readonly dirNames = new Map<string, number>();
@@ -133,32 +165,44 @@ export class RulesIndex {
   /** `/a/b`, `a/b/`: the whole path relative to the rules file's folder. */
   private readonly paths = new Map<string, number>();
   private readonly dirPaths = new Map<string, number>();
-  private readonly suffixLengths: number[];
-  private readonly prefixLengths: number[];
+  private suffixLengths: number[] = [];
+  private prefixLengths: number[] = [];
   /** Other rules, by the first three characters of their required run (three or more long). */
   private readonly byTrigram = new Map<string, number[]>();
   /** Other rules whose required run is shorter than three: tested whenever their turn comes. */
   private readonly always: number[] = [];
   /** Each rule's required run (other rules only). */
   private readonly runs: string[] = [];
+  /** Each other rule's required characters (`requiredMask`), and whether it is tested on the last segment alone. */
+  private readonly masks: number[] = [];
+  private readonly baseOnly: boolean[] = [];
   /** Each other rule's expression, as `withoutGapBacktracking` makes it, once it is first needed. */
   private readonly regexes: RegExp[] = [];
   /** `seen[i] === stamp` once rule i is a candidate of the current path. */
-  private readonly seen: Int32Array;
+  private seen = new Int32Array(0);
   private stamp = 0;
 
-  constructor(ig: Ignore) {
-    this.rules = (ig as unknown as { _rules: { _rules: PackageRule[] } })._rules._rules;
-    this.seen = new Int32Array(this.rules.length);
-    let heapBytes = this.rules.length * RULE_BYTES;
-    this.rules.forEach((rule, index) => {
-      if (this.place(rule.body, index)) heapBytes += COMPILED_RULE_BYTES + COMPILED_BYTES_PER_CHAR * rule.body.length;
-    });
-    this.heapBytes = heapBytes;
-    for (const list of this.byTrigram.values()) list.reverse(); // highest index first
-    this.always.reverse();
-    this.suffixLengths = keyLengths(this.suffixes, this.dirSuffixes);
-    this.prefixLengths = keyLengths(this.prefixes, this.dirPrefixes);
+  /** The index of `ig`'s rules, all placed at once (`addFrom`). */
+  constructor(ig?: Ignore) {
+    if (ig) this.addFrom(ig);
+  }
+
+  /** The heap this file's rules may hold, every expression compiled (the estimates above). */
+  get heapBytes(): number {
+    return this.heap;
+  }
+
+  /** Places the rules `ig` (the same instance at every call) holds past those placed already. */
+  addFrom(ig: Ignore): void {
+    const rules = (ig as unknown as { _rules: { _rules: PackageRule[] } })._rules._rules;
+    for (let index = this.placed; index < rules.length; index++) {
+      const body = rules[index].body;
+      this.heap += RULE_BYTES;
+      if (this.place(body, index)) this.heap += COMPILED_RULE_BYTES + COMPILED_BYTES_PER_CHAR * body.length;
+    }
+    this.rules = rules;
+    this.placed = rules.length;
+    if (this.seen.length < rules.length) this.seen = new Int32Array(rules.length);
   }
 
   /** Files rule `index` (pattern `body`) in the structure that answers for it; true when that is its own expression (no map). */
@@ -172,10 +216,12 @@ export class RulesIndex {
     const last = bare.length - 1;
     if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) {
       setMax(dirOnly ? this.dirSuffixes : this.suffixes, bare.slice(1), index);
+      this.suffixLengths = withLength(this.suffixLengths, bare.length - 1);
       return false;
     }
     if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) {
       setMax(dirOnly ? this.dirPrefixes : this.prefixes, bare.slice(0, last), index);
+      this.prefixLengths = withLength(this.prefixLengths, last);
       return false;
     }
     const whole = bare.startsWith("/") ? bare.slice(1) : bare;
@@ -186,6 +232,9 @@ export class RulesIndex {
     }
     const run = requiredRun(body);
     this.runs[index] = run;
+    this.masks[index] = requiredMask(body);
+    const slash = body.indexOf("/");
+    this.baseOnly[index] = slash < 0 || slash === body.length - 1; // the package's own test for `_basenameOnly`
     if (run.length >= 3) {
       const key = run.slice(0, 3);
       const list = this.byTrigram.get(key);
@@ -219,37 +268,45 @@ export class RulesIndex {
       const head = base.slice(0, n);
       best = Math.max(best, this.prefixes.get(head) ?? -1, isDir ? (this.dirPrefixes.get(head) ?? -1) : -1);
     }
-    best = Math.max(best, this.otherMatch(rel, isDir ? `${base}/` : base, best));
+    const baseTested = isDir ? `${base}/` : base;
+    best = Math.max(best, this.otherMatch(rel, baseTested, charMask(rel), charMask(baseTested), best));
     if (best < 0) return { ignored: false, unignored: false };
     const negative = this.rules[best].negative;
     return { ignored: !negative, unignored: negative };
   }
 
-  /** The highest index above `above` among the other rules that match, or -1. */
-  private otherMatch(rel: string, base: string, above: number): number {
-    if (this.byTrigram.size === 0) return this.firstMatch(this.always, rel, base, above);
+  /** The highest index above `above` among the other rules that match, or -1; `relMask` and `baseMask` are `charMask` of `rel` and `base`. */
+  private otherMatch(rel: string, base: string, relMask: number, baseMask: number, above: number): number {
+    if (this.byTrigram.size === 0) return this.firstMatch(this.always, rel, base, relMask, baseMask, above);
     const stamp = ++this.stamp;
     const candidates: number[] = [];
     for (let i = 0; i + 3 <= rel.length; i++) {
       const list = this.byTrigram.get(rel.slice(i, i + 3));
       if (!list) continue;
-      for (const index of list) {
+      for (let k = list.length - 1; k >= 0; k--) {
+        const index = list[k];
         if (index <= above) break;
         if (this.seen[index] === stamp) continue;
         this.seen[index] = stamp;
         if (rel.includes(this.runs[index])) candidates.push(index);
       }
     }
-    if (candidates.length === 0) return this.firstMatch(this.always, rel, base, above);
+    if (candidates.length === 0) return this.firstMatch(this.always, rel, base, relMask, baseMask, above);
     for (const index of this.always) if (index > above) candidates.push(index);
-    candidates.sort((a, b) => b - a);
-    return this.firstMatch(candidates, rel, base, above);
+    candidates.sort((a, b) => a - b);
+    return this.firstMatch(candidates, rel, base, relMask, baseMask, above);
   }
 
-  /** The first index of `indices` (highest first) above `above` whose rule matches, or -1. */
-  private firstMatch(indices: number[], rel: string, base: string, above: number): number {
-    for (const index of indices) {
+  /**
+   * The highest index of `indices` (ascending) above `above` whose rule matches, or -1. A rule
+   * naming a character the string it is tested on lacks is passed over without its expression.
+   */
+  private firstMatch(indices: number[], rel: string, base: string, relMask: number, baseMask: number, above: number): number {
+    for (let k = indices.length - 1; k >= 0; k--) {
+      const index = indices[k];
       if (index <= above) return -1;
+      const mask = this.masks[index];
+      if ((mask & (this.baseOnly[index] ? baseMask : relMask)) !== mask) continue;
       const rule = this.rules[index];
       const re = (this.regexes[index] ??= withoutGapBacktracking(rule.regex));
       if (re.test(rule._basenameOnly ? base : rel)) return index;
