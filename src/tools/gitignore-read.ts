@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { Ignore, Options as IgnoreOptions } from "ignore";
 import { collapseGlobstars } from "./gitignore-globstar.js";
-import { checkRuleShape, RulesIndex } from "./gitignore-rules.js";
+import { checkRuleShape, reckonedAtMost, reckonedBytes, RulesIndex } from "./gitignore-rules.js";
 import { rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
 
@@ -90,26 +90,70 @@ export function readIgnoreFile(file: string): string | null | undefined {
 }
 
 /**
- * The rules of `.gitignore` text `text`, parsed in slices, or null as soon as their reckoning
- * (`RulesIndex.heapBytes`) no longer `fits`: the rest of a file past the budget is not parsed. The
- * event loop is given a turn every `FILTER_SLICE_MS`; rejects with the signal's reason once aborted.
+ * A lower bound of what the rules of the lines `lines` are reckoned to hold (`reckonedBytes`),
+ * without the package's parse (most of a parse's cost is the package making each rule's
+ * expression source): a line holding no backslash, no CR but the one before its end and no
+ * byte-order mark is one rule for the package whenever it is not blank or a comment, its pattern
+ * the line without a leading `!` and trailing spaces. Other lines are not counted.
  */
-export async function parseRules(text: string, fits: (heapBytes: number) => boolean, signal: AbortSignal): Promise<RulesIndex | null> {
+export function reckonedAtLeast(lines: string): number {
+  let bytes = 0;
+  for (let line of lines.split("\n")) {
+    if (line.endsWith("\r")) line = line.slice(0, -1);
+    if (line === "" || line[0] === "#" || /[\\\r\uFEFF]/.test(line)) continue;
+    let end = line.length;
+    while (end > 0 && line[end - 1] === " ") end--;
+    const body = line.slice(line[0] === "!" ? 1 : 0, end);
+    if (body !== "") bytes += reckonedBytes(body);
+  }
+  return bytes;
+}
+
+/** What a walk's rules may hold of the heap (gitignore-budget.ts `WalkRulesBudget`). */
+interface Budget {
+  fits(bytes: number): boolean;
+  take(bytes: number): boolean;
+}
+
+/**
+ * The rules of `.gitignore` text `text`, parsed in slices, taken from `budget`, the expressions
+ * of those tested on every path made in slices too (`RulesIndex.compileFrom`); or null as soon as their reckoning
+ * (`reckonedAtLeast` before the parse, `RulesIndex.heapBytes` during it) does not fit: the rest of
+ * a file past the budget is not parsed, and none of its expressions is made. The event loop is given a turn every `FILTER_SLICE_MS`;
+ * rejects with the signal's reason once aborted.
+ */
+export async function parseRules(text: string, budget: Budget, signal: AbortSignal): Promise<RulesIndex | null> {
   const ig = (await loadIgnore())({ ignorecase: false }); // case-sensitive, as git on Linux and ripgrep
   const index = new RulesIndex();
   let sliceStart = performance.now();
+  const giveTurn = async () => {
+    signal.throwIfAborted();
+    if (performance.now() - sliceStart <= FILTER_SLICE_MS) return;
+    await yieldToLoop();
+    signal.throwIfAborted();
+    sliceStart = performance.now();
+  };
+  // A file that may be past the budget is told first by a cheap scan, then by the parse itself.
+  let reckoned = 0;
+  for (let from = budget.fits(reckonedAtMost(text)) ? text.length : 0; from < text.length; ) {
+    const to = sliceEnd(text, from);
+    reckoned += reckonedAtLeast(text.slice(from, to));
+    from = to;
+    if (!budget.fits(reckoned)) return null;
+    await giveTurn();
+  }
   for (let from = 0; from < text.length; ) {
     const to = sliceEnd(text, from);
     ig.add(text.slice(from, to));
     index.addFrom(ig);
     from = to;
-    if (!fits(index.heapBytes)) return null;
-    signal.throwIfAborted();
-    if (performance.now() - sliceStart > FILTER_SLICE_MS) {
-      await yieldToLoop();
-      signal.throwIfAborted();
-      sliceStart = performance.now();
-    }
+    if (!budget.fits(index.heapBytes)) return null;
+    await giveTurn();
+  }
+  if (!budget.take(index.heapBytes)) return null;
+  for (let made = 0; made < index.alwaysCount; ) {
+    made = index.compileFrom(made, () => performance.now() - sliceStart <= FILTER_SLICE_MS);
+    await giveTurn();
   }
   return index;
 }

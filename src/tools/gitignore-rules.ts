@@ -138,6 +138,36 @@ function charMask(text: string): number {
   return mask;
 }
 
+/**
+ * The map that answers for a rule of pattern `body`, and its key there: a plain name (`name`),
+ * `*X` (`suffix`, by X), `X*` (`prefix`, by X), a plain path anchored by a slash (`path`), each
+ * folders only (`dir`) when it ends with `/`; undefined for a rule tested by its own expression.
+ */
+function shapeOf(body: string): { kind: "name" | "suffix" | "prefix" | "path"; dir: boolean; key: string } | undefined {
+  const dir = body.endsWith("/");
+  const bare = dir ? body.slice(0, -1) : body;
+  if (bare !== "" && !bare.includes("/") && !SPECIAL.test(bare)) return { kind: "name", dir, key: bare };
+  const last = bare.length - 1;
+  if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) return { kind: "suffix", dir, key: bare.slice(1) };
+  if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) return { kind: "prefix", dir, key: bare.slice(0, last) };
+  const whole = bare.startsWith("/") ? bare.slice(1) : bare;
+  // A slash at the start or in the middle anchors the pattern to this folder: the whole path.
+  if (bare.includes("/") && whole !== "" && !SPECIAL.test(whole) && !whole.includes("//") && !whole.startsWith("/")) return { kind: "path", dir, key: whole };
+  return undefined;
+}
+
+/** What a rule of pattern `body` is reckoned to hold of the heap (the estimates above). */
+export function reckonedBytes(body: string): number {
+  return RULE_BYTES + (shapeOf(body) ? 0 : COMPILED_RULE_BYTES + COMPILED_BYTES_PER_CHAR * body.length);
+}
+
+/** An upper bound of what the rules of `.gitignore` text `text` are reckoned to hold: one rule a line at most, each with an expression, every character in one. */
+export function reckonedAtMost(text: string): number {
+  let lines = 1;
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) lines++;
+  return lines * (RULE_BYTES + COMPILED_RULE_BYTES) + COMPILED_BYTES_PER_CHAR * text.length;
+}
+
 /** `lengths` (ascending) with `n` in it. */
 function withLength(lengths: number[], n: number): number[] {
   return lengths.includes(n) ? lengths : [...lengths, n].sort((a, b) => a - b);
@@ -197,8 +227,8 @@ export class RulesIndex {
     const rules = (ig as unknown as { _rules: { _rules: PackageRule[] } })._rules._rules;
     for (let index = this.placed; index < rules.length; index++) {
       const body = rules[index].body;
-      this.heap += RULE_BYTES;
-      if (this.place(body, index)) this.heap += COMPILED_RULE_BYTES + COMPILED_BYTES_PER_CHAR * body.length;
+      this.place(body, index);
+      this.heap += reckonedBytes(body);
     }
     this.rules = rules;
     this.placed = rules.length;
@@ -207,27 +237,13 @@ export class RulesIndex {
 
   /** Files rule `index` (pattern `body`) in the structure that answers for it; true when that is its own expression (no map). */
   private place(body: string, index: number): boolean {
-    const dirOnly = body.endsWith("/");
-    const bare = dirOnly ? body.slice(0, -1) : body;
-    if (bare !== "" && !bare.includes("/") && !SPECIAL.test(bare)) {
-      setMax(dirOnly ? this.dirNames : this.names, bare, index);
-      return false;
-    }
-    const last = bare.length - 1;
-    if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) {
-      setMax(dirOnly ? this.dirSuffixes : this.suffixes, bare.slice(1), index);
-      this.suffixLengths = withLength(this.suffixLengths, bare.length - 1);
-      return false;
-    }
-    if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) {
-      setMax(dirOnly ? this.dirPrefixes : this.prefixes, bare.slice(0, last), index);
-      this.prefixLengths = withLength(this.prefixLengths, last);
-      return false;
-    }
-    const whole = bare.startsWith("/") ? bare.slice(1) : bare;
-    if (bare.includes("/") && whole !== "" && !SPECIAL.test(whole) && !whole.includes("//") && !whole.startsWith("/")) {
-      // A slash at the start or in the middle anchors the pattern to this folder: the whole path.
-      setMax(dirOnly ? this.dirPaths : this.paths, whole, index);
+    const shape = shapeOf(body);
+    if (shape) {
+      const { kind, dir, key } = shape;
+      if (kind === "suffix") this.suffixLengths = withLength(this.suffixLengths, key.length);
+      if (kind === "prefix") this.prefixLengths = withLength(this.prefixLengths, key.length);
+      const maps = { name: [this.names, this.dirNames], suffix: [this.suffixes, this.dirSuffixes], prefix: [this.prefixes, this.dirPrefixes], path: [this.paths, this.dirPaths] } as const;
+      setMax(maps[kind][dir ? 1 : 0], key, index);
       return false;
     }
     const run = requiredRun(body);
@@ -297,6 +313,30 @@ export class RulesIndex {
     return this.firstMatch(candidates, rel, base, relMask, baseMask, above);
   }
 
+  /** Rule `index`'s expression (one no map answers for), made on first use. */
+  private expression(index: number): RegExp {
+    return (this.regexes[index] ??= withoutGapBacktracking(this.rules[index].regex));
+  }
+
+  /** How many rules are tested on every path (`compileFrom`). */
+  get alwaysCount(): number {
+    return this.always.length;
+  }
+
+  /**
+   * Makes and compiles (one run on "") the expressions of the rules tested on every path (no
+   * plain run of three characters to index them by), from the `from`th of them on, while
+   * `more()` answers true; returns where it stopped (`alwaysCount` when all are made). Else the
+   * first path would pay for every one of them in a single `verdict`, which the caller cannot
+   * slice: a walk makes them in slices beforehand. The rules indexed by their run are made when a
+   * path first holds it, as most are never needed.
+   */
+  compileFrom(from: number, more: () => boolean): number {
+    let k = from;
+    for (; k < this.always.length && more(); k++) this.expression(this.always[k]).test("");
+    return k;
+  }
+
   /**
    * The highest index of `indices` (ascending) above `above` whose rule matches, or -1. A rule
    * naming a character the string it is tested on lacks is passed over without its expression.
@@ -308,8 +348,7 @@ export class RulesIndex {
       const mask = this.masks[index];
       if ((mask & (this.baseOnly[index] ? baseMask : relMask)) !== mask) continue;
       const rule = this.rules[index];
-      const re = (this.regexes[index] ??= withoutGapBacktracking(rule.regex));
-      if (re.test(rule._basenameOnly ? base : rel)) return index;
+      if (this.expression(index).test(rule._basenameOnly ? base : rel)) return index;
     }
     return -1;
   }

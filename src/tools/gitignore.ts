@@ -25,7 +25,7 @@ import { isInside } from "./workspace.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
 import type { RulesIndex } from "./gitignore-rules.js";
-import { FILTER_SLICE_MS, GITIGNORE_MAX_BYTES, parseRules, readIgnoreFile } from "./gitignore-read.js";
+import { FILTER_SLICE_MS, GITIGNORE_MAX_BYTES, loadIgnore, parseRules, readIgnoreFile } from "./gitignore-read.js";
 export { GITIGNORE_MAX_BYTES };
 import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, MiB, WalkRulesBudget } from "./gitignore-budget.js";
 
@@ -95,11 +95,8 @@ export class GitignoreFilter {
     }
     if (text === null) this.unapplied.push(shown());
     if (text === undefined || text === null) return null;
-    const index = await parseRules(text, (bytes) => this.budget.fits(bytes), signal);
-    if (!index || !this.budget.take(index.heapBytes)) {
-      this.overBudget.push(shown()); // dropped before any of its rules is compiled (or other walks took their share meanwhile)
-      return null;
-    }
+    const index = await parseRules(text, this.budget, signal);
+    if (!index) this.overBudget.push(shown()); // dropped before any of its rules is compiled
     return index;
   }
 
@@ -257,6 +254,7 @@ export class GitignoreFilter {
  */
 export async function walkFiles(options: { root: string; filter: GitignoreFilter; signal: AbortSignal; follow: boolean }): Promise<string[]> {
   options.signal.throwIfAborted();
+  await loadIgnore(); // a failure to load the parser fails the call, never reads as folders left unread
   const root = path.resolve(options.root);
   const out: string[] = [];
   // Each folder with the identities of the folders above it: a link back up is not entered again.
@@ -327,6 +325,7 @@ export async function listFiles(options: {
   followSymlinks: boolean;
 }): Promise<string[]> {
   options.signal.throwIfAborted();
+  await loadIgnore();
   const { glob } = (await loadPackages()).tinyglobby;
   const files = await glob(options.patterns, {
     cwd: options.cwd,

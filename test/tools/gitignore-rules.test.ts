@@ -11,6 +11,7 @@ import ignore from "ignore";
 import { describe, expect, it } from "vitest";
 import { GitignoreFilter, walkFiles } from "../../src/tools/gitignore.js";
 import { RulesIndex, withoutGapBacktracking } from "../../src/tools/gitignore-rules.js";
+import { reckonedAtLeast } from "../../src/tools/gitignore-read.js";
 
 type Scan = { _rules: { test(path: string, mode: "regex"): { ignored: boolean; unignored: boolean } } };
 const parse = (text: string) => ignore({ ignorecase: false }).add(text);
@@ -77,6 +78,28 @@ describe("the rules index", () => {
     expect(index.verdict(deep).ignored).toBe(false);
     expect(index.verdict(`${deep}/b`).ignored).toBe(true);
     expect(withoutGapBacktracking(/^a(?:\/[^\/]+)*\/b$/).source).toBe("^a(?:\\/[^\\/]+)*\\/b$"); // one gap: unchanged
+  });
+});
+
+describe("the reckoning before the parse", () => {
+  // Lines as a file may hold them: rules, blanks, comments, `!`, trailing spaces, CR, escapes, marks.
+  const line = fc.oneof(
+    rule,
+    fc.constantFrom("", " ", "#c", "# x", "!", "! ", "!#a", " #a", "a  ", "*a?b*  ", "!*x?f*", "a\\", "a\\ ", "\\ ", "\\!a", "\uFEFFa", "a\rb", "a\r", "\r", "**", "!/"),
+    fc.stringMatching(/^[!#a-c*?/\[\] \\\r]{0,6}$/),
+  );
+
+  it("never reckons more than the parse does, and as much for lines without a backslash, a lone CR or a mark", () => {
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 12 }), fc.boolean(), (lines, crlf) => {
+        const text = lines.join(crlf ? "\r\n" : "\n");
+        const parsed = new RulesIndex(parse(text)).heapBytes;
+        const reckoned = reckonedAtLeast(text);
+        expect(reckoned, JSON.stringify(text)).toBeLessThanOrEqual(parsed);
+        if (!/[\\\uFEFF]|\r(?!\n)/.test(text)) expect(reckoned, JSON.stringify(text)).toBe(parsed);
+      }),
+      { numRuns: Number(process.env.GITIGNORE_RULES_RUNS ?? 2000) },
+    );
   });
 });
 
