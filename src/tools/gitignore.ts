@@ -20,7 +20,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import { sortPaths } from "./search/order.js";
+import { sortPathsInSlices } from "./search/order.js";
 import { isInside } from "./workspace.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
@@ -205,14 +205,11 @@ export class GitignoreFilter {
   async filterEntriesInSlices(dir: string, entries: fs.Dirent[], signal: AbortSignal): Promise<fs.Dirent[]> {
     await this.prepare(dir, signal);
     const kept: fs.Dirent[] = [];
-    let sliceStart = performance.now();
+    const turn = loopTurns(signal);
     for (const entry of entries) {
       if (this.keeps(dir, entry)) kept.push(entry);
-      if (performance.now() - sliceStart > FILTER_SLICE_MS) {
-        await yieldToLoop();
-        signal.throwIfAborted();
-        sliceStart = performance.now();
-      }
+      const next = turn();
+      if (next) await next;
     }
     return kept;
   }
@@ -247,6 +244,22 @@ export class GitignoreFilter {
 }
 
 /**
+ * A turn of the event loop once every `FILTER_SLICE_MS` of work: call the result after each step;
+ * it answers `undefined` while the slice lasts, else a promise of the next turn that rejects once
+ * `signal` is aborted.
+ */
+export function loopTurns(signal: AbortSignal): () => Promise<void> | undefined {
+  let sliceStart = performance.now();
+  return () => {
+    if (performance.now() - sliceStart <= FILTER_SLICE_MS) return undefined;
+    return yieldToLoop().then(() => {
+      signal.throwIfAborted();
+      sliceStart = performance.now();
+    });
+  };
+}
+
+/**
  * Every file under `root` that `.gitignore` keeps, relative to `root` with `/`, in walk order
  * (search/order.ts) — the built-in twin of `rg --files`: regular files only; in a confined mode
  * links are neither followed nor listed; `follow` follows them (never back into a folder above). Each folder is
@@ -257,11 +270,13 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
   await loadIgnore(); // a failure to load the parser fails the call, never reads as folders left unread
   const root = path.resolve(options.root);
   const out: string[] = [];
-  // Each folder with the identities of the folders above it: a link back up is not entered again.
-  const stack: { dir: string; above: string[] }[] = [{ dir: root, above: [] }];
+  const turn = loopTurns(options.signal);
+  // Each folder, its path relative to the root with `/`, and the identities of the folders above
+  // it: a link back up is not entered again.
+  const stack: { dir: string; rel: string; above: string[] }[] = [{ dir: root, rel: "", above: [] }];
   while (stack.length > 0) {
     options.signal.throwIfAborted();
-    const { dir, above: aboveDir } = stack.pop()!;
+    const { dir, rel, above: aboveDir } = stack.pop()!;
     let above = aboveDir;
     if (options.follow) {
       const st = await fs.promises.stat(dir).catch((err) => void rethrowIfOutOfDescriptors(err));
@@ -283,18 +298,22 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
       rethrowIfOutOfDescriptors(err);
       continue;
     }
+    // A folder of many entries is taken in slices too.
     for (const entry of entries) {
       const abs = path.join(dir, entry.name);
+      const entryRel = rel === "" ? entry.name : `${rel}/${entry.name}`;
       let kind: "dir" | "file" | undefined = entry.isDirectory() ? "dir" : entry.isFile() ? "file" : undefined;
       if (entry.isSymbolicLink() && options.follow) {
         const st = await fs.promises.stat(abs).catch((err) => void rethrowIfOutOfDescriptors(err));
         kind = st?.isDirectory() ? "dir" : st?.isFile() ? "file" : undefined;
       }
-      if (kind === "dir") stack.push({ dir: abs, above });
-      else if (kind === "file") out.push(path.relative(root, abs).split(path.sep).join("/"));
+      if (kind === "dir") stack.push({ dir: abs, rel: entryRel, above });
+      else if (kind === "file") out.push(entryRel);
+      const next = turn();
+      if (next) await next;
     }
   }
-  return sortPaths(out);
+  return sortPathsInSlices(out, turn);
 }
 
 /** The note a search's result ends with when `filter` met `.gitignore` files it did not apply, else undefined. */
@@ -342,17 +361,19 @@ export async function listFiles(options: {
   // adapter, so check each result too — in slices, giving the event loop (and a cancel) a turn.
   const cwd = path.resolve(options.cwd);
   const kept: string[] = [];
-  let sliceStart = performance.now();
+  const turn = loopTurns(options.signal);
+  let preparedDir: string | undefined;
   for (const file of files) {
     const abs = path.resolve(cwd, file);
-    const ready = options.filter.prepare(path.dirname(abs), options.signal);
-    if (ready) await ready;
-    if (!options.filter.isIgnored(abs, false)) kept.push(file);
-    if (performance.now() - sliceStart > FILTER_SLICE_MS) {
-      await yieldToLoop();
-      options.signal.throwIfAborted();
-      sliceStart = performance.now();
+    const dir = path.dirname(abs);
+    if (dir !== preparedDir) {
+      const ready = options.filter.prepare(dir, options.signal);
+      if (ready) await ready;
+      preparedDir = dir;
     }
+    if (!options.filter.isIgnored(abs, false)) kept.push(file);
+    const next = turn();
+    if (next) await next;
   }
-  return sortPaths(kept);
+  return sortPathsInSlices(kept, turn);
 }
