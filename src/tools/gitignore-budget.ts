@@ -36,9 +36,14 @@ export class WalkRulesBudget {
   private held = 0;
   private closed = false;
 
-  /** Takes `bytes` for one file's rules, or nothing and false when the walk or all walks would go past their budget, or the walk is closed. */
+  /** Whether `bytes` more would stay within the walk's and all walks' budgets, the walk not closed. */
+  fits(bytes: number): boolean {
+    return !this.closed && this.held + bytes <= GITIGNORE_WALK_HEAP_BYTES && allWalksHeldBytes + bytes <= GITIGNORE_ALL_WALKS_HEAP_BYTES;
+  }
+
+  /** Takes `bytes` for one file's rules, or nothing and false when they do not fit (`fits`). */
   take(bytes: number): boolean {
-    if (this.closed || this.held + bytes > GITIGNORE_WALK_HEAP_BYTES || allWalksHeldBytes + bytes > GITIGNORE_ALL_WALKS_HEAP_BYTES) return false;
+    if (!this.fits(bytes)) return false;
     this.held += bytes;
     allWalksHeldBytes += bytes;
     return true;

@@ -99,11 +99,6 @@ function requiredRun(body: string): string {
   return best;
 }
 
-/** The distinct lengths of the keys of `maps`, ascending. */
-function keyLengths(...maps: Map<string, number>[]): number[] {
-  return [...new Set(maps.flatMap((map) => [...map.keys()].map((k) => k.length)))].sort((a, b) => a - b);
-}
-
 /**
  * What a rule is reckoned to hold of the heap once parsed (`RULE_BYTES`), and what one no map
  * answers for adds once its expressions are compiled and run (`COMPILED_RULE_BYTES` plus
@@ -116,11 +111,78 @@ const RULE_BYTES = 256;
 const COMPILED_RULE_BYTES = 3072;
 const COMPILED_BYTES_PER_CHAR = 32;
 
-/** The rules of one `.gitignore`, indexed for `verdict`. */
+/**
+ * The characters a rule's pattern names outside wildcards, classes and escapes, as a set of 32
+ * buckets (`charMask`): a string lacking one of them cannot match, whatever the wildcards.
+ */
+function requiredMask(body: string): number {
+  let mask = 0;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === "[") {
+      // A class, skipped as `requiredRun` skips it; past a less plain one, nothing is taken.
+      const first = body[i + 1] === "!" || body[i + 1] === "^" ? i + 2 : i + 1;
+      const end = body.indexOf("]", first + 1);
+      if (end < 0 || /[[\\]/.test(body.slice(i + 1, end))) break;
+      i = end;
+    } else if (c === "\\") i++;
+    else if (c !== "*" && c !== "?" && c !== "/") mask |= 1 << (body.charCodeAt(i) & 31);
+  }
+  return mask;
+}
+
+/** The buckets of the characters of `text` (see `requiredMask`). */
+function charMask(text: string): number {
+  let mask = 0;
+  for (let i = 0; i < text.length; i++) mask |= 1 << (text.charCodeAt(i) & 31);
+  return mask;
+}
+
+/**
+ * The map that answers for a rule of pattern `body`, and its key there: a plain name (`name`),
+ * `*X` (`suffix`, by X), `X*` (`prefix`, by X), a plain path anchored by a slash (`path`), each
+ * folders only (`dir`) when it ends with `/`; undefined for a rule tested by its own expression.
+ */
+function shapeOf(body: string): { kind: "name" | "suffix" | "prefix" | "path"; dir: boolean; key: string } | undefined {
+  const dir = body.endsWith("/");
+  const bare = dir ? body.slice(0, -1) : body;
+  if (bare !== "" && !bare.includes("/") && !SPECIAL.test(bare)) return { kind: "name", dir, key: bare };
+  const last = bare.length - 1;
+  if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) return { kind: "suffix", dir, key: bare.slice(1) };
+  if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) return { kind: "prefix", dir, key: bare.slice(0, last) };
+  const whole = bare.startsWith("/") ? bare.slice(1) : bare;
+  // A slash at the start or in the middle anchors the pattern to this folder: the whole path.
+  if (bare.includes("/") && whole !== "" && !SPECIAL.test(whole) && !whole.includes("//") && !whole.startsWith("/")) return { kind: "path", dir, key: whole };
+  return undefined;
+}
+
+/** What a rule of pattern `body` is reckoned to hold of the heap (the estimates above). */
+export function reckonedBytes(body: string): number {
+  return RULE_BYTES + (shapeOf(body) ? 0 : COMPILED_RULE_BYTES + COMPILED_BYTES_PER_CHAR * body.length);
+}
+
+/** An upper bound of what the rules of `.gitignore` text `text` are reckoned to hold: one rule a line at most, each with an expression, every character in one. */
+export function reckonedAtMost(text: string): number {
+  let lines = 1;
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) lines++;
+  return lines * (RULE_BYTES + COMPILED_RULE_BYTES) + COMPILED_BYTES_PER_CHAR * text.length;
+}
+
+/** `lengths` (ascending) with `n` in it. */
+function withLength(lengths: number[], n: number): number[] {
+  return lengths.includes(n) ? lengths : [...lengths, n].sort((a, b) => a - b);
+}
+
+/**
+ * The rules of one `.gitignore`, indexed for `verdict`. Rules are added as the package parses
+ * them (`addFrom`, a file may be parsed in slices); every structure keeps its indices ascending
+ * and is read from the highest down.
+ */
 export class RulesIndex {
-  /** The heap this file's rules may hold, every expression compiled (the estimates above). */
-  readonly heapBytes: number;
-  private readonly rules: PackageRule[];
+  private heap = 0;
+  private rules: PackageRule[] = [];
+  /** How many of `rules` are placed (the package's array grows as it parses). */
+  private placed = 0;
   /** `name` (file or folder) and `name/` (folder only), by the last segment. */
   private readonly names = new Map<string, number>();
   private readonly dirNames = new Map<string, number>();
@@ -133,59 +195,62 @@ export class RulesIndex {
   /** `/a/b`, `a/b/`: the whole path relative to the rules file's folder. */
   private readonly paths = new Map<string, number>();
   private readonly dirPaths = new Map<string, number>();
-  private readonly suffixLengths: number[];
-  private readonly prefixLengths: number[];
+  private suffixLengths: number[] = [];
+  private prefixLengths: number[] = [];
   /** Other rules, by the first three characters of their required run (three or more long). */
   private readonly byTrigram = new Map<string, number[]>();
   /** Other rules whose required run is shorter than three: tested whenever their turn comes. */
   private readonly always: number[] = [];
   /** Each rule's required run (other rules only). */
   private readonly runs: string[] = [];
+  /** Each other rule's required characters (`requiredMask`), and whether it is tested on the last segment alone. */
+  private readonly masks: number[] = [];
+  private readonly baseOnly: boolean[] = [];
   /** Each other rule's expression, as `withoutGapBacktracking` makes it, once it is first needed. */
   private readonly regexes: RegExp[] = [];
   /** `seen[i] === stamp` once rule i is a candidate of the current path. */
-  private readonly seen: Int32Array;
+  private seen = new Int32Array(0);
   private stamp = 0;
 
-  constructor(ig: Ignore) {
-    this.rules = (ig as unknown as { _rules: { _rules: PackageRule[] } })._rules._rules;
-    this.seen = new Int32Array(this.rules.length);
-    let heapBytes = this.rules.length * RULE_BYTES;
-    this.rules.forEach((rule, index) => {
-      if (this.place(rule.body, index)) heapBytes += COMPILED_RULE_BYTES + COMPILED_BYTES_PER_CHAR * rule.body.length;
-    });
-    this.heapBytes = heapBytes;
-    for (const list of this.byTrigram.values()) list.reverse(); // highest index first
-    this.always.reverse();
-    this.suffixLengths = keyLengths(this.suffixes, this.dirSuffixes);
-    this.prefixLengths = keyLengths(this.prefixes, this.dirPrefixes);
+  /** The index of `ig`'s rules, all placed at once (`addFrom`). */
+  constructor(ig?: Ignore) {
+    if (ig) this.addFrom(ig);
+  }
+
+  /** The heap this file's rules may hold, every expression compiled (the estimates above). */
+  get heapBytes(): number {
+    return this.heap;
+  }
+
+  /** Places the rules `ig` (the same instance at every call) holds past those placed already. */
+  addFrom(ig: Ignore): void {
+    const rules = (ig as unknown as { _rules: { _rules: PackageRule[] } })._rules._rules;
+    for (let index = this.placed; index < rules.length; index++) {
+      const body = rules[index].body;
+      this.place(body, index);
+      this.heap += reckonedBytes(body);
+    }
+    this.rules = rules;
+    this.placed = rules.length;
+    if (this.seen.length < rules.length) this.seen = new Int32Array(rules.length);
   }
 
   /** Files rule `index` (pattern `body`) in the structure that answers for it; true when that is its own expression (no map). */
   private place(body: string, index: number): boolean {
-    const dirOnly = body.endsWith("/");
-    const bare = dirOnly ? body.slice(0, -1) : body;
-    if (bare !== "" && !bare.includes("/") && !SPECIAL.test(bare)) {
-      setMax(dirOnly ? this.dirNames : this.names, bare, index);
-      return false;
-    }
-    const last = bare.length - 1;
-    if (bare.length > 1 && bare[0] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(1))) {
-      setMax(dirOnly ? this.dirSuffixes : this.suffixes, bare.slice(1), index);
-      return false;
-    }
-    if (bare.length > 1 && bare[last] === "*" && !bare.includes("/") && !SPECIAL.test(bare.slice(0, last))) {
-      setMax(dirOnly ? this.dirPrefixes : this.prefixes, bare.slice(0, last), index);
-      return false;
-    }
-    const whole = bare.startsWith("/") ? bare.slice(1) : bare;
-    if (bare.includes("/") && whole !== "" && !SPECIAL.test(whole) && !whole.includes("//") && !whole.startsWith("/")) {
-      // A slash at the start or in the middle anchors the pattern to this folder: the whole path.
-      setMax(dirOnly ? this.dirPaths : this.paths, whole, index);
+    const shape = shapeOf(body);
+    if (shape) {
+      const { kind, dir, key } = shape;
+      if (kind === "suffix") this.suffixLengths = withLength(this.suffixLengths, key.length);
+      if (kind === "prefix") this.prefixLengths = withLength(this.prefixLengths, key.length);
+      const maps = { name: [this.names, this.dirNames], suffix: [this.suffixes, this.dirSuffixes], prefix: [this.prefixes, this.dirPrefixes], path: [this.paths, this.dirPaths] } as const;
+      setMax(maps[kind][dir ? 1 : 0], key, index);
       return false;
     }
     const run = requiredRun(body);
     this.runs[index] = run;
+    this.masks[index] = requiredMask(body);
+    const slash = body.indexOf("/");
+    this.baseOnly[index] = slash < 0 || slash === body.length - 1; // the package's own test for `_basenameOnly`
     if (run.length >= 3) {
       const key = run.slice(0, 3);
       const list = this.byTrigram.get(key);
@@ -219,40 +284,71 @@ export class RulesIndex {
       const head = base.slice(0, n);
       best = Math.max(best, this.prefixes.get(head) ?? -1, isDir ? (this.dirPrefixes.get(head) ?? -1) : -1);
     }
-    best = Math.max(best, this.otherMatch(rel, isDir ? `${base}/` : base, best));
+    const baseTested = isDir ? `${base}/` : base;
+    best = Math.max(best, this.otherMatch(rel, baseTested, charMask(rel), charMask(baseTested), best));
     if (best < 0) return { ignored: false, unignored: false };
     const negative = this.rules[best].negative;
     return { ignored: !negative, unignored: negative };
   }
 
-  /** The highest index above `above` among the other rules that match, or -1. */
-  private otherMatch(rel: string, base: string, above: number): number {
-    if (this.byTrigram.size === 0) return this.firstMatch(this.always, rel, base, above);
+  /** The highest index above `above` among the other rules that match, or -1; `relMask` and `baseMask` are `charMask` of `rel` and `base`. */
+  private otherMatch(rel: string, base: string, relMask: number, baseMask: number, above: number): number {
+    if (this.byTrigram.size === 0) return this.firstMatch(this.always, rel, base, relMask, baseMask, above);
     const stamp = ++this.stamp;
     const candidates: number[] = [];
     for (let i = 0; i + 3 <= rel.length; i++) {
       const list = this.byTrigram.get(rel.slice(i, i + 3));
       if (!list) continue;
-      for (const index of list) {
+      for (let k = list.length - 1; k >= 0; k--) {
+        const index = list[k];
         if (index <= above) break;
         if (this.seen[index] === stamp) continue;
         this.seen[index] = stamp;
         if (rel.includes(this.runs[index])) candidates.push(index);
       }
     }
-    if (candidates.length === 0) return this.firstMatch(this.always, rel, base, above);
+    if (candidates.length === 0) return this.firstMatch(this.always, rel, base, relMask, baseMask, above);
     for (const index of this.always) if (index > above) candidates.push(index);
-    candidates.sort((a, b) => b - a);
-    return this.firstMatch(candidates, rel, base, above);
+    candidates.sort((a, b) => a - b);
+    return this.firstMatch(candidates, rel, base, relMask, baseMask, above);
   }
 
-  /** The first index of `indices` (highest first) above `above` whose rule matches, or -1. */
-  private firstMatch(indices: number[], rel: string, base: string, above: number): number {
-    for (const index of indices) {
+  /** Rule `index`'s expression (one no map answers for), made on first use. */
+  private expression(index: number): RegExp {
+    return (this.regexes[index] ??= withoutGapBacktracking(this.rules[index].regex));
+  }
+
+  /** How many rules are tested on every path (`compileFrom`). */
+  get alwaysCount(): number {
+    return this.always.length;
+  }
+
+  /**
+   * Makes and compiles (one run on "") the expressions of the rules tested on every path (no
+   * plain run of three characters to index them by), from the `from`th of them on, while
+   * `more()` answers true; returns where it stopped (`alwaysCount` when all are made). Else the
+   * first path would pay for every one of them in a single `verdict`, which the caller cannot
+   * slice: a walk makes them in slices beforehand. The rules indexed by their run are made when a
+   * path first holds it, as most are never needed.
+   */
+  compileFrom(from: number, more: () => boolean): number {
+    let k = from;
+    for (; k < this.always.length && more(); k++) this.expression(this.always[k]).test("");
+    return k;
+  }
+
+  /**
+   * The highest index of `indices` (ascending) above `above` whose rule matches, or -1. A rule
+   * naming a character the string it is tested on lacks is passed over without its expression.
+   */
+  private firstMatch(indices: number[], rel: string, base: string, relMask: number, baseMask: number, above: number): number {
+    for (let k = indices.length - 1; k >= 0; k--) {
+      const index = indices[k];
       if (index <= above) return -1;
+      const mask = this.masks[index];
+      if ((mask & (this.baseOnly[index] ? baseMask : relMask)) !== mask) continue;
       const rule = this.rules[index];
-      const re = (this.regexes[index] ??= withoutGapBacktracking(rule.regex));
-      if (re.test(rule._basenameOnly ? base : rel)) return index;
+      if (this.expression(index).test(rule._basenameOnly ? base : rel)) return index;
     }
     return -1;
   }

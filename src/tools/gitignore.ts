@@ -1,9 +1,13 @@
 /**
  * `.gitignore`-aware listing of workspace files, shared by `glob` and `grep`.
  *
- * The walk is tinyglobby's; this module filters what it sees by handing it a file-system adapter
- * whose `readdir` drops ignored entries, so ignored folders (`node_modules/`, `build/`) are never
- * entered at all. Rules come from every `.gitignore` between the walk root and the entry
+ * The walk is this module's own (`walkFiles`), or tinyglobby's for a pattern reaching outside
+ * (`listFiles`, through a file-system adapter whose `readdir` drops ignored entries); either way
+ * ignored folders (`node_modules/`, `build/`) are never entered at all. Both run on the bridge's
+ * one event loop, so neither holds it: a folder's rules files are read and parsed before its
+ * entries are judged (`prepare`, gitignore-read.ts, in slices), and its entries are judged in
+ * slices (`filterEntriesInSlices`), the loop and a cancel given a turn between them. Rules come
+ * from every `.gitignore` between the walk root and the entry
  * (nested files override their parents, `!negation` included), evaluated the way git does:
  * the last matching rule wins, deeper files last. `.git` is always skipped. In a confined
  * permission mode symbolic links are neither followed nor listed (as ripgrep without
@@ -16,73 +20,17 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import type { Ignore, Options as IgnoreOptions } from "ignore";
-import { sortPaths } from "./search/order.js";
+import { sortPathsInSlices } from "./search/order.js";
 import { isInside } from "./workspace.js";
-import { collapseGlobstars } from "./gitignore-globstar.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
-import { checkRuleShape, RulesIndex } from "./gitignore-rules.js";
+import type { RulesIndex } from "./gitignore-rules.js";
+import { FILTER_SLICE_MS, GITIGNORE_MAX_BYTES, loadIgnore, parseRules, readIgnoreFile } from "./gitignore-read.js";
+export { GITIGNORE_MAX_BYTES };
 import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, MiB, WalkRulesBudget } from "./gitignore-budget.js";
-
-type IgnoreFactory = (options?: IgnoreOptions) => Ignore;
-/** `ignore` and `tinyglobby` are loaded on first use, not at bridge start-up. */
-let ignoreFactory: IgnoreFactory | undefined;
-
-async function loadIgnore(): Promise<IgnoreFactory> {
-  if (!ignoreFactory) {
-    const factory = (await loadPackages()).ignore as unknown as IgnoreFactory;
-    checkRuleShape(factory().add("x"));
-    ignoreFactory = factory;
-  }
-  return ignoreFactory;
-}
-
-/** The longest the walk filters a folder's entries before it yields to the event loop. */
-const FILTER_SLICE_MS = 10;
 
 /** Folders never listed, whatever `.gitignore` says. */
 export const ALWAYS_SKIPPED = new Set([".git"]);
-
-/**
- * Largest `.gitignore` applied (~100,000 rules, held for the walk's length). No count of rules is
- * capped, as neither git nor ripgrep caps it: the rules index makes the forms a generated list
- * holds cost a path a few lookups. A larger file is not applied, and the result of the call says
- * so (`unappliedNote`), since files git would hide may then be listed.
- */
-export const GITIGNORE_MAX_BYTES = 1024 * 1024;
-
-/**
- * The text of a `.gitignore`, `undefined` when there is none to use, `null` when it is a regular
- * file over `GITIGNORE_MAX_BYTES`. It is read on the main thread, so it must never block: opened
- * non-blocking and without following a link (git does not follow a linked `.gitignore` either),
- * and used only when it is a regular file of bounded size — a FIFO, a device or a link to one is
- * skipped.
- */
-function readIgnoreFile(file: string): string | null | undefined {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW | fs.constants.O_NOCTTY);
-  } catch (err) {
-    rethrowIfOutOfDescriptors(err); // else rules that exist would go unapplied
-    return undefined;
-  }
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) return undefined;
-    if (st.size > GITIGNORE_MAX_BYTES) return null;
-    const buf = Buffer.alloc(st.size);
-    let n = 0;
-    while (n < buf.length) {
-      const got = fs.readSync(fd, buf, n, buf.length - n, n);
-      if (got === 0) break;
-      n += got;
-    }
-    return collapseGlobstars(buf.subarray(0, n).toString("utf8"));
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 /**
  * A folder under the root, as the filter knows it: whether it is ignored, its path relative to
@@ -129,56 +77,70 @@ export class GitignoreFilter {
     this.root = path.resolve(root);
   }
 
-  /** The rules of `dir`'s own `.gitignore`, read once per folder (`folderAt` keeps them), or null without one. */
-  private rulesOf(dir: string): RulesIndex | null {
-    if (!ignoreFactory) throw new Error("GitignoreFilter used before listFiles loaded the 'ignore' module");
-    let ig: RulesIndex | null = null;
+  /**
+   * The rules of `dir`'s own `.gitignore`, read once per folder (`prepare` keeps them in its
+   * folder), or null without one, or when it is over the size cap or the budget. The text is
+   * parsed in slices of lines with the event loop given a turn between them, and each slice's
+   * rules are reckoned as they come: a file past the budget is dropped as soon as its reckoning
+   * passes it, before the rest is parsed.
+   */
+  private async rulesOf(dir: string, signal: AbortSignal): Promise<RulesIndex | null> {
     const shown = () => path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/");
+    let text: string | null | undefined;
     try {
-      const text = readIgnoreFile(path.join(dir, ".gitignore"));
-      if (text === null) this.unapplied.push(shown());
-      ig = text === undefined || text === null ? null : new RulesIndex(ignoreFactory({ ignorecase: false }).add(text)); // case-sensitive, as git on Linux and ripgrep
-      if (ig && !this.budget.take(ig.heapBytes)) {
-        this.overBudget.push(shown());
-        ig = null; // dropped before any of its rules is compiled
-      }
+      text = readIgnoreFile(path.join(dir, ".gitignore"));
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
-      ig = null; // no (readable) .gitignore here
+      return null; // no (readable) .gitignore here
     }
-    return ig;
-  }
-
-  /** Loads the rule parser (once per process); call before `isIgnored` outside a walk. */
-  async load(): Promise<void> {
-    await loadIgnore();
+    if (text === null) this.unapplied.push(shown());
+    if (text === undefined || text === null) return null;
+    const index = await parseRules(text, this.budget, signal);
+    if (!index) this.overBudget.push(shown()); // dropped before any of its rules is compiled
+    return index;
   }
 
   /**
    * Whether `absPath` (a file, or a folder when `isDir`) is ignored, as git decides it: ignored
    * when a folder above it is (nothing under an ignored folder can be re-included), else by the
    * last rule matching the path itself, a deeper `.gitignore`'s rules after its parents'. Paths
-   * outside the root never are.
+   * outside the root never are. The folder holding `absPath` must have been made ready by
+   * `prepare` (its rules files are read and parsed there, asynchronously).
    */
   isIgnored(absPath: string, isDir: boolean): boolean {
     const abs = path.resolve(absPath);
     if (ALWAYS_SKIPPED.has(path.basename(abs))) return true;
     if (!isInside(this.root, abs) || abs === this.root) return false;
-    const folder = this.folderAt(path.dirname(abs));
+    const folder = this.folders.get(path.dirname(abs));
+    if (!folder) throw new Error(`GitignoreFilter.isIgnored before prepare(${JSON.stringify(path.dirname(abs))})`);
     return folder.ignored || this.judged(folder, path.basename(abs), isDir);
   }
 
   /** Each folder's answer and rules, by absolute path: a walk asks about the same folders for every entry. */
   private readonly folders = new Map<string, Folder>();
 
+  /** The `prepare` under way (they run one after another: a folder's rules are read once, and taken from the budget once). */
+  private preparing: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Makes folder `dir` ready for `isIgnored` of its entries (nothing to do for a folder known, or
+   * outside the root: `undefined`): its answer and rules files, and those of every folder between
+   * the root and it. Rejects with the signal's reason when aborted while a rules file is parsed.
+   */
+  prepare(dir: string, signal: AbortSignal): Promise<void> | undefined {
+    const abs = path.resolve(dir);
+    if (this.folders.has(abs) || !isInside(this.root, abs)) return undefined;
+    const run = this.preparing.then(() => this.makeFolders(abs, signal));
+    this.preparing = run.catch(() => undefined);
+    return run;
+  }
+
   /**
    * Folder `dir` (the root or below it), made from its parent's: a deep tree costs each entry
    * one test per rules file above it, never a walk up every folder above (quadratic in the
-   * depth, per entry). Computed from the highest folder not yet known down, without recursion.
+   * depth, per entry). Made from the highest folder not yet known down, without recursion.
    */
-  private folderAt(dir: string): Folder {
-    const known = this.folders.get(dir);
-    if (known) return known;
+  private async makeFolders(dir: string, signal: AbortSignal): Promise<void> {
     const missing: string[] = [];
     let at = dir;
     let above: Folder | undefined;
@@ -191,20 +153,19 @@ export class GitignoreFilter {
       const abs = missing[i];
       let folder: Folder;
       if (!above) {
-        const ig = this.rulesOf(abs);
+        const ig = await this.rulesOf(abs, signal);
         folder = { ignored: false, rel: "", rules: ig ? [{ ig, from: 0 }] : [] };
       } else {
         const name = path.basename(abs);
         const rel = above.rel === "" ? name : `${above.rel}/${name}`;
         const ignored = above.ignored || ALWAYS_SKIPPED.has(name) || this.judged(above, name, true);
         // Nothing below an ignored folder is asked about its own rules: they are not read.
-        const ig = ignored ? null : this.rulesOf(abs);
+        const ig = ignored ? null : await this.rulesOf(abs, signal);
         folder = { ignored, rel, rules: ig ? [...above.rules, { ig, from: rel.length + 1 }] : above.rules };
       }
       this.folders.set(abs, folder);
       above = folder;
     }
-    return above!;
   }
 
   /** Entry `name` of `folder` (not ignored itself), judged by the rules matching it itself in every `.gitignore` above it, deeper files last. */
@@ -234,50 +195,68 @@ export class GitignoreFilter {
     return !this.isIgnored(abs, isDir);
   }
 
-  /** Keeps the entries of folder `dir` that are neither ignored nor (when confining) links. */
-  filterEntries(dir: string, entries: fs.Dirent[]): fs.Dirent[] {
-    return entries.filter((entry) => this.keeps(dir, entry));
-  }
-
   /**
-   * `filterEntries` in slices of at most `FILTER_SLICE_MS`, the event loop (and a cancel) given a
-   * turn between them: an entry costs a test for each rule no index holds (gitignore-rules.ts),
-   * so a folder of a hostile repository could otherwise hold the loop for seconds.
+   * The entries of folder `dir` that are neither ignored nor (when confining) links, its rules
+   * made ready first (`prepare`), judged in slices of at most `FILTER_SLICE_MS`, the event loop
+   * (and a cancel) given a turn between them: an entry costs a test for each rule no index holds
+   * (gitignore-rules.ts), so a folder of a hostile repository could otherwise hold the loop for
+   * seconds.
    */
   async filterEntriesInSlices(dir: string, entries: fs.Dirent[], signal: AbortSignal): Promise<fs.Dirent[]> {
+    await this.prepare(dir, signal);
     const kept: fs.Dirent[] = [];
-    let sliceStart = performance.now();
+    const turn = loopTurns(signal);
     for (const entry of entries) {
       if (this.keeps(dir, entry)) kept.push(entry);
-      if (performance.now() - sliceStart > FILTER_SLICE_MS) {
-        await yieldToLoop();
-        signal.throwIfAborted();
-        sliceStart = performance.now();
-      }
+      const next = turn();
+      if (next) await next;
     }
     return kept;
   }
 
-  /** A file-system adapter for tinyglobby (`fs` option) that hides ignored entries. */
-  fsAdapter(): { readdir: typeof fs.readdir; readdirSync: typeof fs.readdirSync } {
+  /**
+   * A file-system adapter for tinyglobby (`fs` option, its asynchronous walk) that hides ignored
+   * entries, each folder filtered in slices (`filterEntriesInSlices`); a folder read after
+   * `signal` is aborted is answered with the abort, which tinyglobby's walk stops on.
+   */
+  fsAdapter(signal: AbortSignal): { readdir: typeof fs.readdir; readdirSync: typeof fs.readdirSync } {
     const readdir = ((dir: fs.PathLike, options: unknown, callback: (err: NodeJS.ErrnoException | null, entries: fs.Dirent[]) => void) => {
+      void options;
       fs.readdir(dir, { withFileTypes: true }, (err, entries) => {
         // tinyglobby skips a folder it cannot read without a word; listFiles reports this one.
         if (err && isOutOfDescriptors(err)) this.ranOutOfDescriptors = true;
         if (err) return callback(err, []);
-        try {
-          callback(null, this.filterEntries(path.resolve(String(dir)), entries));
-        } catch (e) {
-          if (e instanceof OutOfDescriptorsError) this.ranOutOfDescriptors = true;
-          callback(e as NodeJS.ErrnoException, []);
-        }
+        this.filterEntriesInSlices(path.resolve(String(dir)), entries, signal).then(
+          (kept) => callback(null, kept),
+          (e: unknown) => {
+            if (e instanceof OutOfDescriptorsError) this.ranOutOfDescriptors = true;
+            callback(e as NodeJS.ErrnoException, []);
+          },
+        );
       });
-      void options;
     }) as unknown as typeof fs.readdir;
-    const readdirSync = ((dir: fs.PathLike) =>
-      this.filterEntries(path.resolve(String(dir)), fs.readdirSync(dir, { withFileTypes: true }))) as unknown as typeof fs.readdirSync;
+    // The synchronous walk (tinyglobby's `globSync`) cannot give the loop a turn: not offered.
+    const readdirSync = (() => {
+      throw new Error("the .gitignore-filtered walk is asynchronous only");
+    }) as unknown as typeof fs.readdirSync;
     return { readdir, readdirSync };
   }
+}
+
+/**
+ * A turn of the event loop once every `FILTER_SLICE_MS` of work: call the result after each step;
+ * it answers `undefined` while the slice lasts, else a promise of the next turn that rejects once
+ * `signal` is aborted.
+ */
+export function loopTurns(signal: AbortSignal): () => Promise<void> | undefined {
+  let sliceStart = performance.now();
+  return () => {
+    if (performance.now() - sliceStart <= FILTER_SLICE_MS) return undefined;
+    return yieldToLoop().then(() => {
+      signal.throwIfAborted();
+      sliceStart = performance.now();
+    });
+  };
 }
 
 /**
@@ -288,14 +267,16 @@ export class GitignoreFilter {
  */
 export async function walkFiles(options: { root: string; filter: GitignoreFilter; signal: AbortSignal; follow: boolean }): Promise<string[]> {
   options.signal.throwIfAborted();
-  await loadIgnore();
+  await loadIgnore(); // a failure to load the parser fails the call, never reads as folders left unread
   const root = path.resolve(options.root);
   const out: string[] = [];
-  // Each folder with the identities of the folders above it: a link back up is not entered again.
-  const stack: { dir: string; above: string[] }[] = [{ dir: root, above: [] }];
+  const turn = loopTurns(options.signal);
+  // Each folder, its path relative to the root with `/`, and the identities of the folders above
+  // it: a link back up is not entered again.
+  const stack: { dir: string; rel: string; above: string[] }[] = [{ dir: root, rel: "", above: [] }];
   while (stack.length > 0) {
     options.signal.throwIfAborted();
-    const { dir, above: aboveDir } = stack.pop()!;
+    const { dir, rel, above: aboveDir } = stack.pop()!;
     let above = aboveDir;
     if (options.follow) {
       const st = await fs.promises.stat(dir).catch((err) => void rethrowIfOutOfDescriptors(err));
@@ -317,18 +298,22 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
       rethrowIfOutOfDescriptors(err);
       continue;
     }
+    // A folder of many entries is taken in slices too.
     for (const entry of entries) {
       const abs = path.join(dir, entry.name);
+      const entryRel = rel === "" ? entry.name : `${rel}/${entry.name}`;
       let kind: "dir" | "file" | undefined = entry.isDirectory() ? "dir" : entry.isFile() ? "file" : undefined;
       if (entry.isSymbolicLink() && options.follow) {
         const st = await fs.promises.stat(abs).catch((err) => void rethrowIfOutOfDescriptors(err));
         kind = st?.isDirectory() ? "dir" : st?.isFile() ? "file" : undefined;
       }
-      if (kind === "dir") stack.push({ dir: abs, above });
-      else if (kind === "file") out.push(path.relative(root, abs).split(path.sep).join("/"));
+      if (kind === "dir") stack.push({ dir: abs, rel: entryRel, above });
+      else if (kind === "file") out.push(entryRel);
+      const next = turn();
+      if (next) await next;
     }
   }
-  return sortPaths(out);
+  return sortPathsInSlices(out, turn);
 }
 
 /** The note a search's result ends with when `filter` met `.gitignore` files it did not apply, else undefined. */
@@ -367,7 +352,7 @@ export async function listFiles(options: {
     onlyFiles: true,
     followSymbolicLinks: options.followSymlinks,
     expandDirectories: false,
-    fs: options.filter.fsAdapter(),
+    fs: options.filter.fsAdapter(options.signal),
     signal: options.signal,
   });
   options.signal.throwIfAborted();
@@ -376,10 +361,19 @@ export async function listFiles(options: {
   // adapter, so check each result too — in slices, giving the event loop (and a cancel) a turn.
   const cwd = path.resolve(options.cwd);
   const kept: string[] = [];
-  for (let i = 0; i < files.length; i += 2000) {
-    for (const file of files.slice(i, i + 2000)) if (!options.filter.isIgnored(path.resolve(cwd, file), false)) kept.push(file);
-    await yieldToLoop();
-    options.signal.throwIfAborted();
+  const turn = loopTurns(options.signal);
+  let preparedDir: string | undefined;
+  for (const file of files) {
+    const abs = path.resolve(cwd, file);
+    const dir = path.dirname(abs);
+    if (dir !== preparedDir) {
+      const ready = options.filter.prepare(dir, options.signal);
+      if (ready) await ready;
+      preparedDir = dir;
+    }
+    if (!options.filter.isIgnored(abs, false)) kept.push(file);
+    const next = turn();
+    if (next) await next;
   }
-  return sortPaths(kept);
+  return sortPathsInSlices(kept, turn);
 }

@@ -9,7 +9,7 @@
  */
 import * as path from "node:path";
 import { isConfined } from "./workspace.js";
-import { GitignoreFilter, listFiles, patternEscapes, unappliedNote, walkFiles } from "./gitignore.js";
+import { GitignoreFilter, listFiles, loopTurns, patternEscapes, unappliedNote, walkFiles } from "./gitignore.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { RIPGREP_COMMON_FLAGS, findRipgrep, runRipgrep } from "./search/ripgrep.js";
@@ -134,7 +134,12 @@ export const globTool: Tool = {
           ? await listFiles({ patterns: [pattern], cwd: workspace, filter, signal: ctx.signal, followSymlinks: !confined })
           : await walkFiles({ root: workspace, filter, signal: ctx.signal, follow: !confined });
         const match = escapes ? () => true : await matcher();
-        for (const file of files) if (match(file)) await sink.add(file);
+        const turn = loopTurns(ctx.signal); // a listing of any size is matched in slices
+        for (const file of files) {
+          if (match(file)) await sink.add(file);
+          const next = turn();
+          if (next) await next;
+        }
       }
       await sink.flush();
     } finally {

@@ -141,7 +141,6 @@ export const grepTool: Tool = {
 
     const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false };
     const rules = new GitignoreFilter(insideWs ? workspace : target, confined);
-    await rules.load();
     const wanted = () => GREP_MAX_MATCHES + 1 - found.out.length;
     let rg = parsed.rust !== null ? await findRipgrep() : undefined;
     const named = openNamed(ctx.workspace, ctx.permissionMode);
@@ -152,6 +151,7 @@ export const grepTool: Tool = {
     let done = false;
     try {
       // A folder that .gitignore ignores holds nothing to search (an ignored file named by path is searched).
+      if (!single) await rules.prepare(path.dirname(target), ctx.signal);
       done = !single && rules.isIgnored(target, true);
       if (done) {
         // nothing to search

@@ -4,7 +4,8 @@
  * many rules that hit the same paths with both signs — so that which rule is the last to match
  * decides, whichever of the rules index's structures holds it (plain names, `*.ext`, `name*`,
  * plain paths, the others by their plain run, with or without `/` at the end), and patterns of
- * several `**` gaps (matched without backtracking across them).
+ * several `**` gaps (matched without backtracking across them). Some files are long (a comment
+ * after each rule), so that their rules are parsed in several slices.
  * GITIGNORE_GIT_RUNS sets the number of trees (default 40).
  */
 import { execFileSync } from "node:child_process";
@@ -45,6 +46,7 @@ const tree = fc.record({
   ruleFiles: fc.array(fc.array(fc.constantFrom(...rules), { minLength: 1, maxLength: 14 }), { minLength: 4, maxLength: 4 }),
   where: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 12, maxLength: 12 }),
   crlf: fc.boolean(),
+  padded: fc.boolean(),
 });
 
 function gitList(ws: string): string[] {
@@ -75,7 +77,8 @@ describe("the built-in walk against git", () => {
           walk("");
           dirs.forEach((d, i) => {
             if (i === 0 || (t.where[i % t.where.length] ?? 1) < 0.5) {
-              fs.writeFileSync(path.join(ws, d, ".gitignore"), t.ruleFiles[i % t.ruleFiles.length].join(t.crlf ? "\r\n" : "\n") + "\n");
+              const lines = t.ruleFiles[i % t.ruleFiles.length].flatMap((rule) => (t.padded ? [rule, `#${"-".repeat(900)}`] : [rule]));
+              fs.writeFileSync(path.join(ws, d, ".gitignore"), lines.join(t.crlf ? "\r\n" : "\n") + "\n");
             }
           });
           const expected = gitList(ws);
@@ -90,4 +93,18 @@ describe("the built-in walk against git", () => {
       { numRuns: Number(process.env.GITIGNORE_GIT_RUNS ?? 40) },
     );
   }, 300_000);
+
+  it.skipIf(!gitHere)("reads a long .gitignore as git does where its parse is sliced: CRLF, a byte-order mark opening a later line", async () => {
+    const ws = fs.mkdtempSync(path.join(os.tmpdir(), "hb-gitignore-"));
+    try {
+      for (const name of ["a", "b", "\uFEFFa", "c", "d"]) fs.writeFileSync(path.join(ws, name), "z");
+      // A mark opens the text only where git drops it; opening a later line, it is part of the rule.
+      const lines = [`\uFEFF${"#".repeat(4095)}`, "\uFEFFa", "b", `#${"-".repeat(4094)}`, "\uFEFFc", "d\r"];
+      fs.writeFileSync(path.join(ws, ".gitignore"), lines.join("\r\n") + "\r\n");
+      const mine = await walkFiles({ root: ws, filter: new GitignoreFilter(ws, true), signal: new AbortController().signal, follow: false });
+      expect(mine.slice().sort()).toEqual(gitList(ws));
+    } finally {
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  });
 });

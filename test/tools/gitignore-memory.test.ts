@@ -94,7 +94,7 @@ describe("concurrent walks", () => {
     const walks: GitignoreFilter[] = [];
     const open = async () => {
       const filter = new GitignoreFilter(ws!.dir, true);
-      await filter.load();
+      await filter.prepare(`${ws!.dir}/big`, new AbortController().signal);
       walks.push(filter);
       return filter;
     };

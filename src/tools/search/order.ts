@@ -24,13 +24,52 @@ export function comparePaths(a: string, b: string): number {
   return pa.length - pb.length;
 }
 
-/**
- * Sorts paths in walk order, fast: with the separator replaced by NUL (which no name holds, and
- * which sorts first), walk order is plain string order — for ASCII paths; others fall back to
- * `comparePaths`. Returns a new array.
- */
+type Keyed = { p: string; key: string | undefined };
+
+/** With the separator replaced by NUL (which no name holds, and which sorts first), walk order is plain string order — for ASCII paths; others fall back to `comparePaths`. */
+const keyed = (p: string): Keyed => ({ p, key: ASCII.test(p) ? p.replaceAll("/", "\0") : undefined });
+
+function compareKeyed(a: Keyed, b: Keyed): number {
+  return a.key !== undefined && b.key !== undefined ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : comparePaths(a.p, b.p);
+}
+
+/** Sorts paths in walk order, fast (`keyed`). Returns a new array. */
 export function sortPaths(paths: readonly string[]): string[] {
-  const keyed = paths.map((p) => ({ p, key: ASCII.test(p) ? p.replaceAll("/", "\0") : undefined }));
-  keyed.sort((a, b) => (a.key !== undefined && b.key !== undefined ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : comparePaths(a.p, b.p)));
-  return keyed.map((k) => k.p);
+  return paths.map(keyed).sort(compareKeyed).map((k) => k.p);
+}
+
+/** Paths sorted at once by `sortPathsInSlices`, and merged between two calls of its `turn`. */
+const SORT_RUN = 4096;
+
+/**
+ * `sortPaths` for a listing of any size on the event loop: runs of `SORT_RUN` paths sorted, then
+ * merged in pairs, `turn` awaited between two runs and every `SORT_RUN` paths merged (it gives the
+ * loop a turn when its time slice is over, and may reject to stop the sort).
+ */
+export async function sortPathsInSlices(paths: readonly string[], turn: () => Promise<void> | undefined): Promise<string[]> {
+  let runs: Keyed[][] = [];
+  for (let i = 0; i < paths.length; i += SORT_RUN) {
+    runs.push(paths.slice(i, i + SORT_RUN).map(keyed).sort(compareKeyed));
+    await turn();
+  }
+  while (runs.length > 1) {
+    const merged: Keyed[][] = [];
+    for (let r = 0; r < runs.length; r += 2) {
+      const [a, b] = [runs[r], runs[r + 1]];
+      if (!b) {
+        merged.push(a);
+        continue;
+      }
+      const out: Keyed[] = [];
+      let i = 0;
+      let j = 0;
+      while (i < a.length || j < b.length) {
+        out.push(j >= b.length || (i < a.length && compareKeyed(a[i], b[j]) <= 0) ? a[i++] : b[j++]);
+        if (out.length % SORT_RUN === 0) await turn();
+      }
+      merged.push(out);
+    }
+    runs = merged;
+  }
+  return (runs[0] ?? []).map((k) => k.p);
 }
