@@ -1,18 +1,24 @@
-"""A harness a program drops without closing it (an exception path, a forgotten ``close``) does
-not leave its bridge process and threads behind for the life of the interpreter: once it is
-garbage collected, its bridge is shut down as :meth:`close` would (exit 0)."""
+"""A harness or a client a program drops without closing it (an exception path, a forgotten
+``close``) does not leave its bridge process and threads behind for the life of the interpreter:
+once it is garbage collected, its bridge is shut down as ``close()`` would (exit 0). A dropped
+client says so with a ``ResourceWarning``, as an unclosed file does (shown only where warnings
+are enabled)."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import subprocess
+import sys
 import threading
+import warnings
+from pathlib import Path
 from typing import Any, List
 
 import pytest
 
-from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness, tool
+from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness, HarnessClient, tool
 
 from conftest import call_within
 
@@ -30,7 +36,7 @@ def _bridge_exits_once_dropped(procs: List[Any]) -> None:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            pytest.fail("the dropped harness's bridge is still running 30 s after it was collected")
+            pytest.fail("the dropped harness's (or client's) bridge is still running 30 s after it was collected")
         assert proc.returncode == 0
     for _ in range(300):
         if not [t for t in threading.enumerate() if t.name.startswith("harness-bridge")]:
@@ -69,3 +75,66 @@ def test_a_closed_harness_is_not_closed_again_when_collected(backend):
     del h
     gc.collect()
     assert not [t for t in threading.enumerate() if t.name == "harness-bridge-dropped"]
+
+
+def _client(backend: Any) -> HarnessClient:
+    return HarnessClient(backend.bridge, session_root=backend.session_root, shutdown_timeout_seconds=5.0)
+
+
+def _unclosed_warnings(caught: List[warnings.WarningMessage]) -> List[str]:
+    messages = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    return [m for m in messages if m.startswith("unclosed <deepseek_harness.client.HarnessClient")]
+
+
+def test_a_dropped_client_shuts_its_bridge_down(backend):
+    def use() -> Any:
+        c = _client(backend).start()
+        c.initialize(backend.workspace, "scripted", backend.script(None))
+        subscription = c.subscribe_notifications()
+        assert call_within(60, c.session_prompt, "s1", "hi").status == "ok"
+        assert subscription.get(timeout=30) is not None
+        return c.process
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _bridge_exits_once_dropped([use()])
+    assert len(_unclosed_warnings(caught)) == 1
+
+
+def test_a_closed_client_is_not_closed_again_when_collected(backend):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        c = _client(backend).start()
+        c.close()
+        del c
+        gc.collect()
+    assert _unclosed_warnings(caught) == []
+    assert not [t for t in threading.enumerate() if t.name == "harness-bridge-dropped"]
+
+
+DROP_A_CLIENT = """
+import gc, sys
+from deepseek_harness import HarnessClient
+def use():
+    c = HarnessClient(sys.argv[1], session_root=sys.argv[2]).start()
+    c.initialize(sys.argv[3], "scripted", "demo")
+    return c.process
+proc = use()
+gc.collect()
+print(proc.wait(30))
+"""
+
+
+def test_a_dropped_client_says_so_only_where_warnings_are_enabled(backend):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "PYTHONDEVMODE")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+
+    def run(*flags: str) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([sys.executable, *flags, "-c", DROP_A_CLIENT, str(backend.bridge), str(backend.session_root),
+                               str(backend.workspace)], capture_output=True, text=True, timeout=120, env=env)
+
+    quiet = run()
+    assert (quiet.returncode, quiet.stdout.strip(), quiet.stderr) == (0, "0", "")
+    shown = run("-W", "default::ResourceWarning")
+    assert (shown.returncode, shown.stdout.strip()) == (0, "0"), shown.stderr
+    assert "ResourceWarning: unclosed <deepseek_harness.client.HarnessClient" in shown.stderr

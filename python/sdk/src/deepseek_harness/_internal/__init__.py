@@ -8,6 +8,9 @@
   routing, subscriptions, failing every waiter when the transport ends;
 * :mod:`.decode`: the fast path's decoding (a run of raw lines in one parse) and the one guard
   every frame passes;
+* :mod:`.link`: a started bridge's plumbing (process, reader thread, router, writes, close),
+  which never points back at its connection, so a connection dropped unclosed is collected
+  and its finalizer closes the bridge;
 * :mod:`.connection`: a running bridge: lifecycle, writing requests, waiting for responses;
   its functions (``send``, ``request``, ``outcome``, ``forget``, ``answer_requests``, ...) are
   what the other modules here do with a connection, never its private names;

@@ -4,7 +4,9 @@
 configuration, the command line and the protocol's requests. Threads:
 
 * the caller's threads send requests (one lock serialises writes to stdin);
-* the reader thread (:mod:`.router`) frames stdout and routes every frame;
+* the reader thread (:mod:`.router`) frames stdout and routes every frame; it holds the
+  :class:`~.link.Link` (never the connection), so a connection dropped unclosed is collected
+  and its finalizer closes the bridge;
 * the stderr thread (:mod:`.process`) drains stderr and keeps its tail for error messages.
 """
 
@@ -12,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import json
 import logging
 import threading
 import time
@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from ..errors import HarnessError, JsonRpcError, ProtocolError, RequestTimeoutError, TransportClosedError
 from ..wire import SessionCancelParams
 from .inbox import INF, AnyInbox, AsyncInbox, Closed, Pending
+from .link import Link, close_when_dropped
 from .process import BridgeProcess, PathLike, forget_at_exit, reap_at_exit
 from .router import Interceptor, Router
 
@@ -56,10 +57,9 @@ class Connection:
         #: The resolved executable, once started.
         self.bridge_path: Optional[Path] = None
         self._process: Optional[BridgeProcess] = None
-        self._reader: Optional[threading.Thread] = None
+        self._link: Optional[Link] = None
+        self._dropped: Optional[Any] = None
         self._router = Router()
-        self._ids = itertools.count(1)
-        self._write_lock = threading.Lock()
         self._lifecycle_lock = threading.Lock()
         self._closing = False
         self._started = False
@@ -99,40 +99,40 @@ class Connection:
             log.debug("starting %s", cmd)
             process = BridgeProcess(cmd, env, cwd)
             self._process = process
-            self._reader = threading.Thread(
-                target=self._router.read_loop, args=(process, self._transport_error, self._ended),
-                name="harness-bridge-reader", daemon=True,
-            )
-            self._reader.start()
+            link = Link(process, self._router)
+            self._link = link
+            link.reader.start()
             self._started = True
             reap_at_exit(self)
+            self._dropped = close_when_dropped(self, link, self.shutdown_timeout_seconds)
             return self
 
     def close(self) -> None:
         """Stops the bridge: ``shutdown`` (with a timeout) → close stdin → wait → SIGTERM →
         wait → SIGKILL. Idempotent; safe from any thread. Pending requests fail with
-        :class:`TransportClosedError` if the bridge did not answer them first."""
+        :class:`TransportClosedError` if the bridge did not answer them first. A client
+        garbage collected unclosed is closed so too (with a :class:`ResourceWarning`)."""
         with self._lifecycle_lock:
             if self._closing:
                 return
             self._closing = True
-            process = self._process
+            link = self._link
         forget_at_exit(self)
-        if process is None:
+        if self._dropped is not None:
+            self._dropped.detach()
+        if link is None:
             self._router.fail_all(TransportClosedError("the client was closed"))
             return
-        timeout = self.shutdown_timeout_seconds
-        if self._router.closed_error is None and process.proc.poll() is None:
-            try:
-                self._request("shutdown", None, timeout=timeout, allow_closing=True)
-            except HarnessError as exc:
-                log.debug("shutdown request failed: %s", exc)
-        process.stop(timeout, self._write_lock)
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(timeout)
-        process.stderr_thread.join(timeout)
-        self._router.fail_all(TransportClosedError("the client was closed", process.proc.returncode, self.stderr_tail))
-        process.close_pipes()
+        link.close(self.shutdown_timeout_seconds)
+
+    @property
+    def _reader(self) -> Optional[threading.Thread]:
+        return self._link.reader if self._link is not None else None
+
+    @_reader.setter
+    def _reader(self, reader: threading.Thread) -> None:
+        assert self._link is not None
+        self._link.reader = reader
 
     def __enter__(self) -> Any:
         return self.start()
@@ -140,60 +140,15 @@ class Connection:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _ended(self) -> TransportClosedError:
-        """The reader reached EOF: why, with the exit code and the stderr tail."""
-        assert self._process is not None
-        return self._process.exited("the client was closed" if self._closing else "harness-bridge exited")
-
-    def _transport_error(self, reason: str) -> TransportClosedError:
-        if self._router.closed_error is not None:
-            return self._router.closed_error
-        if self._process is None:
-            return TransportClosedError(reason, None, [])
-        return self._process.error(reason)
-
     # ------------------------------------------------------------------ requests
 
     def _send(self, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
-              allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> Pending:
-        """Registers a waiter and writes the request. The write happens on the caller's thread
-        (for the asyncio front: on the loop); requests are small and the bridge reads stdin
-        continuously, so it does not block in practice."""
-        if not self._started:
+              inbox: Optional[AnyInbox] = None) -> Pending:
+        """Registers a waiter and writes the request (:meth:`Link.send`)."""
+        link = self._link
+        if link is None:
             raise HarnessError("the client is not started: call start() first")
-        request_id = next(self._ids)
-        pending = Pending(request_id, method, session_id, inbox)
-        frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            frame["params"] = params
-        # NaN and Infinity are not JSON (the bridge refuses the line, and the id with it): the
-        # caller gets the ValueError instead of a request that never answers.
-        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
-        router = self._router
-        with router.lock:
-            if router.closed_error is not None:
-                raise router.closed_error
-            reader = self._reader
-            if reader is not None and not reader.is_alive():
-                raise self._transport_error("the SDK's reader thread is not running: close this client and start a new one")
-            if self._closing and not allow_closing:
-                raise TransportClosedError("the client is closing")
-            router.add(pending, session_id)
-        try:
-            with self._write_lock:
-                assert self._process is not None
-                stdin = self._process.stdin
-                stdin.write(data)
-                stdin.flush()
-        except (OSError, ValueError) as exc:
-            router.forget(pending)
-            reason = f"could not write to harness-bridge: {exc}"
-            if isinstance(exc, BrokenPipeError) and router.closed_error is None and self._process is not None:
-                # The bridge closed its stdin: it is exiting, and its exit status (which says why,
-                # e.g. a crash at start under a low open-file limit) trails the closed pipe.
-                raise self._process.exited(reason) from exc
-            raise self._transport_error(reason) from exc
-        return pending
+        return link.send(method, params, session_id, inbox=inbox)
 
     def _try_cancel(self, session_id: str, inbox: Optional[AnyInbox] = None) -> Optional[Pending]:
         try:
@@ -203,9 +158,8 @@ class Connection:
             log.debug("could not cancel session %s: %s", session_id, exc)
             return None
 
-    def _request(self, method: str, params: Optional[Mapping[str, Any]], *, timeout: Optional[float] = None,
-                 allow_closing: bool = False) -> Any:
-        pending = self._send(method, params, allow_closing=allow_closing)
+    def _request(self, method: str, params: Optional[Mapping[str, Any]], *, timeout: Optional[float] = None) -> Any:
+        pending = self._send(method, params)
         with self._waiting(pending, method, timeout) as deadline:
             item = pending.inbox.get(deadline)
         return self._outcome(item, method)

@@ -83,12 +83,15 @@ class LogFolder:
 
 def close_when_dropped(harness: Any, client: Any, dispatcher: Any) -> "weakref.finalize[Any, Any]":
     """Closes ``client`` (and ``dispatcher``, if any) once ``harness`` is garbage collected
-    without having been closed: the reader thread holds the client, so an unclosed harness
-    dropped by its program otherwise left its bridge process and two threads running until the
-    interpreter exited. The close (shutdown, then stdin closed: turns in flight settle) runs on
-    a daemon thread of its own, since a finalizer may run on any thread, the reader's included,
-    and must not block. The harness's ``close`` detaches it; at interpreter exit the client's
-    own exit hook closes it instead (no thread can be started then)."""
+    without having been closed. The client's own finalizer is not enough: with a dispatcher
+    (client tools, approvals, hooks) the reader thread holds it, as the answerer of their
+    requests, and it holds the client, so that client is never collected; and the dispatcher's
+    worker pool must be closed too. Without this, an unclosed harness dropped by its program
+    would leave its bridge process and threads running until the interpreter exited. The close
+    (shutdown, then stdin closed: turns in flight settle) runs on a daemon thread of its own,
+    since a finalizer may run on any thread, the reader's included, and must not block. The
+    harness's ``close`` detaches it; at interpreter exit the client's own exit hook closes it
+    instead (no thread can be started then)."""
     finalizer = weakref.finalize(harness, _close_dropped, client, dispatcher)
     finalizer.atexit = False
     return finalizer

@@ -1,0 +1,148 @@
+"""A started bridge's plumbing: its process, its reader thread, the router, the writers' lock and
+the request ids, with the two things done with them alone: write a request, and close.
+
+:class:`Link` never points back at the :class:`~.connection.Connection` that made it. The
+reader thread holds the link (it is the thread's target and arguments), and a thread holds
+what it runs until it ends: were the link to hold its connection, a client dropped without
+``close()`` would never be collected, and its bridge and threads would live until the
+interpreter exited. So a dropped connection is collected, and its finalizer
+(:func:`close_when_dropped`) closes the link it leaves behind.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+import time
+import warnings
+import weakref
+from typing import Any, Dict, Mapping, Optional
+
+from ..errors import HarnessError, TransportClosedError
+from .inbox import AnyInbox, Closed, Pending
+from .process import BridgeProcess
+from .router import Router
+
+__all__ = ["Link", "close_when_dropped"]
+
+log = logging.getLogger("deepseek_harness")
+
+
+class Link:
+    """One started bridge: what the caller's threads, the reader thread and a finalizer share."""
+
+    def __init__(self, process: BridgeProcess, router: Router) -> None:
+        self.process = process
+        self.router = router
+        self.ids = itertools.count(1)
+        #: Serialises the writes to stdin (and its close).
+        self.write_lock = threading.Lock()
+        #: Set once close begins: requests other than ``shutdown`` are refused, and the end of
+        #: the stream reads "the client was closed" rather than "harness-bridge exited".
+        self.closing = False
+        self.reader = threading.Thread(
+            target=router.read_loop, args=(process, self.failed, self.ended),
+            name="harness-bridge-reader", daemon=True,
+        )
+
+    def failed(self, reason: str) -> TransportClosedError:
+        """The error every request gets once the transport failed for ``reason``."""
+        if self.router.closed_error is not None:
+            return self.router.closed_error
+        return self.process.error(reason)
+
+    def ended(self) -> TransportClosedError:
+        """The reader reached EOF: why, with the exit code and the stderr tail."""
+        return self.process.exited("the client was closed" if self.closing else "harness-bridge exited")
+
+    def send(self, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
+             allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> Pending:
+        """Registers a waiter and writes the request. The write happens on the caller's thread
+        (for the asyncio front: on the loop); requests are small and the bridge reads stdin
+        continuously, so it does not block in practice."""
+        request_id = next(self.ids)
+        pending = Pending(request_id, method, session_id, inbox)
+        frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            frame["params"] = params
+        # NaN and Infinity are not JSON (the bridge refuses the line, and the id with it): the
+        # caller gets the ValueError instead of a request that never answers.
+        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+        router = self.router
+        with router.lock:
+            if router.closed_error is not None:
+                raise router.closed_error
+            if not self.reader.is_alive():
+                raise self.failed("the SDK's reader thread is not running: close this client and start a new one")
+            if self.closing and not allow_closing:
+                raise TransportClosedError("the client is closing")
+            router.add(pending, session_id)
+        try:
+            with self.write_lock:
+                stdin = self.process.stdin
+                stdin.write(data)
+                stdin.flush()
+        except (OSError, ValueError) as exc:
+            router.forget(pending)
+            reason = f"could not write to harness-bridge: {exc}"
+            if isinstance(exc, BrokenPipeError) and router.closed_error is None:
+                # The bridge closed its stdin: it is exiting, and its exit status (which says why,
+                # e.g. a crash at start under a low open-file limit) trails the closed pipe.
+                raise self.process.exited(reason) from exc
+            raise self.failed(reason) from exc
+        return pending
+
+    def close(self, timeout: float) -> None:
+        """``shutdown`` (waiting at most ``timeout``) → close stdin → wait → SIGTERM → wait →
+        SIGKILL, then the reader and the stderr thread are joined and every waiter fails with
+        :class:`TransportClosedError`. Called once (the connection's lifecycle lock sees to it)."""
+        self.closing = True
+        process, router = self.process, self.router
+        if router.closed_error is None and process.proc.poll() is None:
+            self._shutdown(timeout)
+        process.stop(timeout, self.write_lock)
+        if self.reader is not threading.current_thread():
+            self.reader.join(timeout)
+        process.stderr_thread.join(timeout)
+        router.fail_all(TransportClosedError("the client was closed", process.proc.returncode, list(process.stderr_tail)))
+        process.close_pipes()
+
+    def _shutdown(self, timeout: float) -> None:
+        # Best effort: whatever the answer (none, an error), stdin is closed next.
+        try:
+            pending = self.send("shutdown", None, allow_closing=True)
+        except HarnessError as exc:
+            log.debug("shutdown request failed: %s", exc)
+            return
+        deadline = time.monotonic() + timeout
+        try:
+            item = pending.inbox.get(deadline)
+        except TimeoutError:
+            self.router.forget(pending)
+            log.debug("shutdown request unanswered after %g s", timeout)
+            return
+        if type(item) is Closed:
+            log.debug("shutdown request failed: %s", item.error)
+        elif "error" in item.frame:
+            log.debug("shutdown request failed: %r", item.frame["error"])
+
+
+def close_when_dropped(owner: Any, link: Link, timeout: float) -> "weakref.finalize[Any, Any]":
+    """Closes ``link`` once ``owner`` (its connection) is garbage collected unclosed, warning
+    with a :class:`ResourceWarning` as an unclosed file does (ignored unless warnings are
+    enabled, e.g. ``python -X dev``). The close runs on a daemon thread of its own: a finalizer
+    may run on any thread, the reader's included, and must not block. ``close()`` detaches it;
+    at interpreter exit :func:`~.process.reap_at_exit` closes the live clients instead (no
+    thread can be started then)."""
+    finalizer = weakref.finalize(owner, _close_dropped, link, timeout, repr(owner))
+    finalizer.atexit = False
+    return finalizer
+
+
+def _close_dropped(link: Link, timeout: float, name: str) -> None:
+    warnings.warn(f"unclosed {name} (bridge pid {link.process.proc.pid}): shutting its bridge down; "
+                  "call close() or use `with`",
+                  ResourceWarning)
+    threading.Thread(target=link.close, args=(timeout,), name="harness-bridge-dropped", daemon=True).start()
