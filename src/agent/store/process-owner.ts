@@ -21,7 +21,7 @@ export interface ProcessOwner {
   /** The process's start time (`/proc/<pid>/stat` field 22), or "" where there is no `/proc`. */
   start: string;
   host: string;
-  /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges (taken as this one). */
+  /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges (taken as this one); a reader without `/proc` takes an owner naming one as another namespace's (`seenHere`). */
   pidns?: string;
 }
 
@@ -62,12 +62,18 @@ export const SELF: ProcessOwner = { pid: process.pid, start: startTimeOf(process
 /** This process's owner line. */
 export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
 
-/** Whether the owner's pid names a process this one can see: same host, same pid namespace (as far as both lines tell). */
-export const seenHere = (owner: ProcessOwner): boolean => owner.host === SELF.host && (owner.pidns === undefined || SELF.pidns === undefined || owner.pidns === SELF.pidns);
+/**
+ * Whether the owner's pid names a process `self` can see: same host, and the same pid namespace.
+ * An owner naming its namespace is seen only by a process that knows its own to be that one: a
+ * process without `/proc` (a container that does not mount it, on a volume shared with one that
+ * does) cannot tell, and a live owner there would be judged by pids that are not its own. An
+ * owner naming none (an older bridge) is taken as of this namespace.
+ */
+export const seenHere = (owner: ProcessOwner, self: ProcessOwner = SELF): boolean => owner.host === self.host && (owner.pidns === undefined || owner.pidns === self.pidns);
 
-/** Whether the owner may still be running. */
-export function alive(owner: ProcessOwner): boolean {
-  if (!seenHere(owner)) return true; // another machine's or pid namespace's process: nothing here can tell
+/** Whether the owner may still be running, as `self` sees it. */
+export function alive(owner: ProcessOwner, self: ProcessOwner = SELF): boolean {
+  if (!seenHere(owner, self)) return true; // another machine's or pid namespace's process: nothing here can tell
   try {
     process.kill(owner.pid, 0);
   } catch (error) {

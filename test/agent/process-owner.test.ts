@@ -1,0 +1,32 @@
+/**
+ * Whether a process named by an owner line still runs (src/agent/store/process-owner.ts): the
+ * session locks, their owner files and the checkpoint folders of killed bridges are removed or
+ * taken over on that answer, so a live process must never be judged gone.
+ */
+import { spawnSync } from "node:child_process";
+import * as os from "node:os";
+import { describe, expect, it } from "vitest";
+import { alive, SELF, seenHere, type ProcessOwner } from "../../src/agent/store/process-owner.js";
+
+const dead = () => spawnSync("true").pid; // exited and reaped: no such process here
+
+describe("an owner line's process", () => {
+  it("of a pid namespace is never judged by a process that cannot tell its own (no /proc): it may run there", () => {
+    // A container without /proc on a volume shared with one that has it: the owner's pid is
+    // another namespace's, so its absence here proves nothing.
+    const withoutProc: ProcessOwner = { pid: process.pid, start: "", host: os.hostname() };
+    const owner: ProcessOwner = { pid: dead(), start: "", host: os.hostname(), pidns: SELF.pidns };
+    expect(seenHere(owner, withoutProc)).toBe(false);
+    expect(alive(owner, withoutProc)).toBe(true);
+  });
+
+  it("of this namespace, or naming none (an older bridge), is judged by its pid", () => {
+    expect(SELF.pidns).toBeDefined(); // this test machine has /proc
+    for (const pidns of [SELF.pidns, undefined]) {
+      expect(alive({ pid: dead(), start: "", host: os.hostname(), pidns }), String(pidns)).toBe(false);
+      expect(alive({ pid: process.ppid, start: "", host: os.hostname(), pidns }), String(pidns)).toBe(true);
+    }
+    expect(alive({ pid: dead(), start: "", host: os.hostname(), pidns: "pid:[1]" })).toBe(true);
+    expect(alive({ pid: dead(), start: "", host: "another-host" })).toBe(true);
+  });
+});
