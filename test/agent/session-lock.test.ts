@@ -10,11 +10,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { acquireLock, releaseLock, SessionLockedError } from "../../src/agent/store/lock.js";
-import { isTempName } from "../../src/temp-name.js";
+import { isTempName, skipTemp } from "../../src/temp-name.js";
 
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:fs")>();
-  return { ...actual, linkSync: vi.fn(actual.linkSync), lstatSync: vi.fn(actual.lstatSync) };
+  return { ...actual, linkSync: vi.fn(actual.linkSync), lstatSync: vi.fn(actual.lstatSync), renameSync: vi.fn(actual.renameSync) };
 });
 
 let dir: string;
@@ -24,6 +24,7 @@ beforeEach(() => {
 afterEach(() => {
   vi.mocked(fs.linkSync).mockClear();
   vi.mocked(fs.lstatSync).mockClear();
+  vi.mocked(fs.renameSync).mockClear();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -122,6 +123,24 @@ describe("session lock files", () => {
     // This process's owner line names its own namespace.
     const lock = acquireLock(lockFile, "a");
     expect(ownerLine(lock.file)).toEqual({ pid: process.pid, start: expect.any(String), host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") });
+    releaseLock(lock);
+  });
+
+  it("a stale lock moved aside and removed at that moment by another bridge's listing (an hour-old temporary) is taken over", () => {
+    const lockFile = path.join(dir, "a.lock");
+    const dead = spawnSync("true").pid;
+    fs.writeFileSync(lockFile, `${JSON.stringify({ pid: dead, start: "", host: os.hostname() })}\n`);
+    const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    fs.utimesSync(lockFile, old, old);
+    const actual = vi.mocked(fs.renameSync).getMockImplementation()!;
+    vi.mocked(fs.renameSync).mockImplementationOnce((from, to) => {
+      actual(from, to);
+      // Another process's session/list meets the aside name now: a stale leftover to it.
+      expect(skipTemp(dir, path.basename(String(to)))).toBe(true);
+      expect(fs.existsSync(to)).toBe(false);
+    });
+    const lock = acquireLock(lockFile, "a");
+    expect(ownerLine(lock.file)).toMatchObject({ pid: process.pid });
     releaseLock(lock);
   });
 

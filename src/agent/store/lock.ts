@@ -134,7 +134,10 @@ function removeStale(file: string, stale: { ino: number; mtimeMs: number }): voi
     throw error;
   }
   try {
-    if (!isFileOf(fs.lstatSync(aside), stale)) {
+    // Gone already: a listing removed it as a stale temporary (temp-name.ts), which only an old
+    // file is — the stale lock itself, never a fresh one moved by mistake. Nothing to put back.
+    const moved = fs.lstatSync(aside, { throwIfNoEntry: false });
+    if (moved && !isFileOf(moved, stale)) {
       try {
         fs.linkSync(aside, file); // another process's fresh lock: back where it was
       } catch {
