@@ -56,7 +56,7 @@ describe("a scan that removes leftovers", () => {
 
   it("a checkpoint folder name that is a link to a folder with a dead owner is kept, and so is its target", async () => {
     const dead = spawnSync("true").pid;
-    fs.writeFileSync(path.join(outside, "owner"), `${JSON.stringify({ pid: dead, start: "", host: os.hostname() })}\n`);
+    fs.writeFileSync(path.join(outside, "owner"), `${JSON.stringify({ pid: dead, start: "", host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") })}\n`);
     fs.symlinkSync(outside, path.join(scanned, "harness-checkpoints-planted"));
     // A real folder whose owner file is a link to a dead owner's line: not read, kept.
     const linked = path.join(scanned, "harness-checkpoints-linked-owner");

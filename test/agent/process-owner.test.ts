@@ -4,6 +4,7 @@
  * taken over on that answer, so a live process must never be judged gone.
  */
 import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
 import * as os from "node:os";
 import { describe, expect, it } from "vitest";
 import { alive, SELF, seenHere, type ProcessOwner } from "../../src/agent/store/process-owner.js";
@@ -20,12 +21,26 @@ describe("an owner line's process", () => {
     expect(alive(owner, withoutProc)).toBe(true);
   });
 
-  it("of this namespace, or naming none (an older bridge), is judged by its pid", () => {
+  it("written without /proc (no namespace, no start time) is never judged by a process with /proc: it ran elsewhere", () => {
     expect(SELF.pidns).toBeDefined(); // this test machine has /proc
+    const owner: ProcessOwner = { pid: dead(), start: "", host: os.hostname() };
+    expect(seenHere(owner)).toBe(false);
+    expect(alive(owner)).toBe(true);
+    // Two processes without /proc (macOS, or one container) judge each other by pid.
+    expect(alive(owner, { pid: process.pid, start: "", host: os.hostname() })).toBe(false);
+  });
+
+  it("of this namespace, or naming none but its start time (an older bridge, which read it from /proc), is judged by its pid", () => {
+    const liveStart = (pid: number) => {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
+      return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    };
     for (const pidns of [SELF.pidns, undefined]) {
-      expect(alive({ pid: dead(), start: "", host: os.hostname(), pidns }), String(pidns)).toBe(false);
-      expect(alive({ pid: process.ppid, start: "", host: os.hostname(), pidns }), String(pidns)).toBe(true);
+      expect(alive({ pid: dead(), start: "12345", host: os.hostname(), pidns }), String(pidns)).toBe(false);
+      expect(alive({ pid: process.ppid, start: liveStart(process.ppid), host: os.hostname(), pidns }), String(pidns)).toBe(true);
+      expect(alive({ pid: process.ppid, start: "1", host: os.hostname(), pidns }), String(pidns)).toBe(false); // the pid reused
     }
+    expect(alive({ pid: dead(), start: "", host: os.hostname(), pidns: SELF.pidns })).toBe(false);
     expect(alive({ pid: dead(), start: "", host: os.hostname(), pidns: "pid:[1]" })).toBe(true);
     expect(alive({ pid: dead(), start: "", host: "another-host" })).toBe(true);
   });

@@ -165,7 +165,7 @@ describe("what a killed bridge leaves in the session folder", () => {
     const mine = fs.readdirSync(folder).filter((name) => name.startsWith("@owner-"));
     expect(mine).toHaveLength(1);
     const dead = spawnSync("true").pid; // exited and reaped: no such process now
-    const line = (pid: number, host = os.hostname(), pidns?: string) => `${JSON.stringify({ pid, start: "", host, pidns })}\n`;
+    const line = (pid: number, host = os.hostname(), pidns = fs.readlinkSync("/proc/self/ns/pid")) => `${JSON.stringify({ pid, start: "", host, pidns })}\n`;
     const planted = {
       dead: ["@owner-1-0000abcd", line(dead)],
       halfOld: ["@owner-2-0000beef", "{"],

@@ -98,7 +98,7 @@ describe("session lock files", () => {
   it("a dead process's lock is taken over by name alone: its owner file and its other sessions' locks stay", () => {
     const dead = spawnSync("true").pid; // exited and reaped: no such process now
     const deadOwner = path.join(dir, `@owner-${dead}-0000abcd`);
-    fs.writeFileSync(deadOwner, `${JSON.stringify({ pid: dead, start: "", host: os.hostname() })}\n`);
+    fs.writeFileSync(deadOwner, `${JSON.stringify({ pid: dead, start: "", host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") })}\n`);
     fs.linkSync(deadOwner, path.join(dir, "a.lock"));
     fs.linkSync(deadOwner, path.join(dir, "b.lock"));
     const lock = acquireLock(path.join(dir, "a.lock"), "a");
@@ -119,6 +119,11 @@ describe("session lock files", () => {
       expect(() => acquireLock(lockFile, "a")).toThrow(/in another pid namespace \(pid:\[1\]\)/);
       expect(fs.readFileSync(lockFile, "utf8")).toBe(line);
     }
+    // A line written without /proc (another container that does not mount it): no namespace to compare.
+    const noProc = `${JSON.stringify({ pid: spawnSync("true").pid, start: "", host: os.hostname() })}\n`;
+    fs.writeFileSync(lockFile, noProc);
+    expect(() => acquireLock(lockFile, "a")).toThrow(/in a pid namespace this process cannot tell \(one of the two has no \/proc\)/);
+    expect(fs.readFileSync(lockFile, "utf8")).toBe(noProc);
     fs.rmSync(lockFile);
     // This process's owner line names its own namespace.
     const lock = acquireLock(lockFile, "a");
@@ -129,7 +134,7 @@ describe("session lock files", () => {
   it("a stale lock moved aside and removed at that moment by another bridge's listing (an hour-old temporary) is taken over", () => {
     const lockFile = path.join(dir, "a.lock");
     const dead = spawnSync("true").pid;
-    fs.writeFileSync(lockFile, `${JSON.stringify({ pid: dead, start: "", host: os.hostname() })}\n`);
+    fs.writeFileSync(lockFile, `${JSON.stringify({ pid: dead, start: "", host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") })}\n`);
     const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
     fs.utimesSync(lockFile, old, old);
     const actual = vi.mocked(fs.renameSync).getMockImplementation()!;
@@ -147,7 +152,7 @@ describe("session lock files", () => {
   it("a stale lock replaced by a live one between the look and the take-over is put back, and the session is locked", () => {
     const lockFile = path.join(dir, "a.lock");
     const dead = spawnSync("true").pid;
-    fs.writeFileSync(lockFile, `${JSON.stringify({ pid: dead, start: "", host: os.hostname() })}\n`);
+    fs.writeFileSync(lockFile, `${JSON.stringify({ pid: dead, start: "", host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") })}\n`);
     // A live process (this one's parent) takes it over first: its lock may even get the stale
     // file's inode number; its mtime is its own write's.
     const live = `${JSON.stringify({ pid: process.ppid, start: "", host: os.hostname() })}\n`;

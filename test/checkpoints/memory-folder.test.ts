@@ -23,7 +23,7 @@ afterEach(() => {
 });
 
 const dead = () => spawnSync("true").pid; // exited and reaped: no such process now
-const line = (pid: number, extra: object = {}) => `${JSON.stringify({ pid, start: "", host: os.hostname(), ...extra })}\n`;
+const line = (pid: number, extra: object = {}) => `${JSON.stringify({ pid, start: "", host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid"), ...extra })}\n`;
 /** A checkpoint folder as a process left it: its owner file (if any) and a kept content. */
 function plant(name: string, owner: string | undefined): string {
   const dir = path.join(base, `harness-checkpoints-${name}`);

@@ -26,7 +26,8 @@
  * (its creator was killed between create and write) is stale once it is 10 s old.
  *
  * What this cannot tell: an owner on another host (a session root shared over NFS) or in
- * another pid namespace (a container on a shared volume) is taken as alive; the error names the lock file to remove by hand,
+ * another pid namespace (a container on a shared volume), or written or read without `/proc` on
+ * a machine that has it (process-owner.ts `seenHere`), is taken as alive; the error names the lock file to remove by hand,
  * and the command of a live owner on this host, so a lock naming a process that is no bridge
  * (planted, or left by a bridge whose pid and start time another process now has — which
  * `/proc` rules out) is told apart. Without `/proc` (macOS), a reused pid is taken as alive
@@ -64,7 +65,8 @@ export class SessionLockedError extends Error {
   ) {
     // The command of a live owner here tells a bridge from a process a planted lock names.
     const command = owner && seenHere(owner) ? commandOf(owner.pid) : undefined;
-    const where = !owner || seenHere(owner) ? "" : owner.host === SELF.host ? ` in another pid namespace (${owner.pidns})` : ` on ${owner.host}`;
+    const namespace = owner?.pidns && SELF.pidns ? `another pid namespace (${owner.pidns})` : "a pid namespace this process cannot tell (one of the two has no /proc)";
+    const where = !owner || seenHere(owner) ? "" : owner.host === SELF.host ? ` in ${namespace}` : ` on ${owner.host}`;
     const who = owner
       ? `process ${owner.pid}${command ? ` (command ${JSON.stringify(command)})` : ""}${where}`
       : `another process (its lock file names no owner yet: being created, or not a bridge's; taken over ${UNWRITTEN_GRACE_MS / 1000} s after its last write)`;

@@ -21,7 +21,7 @@ export interface ProcessOwner {
   /** The process's start time (`/proc/<pid>/stat` field 22), or "" where there is no `/proc`. */
   start: string;
   host: string;
-  /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges (taken as this one); a reader without `/proc` takes an owner naming one as another namespace's (`seenHere`). */
+  /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges: `seenHere` says how each is judged. */
   pidns?: string;
 }
 
@@ -67,9 +67,12 @@ export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
  * An owner naming its namespace is seen only by a process that knows its own to be that one: a
  * process without `/proc` (a container that does not mount it, on a volume shared with one that
  * does) cannot tell, and a live owner there would be judged by pids that are not its own. An
- * owner naming none (an older bridge) is taken as of this namespace.
+ * owner naming none is of this namespace when it names its start time (an older bridge, which
+ * read it from `/proc`); naming neither, it was written without `/proc`, which a reader with
+ * `/proc` is not (another container, the same case the other way round).
  */
-export const seenHere = (owner: ProcessOwner, self: ProcessOwner = SELF): boolean => owner.host === self.host && (owner.pidns === undefined || owner.pidns === self.pidns);
+export const seenHere = (owner: ProcessOwner, self: ProcessOwner = SELF): boolean =>
+  owner.host === self.host && (owner.pidns !== undefined ? owner.pidns === self.pidns : self.pidns === undefined || owner.start !== "");
 
 /** Whether the owner may still be running, as `self` sees it. */
 export function alive(owner: ProcessOwner, self: ProcessOwner = SELF): boolean {
