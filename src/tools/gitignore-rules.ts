@@ -72,6 +72,17 @@ export function withoutGapBacktracking(re: RegExp): RegExp {
   return new RegExp(`${source}${GAP}${pieces[pieces.length - 1]}`, re.flags);
 }
 
+/**
+ * Where the class opening at `body[start]` (a `[`) ends: the index of its `]` (its first member,
+ * even a `]`, is not the end), or -1 where the end is less plain (none, an escape or a `[:name:]`
+ * inside): then nothing from the class on may be read as required of a path.
+ */
+function plainClassEnd(body: string, start: number): number {
+  const first = body[start + 1] === "!" || body[start + 1] === "^" ? start + 2 : start + 1;
+  const end = body.indexOf("]", first + 1);
+  return end < 0 || /[[\\]/.test(body.slice(start + 1, end)) ? -1 : end;
+}
+
 /** The longest run of plain characters of `body` that any path it matches contains, or "". */
 function requiredRun(body: string): string {
   let best = "";
@@ -79,11 +90,8 @@ function requiredRun(body: string): string {
   for (let i = 0; i < body.length; i++) {
     const c = body[i];
     if (c === "[") {
-      // A class: skipped to its `]` (its first member, even a `]`, is not the end). Where the end
-      // is less plain (an escape or a `[:name:]` inside), nothing from here on is used.
-      const first = body[i + 1] === "!" || body[i + 1] === "^" ? i + 2 : i + 1;
-      const end = body.indexOf("]", first + 1);
-      if (end < 0 || /[[\\]/.test(body.slice(i + 1, end))) break;
+      const end = plainClassEnd(body, i);
+      if (end < 0) break;
       i = end;
       run = "";
       continue;
@@ -120,10 +128,8 @@ function requiredMask(body: string): number {
   for (let i = 0; i < body.length; i++) {
     const c = body[i];
     if (c === "[") {
-      // A class, skipped as `requiredRun` skips it; past a less plain one, nothing is taken.
-      const first = body[i + 1] === "!" || body[i + 1] === "^" ? i + 2 : i + 1;
-      const end = body.indexOf("]", first + 1);
-      if (end < 0 || /[[\\]/.test(body.slice(i + 1, end))) break;
+      const end = plainClassEnd(body, i);
+      if (end < 0) break;
       i = end;
     } else if (c === "\\") i++;
     else if (c !== "*" && c !== "?" && c !== "/") mask |= 1 << (body.charCodeAt(i) & 31);
