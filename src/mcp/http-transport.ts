@@ -10,12 +10,18 @@
  * Why the bound: the SDK answers each request a server sends on its SSE stream (ping) with a
  * POST of its own, without waiting for the last one: a server flooding pings and slow to take
  * the answers made the bridge open thousands of sockets (descriptors every session needs) and
- * grow its memory without bound. At most `MAX_REQUESTS_IN_FLIGHT` requests wait for their
- * response's headers at once; the others queue, and a queue past `MAX_REQUESTS_WAITING` is a
- * server that does not take what it is sent: the connection ends, as a stdio server's that
- * does not read its input (stdio-transport.ts), and the call says why.
+ * grow its memory without bound. At most `MAX_REQUESTS_IN_FLIGHT` of these answers wait for
+ * their response's headers at once; the others queue, and a queue past `MAX_REQUESTS_WAITING`
+ * is a server that does not take what it is sent: the connection ends, as a stdio server's
+ * that does not read its input (stdio-transport.ts), and the call says why. Only the answers
+ * are bounded, never the bridge's own requests and notifications (their number is the
+ * sessions' own doing): the SDK never aborts the POST of a call it gave up on (a timeout, a
+ * cancel), so a server that holds a call's headers until it answers held a slot for each
+ * such call, and once the slots were full every later call, and the `notifications/cancelled`
+ * that would free them, waited behind calls that never end.
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { guardHttpSockets } from "../http-socket-guard.js";
 import type { Logger } from "../log.js";
 import type { McpHttpServerConfig } from "../protocol/mcp-types.js";
@@ -23,9 +29,9 @@ import type { McpHttpServerConfig } from "../protocol/mcp-types.js";
 /** Most bytes one response body may carry. */
 export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
-/** Requests to one server waiting for their response's headers at once. */
+/** Answers to one server's requests waiting for their response's headers at once. */
 export const MAX_REQUESTS_IN_FLIGHT = 64;
-/** Requests to one server queued behind those, past which the connection ends. */
+/** Answers to one server's requests queued behind those, past which the connection ends. */
 export const MAX_REQUESTS_WAITING = 10_000;
 
 /** At most `inFlight` callers at once; past `waiting` queued, `enter` rejects with `overflow`'s error. */
@@ -73,16 +79,10 @@ export class RequestLimiter {
   }
 }
 
-/** `fetch` whose response bodies error past `limit` bytes, at most `limiter`'s requests waiting for headers at once. */
-export function cappedFetch(limit = MAX_RESPONSE_BYTES, limiter = new RequestLimiter()): typeof fetch {
+/** `fetch` whose response bodies error past `limit` bytes. */
+export function cappedFetch(limit = MAX_RESPONSE_BYTES): typeof fetch {
   return async (input, init) => {
-    const release = await limiter.enter(init?.signal);
-    let response: Response;
-    try {
-      response = await fetch(input, init);
-    } finally {
-      release();
-    }
+    const response = await fetch(input, init);
     if (!response.body) return response;
     let seen = 0;
     const counted = response.body.pipeThrough(
@@ -98,24 +98,53 @@ export function cappedFetch(limit = MAX_RESPONSE_BYTES, limiter = new RequestLim
   };
 }
 
-/** The SDK's transport, and why the bridge ended it itself, if it did. */
+/** The SDK's transport, its answers to the server's requests bounded (`answers`), and why the bridge ended it itself, if it did. */
 export class HttpTransport extends StreamableHTTPClientTransport {
   closedBecause: string | undefined;
+  /** Aborted by `close`: an answer still queued is dropped. */
+  private readonly closing = new AbortController();
+
+  constructor(
+    url: URL,
+    options: ConstructorParameters<typeof StreamableHTTPClientTransport>[1],
+    private readonly answers = new RequestLimiter(),
+  ) {
+    super(url, options);
+  }
+
+  override async send(message: JSONRPCMessage, options?: Parameters<StreamableHTTPClientTransport["send"]>[1]): Promise<void> {
+    if ("method" in message) return super.send(message, options); // a request or notification of the bridge's own
+    const release = await this.answers.enter(this.closing.signal);
+    try {
+      await super.send(message, options); // the server takes an answer with its headers (202)
+    } finally {
+      release();
+    }
+  }
+
+  override async close(): Promise<void> {
+    this.closing.abort(new Error("the MCP connection is closed"));
+    await super.close();
+  }
 }
 
 export function httpTransport(config: McpHttpServerConfig, logger?: Logger): HttpTransport {
   // The global fetch is Node's own undici, whose HTTP/1 parser can still throw from a socket
   // handler (nodejs/undici#5360): such a throw fails the call, never the bridge (http-socket-guard.ts).
   guardHttpSockets((error, event) => logger?.warn(`an HTTP connection failed in its '${event}' handler and was closed, failing its request: ${error.stack ?? error.message}`));
-  const limiter = new RequestLimiter(MAX_REQUESTS_IN_FLIGHT, MAX_REQUESTS_WAITING, (error) => {
+  const answers = new RequestLimiter(MAX_REQUESTS_IN_FLIGHT, MAX_REQUESTS_WAITING, (error) => {
     transport.closedBecause ??= error.message;
     void transport.close();
   });
-  const transport: HttpTransport = new HttpTransport(new URL(config.url), {
-    fetch: cappedFetch(MAX_RESPONSE_BYTES, limiter),
-    requestInit: config.headers ? { headers: config.headers } : undefined,
-    // A lost SSE stream is retried a couple of times, not forever: a dead server becomes tool errors.
-    reconnectionOptions: { initialReconnectionDelay: 1000, maxReconnectionDelay: 10_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
-  });
+  const transport: HttpTransport = new HttpTransport(
+    new URL(config.url),
+    {
+      fetch: cappedFetch(MAX_RESPONSE_BYTES),
+      requestInit: config.headers ? { headers: config.headers } : undefined,
+      // A lost SSE stream is retried a couple of times, not forever: a dead server becomes tool errors.
+      reconnectionOptions: { initialReconnectionDelay: 1000, maxReconnectionDelay: 10_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
+    },
+    answers,
+  );
   return transport;
 }

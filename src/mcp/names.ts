@@ -101,9 +101,9 @@ export function offerTools(
   const quote = (name: string) => `'${name.slice(0, 100)}'`;
   const quoteSome = (names: string[]) =>
     names.length <= MAX_NAMES_QUOTED ? names.map(quote).join(", ") : `${names.slice(0, MAX_NAMES_QUOTED).map(quote).join(", ")} and ${names.length - MAX_NAMES_QUOTED} more`;
-  for (const tool of named) {
+  for (const [at, tool] of named.entries()) {
     if (tools.length >= MAX_TOOLS_PER_SERVER) {
-      leftOut.push(`${named.length - MAX_TOOLS_PER_SERVER} tools past the first ${MAX_TOOLS_PER_SERVER}`);
+      leftOut.push(`${notYetNamed(server, named, at, claims)} tools past the first ${MAX_TOOLS_PER_SERVER}`);
       break;
     }
     const name = offeredName(server, tool.name);
@@ -154,4 +154,18 @@ export function offerTools(
   // Sorted: what the model reads of a contested name must not depend on the list's order either.
   for (const notes of withheld.values()) notes.sort();
   return { tools, leftOut, withheld };
+}
+
+/**
+ * The distinct tools of `named` from `at` on that no note names yet (`claims` holds 0 copies of
+ * a name already noted): the count of tools past the cap counts each tool once, as the notes do,
+ * and none a note before it named.
+ */
+function notYetNamed(server: string, named: readonly ListedTool[], at: number, claims: Map<string, Map<string, number>>): number {
+  const rest = new Set<string>();
+  for (let i = at; i < named.length; i++) {
+    const tool = named[i].name;
+    if (claims.get(offeredName(server, tool))?.get(tool) !== 0) rest.add(tool);
+  }
+  return rest.size;
 }

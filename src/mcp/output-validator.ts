@@ -4,13 +4,16 @@
  * the limits of tools/json-schema-limits.ts. The server writes both the schema and the value.
  *
  * Invariants, and why:
- * - Listing compiles nothing. The SDK's default compiles every listed tool's output schema at
- *   every `tools/list` into one shared Ajv instance, whose cache keeps each compiled schema for
- *   the life of the process: a server that lists many tools with output schemas and sends
- *   `tools/list_changed` in a loop grew the bridge's memory and held its main thread without
- *   bound, and one tool's invalid schema (a `$ref` to nothing) failed the server's whole start.
- *   Here a compiled schema is removed from Ajv's cache at once and held by the SDK's per-tool
- *   cache only, which the next listing replaces.
+ * - Listing compiles nothing, and a compiled schema lives as long as the SDK's per-tool cache
+ *   holds its validator (the next listing replaces it). The SDK's default compiles every listed
+ *   tool's output schema at every `tools/list` into one shared Ajv instance, whose cache keeps
+ *   each compiled schema for the life of the process: a server that lists many tools with
+ *   output schemas and sends `tools/list_changed` in a loop grew the bridge's memory and held
+ *   its main thread without bound, and one tool's invalid schema (a `$ref` to nothing) failed
+ *   the server's whole start. Each schema is compiled by an Ajv of its own, dropped with its
+ *   validator: an Ajv's code scope keeps every value its compiled code refers to (each
+ *   `pattern`'s compiled expression among them) for the instance's life, whatever
+ *   `removeSchema` drops, so one shared instance grew with every distinct pattern checked.
  * - A check cannot hold the bridge's one thread: `pattern`s run on re2js (a server's
  *   `^(a+)+$` against `aaa…!` took seconds per character more with the native engine, on the
  *   thread every session waits on), a schema whose references expand exponentially is
@@ -28,13 +31,14 @@ import type { JsonObject } from "../protocol/types.js";
 import { MAX_SCHEMA_EXPANSION, re2RegExp, refExpansion } from "../tools/json-schema-limits.js";
 import { MAX_SCHEMA_BYTES } from "./names.js";
 
-let ajv: Ajv | undefined;
+/** The options of every schema's own Ajv, once re2js is loaded. */
+let ajvOptions: ConstructorParameters<typeof Ajv>[0] | undefined;
 let loading: Promise<void> | undefined;
 
-/** Loads re2js (by `loadRe2`: the main bundle's packages chunk) and makes the one Ajv the checks compile with; resolves at once after the first time. */
+/** Loads re2js (by `loadRe2`: the main bundle's packages chunk), which the checks compile with; resolves at once after the first time. */
 export function ready(loadRe2: () => Promise<unknown>): Promise<void> {
   loading ??= loadRe2().then((re2js) => {
-    ajv = new Ajv({ strict: false, validateSchema: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp: re2RegExp(re2js) } });
+    ajvOptions = { strict: false, validateSchema: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp: re2RegExp(re2js) } };
   });
   return loading;
 }
@@ -52,20 +56,15 @@ export class LazyOutputValidator implements jsonSchemaValidator {
 
 function compile<T>(schema: JsonSchemaType): JsonSchemaValidator<T> | Error {
   const unusable = (why: string) => new Error(`the tool's output schema cannot be used: ${why}`);
-  if (!ajv) return unusable("the validator is not loaded");
+  if (!ajvOptions) return unusable("the validator is not loaded");
   try {
     const bytes = Buffer.byteLength(JSON.stringify(schema) ?? "");
     if (bytes > MAX_SCHEMA_BYTES) return unusable(`it is ${bytes} bytes of JSON, more than ${MAX_SCHEMA_BYTES}`);
     if (refExpansion(schema as JsonObject, (message) => new Error(message)) > MAX_SCHEMA_EXPANSION) {
       return unusable(`its references expand to more than ${MAX_SCHEMA_EXPANSION} subschemas (checking a value could take exponential time)`);
     }
-    const checker = ajv;
-    let validate: ReturnType<Ajv["compile"]>;
-    try {
-      validate = checker.compile(schema);
-    } finally {
-      checker.removeSchema(schema);
-    }
+    const checker = new Ajv(ajvOptions);
+    const validate = checker.compile(schema);
     return (input) => {
       if (validate(input)) return { valid: true, data: input as T, errorMessage: undefined };
       return { valid: false, data: undefined, errorMessage: checker.errorsText(validate.errors) };

@@ -8,15 +8,20 @@
  *   start with a zod error dump. Here the result's `tools` is taken as it is: each entry with a
  *   string name goes to names.ts, which offers it (adding `type: "object"`) or leaves it out
  *   saying why.
- * - The tools the SDK's schema takes are handed to the SDK's per-tool cache once per listing,
- *   all pages together (its own `listTools` replaced it page by page, so only the last page's
- *   output schemas were checked): `callTool` checks structured results against them.
+ * - Every tool read is handed to the SDK's per-tool cache once per listing, all pages together
+ *   (its own `listTools` replaced it page by page, so only the last page's output schemas were
+ *   checked), whatever the SDK's tool schema says of the entry: `callTool` checks structured
+ *   results against each `outputSchema` (a schema that cannot be used fails that tool's calls,
+ *   saying why: output-validator.ts). Were only the entries the SDK's schema takes cached, a
+ *   tool offered with an entry it refuses (an output schema without `type: "object"`, an
+ *   annotation of the wrong type, a boolean property schema) would have its results passed on
+ *   unchecked, without a word.
  *
  * @module
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { PaginatedResultSchema, ToolSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { PaginatedResultSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod/v4";
 import type { ListedTool } from "./names.js";
 
@@ -25,7 +30,7 @@ const LenientListToolsResultSchema = PaginatedResultSchema.extend({ tools: z.arr
 export interface ToolPage {
   /** The entries with a string name, as the server sent them (names.ts decides), at most `room`. */
   tools: ListedTool[];
-  /** Those the SDK's tool schema takes (after adding a missing `type: "object"`). */
+  /** What the SDK's per-tool cache reads of each (`cacheListedTools`): its name, output schema and task support. */
   valid: Tool[];
   /** Whether the page named more tools than `room`. */
   unread: boolean;
@@ -41,10 +46,8 @@ export async function listToolPage(client: Client, cursor: string | undefined, o
     if (typeof entry !== "object" || entry === null || typeof (entry as { name?: unknown }).name !== "string") continue;
     if (tools.length === room) return { tools, valid, unread: true, nextCursor: result.nextCursor };
     tools.push(entry as ListedTool);
-    const input = (entry as { inputSchema?: unknown }).inputSchema;
-    const typed = typeof input === "object" && input !== null && !Array.isArray(input) && !("type" in input) ? { ...entry, inputSchema: { ...input, type: "object" } } : entry;
-    const parsed = ToolSchema.safeParse(typed);
-    if (parsed.success) valid.push(parsed.data);
+    const { name, outputSchema, execution } = entry as { name: string; outputSchema?: unknown; execution?: unknown };
+    valid.push({ name, inputSchema: { type: "object" }, outputSchema, execution } as Tool);
   }
   return { tools, valid, unread: false, nextCursor: result.nextCursor };
 }

@@ -109,6 +109,21 @@ describe("a hostile tool list", () => {
     expect(leftOut[0]).toMatch(/^'t\d+' \(the server's tools offered before it hold \d+ bytes of descriptions and schemas; with its \d+ they would pass 262144\)$/);
   });
 
+  it("the count of tools past the cap is of tools not yet named: neither the ones left out before it nor the copies of one name", () => {
+    const good = (i: number) => ({ name: `t${i}`, inputSchema: schema });
+    const listed = [
+      ...Array.from({ length: 10 }, (_, i) => ({ name: `bad${i}`, inputSchema: [] })),
+      ...Array.from({ length: 1000 }, () => ({ name: "dup", inputSchema: schema })),
+      ...Array.from({ length: MAX_TOOLS_PER_SERVER + 3 }, (_, i) => good(i)),
+      ...Array.from({ length: 50 }, () => good(MAX_TOOLS_PER_SERVER + 3)),
+    ];
+    const { tools, leftOut } = offerTools("s", listed);
+    expect(tools).toHaveLength(MAX_TOOLS_PER_SERVER);
+    // 10 bad schemas and 'dup' named one by one; t128, t129, t130 and t131 (listed 50 times) past the cap.
+    expect(leftOut).toHaveLength(12);
+    expect(leftOut.at(-1)).toBe(`4 tools past the first ${MAX_TOOLS_PER_SERVER}`);
+  });
+
   it("a contested name listed many times by each claimant: one note per claimant, quoting the others", () => {
     const rewritten = offeredName("s", "a/b");
     const listed = [...Array.from({ length: 1000 }, () => ({ name: "a/b", inputSchema: schema })), ...Array.from({ length: 1000 }, () => ({ name: rewritten.slice("mcp__s__".length), inputSchema: schema }))];

@@ -6,7 +6,9 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { RequestLimiter, cappedFetch } from "../../src/mcp/http-transport.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { McpHttpServerConfig } from "../../src/protocol/mcp-types.js";
+import { RequestLimiter, cappedFetch, httpTransport } from "../../src/mcp/http-transport.js";
 import { MAX_LINE_BYTES, ProcessGroupTransport } from "../../src/mcp/stdio-transport.js";
 import { gone } from "../support/mcp-servers.js";
 
@@ -85,7 +87,7 @@ describe("the HTTP transport's fetch", () => {
 });
 
 describe("the HTTP transport's requests in flight", () => {
-  it("at most the bound wait for headers at once; past the queue's bound a request fails and the overflow is reported; a queued request's abort leaves the queue", async () => {
+  it("(the bound on the bridge's answers to a server's requests) at most the bound wait for headers at once; past the queue's bound a request fails and the overflow is reported; a queued request's abort leaves the queue", async () => {
     let open = 0;
     let most = 0;
     const held: http.ServerResponse[] = [];
@@ -99,7 +101,15 @@ describe("the HTTP transport's requests in flight", () => {
     const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`;
     const overflows: string[] = [];
     const limiter = new RequestLimiter(3, 4, (error) => overflows.push(error.message));
-    const capped = cappedFetch(1024, limiter);
+    // As HttpTransport sends an answer to the server's request: a slot held until the headers.
+    const capped = async (target: string, init: RequestInit) => {
+      const release = await limiter.enter(init.signal);
+      try {
+        return await fetch(target, init);
+      } finally {
+        release();
+      }
+    };
     try {
       const answered = Array.from({ length: 6 }, () => capped(url, { method: "POST", body: "{}" }));
       const aborted = new AbortController();
@@ -124,4 +134,80 @@ describe("the HTTP transport's requests in flight", () => {
       srv.close();
     }
   });
+});
+
+describe("the HTTP transport's calls that never answer", () => {
+  it("calls the bridge gave up on (timed out) never stop the server's other calls: 80 hung calls, then one that answers", async () => {
+    // A server in JSON-response mode: a call's headers come with its answer, and `hang` never answers.
+    const held: http.ServerResponse[] = [];
+    const srv = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        if (req.method !== "POST") return void res.writeHead(405).end();
+        const message = JSON.parse(body) as { id?: number; method?: string; params?: { name?: string; protocolVersion?: string } };
+        if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
+        const answer = (result: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+        if (message.method === "initialize") answer({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } });
+        else if (message.method === "tools/list") answer({ tools: [] });
+        else if (message.method === "tools/call" && message.params!.name === "hang") held.push(res);
+        else answer({ content: [{ type: "text", text: "ran ok" }] });
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
+    try {
+      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig));
+      const hung = await Promise.allSettled(Array.from({ length: 80 }, () => client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 200 })));
+      expect(hung.every((r) => r.status === "rejected")).toBe(true);
+      const ok = await client.callTool({ name: "ok", arguments: {} }, undefined, { timeout: 5000 });
+      expect(ok.content).toEqual([{ type: "text", text: "ran ok" }]);
+    } finally {
+      await client.close();
+      srv.closeAllConnections();
+      srv.close();
+    }
+  }, 30_000);
+});
+
+describe("the HTTP transport's answers to a server's requests", () => {
+  it("a server flooding pings on a stream and never taking the answers: at most 64 answers wait at once, while a call of the bridge's own still goes out", async () => {
+    let answersHeld = 0;
+    let callsSeen = 0;
+    const srv = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        const message = JSON.parse(body || "{}") as { id?: number | string; method?: string };
+        if (message.method === undefined) return void answersHeld++; // an answer: never taken
+        callsSeen++;
+        if (message.method !== "flood") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {} }));
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        for (let i = 0; i < 200; i++) res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: `ping-${i}`, method: "ping" })}\n\n`);
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const transport = httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig);
+    const pings: string[] = [];
+    transport.onmessage = (m) => {
+      if ("method" in m && m.method === "ping" && "id" in m) {
+        pings.push(String(m.id));
+        void transport.send({ jsonrpc: "2.0", id: m.id, result: {} }).catch(() => undefined);
+      }
+    };
+    try {
+      await transport.start();
+      void transport.send({ jsonrpc: "2.0", id: 1, method: "flood" }).catch(() => undefined);
+      await expect.poll(() => pings.length, { timeout: 10_000 }).toBe(200);
+      await expect.poll(() => answersHeld, { timeout: 10_000 }).toBe(64);
+      await transport.send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+      expect(callsSeen).toBe(2);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(answersHeld).toBe(64);
+    } finally {
+      await transport.close();
+      srv.closeAllConnections();
+      srv.close();
+    }
+  }, 30_000);
 });

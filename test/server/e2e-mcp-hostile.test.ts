@@ -59,6 +59,19 @@ describe("a hostile MCP server", () => {
     expect((await c.exit()).code).toBe(0);
   }, 60_000);
 
+  it("a tool whose listing entry the SDK's schema refuses still has its results checked against its output schema; one that re2js cannot run fails its calls saying why", async () => {
+    const names = ["untyped_out", "odd_annotation", "bool_property", "lookahead"];
+    const { c, init, results } = await run(hostile("unchecked-output"), names.map((n) => `mcp__h__${n}`));
+    expect(init.mcpServers).toEqual([{ name: "h", status: "connected", tools: ["mcp__h__ok", ...names.map((n) => `mcp__h__${n}`)] }]);
+    for (const id of ["c0", "c1"]) expect(text(results[id])).toContain("Structured content does not match the tool's output schema: data/x must be number");
+    expect(text(results.c2)).toContain("Structured content does not match the tool's output schema: data/x boolean schema is false");
+    expect(text(results.c3)).toContain("the tool's output schema cannot be used:");
+    for (const id of ["c0", "c1", "c2", "c3"]) expect(results[id].isError).toBe(true);
+    c.request("x", "shutdown", {});
+    c.end();
+    expect((await c.exit()).code).toBe(0);
+  }, 60_000);
+
   it("tools the SDK's schema refuses do not fail the list: one without `type` is offered and runs, one whose schema is no object is left out saying why", async () => {
     const { c, init, results } = await run(hostile("bad-input-schema"), ["mcp__h__untyped", "mcp__h__listed"]);
     expect(init.mcpServers).toEqual([{ name: "h", status: "connected", tools: ["mcp__h__ok", "mcp__h__untyped"] }]);
