@@ -83,10 +83,16 @@ function plainClassEnd(body: string, start: number): number {
   return end < 0 || /[[\\]/.test(body.slice(start + 1, end)) ? -1 : end;
 }
 
-/** The longest run of plain characters of `body` that any path it matches contains, or "". */
-function requiredRun(body: string): string {
+/**
+ * What any path a rule's pattern `body` matches must contain: `run`, the longest run of plain
+ * characters (or ""), and `mask`, the characters it names outside wildcards, classes and
+ * escapes as a set of 32 buckets (`charMask`): a string lacking one of them cannot match,
+ * whatever the wildcards. An escaped character is taken by neither.
+ */
+function requiredOf(body: string): { run: string; mask: number } {
   let best = "";
   let run = "";
+  let mask = 0;
   for (let i = 0; i < body.length; i++) {
     const c = body[i];
     if (c === "[") {
@@ -94,17 +100,16 @@ function requiredRun(body: string): string {
       if (end < 0) break;
       i = end;
       run = "";
-      continue;
-    }
-    if (c === "\\" || c === "*" || c === "?" || c === "/") {
-      if (c === "\\") i++; // the escaped character is not taken either
+    } else if (c === "\\" || c === "*" || c === "?" || c === "/") {
+      if (c === "\\") i++;
       run = "";
-      continue;
+    } else {
+      run += c;
+      if (run.length > best.length) best = run;
+      mask |= 1 << (body.charCodeAt(i) & 31);
     }
-    run += c;
-    if (run.length > best.length) best = run;
   }
-  return best;
+  return { run: best, mask };
 }
 
 /**
@@ -119,25 +124,7 @@ const RULE_BYTES = 256;
 const COMPILED_RULE_BYTES = 3072;
 const COMPILED_BYTES_PER_CHAR = 32;
 
-/**
- * The characters a rule's pattern names outside wildcards, classes and escapes, as a set of 32
- * buckets (`charMask`): a string lacking one of them cannot match, whatever the wildcards.
- */
-function requiredMask(body: string): number {
-  let mask = 0;
-  for (let i = 0; i < body.length; i++) {
-    const c = body[i];
-    if (c === "[") {
-      const end = plainClassEnd(body, i);
-      if (end < 0) break;
-      i = end;
-    } else if (c === "\\") i++;
-    else if (c !== "*" && c !== "?" && c !== "/") mask |= 1 << (body.charCodeAt(i) & 31);
-  }
-  return mask;
-}
-
-/** The buckets of the characters of `text` (see `requiredMask`). */
+/** The buckets of the characters of `text` (see `requiredOf`). */
 function charMask(text: string): number {
   let mask = 0;
   for (let i = 0; i < text.length; i++) mask |= 1 << (text.charCodeAt(i) & 31);
@@ -209,7 +196,7 @@ export class RulesIndex {
   private readonly always: number[] = [];
   /** Each rule's required run (other rules only). */
   private readonly runs: string[] = [];
-  /** Each other rule's required characters (`requiredMask`), and whether it is tested on the last segment alone. */
+  /** Each other rule's required characters (`requiredOf`), and whether it is tested on the last segment alone. */
   private readonly masks: number[] = [];
   private readonly baseOnly: boolean[] = [];
   /** Each other rule's expression, as `withoutGapBacktracking` makes it, once it is first needed. */
@@ -252,9 +239,9 @@ export class RulesIndex {
       setMax(maps[kind][dir ? 1 : 0], key, index);
       return false;
     }
-    const run = requiredRun(body);
+    const { run, mask } = requiredOf(body);
     this.runs[index] = run;
-    this.masks[index] = requiredMask(body);
+    this.masks[index] = mask;
     const slash = body.indexOf("/");
     this.baseOnly[index] = slash < 0 || slash === body.length - 1; // the package's own test for `_basenameOnly`
     if (run.length >= 3) {
