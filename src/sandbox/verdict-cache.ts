@@ -21,7 +21,7 @@
  * is written under a unique name, 0600, and renamed into place, in the private folder only this
  * uid can write.
  */
-import { closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, rm, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
+import { type Stats, closeSync, constants, fstatSync, link as hardLink, lstat, openSync, readdir, readFileSync, readlinkSync, rename, renameSync, rm, statSync, unlink, unlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { joinedPath } from "../normal-path.js";
 import { isStaleTemp, isTempName, tempSibling } from "../temp-name.js";
@@ -240,20 +240,24 @@ export function forgetVerdict(folder: string, key: string): void {
  */
 export async function pruneVerdicts(folder: string, now = Date.now()): Promise<void> {
   const names = await new Promise<string[]>((resolve) => readdir(folder, (error, found) => resolve(error ? [] : found)));
-  const staleAt = (file: string) => new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && now - st.mtimeMs > STALE_MS)));
+  const statOf = (file: string) => new Promise<Stats | undefined>((resolve) => lstat(file, (error, st) => resolve(error ? undefined : st)));
+  const staleAt = async (file: string) => {
+    const st = await statOf(file);
+    return st !== undefined && now - st.mtimeMs > STALE_MS;
+  };
   const failure = (call: (callback: (error: NodeJS.ErrnoException | null) => void) => void) => new Promise<string | undefined>((resolve) => call((error) => resolve(error ? (error.code ?? "error") : undefined)));
   for (const name of names) {
     const file = path.join(folder, name);
     if (isTempName(name)) {
-      const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && isStaleTemp(st.mtimeMs, now))));
-      if (stale) await failure((callback) => unlink(file, callback));
+      const st = await statOf(file);
+      if (st && isStaleTemp(st.mtimeMs, now)) await failure((callback) => unlink(file, callback));
       continue;
     }
     if (name.startsWith(COMMAND_TMP_PREFIX)) {
       // A command's folder lives as long as its command, whose timeout is capped far below the
       // temporaries' stale age (tools/bash.ts): an older one was left by a killed bridge.
-      const stale = await new Promise<boolean>((resolve) => lstat(file, (error, st) => resolve(!error && st.isDirectory() && isStaleTemp(st.mtimeMs, now))));
-      if (stale) await failure((callback) => rm(file, { recursive: true, force: true }, callback));
+      const st = await statOf(file);
+      if (st?.isDirectory() && isStaleTemp(st.mtimeMs, now)) await failure((callback) => rm(file, { recursive: true, force: true }, callback));
       continue;
     }
     if (!name.startsWith(PREFIX)) continue;

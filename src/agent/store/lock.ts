@@ -54,7 +54,7 @@ import * as path from "node:path";
 import { tempSibling } from "../../temp-name.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import { openForReading, SessionLogError, writeAll } from "./log-format.js";
-import { alive, commandOf, ownerLine, parseOwner, seenHere, SELF, type ProcessOwner } from "./process-owner.js";
+import { alive, commandOf, ownerLine, readOwner, seenHere, SELF, type ProcessOwner } from "./process-owner.js";
 
 /** Thrown when another live process holds a session's lock. */
 export class SessionLockedError extends Error {
@@ -116,9 +116,7 @@ function holderOf(file: string, sessionId: string): { ino: number; owner: Proces
   try {
     const stat = fs.fstatSync(fd);
     if (!stat.isFile()) throw notALock(sessionId, file, stat.isDirectory() ? "a folder" : "not a regular file (a FIFO, socket or device)");
-    const buffer = Buffer.alloc(Math.min(stat.size, 4096));
-    const read = fs.readSync(fd, buffer, 0, buffer.length, 0);
-    return { ino: stat.ino, owner: parseOwner(buffer.toString("utf8", 0, read)), mtimeMs: stat.mtimeMs };
+    return { ino: stat.ino, owner: readOwner(fd, stat.size), mtimeMs: stat.mtimeMs };
   } finally {
     fs.closeSync(fd);
   }
@@ -220,8 +218,7 @@ export function skipOwnerFile(folder: string, name: string, now = Date.now()): b
     try {
       const stat = fs.fstatSync(fd);
       if (!stat.isFile()) return true; // no bridge made it: left as it is
-      const buffer = Buffer.alloc(Math.min(stat.size, 4096));
-      const owner = parseOwner(buffer.toString("utf8", 0, fs.readSync(fd, buffer, 0, buffer.length, 0)));
+      const owner = readOwner(fd, stat.size);
       gone = owner ? !alive(owner) : Math.abs(now - stat.mtimeMs) >= UNWRITTEN_GRACE_MS;
     } finally {
       fs.closeSync(fd);

@@ -87,6 +87,12 @@ export function alive(owner: ProcessOwner, self: ProcessOwner = SELF): boolean {
   return !(start !== undefined && owner.start !== "" && start !== owner.start);
 }
 
+/** The owner line read from the start of the open file `fd` of `size` bytes (a line is far shorter than the 4 KiB read). */
+export function readOwner(fd: number, size: number): ProcessOwner | undefined {
+  const buffer = Buffer.alloc(Math.min(size, 4096));
+  return parseOwner(buffer.toString("utf8", 0, fs.readSync(fd, buffer, 0, buffer.length, 0)));
+}
+
 /** The owner a whole owner line names; undefined for anything else (half-written, not one). */
 export function parseOwner(text: string): ProcessOwner | undefined {
   if (!text.endsWith("\n")) return undefined;
