@@ -1,6 +1,6 @@
 /**
  * Absolute paths in normal form, and `path.resolve`/`path.join` without normalizing again what is
- * in normal form already. A top-level leaf (tools/path-inside.ts re-exports it; home-folder.ts
+ * in normal form already. A top-level leaf (tools/path-inside.ts, home-folder.ts
  * and the sandbox use it on the start-up path).
  *
  * Invariant: the answers are `path.resolve`'s and `path.join`'s. Why: every `path.resolve` and

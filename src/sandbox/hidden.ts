@@ -8,8 +8,8 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { homeFolder } from "../home-folder.js";
-import { joinedPath, resolvedPath } from "../normal-path.js";
-import { isInside, isInsideNormal, isNormalAbsolute } from "../tools/path-inside.js";
+import { isNormalAbsolute, joinedPath, resolvedPath } from "../normal-path.js";
+import { isInside, isInsideNormal } from "../tools/path-inside.js";
 
 /**
  * Credential stores hidden from sandboxed commands, relative to the home folder: a folder is

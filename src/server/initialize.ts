@@ -20,7 +20,7 @@ import { defaultSessionRoot } from "../agent/store/root.js";
 // Types only: the runtime loads after the response (agent-modules.ts).
 import type { AgentRuntime, RuntimeSink } from "../agent/runtime.js";
 import { hideFromSandbox } from "../sandbox/hidden.js";
-import { resolvedPath } from "../tools/path-inside.js";
+import { resolvedPath } from "../normal-path.js";
 import { initialSandboxStatus } from "../sandbox/probe.js";
 import type { SandboxStatus } from "../sandbox/status.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";

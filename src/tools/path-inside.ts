@@ -2,9 +2,6 @@
 import * as path from "node:path";
 import { isNormalAbsolute } from "../normal-path.js";
 
-// Re-exported: normal form lives in a top-level leaf, which home-folder.ts uses too.
-export { isNormalAbsolute, resolvedPath } from "../normal-path.js";
-
 /** `isInside` for two paths already known to be in normal form (`isNormalAbsolute`): a string comparison. */
 export function isInsideNormal(root: string, candidate: string): boolean {
   return root === "/" || candidate === root || (candidate.startsWith(root) && candidate.charCodeAt(root.length) === 47);

@@ -5,8 +5,8 @@
 import * as path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { joinedPath } from "../../src/normal-path.js";
-import { isInside, isNormalAbsolute, resolvedPath } from "../../src/tools/path-inside.js";
+import { isNormalAbsolute, joinedPath, resolvedPath } from "../../src/normal-path.js";
+import { isInside } from "../../src/tools/path-inside.js";
 
 /** The answer from `path.relative` alone (what isInside was before the string comparison). */
 function insideByRelative(root: string, candidate: string): boolean {
