@@ -30,6 +30,31 @@ export async function loadIgnore(): Promise<IgnoreFactory> {
 /** The longest the walk filters a folder's entries, or parses a `.gitignore`, before it yields to the event loop. */
 export const FILTER_SLICE_MS = 10;
 
+/** The event loop's share of a long piece of work: slices of at most `FILTER_SLICE_MS`, then a turn of the loop. */
+class LoopSlices {
+  private start = performance.now();
+  constructor(private readonly signal: AbortSignal) {}
+
+  /** Whether the current slice still lasts. */
+  readonly lasts = (): boolean => performance.now() - this.start <= FILTER_SLICE_MS;
+
+  /** `undefined` while the slice lasts, else a promise of the loop's next turn, which rejects once `signal` is aborted. */
+  readonly turn = (): Promise<void> | undefined =>
+    this.lasts()
+      ? undefined
+      : yieldToLoop().then(() => {
+          this.signal.throwIfAborted();
+          this.start = performance.now();
+        });
+}
+
+/**
+ * A turn of the event loop once every `FILTER_SLICE_MS` of work: call the result after each step;
+ * it answers `undefined` while the slice lasts, else a promise of the next turn that rejects once
+ * `signal` is aborted.
+ */
+export const loopTurns = (signal: AbortSignal): (() => Promise<void> | undefined) => new LoopSlices(signal).turn;
+
 /** The characters of `.gitignore` text parsed between two looks at the clock (a few milliseconds of parsing). */
 const PARSE_SLICE_CHARS = 4096;
 
@@ -125,13 +150,10 @@ interface Budget {
 export async function parseRules(text: string, budget: Budget, signal: AbortSignal): Promise<RulesIndex | null> {
   const ig = (await loadIgnore())({ ignorecase: false }); // case-sensitive, as git on Linux and ripgrep
   const index = new RulesIndex();
-  let sliceStart = performance.now();
+  const slices = new LoopSlices(signal);
   const giveTurn = async () => {
     signal.throwIfAborted();
-    if (performance.now() - sliceStart <= FILTER_SLICE_MS) return;
-    await yieldToLoop();
-    signal.throwIfAborted();
-    sliceStart = performance.now();
+    await slices.turn();
   };
   // A file that may be past the budget is told first by a cheap scan, then by the parse itself.
   let reckoned = 0;
@@ -152,7 +174,7 @@ export async function parseRules(text: string, budget: Budget, signal: AbortSign
   }
   if (!budget.take(index.heapBytes)) return null;
   for (let made = 0; made < index.alwaysCount; ) {
-    made = index.compileFrom(made, () => performance.now() - sliceStart <= FILTER_SLICE_MS);
+    made = index.compileFrom(made, slices.lasts);
     await giveTurn();
   }
   return index;

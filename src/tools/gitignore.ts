@@ -19,13 +19,12 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { sortPathsInSlices } from "./search/order.js";
 import { isInside } from "./workspace.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
 import type { RulesIndex } from "./gitignore-rules.js";
-import { FILTER_SLICE_MS, GITIGNORE_MAX_BYTES, loadIgnore, parseRules, readIgnoreFile } from "./gitignore-read.js";
+import { GITIGNORE_MAX_BYTES, loadIgnore, loopTurns, parseRules, readIgnoreFile } from "./gitignore-read.js";
 export { GITIGNORE_MAX_BYTES };
 import { GITIGNORE_ALL_WALKS_HEAP_BYTES, GITIGNORE_WALK_HEAP_BYTES, MiB, WalkRulesBudget } from "./gitignore-budget.js";
 
@@ -241,22 +240,6 @@ export class GitignoreFilter {
     }) as unknown as typeof fs.readdirSync;
     return { readdir, readdirSync };
   }
-}
-
-/**
- * A turn of the event loop once every `FILTER_SLICE_MS` of work: call the result after each step;
- * it answers `undefined` while the slice lasts, else a promise of the next turn that rejects once
- * `signal` is aborted.
- */
-export function loopTurns(signal: AbortSignal): () => Promise<void> | undefined {
-  let sliceStart = performance.now();
-  return () => {
-    if (performance.now() - sliceStart <= FILTER_SLICE_MS) return undefined;
-    return yieldToLoop().then(() => {
-      signal.throwIfAborted();
-      sliceStart = performance.now();
-    });
-  };
 }
 
 /**

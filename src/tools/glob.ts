@@ -9,7 +9,8 @@
  */
 import * as path from "node:path";
 import { isConfined } from "./workspace.js";
-import { GitignoreFilter, listFiles, loopTurns, patternEscapes, unappliedNote, walkFiles } from "./gitignore.js";
+import { GitignoreFilter, listFiles, patternEscapes, unappliedNote, walkFiles } from "./gitignore.js";
+import { loopTurns } from "./gitignore-read.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { RIPGREP_COMMON_FLAGS, findRipgrep, runRipgrep } from "./search/ripgrep.js";

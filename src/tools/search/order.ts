@@ -33,18 +33,14 @@ function compareKeyed(a: Keyed, b: Keyed): number {
   return a.key !== undefined && b.key !== undefined ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : comparePaths(a.p, b.p);
 }
 
-/** Sorts paths in walk order, fast (`keyed`). Returns a new array. */
-export function sortPaths(paths: readonly string[]): string[] {
-  return paths.map(keyed).sort(compareKeyed).map((k) => k.p);
-}
-
 /** Paths sorted at once by `sortPathsInSlices`, and merged between two calls of its `turn`. */
 const SORT_RUN = 4096;
 
 /**
- * `sortPaths` for a listing of any size on the event loop: runs of `SORT_RUN` paths sorted, then
- * merged in pairs, `turn` awaited between two runs and every `SORT_RUN` paths merged (it gives the
- * loop a turn when its time slice is over, and may reject to stop the sort).
+ * Paths sorted in walk order (`comparePaths`; fast: `keyed`), for a listing of any size on the
+ * event loop: runs of `SORT_RUN` paths sorted, then merged in pairs, `turn` awaited between two
+ * runs and every `SORT_RUN` paths merged (it gives the loop a turn when its time slice is over,
+ * and may reject to stop the sort).
  */
 export async function sortPathsInSlices(paths: readonly string[], turn: () => Promise<void> | undefined): Promise<string[]> {
   let runs: Keyed[][] = [];
