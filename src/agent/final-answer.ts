@@ -20,7 +20,7 @@ import type { JsonObject, JsonValue, ToolCallBlock } from "../protocol/index.js"
 import { FINAL_ANSWER_TOOL, MAX_OUTPUT_ATTEMPTS, type OutputInvalidReason } from "../protocol/index.js";
 import type { ToolSpec } from "../providers/types.js";
 import type { ToolOutput } from "../tools/types.js";
-import { MAX_SCHEMA_EXPANSION, re2RegExp, refExpansion } from "../tools/json-schema-limits.js";
+import { expansionProblem, re2RegExp } from "../tools/json-schema-limits.js";
 import { loadPackages } from "../tools/packages-loader.js";
 
 /** Largest `outputSchema` accepted, as JSON. */
@@ -64,10 +64,8 @@ function loadAjv(): Promise<{ ajv: import("ajv/dist/2020.js").default }> {
 export async function compileOutputSchema(schema: JsonObject): Promise<OutputContract> {
   const bytes = Buffer.byteLength(JSON.stringify(schema));
   if (bytes > MAX_OUTPUT_SCHEMA_BYTES) throw new OutputSchemaError(`the schema is ${bytes} bytes of JSON; at most ${MAX_OUTPUT_SCHEMA_BYTES} are accepted`);
-  const expansion = refExpansion(schema, (message) => new OutputSchemaError(message));
-  if (expansion > MAX_SCHEMA_EXPANSION) {
-    throw new OutputSchemaError(`its references expand to more than ${MAX_SCHEMA_EXPANSION} subschemas (checking a value could take exponential time)`);
-  }
+  const expansion = expansionProblem(schema, (message) => new OutputSchemaError(message));
+  if (expansion) throw new OutputSchemaError(expansion);
   const { ajv } = await loadAjv();
   let validate: import("ajv/dist/2020.js").ValidateFunction;
   try {

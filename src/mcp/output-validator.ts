@@ -28,7 +28,7 @@
 import { Ajv } from "ajv";
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation";
 import type { JsonObject } from "../protocol/types.js";
-import { MAX_SCHEMA_EXPANSION, re2RegExp, refExpansion } from "../tools/json-schema-limits.js";
+import { expansionProblem, re2RegExp } from "../tools/json-schema-limits.js";
 import { MAX_SCHEMA_BYTES } from "./names.js";
 
 /** The options of every schema's own Ajv, once re2js is loaded. */
@@ -60,9 +60,8 @@ function compile<T>(schema: JsonSchemaType): JsonSchemaValidator<T> | Error {
   try {
     const bytes = Buffer.byteLength(JSON.stringify(schema) ?? "");
     if (bytes > MAX_SCHEMA_BYTES) return unusable(`it is ${bytes} bytes of JSON, more than ${MAX_SCHEMA_BYTES}`);
-    if (refExpansion(schema as JsonObject, (message) => new Error(message)) > MAX_SCHEMA_EXPANSION) {
-      return unusable(`its references expand to more than ${MAX_SCHEMA_EXPANSION} subschemas (checking a value could take exponential time)`);
-    }
+    const expansion = expansionProblem(schema as JsonObject, (message) => new Error(message));
+    if (expansion) return unusable(expansion);
     const checker = new Ajv(ajvOptions);
     const validate = checker.compile(schema);
     return (input) => {

@@ -84,3 +84,11 @@ export function refExpansion(root: JsonObject, fail: (message: string) => Error)
   };
   return size(root);
 }
+
+/**
+ * Why checking values against `root` could hold the thread (its references expand past
+ * `MAX_SCHEMA_EXPANSION` subschemas), or `undefined`; throws `fail`'s error as `refExpansion` does.
+ */
+export function expansionProblem(root: JsonObject, fail: (message: string) => Error): string | undefined {
+  return refExpansion(root, fail) > MAX_SCHEMA_EXPANSION ? `its references expand to more than ${MAX_SCHEMA_EXPANSION} subschemas (checking a value could take exponential time)` : undefined;
+}
