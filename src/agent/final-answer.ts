@@ -3,7 +3,7 @@
  * parameters of a `final_answer` tool, offered for that turn only; the model answers by calling
  * it, and the value is validated with Ajv (JSON Schema 2020-12, Pydantic's dialect).
  *
- * - The schema is compiled when the prompt arrives: one Ajv refuses, or one larger than
+ * - The schema is compiled when the prompt arrives: a schema Ajv refuses, or one larger than
  *   `MAX_OUTPUT_SCHEMA_BYTES`, is the request's -32602.
  * - An object schema (`type: "object"`) is the tool's parameters as it is; any other schema is
  *   wrapped as `{value: schema}` (chat completions tools take object parameters only) and the
@@ -47,15 +47,22 @@ export interface OutputContract {
 }
 
 type AjvModule = typeof import("ajv/dist/2020.js");
-let engines: Promise<{ ajv: import("ajv/dist/2020.js").default }> | undefined;
+type AjvClass = AjvModule["default"];
+type Ajv = InstanceType<AjvClass>;
+let engines: Promise<{ schemaChecker: Ajv; compiler: () => Ajv }> | undefined;
 
-/** One Ajv for the process (its compiled schemas are cached by content; a schema that failed is not kept). */
-function loadAjv(): Promise<{ ajv: import("ajv/dist/2020.js").default }> {
+/**
+ * Ajv, loaded once. Each schema is compiled by an Ajv of its own, dropped with its contract: an
+ * Ajv's code scope keeps every pattern it ever compiled (removeSchema does not free them), so a
+ * shared one would grow with every distinct schema a client sends. Checking a schema against
+ * the 2020-12 meta-schema is the costly part of a new Ajv, so one Ajv, which compiles nothing
+ * of the client's, does that for all; the per-schema one skips it.
+ */
+function loadAjv(): Promise<{ schemaChecker: Ajv; compiler: () => Ajv }> {
   engines ??= loadPackages().then(({ ajv2020: ajvModule, re2js: re2Module }) => {
-    const Ajv = ((ajvModule as unknown as { default: AjvModule["default"] }).default ?? ajvModule) as AjvModule["default"];
-    const regExp = re2RegExp(re2Module);
-    const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp } });
-    return { ajv };
+    const Ajv = ((ajvModule as unknown as { default: AjvClass }).default ?? ajvModule) as AjvClass;
+    const options = { strict: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp: re2RegExp(re2Module) } } as const;
+    return { schemaChecker: new Ajv(options), compiler: () => new Ajv({ ...options, meta: false, validateSchema: false }) };
   });
   return engines;
 }
@@ -66,14 +73,13 @@ export async function compileOutputSchema(schema: JsonObject): Promise<OutputCon
   if (bytes > MAX_OUTPUT_SCHEMA_BYTES) throw new OutputSchemaError(`the schema is ${bytes} bytes of JSON; at most ${MAX_OUTPUT_SCHEMA_BYTES} are accepted`);
   const expansion = expansionProblem(schema, (message) => new OutputSchemaError(message));
   if (expansion) throw new OutputSchemaError(expansion);
-  const { ajv } = await loadAjv();
+  const { schemaChecker, compiler } = await loadAjv();
   let validate: import("ajv/dist/2020.js").ValidateFunction;
   try {
-    validate = ajv.compile(schema);
+    if (!schemaChecker.validateSchema(schema)) throw new Error(`schema is invalid: ${schemaChecker.errorsText(schemaChecker.errors)}`);
+    validate = compiler().compile(schema);
   } catch (error) {
     throw new OutputSchemaError(`not a usable JSON Schema (2020-12): ${(error as Error).message}`);
-  } finally {
-    ajv.removeSchema(schema);
   }
   const wrapped = schema.type !== "object";
   const check = (args: JsonObject): Check => {
