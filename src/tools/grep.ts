@@ -9,9 +9,9 @@
  */
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { isConfined, isInside, resolveInWorkspace } from "./workspace.js";
 import { GitignoreFilter, unappliedNote, walkFiles } from "./gitignore.js";
+import { loopTurns } from "./gitignore-read.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 import { GREP_MAX_FILE_BYTES, linesAt, openNamed, readBytes, readCandidate, readMatchedLines, splitLines, type MatchedLines, type OpenCandidate } from "./search/files.js";
 import { GREP_MAX_PATTERN_CHARS, compileRe2, parseGrepPattern, type CompiledRe2, type GrepPattern } from "./search/pattern.js";
@@ -218,7 +218,8 @@ export const grepTool: Tool = {
           : (await walkFiles({ root: target, filter: rules, signal: ctx.signal, follow: !confined })).map((f) => path.join(target, f));
         matchingLinesOf ??= (await import("./search/builtin.js")).matchingLines;
         const match = matchingLinesOf;
-        let lastYield = Date.now();
+        // re2js runs on this thread: other sessions and a cancel get their turns between files.
+        const turn = loopTurns(ctx.signal);
         for (const abs of files) {
           ctx.signal.throwIfAborted();
           const cand = await readCandidate(single ? named : listed, abs);
@@ -228,10 +229,7 @@ export const grepTool: Tool = {
             opened = { kind: "text", lines: match(lines, re, wanted()).map((i) => [i + 1, lines[i]]) };
           } else opened = cand;
           if (!addLines(found, single ? toPosix(requested) : display(abs), opened)) break;
-          if (Date.now() - lastYield > 10) {
-            await yieldToLoop(); // re2js runs on this thread: let other sessions and a cancel in
-            lastYield = Date.now();
-          }
+          await turn();
         }
       }
     } finally {
