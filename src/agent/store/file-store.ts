@@ -199,6 +199,8 @@ class FileSessionLog implements SessionLog {
   private readonly summary: SummaryTracker;
   /** The log's size when its meta was last written. */
   private metaSize = -1;
+  /** The open file's inode: the path names this log while it names this inode (held open, it cannot be reused). */
+  private readonly ino: number;
 
   constructor(
     private readonly fd: number,
@@ -210,7 +212,9 @@ class FileSessionLog implements SessionLog {
     private readonly onClose: (log: SessionLog) => void,
     titleSource?: SessionEvent,
   ) {
-    this.size = fs.fstatSync(fd).size;
+    const stat = fs.fstatSync(fd);
+    this.size = stat.size;
+    this.ino = stat.ino;
     this.summary = SummaryTracker.of(header, titleSource ? [titleSource, ...loadedEvents] : loadedEvents);
   }
 
@@ -233,10 +237,10 @@ class FileSessionLog implements SessionLog {
     this.held = undefined;
   }
 
+  /** Whether the path still names this file and nothing but this process wrote it (the size the path shows is the inode's). */
   current(): boolean {
     const now = fs.lstatSync(this.file, { throwIfNoEntry: false });
-    const mine = fs.fstatSync(this.fd);
-    return now?.ino === mine.ino && mine.size === this.size;
+    return now?.ino === this.ino && now.size === this.size;
   }
 
   releaseLoaded(): void {
