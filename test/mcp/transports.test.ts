@@ -211,3 +211,53 @@ describe("the HTTP transport's answers to a server's requests", () => {
     }
   }, 30_000);
 });
+
+describe("the HTTP transport's requests given up on", () => {
+  it("a tools/list past its timeout, a call aborted by its caller, a call on a resumable SSE stream: each one's connection is closed at once, no resumption of it is opened, the answered call is not touched", async () => {
+    const held: Array<{ what: string; closed: boolean }> = [];
+    let resumptions = 0;
+    const srv = http.createServer((req, res) => {
+      if (req.method === "GET") {
+        if (req.headers["last-event-id"]) resumptions++;
+        return void res.writeHead(405).end();
+      }
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        const message = JSON.parse(body) as { id?: number; method?: string; params?: { name?: string; protocolVersion?: string } };
+        if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
+        const json = (result: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+        if (message.method === "initialize") return json({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } });
+        if (message.method === "tools/call" && message.params!.name === "ok") return json({ content: [{ type: "text", text: "ran ok" }] });
+        const entry = { what: message.method === "tools/call" ? message.params!.name! : message.method, closed: false };
+        res.on("close", () => (entry.closed = !res.writableFinished));
+        held.push(entry);
+        // A resumable stream: its first event has an id, the SDK reconnects with it if the stream ends unanswered.
+        if (entry.what === "resumable") res.writeHead(200, { "content-type": "text/event-stream" }).write("id: e1\ndata: \n\n");
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
+    try {
+      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig));
+      await expect(client.listTools(undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
+      const aborted = new AbortController();
+      const abortedCall = client.callTool({ name: "aborted", arguments: {} }, undefined, { signal: aborted.signal });
+      await expect.poll(() => held.length).toBe(2);
+      aborted.abort(new Error("the turn was cancelled"));
+      await expect(abortedCall).rejects.toThrow("the turn was cancelled");
+      await expect(client.callTool({ name: "resumable", arguments: {} }, undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
+      expect(held.map((h) => h.what)).toEqual(["tools/list", "aborted", "resumable"]);
+      await expect.poll(() => held.filter((h) => h.closed).length, { timeout: 10_000 }).toBe(3);
+      const ok = await client.callTool({ name: "ok", arguments: {} }, undefined, { timeout: 5000 });
+      expect(ok.content).toEqual([{ type: "text", text: "ran ok" }]);
+      // The SDK would resume an unanswered stream that ended (after 1 s, then 2 s): a given-up one is not.
+      await new Promise((r) => setTimeout(r, 3500));
+      expect(resumptions).toBe(0);
+    } finally {
+      await client.close();
+      srv.closeAllConnections();
+      srv.close();
+    }
+  }, 30_000);
+});
