@@ -27,7 +27,10 @@
  * for the bridge's life (descriptors every session needs). Each request of the bridge's own
  * is sent with a signal of its own (`sending`, read by `abortableFetch`), aborted when the
  * bridge cancels that request: its POST, its SSE stream and any resumption of that stream end
- * at once. Only that request's: another session's call on the same server goes on.
+ * at once. Only that request's: another session's call on the same server goes on. The
+ * `notifications/cancelled` itself is told, not awaited: its POST ends if the server has not
+ * taken it within `CANCEL_NOTICE_MS`, or a server that takes nothing would hold that one
+ * instead, one per given-up call.
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
@@ -43,6 +46,9 @@ export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 export const MAX_REQUESTS_IN_FLIGHT = 64;
 /** Answers to one server's requests queued behind those, past which the connection ends. */
 export const MAX_REQUESTS_WAITING = 10_000;
+
+/** How long the POST of a `notifications/cancelled` may wait for the server to take it. */
+export const CANCEL_NOTICE_MS = 10_000;
 
 /** At most `inFlight` callers at once; past `waiting` queued, `enter` rejects with `overflow`'s error. */
 export class RequestLimiter {
@@ -137,6 +143,7 @@ export class HttpTransport extends StreamableHTTPClientTransport {
     url: URL,
     options: ConstructorParameters<typeof StreamableHTTPClientTransport>[1],
     private readonly answers = new RequestLimiter(),
+    private readonly cancelNoticeMs = CANCEL_NOTICE_MS,
   ) {
     super(url, options);
   }
@@ -163,10 +170,11 @@ export class HttpTransport extends StreamableHTTPClientTransport {
         throw error;
       }
     }
-    if ("method" in message) {
-      if (message.method === "notifications/cancelled") this.giveUp(message.params?.requestId as RequestId | undefined);
-      return sending.run(undefined, () => super.send(message, options)); // a notification of the bridge's own
+    if ("method" in message && message.method === "notifications/cancelled") {
+      this.giveUp(message.params?.requestId as RequestId | undefined);
+      return sending.run(AbortSignal.timeout(this.cancelNoticeMs), () => super.send(message, options));
     }
+    if ("method" in message) return sending.run(undefined, () => super.send(message, options)); // a notification of the bridge's own
     const release = await this.answers.enter(this.closing.signal);
     try {
       await sending.run(undefined, () => super.send(message, options)); // the server takes an answer with its headers (202)
@@ -190,7 +198,7 @@ export class HttpTransport extends StreamableHTTPClientTransport {
   }
 }
 
-export function httpTransport(config: McpHttpServerConfig, logger?: Logger): HttpTransport {
+export function httpTransport(config: McpHttpServerConfig, logger?: Logger, cancelNoticeMs = CANCEL_NOTICE_MS): HttpTransport {
   // The global fetch is Node's own undici, whose HTTP/1 parser can still throw from a socket
   // handler (nodejs/undici#5360): such a throw fails the call, never the bridge (http-socket-guard.ts).
   guardHttpSockets((error, event) => logger?.warn(`an HTTP connection failed in its '${event}' handler and was closed, failing its request: ${error.stack ?? error.message}`));
@@ -207,6 +215,7 @@ export function httpTransport(config: McpHttpServerConfig, logger?: Logger): Htt
       reconnectionOptions: { initialReconnectionDelay: 1000, maxReconnectionDelay: 10_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
     },
     answers,
+    cancelNoticeMs,
   );
   return transport;
 }

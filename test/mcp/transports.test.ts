@@ -261,3 +261,37 @@ describe("the HTTP transport's requests given up on", () => {
     }
   }, 30_000);
 });
+
+describe("the HTTP transport's notifications/cancelled", () => {
+  it("a server that takes nothing after the start: the given-up call's connection and its cancel's are both closed by the bridge", async () => {
+    const held: Array<{ what: string; closed: boolean }> = [];
+    const srv = http.createServer((req, res) => {
+      if (req.method === "GET") return void res.writeHead(405).end();
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        const message = JSON.parse(body) as { id?: number; method?: string; params?: { protocolVersion?: string } };
+        if (message.method === "initialize") {
+          const result = { protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } };
+          return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+        }
+        if (message.method === "notifications/initialized") return void res.writeHead(202).end();
+        const entry = { what: message.method!, closed: false };
+        res.on("close", () => (entry.closed = !res.writableFinished));
+        held.push(entry);
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
+    try {
+      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig, undefined, 300));
+      await expect(client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
+      await expect.poll(() => held.map((h) => h.what)).toEqual(["tools/call", "notifications/cancelled"]);
+      await expect.poll(() => held.filter((h) => h.closed).length, { timeout: 10_000 }).toBe(2);
+    } finally {
+      await client.close();
+      srv.closeAllConnections();
+      srv.close();
+    }
+  }, 30_000);
+});
