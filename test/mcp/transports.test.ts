@@ -3,6 +3,7 @@
  * JSON-RPC, helpers left in the server's process group, response bodies past the cap, a server
  * slow to take requests while more keep coming.
  */
+import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -64,6 +65,41 @@ describe("the stdio transport", () => {
     expect(["SIGTERM", "SIGKILL"]).toContain(t.exit?.signal);
     await expect(t.send({ jsonrpc: "2.0", method: "late" })).rejects.toThrow("closed");
   });
+});
+
+describe("the stdio transport's helpers that left the group", () => {
+  it("close() ends the server's descendants that left its process group (setsid), one that ignores SIGTERM and what it started included", async () => {
+    // Node's `detached` is setsid: each helper leads a session and group of its own.
+    const helper = `process.on("SIGTERM", () => {}); require("node:child_process").spawn("sleep", ["1000"], { stdio: "ignore" }); setInterval(() => {}, 1000);`;
+    const { t, messages, closed } = server(
+      `const { spawn } = require("node:child_process");
+       const a = spawn("sleep", ["1000"], { detached: true, stdio: "ignore" });
+       const b = spawn(process.execPath, ["-e", ${JSON.stringify(helper)}], { detached: true, stdio: "ignore" });
+       setTimeout(() => console.log(JSON.stringify({ jsonrpc: "2.0", method: "pids", params: { pids: [a.pid, b.pid] } })), 300);
+       setInterval(() => {}, 1000);`,
+    );
+    await t.start();
+    for (let i = 0; i < 200 && messages.length < 1; i++) await new Promise((r) => setTimeout(r, 25));
+    const [sleeper, stubborn] = messages[0].params.pids as number[];
+    const grandchild = Number(fs.readFileSync(`/proc/${stubborn}/task/${stubborn}/children`, "utf8").trim());
+    expect(grandchild).toBeGreaterThan(0);
+    try {
+      await t.close();
+      await closed;
+      await gone(t.pid!);
+      await gone(sleeper);
+      await gone(stubborn);
+      await gone(grandchild);
+    } finally {
+      for (const pid of [sleeper, stubborn, grandchild]) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          /* gone, as it should be */
+        }
+      }
+    }
+  }, 30_000);
 });
 
 describe("the HTTP transport's fetch", () => {
