@@ -23,7 +23,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { KILL_GRACE_MS, killGroup } from "../tools/process-group.js";
-import { signalStray, strayDescendants } from "../tools/process-tree.js";
+import { endStrays, strayDescendants } from "../tools/process-tree.js";
 import { findBash } from "../sandbox/locate.js";
 
 /** Longest frame accepted from a server. */
@@ -166,10 +166,9 @@ export class ProcessGroupTransport implements Transport {
       // Found before the server is signalled: once it is gone, what left its group is reparented.
       const strays = strayDescendants(pid);
       killGroup(pid, "SIGTERM");
-      for (const stray of strays) signalStray(stray, "SIGTERM");
+      endStrays(strays, KILL_GRACE_MS);
       setTimeout(() => {
         killGroup(pid, "SIGKILL");
-        for (const stray of strays) signalStray(stray, "SIGKILL");
         lifeline?.destroy();
       }, KILL_GRACE_MS).unref();
     }

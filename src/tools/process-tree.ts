@@ -80,3 +80,29 @@ export function signalStray(stray: StrayProcess, signal: NodeJS.Signals): void {
     /* gone meanwhile */
   }
 }
+
+/** Strays waiting for their SIGKILL, which this process's exit sends at the latest. */
+const awaitingKill = new Set<StrayProcess>();
+const killAwaiting = () => {
+  for (const stray of awaitingKill) signalStray(stray, "SIGKILL");
+};
+
+/**
+ * SIGTERM to `strays` now, SIGKILL after `graceMs` or when this process exits, whichever comes
+ * first: unlike a group, no watcher outlives the bridge to finish them.
+ */
+export function endStrays(strays: StrayProcess[], graceMs: number): void {
+  if (strays.length === 0) return;
+  if (awaitingKill.size === 0) process.once("exit", killAwaiting);
+  for (const stray of strays) {
+    awaitingKill.add(stray);
+    signalStray(stray, "SIGTERM");
+  }
+  setTimeout(() => {
+    for (const stray of strays) {
+      awaitingKill.delete(stray);
+      signalStray(stray, "SIGKILL");
+    }
+    if (awaitingKill.size === 0) process.off("exit", killAwaiting);
+  }, graceMs).unref();
+}
