@@ -19,9 +19,22 @@
  * cancel), so a server that holds a call's headers until it answers held a slot for each
  * such call, and once the slots were full every later call, and the `notifications/cancelled`
  * that would free them, waited behind calls that never end.
+ *
+ * Why requests given up on are aborted: the SDK's fetch of a request's POST gets the
+ * transport's signal only, so a request it gave up on (its timeout, its caller's abort: both
+ * send `notifications/cancelled` for its id) kept its socket and the reading of its response
+ * until the server ended them: a server that never answers held one socket per given-up call
+ * for the bridge's life (descriptors every session needs). Each request of the bridge's own
+ * is sent with a signal of its own (`sending`, read by `abortableFetch`), aborted when the
+ * bridge cancels that request: its POST, its SSE stream and any resumption of that stream end
+ * at once. Only that request's: another session's call on the same server goes on. The
+ * `notifications/cancelled` itself is told, not awaited: its POST ends if the server has not
+ * taken it within `CANCEL_NOTICE_MS`, or a server that takes nothing would hold that one
+ * instead, one per given-up call.
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { guardHttpSockets } from "../http-socket-guard.js";
 import type { Logger } from "../log.js";
 import type { McpHttpServerConfig } from "../protocol/mcp-types.js";
@@ -33,6 +46,9 @@ export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 export const MAX_REQUESTS_IN_FLIGHT = 64;
 /** Answers to one server's requests queued behind those, past which the connection ends. */
 export const MAX_REQUESTS_WAITING = 10_000;
+
+/** How long the POST of a `notifications/cancelled` may wait for the server to take it. */
+export const CANCEL_NOTICE_MS = 10_000;
 
 /** At most `inFlight` callers at once; past `waiting` queued, `enter` rejects with `overflow`'s error. */
 export class RequestLimiter {
@@ -98,37 +114,91 @@ export function cappedFetch(limit = MAX_RESPONSE_BYTES): typeof fetch {
   };
 }
 
+/**
+ * The signal of the request whose `send` is running, in that send and what it started (its
+ * response's SSE reading, a resumption of that stream): `undefined` in the sends of
+ * notifications and answers, which no cancel concerns.
+ */
+const sending = new AsyncLocalStorage<AbortSignal | undefined>();
+
+/** `fetch` that also ends when the request being sent (`sending`) is given up on: its socket and its body's reading are released. */
+export function abortableFetch(inner: typeof fetch = fetch): typeof fetch {
+  return (input, init) => {
+    const request = sending.getStore();
+    if (!request) return inner(input, init);
+    const signal = init?.signal ? AbortSignal.any([init.signal, request]) : request;
+    return inner(input, { ...init, signal });
+  };
+}
+
 /** The SDK's transport, its answers to the server's requests bounded (`answers`), and why the bridge ended it itself, if it did. */
 export class HttpTransport extends StreamableHTTPClientTransport {
   closedBecause: string | undefined;
   /** Aborted by `close`: an answer still queued is dropped. */
   private readonly closing = new AbortController();
+  /** The bridge's requests not yet answered, by id: each one's abort ends its POST's fetch. */
+  private readonly unanswered = new Map<RequestId, AbortController>();
 
   constructor(
     url: URL,
     options: ConstructorParameters<typeof StreamableHTTPClientTransport>[1],
     private readonly answers = new RequestLimiter(),
+    private readonly cancelNoticeMs = CANCEL_NOTICE_MS,
   ) {
     super(url, options);
   }
 
+  /** Sees each answer to the bridge's requests before the SDK does: an answered request is no longer one to abort. */
+  override async start(): Promise<void> {
+    const deliver = this.onmessage;
+    this.onmessage = (message) => {
+      if ("id" in message && !("method" in message) && message.id !== undefined) this.unanswered.delete(message.id);
+      deliver?.(message);
+    };
+    await super.start();
+  }
+
   override async send(message: JSONRPCMessage, options?: Parameters<StreamableHTTPClientTransport["send"]>[1]): Promise<void> {
-    if ("method" in message) return super.send(message, options); // a request or notification of the bridge's own
+    if ("method" in message && "id" in message) {
+      // A request of the bridge's own: sent with a signal of its own, kept until its answer, its cancel or a failed send.
+      const request = new AbortController();
+      this.unanswered.set(message.id, request);
+      try {
+        return await sending.run(request.signal, () => super.send(message, options));
+      } catch (error) {
+        if (this.unanswered.get(message.id) === request) this.unanswered.delete(message.id);
+        throw error;
+      }
+    }
+    if ("method" in message && message.method === "notifications/cancelled") {
+      this.giveUp(message.params?.requestId as RequestId | undefined);
+      return sending.run(AbortSignal.timeout(this.cancelNoticeMs), () => super.send(message, options));
+    }
+    if ("method" in message) return sending.run(undefined, () => super.send(message, options)); // a notification of the bridge's own
     const release = await this.answers.enter(this.closing.signal);
     try {
-      await super.send(message, options); // the server takes an answer with its headers (202)
+      await sending.run(undefined, () => super.send(message, options)); // the server takes an answer with its headers (202)
     } finally {
       release();
     }
   }
 
+  /** The bridge gave up on request `id` (timeout, abort): its POST and the reading of its response end now. */
+  private giveUp(id: RequestId | undefined): void {
+    if (id === undefined) return;
+    const request = this.unanswered.get(id);
+    this.unanswered.delete(id);
+    request?.abort(new Error(`the bridge gave up on MCP request ${id}`));
+  }
+
   override async close(): Promise<void> {
     this.closing.abort(new Error("the MCP connection is closed"));
+    this.unanswered.clear(); // the transport's own signal ends every fetch
     await super.close();
   }
 }
 
-export function httpTransport(config: McpHttpServerConfig, logger?: Logger): HttpTransport {
+export function httpTransport(config: McpHttpServerConfig, logger?: Logger, cancelNoticeMs = CANCEL_NOTICE_MS): HttpTransport {
   // The global fetch is Node's own undici, whose HTTP/1 parser can still throw from a socket
   // handler (nodejs/undici#5360): such a throw fails the call, never the bridge (http-socket-guard.ts).
   guardHttpSockets((error, event) => logger?.warn(`an HTTP connection failed in its '${event}' handler and was closed, failing its request: ${error.stack ?? error.message}`));
@@ -139,12 +209,13 @@ export function httpTransport(config: McpHttpServerConfig, logger?: Logger): Htt
   const transport: HttpTransport = new HttpTransport(
     new URL(config.url),
     {
-      fetch: cappedFetch(MAX_RESPONSE_BYTES),
+      fetch: abortableFetch(cappedFetch(MAX_RESPONSE_BYTES)),
       requestInit: config.headers ? { headers: config.headers } : undefined,
       // A lost SSE stream is retried a couple of times, not forever: a dead server becomes tool errors.
       reconnectionOptions: { initialReconnectionDelay: 1000, maxReconnectionDelay: 10_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
     },
     answers,
+    cancelNoticeMs,
   );
   return transport;
 }

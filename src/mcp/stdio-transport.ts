@@ -7,7 +7,10 @@
  * Here the server is started the way bash's commands are (tools/process-group.ts): detached,
  * leading a new process group, under a wrapper whose watcher holds a life-line pipe on fd 3 and
  * kills the whole group when the pipe closes — which the kernel does when the bridge exits in
- * any way. `close()` (shutdown, end of input, signals, a gone client) stops the group at once.
+ * any way. `close()` (shutdown, end of input, signals, a gone client) stops the group at once,
+ * and with it the server's descendants that left the group (`setsid`), found in /proc while the
+ * server still runs (tools/process-tree.ts); the watcher cannot find those, so a bridge killed
+ * outright, or a server that died first, leaves them.
  *
  * Frames are newline-delimited JSON-RPC, as MCP's stdio transport specifies; a line longer
  * than `MAX_LINE_BYTES` (a hostile or broken server) ends the connection instead of growing
@@ -20,6 +23,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { KILL_GRACE_MS, killGroup } from "../tools/process-group.js";
+import { endStrays, strayDescendants } from "../tools/process-tree.js";
 import { findBash } from "../sandbox/locate.js";
 
 /** Longest frame accepted from a server. */
@@ -159,7 +163,10 @@ export class ProcessGroupTransport implements Transport {
     const running = child?.pid !== undefined && this.exit === undefined;
     if (running) {
       const pid = child!.pid!;
+      // Found before the server is signalled: once it is gone, what left its group is reparented.
+      const strays = strayDescendants(pid);
       killGroup(pid, "SIGTERM");
+      endStrays(strays, KILL_GRACE_MS);
       setTimeout(() => {
         killGroup(pid, "SIGKILL");
         lifeline?.destroy();

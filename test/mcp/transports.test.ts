@@ -3,6 +3,7 @@
  * JSON-RPC, helpers left in the server's process group, response bodies past the cap, a server
  * slow to take requests while more keep coming.
  */
+import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -64,6 +65,41 @@ describe("the stdio transport", () => {
     expect(["SIGTERM", "SIGKILL"]).toContain(t.exit?.signal);
     await expect(t.send({ jsonrpc: "2.0", method: "late" })).rejects.toThrow("closed");
   });
+});
+
+describe("the stdio transport's helpers that left the group", () => {
+  it("close() ends the server's descendants that left its process group (setsid), one that ignores SIGTERM and what it started included", async () => {
+    // Node's `detached` is setsid: each helper leads a session and group of its own.
+    const helper = `process.on("SIGTERM", () => {}); require("node:child_process").spawn("sleep", ["1000"], { stdio: "ignore" }); setInterval(() => {}, 1000);`;
+    const { t, messages, closed } = server(
+      `const { spawn } = require("node:child_process");
+       const a = spawn("sleep", ["1000"], { detached: true, stdio: "ignore" });
+       const b = spawn(process.execPath, ["-e", ${JSON.stringify(helper)}], { detached: true, stdio: "ignore" });
+       setTimeout(() => console.log(JSON.stringify({ jsonrpc: "2.0", method: "pids", params: { pids: [a.pid, b.pid] } })), 300);
+       setInterval(() => {}, 1000);`,
+    );
+    await t.start();
+    for (let i = 0; i < 200 && messages.length < 1; i++) await new Promise((r) => setTimeout(r, 25));
+    const [sleeper, stubborn] = messages[0].params.pids as number[];
+    const grandchild = Number(fs.readFileSync(`/proc/${stubborn}/task/${stubborn}/children`, "utf8").trim());
+    expect(grandchild).toBeGreaterThan(0);
+    try {
+      await t.close();
+      await closed;
+      await gone(t.pid!);
+      await gone(sleeper);
+      await gone(stubborn);
+      await gone(grandchild);
+    } finally {
+      for (const pid of [sleeper, stubborn, grandchild]) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          /* gone, as it should be */
+        }
+      }
+    }
+  }, 30_000);
 });
 
 describe("the HTTP transport's fetch", () => {
@@ -206,6 +242,90 @@ describe("the HTTP transport's answers to a server's requests", () => {
       expect(answersHeld).toBe(64);
     } finally {
       await transport.close();
+      srv.closeAllConnections();
+      srv.close();
+    }
+  }, 30_000);
+});
+
+describe("the HTTP transport's requests given up on", () => {
+  it("a tools/list past its timeout, a call aborted by its caller, a call on a resumable SSE stream: each one's connection is closed at once, no resumption of it is opened, the answered call is not touched", async () => {
+    const held: Array<{ what: string; closed: boolean }> = [];
+    let resumptions = 0;
+    const srv = http.createServer((req, res) => {
+      if (req.method === "GET") {
+        if (req.headers["last-event-id"]) resumptions++;
+        return void res.writeHead(405).end();
+      }
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        const message = JSON.parse(body) as { id?: number; method?: string; params?: { name?: string; protocolVersion?: string } };
+        if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
+        const json = (result: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+        if (message.method === "initialize") return json({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } });
+        if (message.method === "tools/call" && message.params!.name === "ok") return json({ content: [{ type: "text", text: "ran ok" }] });
+        const entry = { what: message.method === "tools/call" ? message.params!.name! : message.method, closed: false };
+        res.on("close", () => (entry.closed = !res.writableFinished));
+        held.push(entry);
+        // A resumable stream: its first event has an id, the SDK reconnects with it if the stream ends unanswered.
+        if (entry.what === "resumable") res.writeHead(200, { "content-type": "text/event-stream" }).write("id: e1\ndata: \n\n");
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
+    try {
+      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig));
+      await expect(client.listTools(undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
+      const aborted = new AbortController();
+      const abortedCall = client.callTool({ name: "aborted", arguments: {} }, undefined, { signal: aborted.signal });
+      await expect.poll(() => held.length).toBe(2);
+      aborted.abort(new Error("the turn was cancelled"));
+      await expect(abortedCall).rejects.toThrow("the turn was cancelled");
+      await expect(client.callTool({ name: "resumable", arguments: {} }, undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
+      expect(held.map((h) => h.what)).toEqual(["tools/list", "aborted", "resumable"]);
+      await expect.poll(() => held.filter((h) => h.closed).length, { timeout: 10_000 }).toBe(3);
+      const ok = await client.callTool({ name: "ok", arguments: {} }, undefined, { timeout: 5000 });
+      expect(ok.content).toEqual([{ type: "text", text: "ran ok" }]);
+      // The SDK would resume an unanswered stream that ended (after 1 s, then 2 s): a given-up one is not.
+      await new Promise((r) => setTimeout(r, 3500));
+      expect(resumptions).toBe(0);
+    } finally {
+      await client.close();
+      srv.closeAllConnections();
+      srv.close();
+    }
+  }, 30_000);
+});
+
+describe("the HTTP transport's notifications/cancelled", () => {
+  it("a server that takes nothing after the start: the given-up call's connection and its cancel's are both closed by the bridge", async () => {
+    const held: Array<{ what: string; closed: boolean }> = [];
+    const srv = http.createServer((req, res) => {
+      if (req.method === "GET") return void res.writeHead(405).end();
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        const message = JSON.parse(body) as { id?: number; method?: string; params?: { protocolVersion?: string } };
+        if (message.method === "initialize") {
+          const result = { protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } };
+          return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+        }
+        if (message.method === "notifications/initialized") return void res.writeHead(202).end();
+        const entry = { what: message.method!, closed: false };
+        res.on("close", () => (entry.closed = !res.writableFinished));
+        held.push(entry);
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
+    try {
+      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig, undefined, 300));
+      await expect(client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
+      await expect.poll(() => held.map((h) => h.what)).toEqual(["tools/call", "notifications/cancelled"]);
+      await expect.poll(() => held.filter((h) => h.closed).length, { timeout: 10_000 }).toBe(2);
+    } finally {
+      await client.close();
       srv.closeAllConnections();
       srv.close();
     }

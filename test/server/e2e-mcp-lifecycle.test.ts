@@ -202,6 +202,31 @@ describe("stdio servers die with the bridge, helpers included", () => {
     await gone(helper);
   });
 
+  it("a shutdown ends the server's helpers that left its process group (setsid), one that ignores SIGTERM included, though the bridge exits before the grace", async () => {
+    const pidFile = path.join(ws.dir, "helpers");
+    const stubborn = `process.on("SIGTERM", () => {}); setInterval(() => {}, 1000);`;
+    const server = [
+      `const { spawn } = require("node:child_process");`,
+      `const pids = [spawn("sleep", ["1000"], { detached: true, stdio: "ignore" }).pid, spawn(process.execPath, ["-e", ${JSON.stringify(stubborn)}], { detached: true, stdio: "ignore" }).pid];`,
+      `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, pids.join(" "));`,
+      `setInterval(() => {}, 1000);`,
+    ].join("\n");
+    const c = new RawClient({ args: ["--stdio", "--no-session-log"] });
+    clients.push(c);
+    // The server never answers `initialize`: it runs, with its helpers, until the shutdown.
+    c.request("init", "initialize", initParams(ws.dir, "demo", { mcpServers: { detaching: { command: process.execPath, args: ["-e", server], startupTimeoutMs: 600_000 } } }));
+    const until = Date.now() + 15_000;
+    while (!fs.existsSync(pidFile) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200)); // the stubborn helper sets its SIGTERM handler
+    const pids = fs.readFileSync(pidFile, "utf8").split(" ").map(Number);
+    expect(pids).toHaveLength(2);
+    strays.push(...pids);
+    c.request("bye", "shutdown");
+    expect((await c.response("init")).result.mcpServers[0].status).toBe("failed");
+    expect(await c.exit()).toEqual({ code: 0, signal: null });
+    for (const pid of pids) await gone(pid);
+  });
+
   it("a shutdown while initialize still connects servers stops them: initialize answers (the server failed), then shutdown, exit 0", async () => {
     const marker = `${900 + Math.floor(Math.random() * 99)}.${process.pid}`;
     const c = new RawClient({ args: ["--stdio", "--no-session-log"] });
