@@ -10,8 +10,11 @@
 // on the path it takes, so the run takes one that does not depend on the machine. It is the
 // default mode's (`workspace-write`) on a machine without bubblewrap, the path that does the most
 // before the response — the Landlock verdict's key and the rules (src/sandbox/probe.ts) — with
-// every input of it fixed here: `HARNESS_BWRAP` names a file that is not there, `HOME` is an
-// empty folder (no toolchain, no credential store), and `TMPDIR` a folder that is not there, so
+// every input of it fixed here: `HARNESS_BWRAP` names a file that is not there, `HOME` a folder
+// holding one home toolchain (`.cargo/bin`) and one credential store (`.ssh`), both empty — so the
+// rules' code for a toolchain that exists and a hidden path that exists runs too, as it does on
+// most machines (a function the run never called is compiled at every start instead; the
+// workspace `/` holds the store, so `initialize` refuses it) — and `TMPDIR` a folder that is not there, so
 // no private folder can be made: no verdict is read (the lookup runs all the same, against a
 // folder no process can make, so its code is in the cache too) or written, no helper written
 // or started, and `initialize` reports `none`. Both are checked (the response; no `node:child_process`), so
@@ -32,7 +35,8 @@ const file = path.resolve(name);
 const script = new vm.Script(fs.readFileSync(name, "utf8"), { filename: name });
 // The fixed inputs (see above), in a folder of its own, removed at exit.
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "harness-start-up-cache-"));
-fs.mkdirSync(path.join(tmp, "home"));
+fs.mkdirSync(path.join(tmp, "home", ".cargo", "bin"), { recursive: true });
+fs.mkdirSync(path.join(tmp, "home", ".ssh"));
 process.env.HOME = path.join(tmp, "home");
 process.env.TMPDIR = path.join(tmp, "absent");
 process.env.HARNESS_BWRAP = path.join(tmp, "absent", "bwrap");

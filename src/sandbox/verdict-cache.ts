@@ -163,16 +163,21 @@ function asVerdict(value: unknown): Verdict | undefined {
   return undefined;
 }
 
-/** The verdict remembered in `folder` for `key`, or undefined (no file, an unsafe or malformed one, another key's). */
+/**
+ * The verdict remembered in `folder` for `key`, or undefined (no file, an unsafe or malformed one,
+ * another key's). Every answer passes `asVerdict`, a missing file too: the build's start-up run
+ * finds no file (scripts/start-up-cache.cjs), and a function it never calls is compiled at every
+ * start that finds one.
+ */
 export function recalledVerdict(folder: string, key: string): Verdict | undefined {
   const text = readSafely(verdictFile(folder, key));
-  if (text === undefined) return undefined;
+  let data: Record<string, unknown> | null | undefined;
   try {
-    const data = JSON.parse(text) as Record<string, unknown>;
-    return data && data.format === FORMAT && data.key === key ? asVerdict(data.verdict) : undefined;
+    data = text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown> | null);
   } catch {
-    return undefined;
+    data = undefined;
   }
+  return asVerdict(data?.format === FORMAT && data.key === key ? data.verdict : undefined);
 }
 
 /**
