@@ -22,6 +22,7 @@ import { jsonText } from "../json-line.js";
 import { chunkDataJson } from "./chunk-json.js";
 import { decimalText } from "./decimal.js";
 import { noSeqLeft, type SessionLog } from "./store/index.js";
+import { TurnStarts } from "./turn-starts.js";
 
 /**
  * Where a session's events are announced (the server turns them into notifications). `json`:
@@ -50,7 +51,7 @@ export class Session {
   /** Tool calls of the last assistant message that have no result yet (callId → tool name). */
   private readonly unanswered = new Map<string, string>();
   /** The `seq` of each turn's user message (turns replayed since the last compaction): where a rewind cuts the history. */
-  private readonly turnStarts = new Map<number, number>();
+  private readonly turnStarts = new TurnStarts();
   private lastUserSeq = 0;
   /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
   private readonly pendingHooks = new Map<string, HookRequestEventData>();
@@ -197,7 +198,7 @@ export class Session {
     if (cut < 0) cut = this.messages.length;
     this.messages.splice(cut);
     this.messageSeqs.splice(cut);
-    for (const t of [...this.turnStarts.keys()]) if (t >= turn) this.turnStarts.delete(t);
+    this.turnStarts.dropFrom(turn);
     this.historyChars = this.messages.reduce((n, m) => n + messageChars(m), 0);
     this.lastPrompt = undefined;
     this.unanswered.clear();
