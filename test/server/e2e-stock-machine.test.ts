@@ -1,0 +1,56 @@
+/**
+ * A machine that is not ours: a home folder the bridge cannot write (a read-only or missing
+ * HOME in a container or a service account), a TMPDIR that cannot hold the Landlock helper.
+ * What the user relies on there: an answer that names the folder and the setting that fixes it,
+ * not a bare errno.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RawClient, initParams, promptParams } from "../support/raw-client.js";
+import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+
+let ws: TempWorkspace;
+let tmp: string;
+const clients: RawClient[] = [];
+
+beforeEach(() => {
+  ws = tempWorkspace("hb-stock-");
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hb-stock-home-"));
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.dispose()));
+  ws.cleanup();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function bridge(args: string[], env: NodeJS.ProcessEnv): RawClient {
+  const c = new RawClient({ args, env });
+  clients.push(c);
+  return c;
+}
+
+describe("a session root the bridge cannot make", () => {
+  it("answers the prompt with a session-log error naming the folder and the settings that fix it", async () => {
+    // A HOME that cannot hold folders (a regular file: as root too, unlike a read-only mode).
+    const home = path.join(tmp, "home");
+    fs.writeFileSync(home, "");
+    const env = { ...process.env, HOME: home };
+    delete env.XDG_STATE_HOME;
+    delete env.HARNESS_SESSION_ROOT;
+    const c = bridge(["--stdio"], env);
+    c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", turns([{ text: "one" }]))));
+    expect((await c.response("init")).error).toBeUndefined();
+    c.request("p", "session/prompt", promptParams("s1"));
+    const answer = await c.response("p");
+    expect(answer.error?.code).toBe(-32603);
+    expect(answer.error?.data).toMatchObject({ kind: "session-log" });
+    const message = answer.error!.message;
+    expect(message).toContain(path.join(home, ".local", "state", "harness-bridge"));
+    expect(message).toContain("--session-root");
+    expect(message).toContain("HARNESS_SESSION_ROOT");
+    expect(message).toContain("--no-session-log");
+  });
+});
