@@ -37,7 +37,7 @@ describe("a session root the bridge cannot make", () => {
     // A HOME that cannot hold folders (a regular file: as root too, unlike a read-only mode).
     const home = path.join(tmp, "home");
     fs.writeFileSync(home, "");
-    const env = { ...process.env, HOME: home };
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
     delete env.XDG_STATE_HOME;
     delete env.HARNESS_SESSION_ROOT;
     const c = bridge(["--stdio"], env);
@@ -52,5 +52,28 @@ describe("a session root the bridge cannot make", () => {
     expect(message).toContain("--session-root");
     expect(message).toContain("HARNESS_SESSION_ROOT");
     expect(message).toContain("--no-session-log");
+  });
+});
+
+describe.runIf(process.platform === "linux")("a TMPDIR that cannot hold the Landlock helper", () => {
+  it("refuses bash naming TMPDIR as the fix, not another kernel", async () => {
+    // Missing here; read-only or full on a real machine: the helper cannot be written either way.
+    const env: NodeJS.ProcessEnv = { ...process.env, HARNESS_BWRAP: "off", TMPDIR: path.join(tmp, "gone") };
+    delete env.HARNESS_LANDLOCK;
+    const c = bridge(["--stdio", "--no-session-log"], env);
+    const script = turns([{ toolCalls: [{ name: "bash", arguments: { command: "echo ran" } }] }, { text: "done" }]);
+    c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", script), { permissionMode: "workspace-write" }));
+    const init = await c.response("init");
+    expect(init.result?.sandbox?.bash).toBe("none");
+    expect(init.result?.sandbox?.reason).toContain(path.join(tmp, "gone"));
+    c.request("p", "session/prompt", promptParams("s1"));
+    expect((await c.response("p")).result?.status).toBe("ok");
+    const results = c.events("s1").filter((e) => e.type === "tool/result");
+    expect(results).toHaveLength(1);
+    expect(results[0].data.isError).toBe(true);
+    const text: string = results[0].data.content[0].text;
+    expect(text).toContain(path.join(tmp, "gone"));
+    expect(text).toContain("Fix: set TMPDIR to a folder this user can write");
+    expect(text).not.toContain("ran\n");
   });
 });
