@@ -26,8 +26,8 @@ afterEach(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-function bridge(args: string[], env: NodeJS.ProcessEnv): RawClient {
-  const c = new RawClient({ args, env });
+function bridge(args: string[], env: NodeJS.ProcessEnv, cwd?: string): RawClient {
+  const c = new RawClient({ args, env, cwd });
   clients.push(c);
   return c;
 }
@@ -75,5 +75,23 @@ describe.runIf(process.platform === "linux")("a TMPDIR that cannot hold the Land
     expect(text).toContain(path.join(tmp, "gone"));
     expect(text).toContain("Fix: set TMPDIR to a folder this user can write");
     expect(text).not.toContain("ran\n");
+  });
+});
+
+describe.runIf(process.platform === "linux")("a relative TMPDIR", () => {
+  it("is taken from the bridge's working directory, and bash runs confined by Landlock in the workspace", async () => {
+    fs.mkdirSync(path.join(tmp, "reltmp"));
+    const env: NodeJS.ProcessEnv = { ...process.env, HARNESS_BWRAP: "off", TMPDIR: "reltmp" };
+    delete env.HARNESS_LANDLOCK;
+    const c = bridge(["--stdio", "--no-session-log"], env, tmp);
+    const script = turns([{ toolCalls: [{ name: "bash", arguments: { command: "echo ran in $PWD" } }] }, { text: "done" }]);
+    c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", script), { permissionMode: "workspace-write" }));
+    expect((await c.response("init")).result?.sandbox?.bash).toBe("landlock");
+    c.request("p", "session/prompt", promptParams("s1"));
+    expect((await c.response("p")).result?.status).toBe("ok");
+    const result = c.events("s1").find((e) => e.type === "tool/result");
+    expect(result.data.isError).toBe(false);
+    expect(result.data.content[0].text).toContain(`ran in ${fs.realpathSync(ws.dir)}`);
+    expect(fs.readdirSync(path.join(tmp, "reltmp"))).toContain(`harness-bridge-${process.getuid!()}`);
   });
 });
