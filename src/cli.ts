@@ -8,6 +8,7 @@
  * (spawn → `initialize` response); what the reading lacks (choices, integer checks, help) is
  * this table. Why not an argument library: bench/README.md ("Why the code does this").
  */
+import * as path from "node:path";
 import { parseOptions, type ArgSpec } from "./cli-args.js";
 import { defaultSessionRoot } from "./agent/store/root.js";
 import { createStderrLogger, LOG_LEVELS, type LogLevel } from "./log.js";
@@ -327,6 +328,11 @@ function serve(options: CliOptions, secrets: Record<string, string>, served: { s
   whenStderrMade((stderr) => stderr.on("error", () => {}));
   // The providers read their keys from this copy; the process's own environment loses them at
   // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
+  // A relative TMPDIR names a folder against this process's working directory, while what it
+  // starts runs in the workspace: the Landlock helper, run from the private folder under TMPDIR,
+  // would not be found there. Made absolute once, here, for everything that reads it after.
+  const tmp = process.env.TMPDIR;
+  if (tmp && !path.isAbsolute(tmp)) process.env.TMPDIR = path.resolve(tmp);
   const env = { ...process.env, ...secrets };
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
   const redactor = secretRedactor([...PROVIDER_KEY_VARIABLES.map((name) => env[name]), ...exporterSecrets(env)]);

@@ -22,12 +22,13 @@
  * unique name (temp-name.ts) and renamed into place, so a reader never sees half of it; a killed
  * writer's leftover goes with the verdicts' prune (verdict-cache.ts `pruneVerdicts`).
  */
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempSibling } from "../temp-name.js";
 import { hideFromSandbox, privateFolderName } from "./hidden.js";
+import { TEMP_FOLDER_FAILURE } from "./status.js";
 
 /** Set by scripts/build.mjs; undefined when run from source. */
 declare const __LANDLOCK_HELPER_SHA256__: string | undefined;
@@ -102,7 +103,7 @@ export function privateFolder(): string {
     } catch {
       // there already (checked below), or not makeable (a fresh folder below)
     }
-    dir = isPrivateFolder(shared) ? shared : mkdtempSync(path.join(base, "harness-bridge-"));
+    dir = isPrivateFolder(shared) ? shared : inTempFolder(base, () => mkdtempSync(path.join(base, "harness-bridge-")));
   }
   privateDir = { base, dir };
   // Hidden from sandboxed commands like the shared name (hidden.ts `privateFolderName`: why).
@@ -129,11 +130,31 @@ export function verifiedHelper(): string {
   if (!fileHas(file, source.bytes)) {
     // Bridges of other PID namespaces may share this folder (temp-name.ts): a name of this write's own.
     const tmp = tempSibling(file);
-    writeFileSync(tmp, source.bytes, { mode: 0o700, flag: "wx" });
-    renameSync(tmp, file);
+    const bytes = source.bytes;
+    inTempFolder(path.dirname(file), () => {
+      try {
+        writeFileSync(tmp, bytes, { mode: 0o700, flag: "wx" });
+        renameSync(tmp, file);
+      } catch (error) {
+        // A full folder keeps what was written: gone at once, not an hour later, so the next start finds the room it had.
+        rmSync(tmp, { force: true });
+        throw error;
+      }
+    });
     if (!fileHas(file, source.bytes)) throw new Error(`the Landlock helper written to ${file} is not the one this build carries`);
   }
   return file;
+}
+
+/** `use()`, a failure of it named as the temporary folder's (status.ts `TEMP_FOLDER_FAILURE`: why). */
+function inTempFolder<T>(folder: string, use: () => T): T {
+  try {
+    return use();
+  } catch (error) {
+    const message = (error as Error).message;
+    if (/\bE[MN]FILE\b/.test(message)) throw error; // the open-file limit's, not the folder's (status.ts)
+    throw new Error(`the temporary folder ${folder} ${TEMP_FOLDER_FAILURE} (${message}); TMPDIR names where it goes`);
+  }
 }
 
 /** Whether `file` is this uid's, not writable by others, and holds exactly `bytes`. */

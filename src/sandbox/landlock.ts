@@ -5,8 +5,8 @@
  * embedded in the single executable, sha256-checked before every exec: landlock-helper.ts).
  *
  * Invariant: a command here reads only what `landlockRules` allows — the system folders, the
- * workspace, the home toolchains that exist (never a credential store or the session root),
- * `HARNESS_SANDBOX_READ` — and writes only the workspace, its private temporary folder
+ * workspace, the home toolchains that exist and the Python environments on `PATH` (never a
+ * credential store or the session root), `HARNESS_SANDBOX_READ` — and writes only the workspace, its private temporary folder
  * (`TMPDIR`) and /dev/null-like devices; it holds no capability, cannot mount, unshare,
  * ptrace, read the bridge's /proc/PID/environ or memory, nor leave the process group (so it
  * dies with the bridge, and PR_SET_PDEATHSIG kills the helper's process if the bridge dies
@@ -57,11 +57,25 @@ const real = (p: string) => {
   }
 };
 
+/**
+ * The Python virtual environments on the commands' `PATH` (`<venv>/bin` beside a
+ * `<venv>/pyvenv.cfg`) and `VIRTUAL_ENV`'s, outside the system folders. Their `bin` is where a
+ * command's `python3` or `pip` is found (the SDK's own environment, activated), and Python
+ * reads `pyvenv.cfg` and the environment's `lib` at every start: unreadable, it dies before any
+ * user code ("Failed to import the site module"). An environment holds programs and packages,
+ * like the home toolchains, and the same rule leaves out one that holds or lies in a hidden path.
+ */
+function pythonEnvironments(env: NodeJS.ProcessEnv): string[] {
+  const candidates = (env.PATH ?? "").split(path.delimiter).filter((dir) => path.isAbsolute(dir) && path.basename(dir) === "bin").map((dir) => path.dirname(dir));
+  if (env.VIRTUAL_ENV && path.isAbsolute(env.VIRTUAL_ENV)) candidates.push(env.VIRTUAL_ENV);
+  return candidates.filter((dir) => !LANDLOCK_SYSTEM_READ.some((d) => isInside(d, dir)) && exists(path.join(dir, "pyvenv.cfg")));
+}
+
 /** What a command's rules are made of besides its workspace and TMPDIR, as the folders are now. */
 export interface RuleParts {
   /** The hidden paths that exist (real paths). */
   hidden: string[];
-  /** The folders to read (real paths): the system's, resolv.conf's target, the home toolchains, HARNESS_SANDBOX_READ. */
+  /** The folders to read (real paths): the system's, resolv.conf's target, the home toolchains, the Python environments on PATH, HARNESS_SANDBOX_READ. */
   read: string[];
 }
 
@@ -79,6 +93,10 @@ export function ruleParts(env: NodeJS.ProcessEnv = process.env): RuleParts {
   if (!LANDLOCK_SYSTEM_READ.some((d) => isInside(d, resolv))) read.add(resolv);
   for (const rel of LANDLOCK_HOME_TOOLCHAINS) {
     const dir = real(underHome(home, rel));
+    if (dir && !touchesHidden(dir)) read.add(dir);
+  }
+  for (const venv of pythonEnvironments(env)) {
+    const dir = real(venv);
     if (dir && !touchesHidden(dir)) read.add(dir);
   }
   for (const p of (env.HARNESS_SANDBOX_READ ?? "").split(":").filter((p) => path.isAbsolute(p))) {

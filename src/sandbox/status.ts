@@ -61,6 +61,13 @@ export function failedForWantOfDescriptors(failure: string): boolean {
 }
 
 /**
+ * How a Landlock failure that is the temporary folder's says so (landlock-helper.ts): the helper
+ * is written there before it runs, so a TMPDIR that is missing, read-only or full stops the
+ * confinement on a kernel that has Landlock, and the fix is TMPDIR, not another kernel.
+ */
+export const TEMP_FOLDER_FAILURE = "cannot hold the Landlock helper";
+
+/**
  * The tool error of bash in `workspace-write` without a working sandbox: it names the fixes.
  * A sandbox that could not be tried for want of file descriptors says nothing of this machine's
  * bubblewrap or kernel, so installing either is not the fix then: the open-file limit is. Such an
@@ -73,6 +80,14 @@ export function noSandboxMessage(failure: string): string {
       refusal +
       "The bridge had no file descriptor left to start the sandbox with (too many open files). " +
       "Fix: close what holds descriptors, or raise the open-file limit (ulimit -n; 64 or more), and call bash again, " +
+      "or initialize with permissionMode \"full\" to run commands unconfined."
+    );
+  }
+  if (failure.includes(TEMP_FOLDER_FAILURE)) {
+    return (
+      refusal +
+      "Fix: set TMPDIR to a folder this user can write, with room for the helper, and start the bridge again, " +
+      "or install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
       "or initialize with permissionMode \"full\" to run commands unconfined."
     );
   }

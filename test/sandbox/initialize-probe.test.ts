@@ -76,7 +76,7 @@ describe("initialize's sandbox where bubblewrap is switched off (the binary)", (
 
   it("a helper that cannot be written (its private folder cannot be made) is reported as none, with the reason", async () => {
     const missing = path.join(root, "no-such-tmp");
-    expect(await initialize(bridge({ TMPDIR: missing }))).toEqual({ bash: "none", reason: expect.stringMatching(/Landlock confinement cannot run: ENOENT.*no-such-tmp/) });
+    expect(await initialize(bridge({ TMPDIR: missing }))).toEqual({ bash: "none", reason: expect.stringMatching(/Landlock confinement cannot run: the temporary folder .*no-such-tmp cannot hold the Landlock helper \(ENOENT/) });
   });
 
   it("a Landlock that cannot run: initialize says why, and bash is refused with the same reason, running nothing", async () => {

@@ -22,6 +22,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { jsonLine } from "../../json-line.js";
+import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
 import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
@@ -65,10 +66,27 @@ export class SessionStore implements SessionCatalog {
   /** The root and this workspace's folder, private (checked once per store). */
   private ensureFolders(): void {
     if (this.foldersReady) return;
-    privateFolder(this.root);
+    this.makeFolder(this.root);
     refuseSymlinkedFolder(this.directory);
-    privateFolder(this.directory);
+    this.makeFolder(this.directory);
     this.foldersReady = true;
+  }
+
+  /**
+   * `privateFolder`, its failure a `session-log` error that names the folder and the ways out:
+   * the default root lies under `HOME`, which a container or service account may have read-only
+   * or missing, and the bare errno alone points at no setting. Out of descriptors stays itself
+   * (rpc-errors.ts answers it `out-of-descriptors`, to be retried).
+   */
+  private makeFolder(dir: string): void {
+    try {
+      privateFolder(dir);
+    } catch (error) {
+      if (isOutOfDescriptors(error)) throw error;
+      throw new SessionLogError(
+        `cannot make the session log folder ${dir} (${(error as Error).message}): start the bridge with a writable session root (--session-root DIR or HARNESS_SESSION_ROOT; the Python SDK's session_root=), or with --no-session-log to keep sessions in memory only`,
+      );
+    }
   }
 
   /** The lock file beside a session's log (lock.ts). */
