@@ -17,7 +17,8 @@ from common import BENCH, REPO, Context, Count, Result, bridge_env, initialize_r
 
 COUNTS = {
     # Every target answers `warmup` requests first (V8 has compiled the hot code by then), then
-    # `rounds` blocks of `block` requests each, the targets taking turns block by block.
+    # `rounds` blocks of `block` requests each, the targets taking turns block by block (in
+    # reverse order every other round).
     "warmup": Count(quick=20, full=3_000),
     "rounds": Count(quick=2, full=10),
     "block": Count(quick=20, full=500),
@@ -207,8 +208,12 @@ def run(ctx: Context) -> Result:
     try:
         for peer in peers.values():
             peer.latencies(warmup)  # type: ignore[attr-defined]
-        for _ in range(rounds):
-            for key, peer in peers.items():
+        for r in range(rounds):
+            # The order is reversed every other round: a block starts while the block before it
+            # may still have its server's collector and compiler threads busy, which a fixed order
+            # would charge to the same target every round.
+            order = list(peers.items())
+            for key, peer in (order if r % 2 == 0 else order[::-1]):
                 cpu = cpu_seconds(peer.proc.pid) if key == "echo" else 0.0  # type: ignore[attr-defined]
                 samples[key].append(peer.latencies(block))  # type: ignore[attr-defined]
                 if key == "echo":
