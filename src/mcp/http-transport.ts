@@ -152,11 +152,21 @@ export class HttpTransport extends StreamableHTTPClientTransport {
     super(url, options);
   }
 
-  /** Sees each answer to the bridge's requests before the SDK does: an answered request is no longer one to abort. */
+  /**
+   * Sees each answer to the bridge's requests before the SDK does: an answered request is no
+   * longer one to abort, unless its answer came on another stream than its own (the GET
+   * stream, another request's): then its own POST, which nothing more will come on, ends now,
+   * or a server holding it open would keep one socket per answered call. An answer read on the
+   * request's own response runs in that send's context (`sending`), whose stream the server ends.
+   */
   override async start(): Promise<void> {
     const deliver = this.onmessage;
     this.onmessage = (message) => {
-      if ("id" in message && !("method" in message) && message.id !== undefined) this.unanswered.delete(Number(message.id));
+      if ("id" in message && !("method" in message) && message.id !== undefined) {
+        const request = this.unanswered.get(Number(message.id));
+        this.unanswered.delete(Number(message.id));
+        if (request && sending.getStore() !== request.signal) request.abort(new Error(`MCP request ${message.id} was answered on another stream`));
+      }
       deliver?.(message);
     };
     await super.start();
