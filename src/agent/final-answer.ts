@@ -49,7 +49,13 @@ export interface OutputContract {
 type AjvModule = typeof import("ajv/dist/2020.js");
 type AjvClass = AjvModule["default"];
 type Ajv = InstanceType<AjvClass>;
-let engines: Promise<{ schemaChecker: Ajv; compiler: () => Ajv }> | undefined;
+interface Engines {
+  schemaChecker: Ajv;
+  compiler: () => Ajv;
+  /** The meta-schemas the checker holds (the 2020-12 dialect's), by id: the only `$schema` values taken. */
+  metaSchemas: ReadonlySet<string>;
+}
+let engines: Promise<Engines> | undefined;
 
 /**
  * Ajv, loaded once. Each schema is compiled by an Ajv of its own, dropped with its contract: an
@@ -58,11 +64,12 @@ let engines: Promise<{ schemaChecker: Ajv; compiler: () => Ajv }> | undefined;
  * the 2020-12 meta-schema is the costly part of a new Ajv, so one Ajv, which compiles nothing
  * of the client's, does that for all; the per-schema one skips it.
  */
-function loadAjv(): Promise<{ schemaChecker: Ajv; compiler: () => Ajv }> {
+function loadAjv(): Promise<Engines> {
   engines ??= loadPackages().then(({ ajv2020: ajvModule, re2js: re2Module }) => {
     const Ajv = ((ajvModule as unknown as { default: AjvClass }).default ?? ajvModule) as AjvClass;
     const options = { strict: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp: re2RegExp(re2Module) } } as const;
-    return { schemaChecker: new Ajv(options), compiler: () => new Ajv({ ...options, meta: false, validateSchema: false }) };
+    const schemaChecker = new Ajv(options);
+    return { schemaChecker, compiler: () => new Ajv({ ...options, meta: false, validateSchema: false }), metaSchemas: new Set(Object.keys(schemaChecker.schemas)) };
   });
   return engines;
 }
@@ -73,7 +80,9 @@ export async function compileOutputSchema(schema: JsonObject): Promise<OutputCon
   if (bytes > MAX_OUTPUT_SCHEMA_BYTES) throw new OutputSchemaError(`the schema is ${bytes} bytes of JSON; at most ${MAX_OUTPUT_SCHEMA_BYTES} are accepted`);
   const expansion = expansionProblem(schema, (message) => new OutputSchemaError(message));
   if (expansion) throw new OutputSchemaError(expansion);
-  const { schemaChecker, compiler } = await loadAjv();
+  const { schemaChecker, compiler, metaSchemas } = await loadAjv();
+  const dialect = metaSchemaProblem(schema.$schema, metaSchemas);
+  if (dialect) throw new OutputSchemaError(dialect);
   let validate: import("ajv/dist/2020.js").ValidateFunction;
   try {
     if (!schemaChecker.validateSchema(schema)) throw new Error(`schema is invalid: ${schemaChecker.errorsText(schemaChecker.errors)}`);
@@ -97,6 +106,19 @@ export async function compileOutputSchema(schema: JsonObject): Promise<OutputCon
     return { ok: false, problem: shown.join("; ") };
   };
   return { schema, tool: finalAnswerTool(schema, wrapped), check };
+}
+
+/**
+ * Why `$schema` is checked before Ajv sees it: the checker resolves any `$schema` it does not
+ * hold (a fragment of a meta-schema, `…/meta/applicator#/properties/not`, in any of its
+ * percent-encodings) and keeps it, compiled, for its life: the one shared checker would grow
+ * with every distinct value a client sends. Only the dialect's own meta-schemas are taken.
+ */
+function metaSchemaProblem($schema: JsonValue | undefined, metaSchemas: ReadonlySet<string>): string | undefined {
+  if ($schema === undefined) return undefined;
+  if (typeof $schema === "string" && metaSchemas.has($schema.endsWith("#") ? $schema.slice(0, -1) : $schema)) return undefined;
+  const shown = typeof $schema === "string" ? JSON.stringify($schema.length > 200 ? `${$schema.slice(0, 200)}…` : $schema) : `a ${Array.isArray($schema) ? "list" : $schema === null ? "null" : typeof $schema}`;
+  return `$schema is ${shown}: only the JSON Schema 2020-12 dialect is accepted (${[...metaSchemas][0]}, or no $schema)`;
 }
 
 function finalAnswerTool(schema: JsonObject, wrapped: boolean): ToolSpec {

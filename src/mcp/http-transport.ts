@@ -136,8 +136,12 @@ export class HttpTransport extends StreamableHTTPClientTransport {
   closedBecause: string | undefined;
   /** Aborted by `close`: an answer still queued is dropped. */
   private readonly closing = new AbortController();
-  /** The bridge's requests not yet answered, by id: each one's abort ends its POST's fetch. */
-  private readonly unanswered = new Map<RequestId, AbortController>();
+  /**
+   * The bridge's requests not yet answered, by `Number(id)`: each one's abort ends its POST's
+   * fetch. The SDK matches an answer to its request by `Number(id)` (a server may echo 7 as "7"
+   * or "07"), so this does too, or an answer it took would leave its request here for good.
+   */
+  private readonly unanswered = new Map<number, AbortController>();
 
   constructor(
     url: URL,
@@ -148,11 +152,21 @@ export class HttpTransport extends StreamableHTTPClientTransport {
     super(url, options);
   }
 
-  /** Sees each answer to the bridge's requests before the SDK does: an answered request is no longer one to abort. */
+  /**
+   * Sees each answer to the bridge's requests before the SDK does: an answered request is no
+   * longer one to abort, unless its answer came on another stream than its own (the GET
+   * stream, another request's): then its own POST, which nothing more will come on, ends now,
+   * or a server holding it open would keep one socket per answered call. An answer read on the
+   * request's own response runs in that send's context (`sending`), whose stream the server ends.
+   */
   override async start(): Promise<void> {
     const deliver = this.onmessage;
     this.onmessage = (message) => {
-      if ("id" in message && !("method" in message) && message.id !== undefined) this.unanswered.delete(message.id);
+      if ("id" in message && !("method" in message) && message.id !== undefined) {
+        const request = this.unanswered.get(Number(message.id));
+        this.unanswered.delete(Number(message.id));
+        if (request && sending.getStore() !== request.signal) request.abort(new Error(`MCP request ${message.id} was answered on another stream`));
+      }
       deliver?.(message);
     };
     await super.start();
@@ -162,11 +176,12 @@ export class HttpTransport extends StreamableHTTPClientTransport {
     if ("method" in message && "id" in message) {
       // A request of the bridge's own: sent with a signal of its own, kept until its answer, its cancel or a failed send.
       const request = new AbortController();
-      this.unanswered.set(message.id, request);
+      const key = Number(message.id);
+      this.unanswered.set(key, request);
       try {
         return await sending.run(request.signal, () => super.send(message, options));
       } catch (error) {
-        if (this.unanswered.get(message.id) === request) this.unanswered.delete(message.id);
+        if (this.unanswered.get(key) === request) this.unanswered.delete(key);
         throw error;
       }
     }
@@ -186,8 +201,8 @@ export class HttpTransport extends StreamableHTTPClientTransport {
   /** The bridge gave up on request `id` (timeout, abort): its POST and the reading of its response end now. */
   private giveUp(id: RequestId | undefined): void {
     if (id === undefined) return;
-    const request = this.unanswered.get(id);
-    this.unanswered.delete(id);
+    const request = this.unanswered.get(Number(id));
+    this.unanswered.delete(Number(id));
     request?.abort(new Error(`the bridge gave up on MCP request ${id}`));
   }
 

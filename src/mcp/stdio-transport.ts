@@ -23,7 +23,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { KILL_GRACE_MS, killGroup } from "../tools/process-group.js";
-import { endStrays, strayDescendants } from "../tools/process-tree.js";
+import { descendants, endStrays } from "../tools/process-tree.js";
 import { findBash } from "../sandbox/locate.js";
 
 /** Longest frame accepted from a server. */
@@ -164,7 +164,7 @@ export class ProcessGroupTransport implements Transport {
     if (running) {
       const pid = child!.pid!;
       // Found before the server is signalled: once it is gone, what left its group is reparented.
-      const strays = strayDescendants(pid);
+      const strays = descendants(pid);
       killGroup(pid, "SIGTERM");
       endStrays(strays, KILL_GRACE_MS);
       setTimeout(() => {

@@ -1,8 +1,10 @@
 /**
- * The descendants of a process that left its process group (`setsid`, Node's `detached`,
- * Python's `start_new_session`), read from /proc on Linux: a group kill (process-group.ts)
- * misses them, and once their ancestor is gone they are reparented and can no longer be told
- * apart, so they are found while the ancestor still runs, before it is stopped.
+ * The descendants of a process, read from /proc on Linux, for those a group kill
+ * (process-group.ts) misses: those that left its process group (`setsid`, Node's `detached`,
+ * Python's `start_new_session`), and those still in it when found that leave it once signalled
+ * (a SIGTERM handler calling `setsid`), out of reach of the group's SIGKILL. Once their
+ * ancestor is gone they are reparented and can no longer be told apart, so all are found while
+ * the ancestor still runs, before it is stopped.
  *
  * Each is signalled by its identity, pid and start time, so a pid the kernel gave to another
  * process meanwhile is never signalled; one that leads a group of its own is signalled as that
@@ -16,6 +18,8 @@ export interface StrayProcess {
   start: string;
   /** Whether it leads a process group of its own. */
   leader: boolean;
+  /** The root's group, which it was in when found, or `undefined` if it was outside it. */
+  group: number | undefined;
 }
 
 interface Stat {
@@ -75,8 +79,8 @@ function processTable(): ProcessTable {
   return table;
 }
 
-/** The descendants of `root` (which leads its process group) outside that group; none off Linux. */
-export function strayDescendants(root: number): StrayProcess[] {
+/** The descendants of `root` (which leads its process group), those outside that group marked; none off Linux. */
+export function descendants(root: number): StrayProcess[] {
   const { children, stats } = processTable();
   const strays: StrayProcess[] = [];
   const queue = [root];
@@ -87,15 +91,19 @@ export function strayDescendants(root: number): StrayProcess[] {
       seen.add(pid);
       queue.push(pid);
       const s = stats.get(pid)!;
-      if (s.pgrp !== root) strays.push({ pid, start: s.start, leader: s.pgrp === pid });
+      strays.push({ pid, start: s.start, leader: s.pgrp === pid, group: s.pgrp === root ? root : undefined });
     }
   }
   return strays;
 }
 
-/** Signals `stray` (its group, if it leads one) if it is still the process that was found. */
+/**
+ * Signals `stray` (its group, if it leads one) if it is still the process that was found and
+ * outside the root's group: one still in it is the group's to end (its watcher among them).
+ */
 export function signalStray(stray: StrayProcess, signal: NodeJS.Signals): void {
-  if (stat(stray.pid)?.start !== stray.start) return;
+  const now = stat(stray.pid);
+  if (now?.start !== stray.start || now.pgrp === stray.group) return;
   try {
     process.kill(stray.leader ? -stray.pid : stray.pid, signal);
   } catch {
@@ -111,7 +119,8 @@ const killAwaiting = () => {
 
 /**
  * SIGTERM to `strays` now, SIGKILL after `graceMs` or when this process exits, whichever comes
- * first: unlike a group, no watcher outlives the bridge to finish them.
+ * first, each while outside the root's group: unlike a group, no watcher outlives the bridge to
+ * finish one that left it.
  */
 export function endStrays(strays: StrayProcess[], graceMs: number): void {
   if (strays.length === 0) return;

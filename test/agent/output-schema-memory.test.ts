@@ -9,6 +9,8 @@ import { describe, expect, it, vi } from "vitest";
 
 /** Every pattern compiled for a check, weakly: whether anything still holds it once its contract is dropped. */
 const compiled: WeakRef<object>[] = [];
+/** The Ajvs that hold the meta-schemas (the one checker shared by all prompts), with the schemas and references each keeps. */
+const checkers: Array<{ schemas: object; refs: object }> = [];
 
 vi.mock("../../src/tools/packages-loader.js", async () => {
   const packages = await import("../../src/tools/packages.js");
@@ -19,11 +21,19 @@ vi.mock("../../src/tools/packages-loader.js", async () => {
     return re;
   };
   const re2js = { ...packages.re2js, RE2JS: new Proxy(RE2JS, { get: (target, key) => (key === "compile" ? compile : Reflect.get(target, key)) }) };
-  const loaded = Promise.resolve({ ...packages, re2js });
+  const mod = packages.ajv2020 as unknown as { default: new (...args: unknown[]) => { schemas: object; refs: object } };
+  const Ajv = new Proxy(mod.default, {
+    construct(target, args) {
+      const ajv = new target(...args);
+      if ((args[0] as { meta?: boolean } | undefined)?.meta !== false) checkers.push(ajv);
+      return ajv;
+    },
+  });
+  const loaded = Promise.resolve({ ...packages, re2js, ajv2020: { ...mod, default: Ajv } });
   return { loadPackages: () => loaded };
 });
 
-const { compileOutputSchema } = await import("../../src/agent/final-answer.js");
+const { OutputSchemaError, compileOutputSchema } = await import("../../src/agent/final-answer.js");
 
 const schemaWithPattern = (n: number) => ({ type: "object", properties: { id: { type: "string", pattern: `^id-${n}-[a-z]+$` } }, required: ["id"] });
 
@@ -47,5 +57,24 @@ describe("a prompt's output schema", () => {
       gc();
     }
     expect(compiled.slice(from).filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
+  });
+
+  it("takes the 2020-12 dialect's $schema only: any other value is refused, naming it, and leaves nothing behind in the checker shared by all prompts", async () => {
+    const dialect = "https://json-schema.org/draft/2020-12/schema";
+    for (const $schema of [dialect, `${dialect}#`]) expect((await compileOutputSchema({ $schema, type: "string" })).check({ value: "x" })).toMatchObject({ ok: true });
+    const held = () => checkers.reduce((n, ajv) => n + Object.keys(ajv.schemas).length + Object.keys(ajv.refs).length, 0);
+    const before = held();
+    // A fragment of a meta-schema that is itself a schema, in as many spellings as percent-encoding allows.
+    const spellings = Array.from({ length: 40 }, (_, n) => "properties/not".replace(/[a-z]/g, (c, i) => ((n >> i) & 1 ? `%${c.charCodeAt(0).toString(16)}` : c)));
+    for (const spelling of spellings) {
+      const $schema = `https://json-schema.org/draft/2020-12/meta/applicator#/${spelling}`;
+      const refused = compileOutputSchema({ $schema, type: "object" });
+      await expect(refused).rejects.toThrow(OutputSchemaError);
+      await expect(refused).rejects.toThrow(`$schema is ${JSON.stringify($schema)}: only the JSON Schema 2020-12 dialect is accepted`);
+    }
+    await expect(compileOutputSchema({ $schema: "http://json-schema.org/draft-07/schema#", type: "object" })).rejects.toThrow('$schema is "http://json-schema.org/draft-07/schema#"');
+    await expect(compileOutputSchema({ $schema: 7, type: "object" })).rejects.toThrow("$schema is a number");
+    expect(checkers).toHaveLength(1);
+    expect(held()).toBe(before);
   });
 });

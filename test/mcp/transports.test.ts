@@ -102,6 +102,34 @@ describe("the stdio transport's helpers that left the group", () => {
   }, 30_000);
 });
 
+describe("the stdio transport's helpers that leave the group when signalled", () => {
+  it("close() ends a helper in the server's group whose SIGTERM handler calls setsid (the server ignoring SIGTERM)", async () => {
+    // The helper leaves the group a little after the group's SIGTERM, which it ignores: the group's SIGKILL misses it.
+    const helper = `use POSIX; $| = 1; $SIG{TERM} = sub { select(undef, undef, undef, 0.3); POSIX::setsid() }; print "ready\\n"; sleep 1 while 1;`;
+    const { t, messages, closed } = server(
+      `const c = require("node:child_process").spawn("perl", ["-e", ${JSON.stringify(helper)}], { stdio: ["ignore", "pipe", "ignore"] });
+       c.stdout.once("data", () => console.log(JSON.stringify({ jsonrpc: "2.0", method: "pid", params: { pid: c.pid } })));
+       process.on("SIGTERM", () => {});
+       setInterval(() => {}, 1000);`,
+    );
+    await t.start();
+    for (let i = 0; i < 200 && messages.length < 1; i++) await new Promise((r) => setTimeout(r, 25));
+    const leaver = messages[0].params.pid as number;
+    try {
+      await t.close();
+      await closed;
+      await gone(t.pid!);
+      await gone(leaver);
+    } finally {
+      try {
+        process.kill(leaver, "SIGKILL");
+      } catch {
+        /* gone, as it should be */
+      }
+    }
+  }, 30_000);
+});
+
 describe("the HTTP transport's fetch", () => {
   it("errors a response body past the cap, and passes one within it", async () => {
     const srv = http.createServer((req, res) => {
