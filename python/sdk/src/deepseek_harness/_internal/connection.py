@@ -3,7 +3,8 @@
 :class:`Connection` is the base of :class:`~deepseek_harness.HarnessClient`, which adds the
 configuration, the command line and the protocol's requests. Threads:
 
-* the caller's threads send requests (one lock serialises writes to stdin);
+* the caller's threads send requests, never blocking on the pipe (:mod:`.stdin_writer`: what
+  the pipe does not take at once is carried by a short-lived thread);
 * the reader thread (:mod:`.router`) frames stdout and routes every frame; it holds the
   :class:`~.link.Link` (never the connection), so a connection dropped unclosed is collected
   and its finalizer closes the bridge;

@@ -1,8 +1,9 @@
 """The bridge process: spawning it, its environment, draining its stderr, stopping it (close
 stdin -> wait -> SIGTERM -> wait -> SIGKILL) and reaping every live client at interpreter exit.
 
-Nothing here speaks the protocol: :mod:`.connection` writes requests to :attr:`BridgeProcess.stdin`
-and its reader reads its stdout through :meth:`BridgeProcess.read`.
+Nothing here speaks the protocol: :mod:`.link` writes requests to :attr:`BridgeProcess.stdin` (a
+:class:`~.stdin_writer.StdinWriter`, which never blocks) and its reader reads its stdout through
+:meth:`BridgeProcess.read`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import atexit
 import collections
 import errno
-import io
 import json
 import logging
 import os
@@ -21,6 +21,7 @@ import weakref
 from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import OpenFileLimitError, TransportClosedError
+from .stdin_writer import StdinWriter
 
 __all__ = ["STDERR_TAIL_LINES", "child_env", "spawn", "BridgeProcess", "reap_at_exit", "forget_at_exit"]
 
@@ -139,7 +140,7 @@ def starved_of_descriptors(exit_code: Optional[int], stderr_tail: Sequence[str],
 
 
 class BridgeProcess:
-    """A spawned bridge: its buffered stdin, its stdout for the reader, and a daemon thread that
+    """A spawned bridge: its stdin (never blocking), its stdout for the reader, and a daemon thread that
     drains stderr continuously, keeps the last :data:`STDERR_TAIL_LINES` lines for error
     messages and forwards every line to the ``deepseek_harness.bridge`` logger."""
 
@@ -156,7 +157,7 @@ class BridgeProcess:
             raise TransportClosedError(f"could not start {cmd[0]}: {_start_failure(cmd[0], exc)}") from exc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self.proc = proc
-        self.stdin = io.BufferedWriter(proc.stdin, buffer_size=1 << 16)  # type: ignore[arg-type]
+        self.stdin = StdinWriter(proc.stdin)
         self.stdout = proc.stdout
         self.stderr_tail: Deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.stderr_thread = threading.Thread(
@@ -196,15 +197,12 @@ class BridgeProcess:
             self.stderr_thread.join(2.0)
         return self.error(reason)
 
-    def stop(self, timeout: float, lock: threading.Lock) -> None:
-        """Closes stdin (under ``lock``, the writers' lock), then waits ``timeout`` for the exit,
-        then SIGTERM and waits again, then SIGKILL. Returns once the process has exited."""
+    def stop(self, timeout: float) -> None:
+        """Closes stdin (what the bridge never read of it is dropped), then waits ``timeout``
+        for the exit, then SIGTERM and waits again, then SIGKILL. Returns once the process has
+        exited. Never waits on the pipe: a bridge that stops reading is stopped all the same."""
         proc = self.proc
-        try:
-            with lock:
-                self.stdin.close()
-        except OSError:
-            pass
+        self.stdin.close()
         if self.wait(timeout):
             return
         log.warning("harness-bridge did not exit %g s after stdin closed; sending SIGTERM", timeout)
