@@ -6,13 +6,15 @@ disk or a debugger would be) while a request larger than the pipe's buffer is on
   the call waits — leaving no SDK thread behind;
 * the asyncio front's event loop keeps running meanwhile (``asyncio.wait_for`` ends the call);
 * a bridge that resumes reading gets every request whole and in order (the turn completes with
-  the prompt exactly as sent).
+  the prompt exactly as sent); one killed meanwhile fails the call;
+* Ctrl-C during the long ``close()`` of such a bridge raises at once and the bridge still ends.
 
 Every wait is guarded by :func:`call_within`: a hang fails the test, never the suite.
 """
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import os
 import signal
@@ -172,3 +174,22 @@ def test_a_bridge_killed_while_a_request_waits_to_be_written_fails_the_call(
     call_within(60, h.close)
     assert settled(lambda: sdk_threads() == before), sdk_threads()
     assert thread_failures == []
+
+
+def test_ctrl_c_during_close_still_stops_the_bridge(backend: Backend, stopped: List[int]) -> None:
+    """``close()`` of a bridge that does not answer takes up to three shutdown timeouts; a
+    Ctrl-C meanwhile raises at once, and the bridge and the SDK's threads still end (a second
+    ``close()`` has nothing left to do)."""
+    before = sdk_threads()
+    h = stopped_harness(backend, stopped)
+    proc = h.client.process
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            h.close()
+    finally:
+        timer.cancel()
+    h.close()
+    assert settled(lambda: proc.poll() is not None), "the bridge outlived an interrupted close()"
+    assert settled(lambda: sdk_threads() == before), sdk_threads()
