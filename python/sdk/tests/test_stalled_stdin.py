@@ -1,5 +1,8 @@
-"""A bridge that stops reading its stdin (stopped with SIGSTOP, as a process stuck on a full
-disk or a debugger would be) while a request larger than the pipe's buffer is on its way:
+"""A bridge that stops talking with its client: one that stops reading its stdin (stopped with
+SIGSTOP, as a process stuck on a full disk or a debugger would be) while a request larger than
+the pipe's buffer is on its way, and one that closes its stdout but lives on.
+
+A bridge that stops reading:
 
 * the blocking ``run`` still ends with :class:`RequestTimeoutError` at its timeout, and
   ``close()`` still stops the bridge — from the thread of the call or from another one while
@@ -8,6 +11,9 @@ disk or a debugger would be) while a request larger than the pipe's buffer is on
 * a bridge that resumes reading gets every request whole and in order (the turn completes with
   the prompt exactly as sent); one killed meanwhile fails the call;
 * Ctrl-C during the long ``close()`` of such a bridge raises at once and the bridge still ends.
+
+A bridge that closes its stdout: the pending call fails saying so (not "exited"), and
+``close()`` ends the bridge.
 
 Every wait is guarded by :func:`call_within`: a hang fails the test, never the suite.
 """
@@ -193,3 +199,15 @@ def test_ctrl_c_during_close_still_stops_the_bridge(backend: Backend, stopped: L
     h.close()
     assert settled(lambda: proc.poll() is not None), "the bridge outlived an interrupted close()"
     assert settled(lambda: sdk_threads() == before), sdk_threads()
+
+
+def test_a_bridge_that_closes_its_stdout_but_lives_on_is_named_so(fake: Backend) -> None:
+    """Nothing the bridge does can reach the client any more: the pending call fails, saying the
+    bridge closed its stdout and is still running (not that it exited), and ``close()`` ends it."""
+    c = fake.initialized_client(env={"FAKE_BRIDGE_MODE": "close-stdout"}, shutdown_timeout_seconds=1.0)
+    with pytest.raises(TransportClosedError) as info:
+        call_within(30, c.session_prompt, "s", "hi")
+    assert "closed its stdout" in str(info.value) and "exited" not in str(info.value)
+    assert info.value.exit_code is None
+    call_within(30, c.close)
+    assert c.process.poll() == 0

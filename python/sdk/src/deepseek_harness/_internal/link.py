@@ -53,8 +53,15 @@ class Link:
         return self.process.error(reason)
 
     def ended(self) -> TransportClosedError:
-        """The reader reached EOF: why, with the exit code and the stderr tail."""
-        return self.process.exited("the client was closed" if self.closing else "harness-bridge exited")
+        """The reader reached EOF: why, with the exit code and the stderr tail. A bridge still
+        running closed its stdout: nothing it does can reach this client any more."""
+        if self.closing:
+            return self.process.exited("the client was closed")
+        error = self.process.exited("harness-bridge exited")
+        if error.exit_code is None:
+            return self.process.error("harness-bridge closed its stdout but is still running (no answer can come "
+                                      "any more): close this client and start a new one")
+        return error
 
     def send(self, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
              allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> Pending:

@@ -191,9 +191,9 @@ class BridgeProcess:
             return False
 
     def exited(self, reason: str) -> TransportClosedError:
-        """After stdout's EOF: waits (briefly) for the exit code and the last stderr lines."""
-        self.wait(2.0)
-        if self.stderr_thread is not threading.current_thread():
+        """After stdout's EOF: waits (briefly) for the exit code and, once it exited, the last
+        stderr lines (a bridge still running may keep stderr open for ever)."""
+        if self.wait(2.0) and self.stderr_thread is not threading.current_thread():
             self.stderr_thread.join(2.0)
         return self.error(reason)
 
