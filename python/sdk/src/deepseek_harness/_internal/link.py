@@ -77,6 +77,9 @@ class Link:
         # NaN and Infinity are not JSON (the bridge refuses the line, and the id with it): the
         # caller gets the ValueError instead of a request that never answers.
         data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+        forked = self.process.forked()
+        if forked is not None:
+            raise forked
         router = self.router
         with router.lock:
             if router.closed_error is not None:
@@ -117,6 +120,10 @@ class Link:
         :class:`TransportClosedError`. Called once (the connection's lifecycle lock sees to it)."""
         self.closing = True
         process, router = self.process, self.router
+        if process.forked() is not None:
+            # A fork's copy: the bridge and its threads are the parent's, and so is stopping them.
+            process.close_copies()
+            return
         if router.closed_error is None and process.proc.poll() is None:
             self._shutdown(timeout)
         process.stop(timeout)

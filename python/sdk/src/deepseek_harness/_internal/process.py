@@ -151,6 +151,8 @@ class BridgeProcess:
         self.command = cmd[0]
         #: Whether the bridge wrote anything to stdout (:meth:`read`): it started.
         self.answered = False
+        #: The process that started the bridge: only it may talk to it (see :meth:`forked`).
+        self.owner_pid = os.getpid()
         try:
             proc = spawn(cmd, env, cwd)
         except OSError as exc:
@@ -181,6 +183,26 @@ class BridgeProcess:
         if code in _NEVER_RAN and not self.answered:
             reason = f"{reason}: {self.command} exited with {code}, {_NEVER_RAN[code]} (its stderr says which)"
         return TransportClosedError(reason, code, tail)
+
+    def forked(self) -> Optional[TransportClosedError]:
+        """In a process forked from the one that started the bridge, the error every use of it
+        raises: the bridge, the SDK's threads and the answers belong to the parent (the child
+        has copies of the pipes and no reader). None in the parent."""
+        if os.getpid() == self.owner_pid:
+            return None
+        return TransportClosedError(
+            f"this client's bridge was started by process {self.owner_pid}, and this process is a fork of it: "
+            "the bridge answers the parent only; start a new client in this process")
+
+    def close_copies(self) -> None:
+        """In a forked child: closes its copies of the bridge's pipes, and nothing else (no lock
+        is taken: one held at the fork would never be released here)."""
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
 
     def wait(self, timeout: float) -> bool:
         """True once the process has exited, False when ``timeout`` passes first."""
