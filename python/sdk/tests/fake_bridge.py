@@ -10,6 +10,8 @@ a file; any other tool returns a canned result), ``hang``, ``error``, ``usage``.
 Fault modes, comma-separated in ``FAKE_BRIDGE_MODE``:
 
 * ``die-mid-request``: on ``session/prompt``, stream two events, write to stderr, exit 3.
+* ``close-stdout``: on ``session/prompt``, stream one event, then close stdout and keep running
+  (reading stdin until its end, then exiting 0).
 * ``server-request``: before each prompt response, send request-shaped frames that reuse
   the prompt's id (one even carries a ``result``).
 * ``garbage``: before each prompt response, send a non-JSON line, an array and a blank line.
@@ -213,6 +215,15 @@ class Fake:
             sys.stderr.write("harness-bridge error: fake bridge crashing on purpose\n")
             sys.stderr.flush()
             os._exit(3)
+        if "close-stdout" in MODES:
+            self.event(sid, "user/message", {"id": "u1", "content": blocks})
+            with self.write_lock:
+                self.out.flush()
+                os.close(1)
+                self.out = open(os.devnull, "wb")
+            with self.state_lock:
+                del self.inflight[sid]
+            return
         thread.start()
 
     def turn_thread(self, req_id, sid: str, blocks: list, cancel: threading.Event) -> None:

@@ -195,9 +195,11 @@ class DeepSeekHarness:
         worker pool (a sync tool still running finishes on its own; its answer is dropped).
         Idempotent."""
         self._close_when_dropped.detach()
-        self._client.close()
-        if self._dispatcher is not None:
-            self._dispatcher.close()
+        try:
+            self._client.close()
+        finally:
+            if self._dispatcher is not None:
+                self._dispatcher.close()
 
     def __enter__(self) -> "DeepSeekHarness":
         return self.start()

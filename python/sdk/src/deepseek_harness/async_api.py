@@ -19,8 +19,8 @@ twice. Reading on a dedicated thread also keeps the pipe drained while the event
 with the user's own work, and keeps the notification hot path free of per-frame task switches
 (the reader batches a whole block per wake-up). The costs are accepted and small: starting the
 process and :meth:`AsyncDeepSeekHarness.close` (which waits for the process to exit) run in a
-worker thread via :func:`asyncio.to_thread`; writing a request to stdin happens on the loop (a
-small write to a pipe the bridge drains continuously).
+worker thread via :func:`asyncio.to_thread`; writing a request to stdin happens on the loop, and
+never blocks it (what the pipe does not take at once is queued and written by a thread).
 
 Cancellation: cancelling a task that awaits :meth:`AsyncSession.run` (or iterates a stream)
 sends ``session/cancel``, waits until the turn has settled ``aborted`` (bounded by

@@ -3,7 +3,8 @@
 :class:`Connection` is the base of :class:`~deepseek_harness.HarnessClient`, which adds the
 configuration, the command line and the protocol's requests. Threads:
 
-* the caller's threads send requests (one lock serialises writes to stdin);
+* the caller's threads send requests, never blocking on the pipe (:mod:`.stdin_writer`: what
+  the pipe does not take at once is carried by a short-lived thread);
 * the reader thread (:mod:`.router`) frames stdout and routes every frame; it holds the
   :class:`~.link.Link` (never the connection), so a connection dropped unclosed is collected
   and its finalizer closes the bridge;
@@ -111,7 +112,8 @@ class Connection:
         """Stops the bridge: ``shutdown`` (with a timeout) → close stdin → wait → SIGTERM →
         wait → SIGKILL. Idempotent; safe from any thread. Pending requests fail with
         :class:`TransportClosedError` if the bridge did not answer them first. A client
-        garbage collected unclosed is closed so too (with a :class:`ResourceWarning`)."""
+        garbage collected unclosed is closed so too (with a :class:`ResourceWarning`). Interrupted
+        (``KeyboardInterrupt``), it raises at once and finishes closing in the background."""
         with self._lifecycle_lock:
             if self._closing:
                 return
@@ -123,7 +125,15 @@ class Connection:
         if link is None:
             self._router.fail_all(TransportClosedError("the client was closed"))
             return
-        link.close(self.shutdown_timeout_seconds)
+        try:
+            link.close(self.shutdown_timeout_seconds)
+        except BaseException:
+            # Interrupted (Ctrl-C while a slow bridge is stopped): the caller gets its exception
+            # at once, and the close still completes without it, on a daemon thread of its own,
+            # since a later close() returns at once: the bridge and the SDK's threads still end.
+            threading.Thread(target=link.close, args=(self.shutdown_timeout_seconds,),
+                             name="harness-bridge-closing", daemon=True).start()
+            raise
 
     @property
     def _reader(self) -> Optional[threading.Thread]:

@@ -1,5 +1,5 @@
-"""A started bridge's plumbing: its process, its reader thread, the router, the writers' lock and
-the request ids, with the two things done with them alone: write a request, and close.
+"""A started bridge's plumbing: its process (with its never-blocking stdin), its reader thread,
+the router and the request ids, with the two things done with them alone: write a request, and close.
 
 :class:`Link` never points back at the :class:`~.connection.Connection` that made it. The
 reader thread holds the link (it is the thread's target and arguments), and a thread holds
@@ -11,6 +11,7 @@ interpreter exited. So a dropped connection is collected, and its finalizer
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -37,8 +38,6 @@ class Link:
         self.process = process
         self.router = router
         self.ids = itertools.count(1)
-        #: Serialises the writes to stdin (and its close).
-        self.write_lock = threading.Lock()
         #: Set once close begins: requests other than ``shutdown`` are refused, and the end of
         #: the stream reads "the client was closed" rather than "harness-bridge exited".
         self.closing = False
@@ -54,14 +53,22 @@ class Link:
         return self.process.error(reason)
 
     def ended(self) -> TransportClosedError:
-        """The reader reached EOF: why, with the exit code and the stderr tail."""
-        return self.process.exited("the client was closed" if self.closing else "harness-bridge exited")
+        """The reader reached EOF: why, with the exit code and the stderr tail. A bridge still
+        running closed its stdout: nothing it does can reach this client any more."""
+        if self.closing:
+            return self.process.exited("the client was closed")
+        error = self.process.exited("harness-bridge exited")
+        if error.exit_code is None:
+            return self.process.error("harness-bridge closed its stdout but is still running (no answer can come "
+                                      "any more): close this client and start a new one")
+        return error
 
     def send(self, method: str, params: Optional[Mapping[str, Any]], session_id: Optional[str] = None,
              allow_closing: bool = False, inbox: Optional[AnyInbox] = None) -> Pending:
-        """Registers a waiter and writes the request. The write happens on the caller's thread
-        (for the asyncio front: on the loop); requests are small and the bridge reads stdin
-        continuously, so it does not block in practice."""
+        """Registers a waiter and writes the request. Never blocks on the pipe (the caller's
+        thread, or the event loop, writes what the pipe takes and the rest is queued:
+        :class:`~.stdin_writer.StdinWriter`), so the wait for the answer is where a timeout, a
+        cancel or ``close()`` ends the call, even while the bridge does not read its stdin."""
         request_id = next(self.ids)
         pending = Pending(request_id, method, session_id, inbox)
         frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -70,6 +77,9 @@ class Link:
         # NaN and Infinity are not JSON (the bridge refuses the line, and the id with it): the
         # caller gets the ValueError instead of a request that never answers.
         data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+        forked = self.process.forked()
+        if forked is not None:
+            raise forked
         router = self.router
         with router.lock:
             if router.closed_error is not None:
@@ -80,19 +90,29 @@ class Link:
                 raise TransportClosedError("the client is closing")
             router.add(pending, session_id)
         try:
-            with self.write_lock:
-                stdin = self.process.stdin
-                stdin.write(data)
-                stdin.flush()
+            self.process.stdin.write(data, functools.partial(self._unsent, pending))
         except (OSError, ValueError) as exc:
             router.forget(pending)
-            reason = f"could not write to harness-bridge: {exc}"
-            if isinstance(exc, BrokenPipeError) and router.closed_error is None:
-                # The bridge closed its stdin: it is exiting, and its exit status (which says why,
-                # e.g. a crash at start under a low open-file limit) trails the closed pipe.
-                raise self.process.exited(reason) from exc
-            raise self.failed(reason) from exc
+            raise self._write_error(exc) from exc
         return pending
+
+    def _write_error(self, exc: BaseException) -> TransportClosedError:
+        reason = f"could not write to harness-bridge: {exc}"
+        if isinstance(exc, BrokenPipeError) and self.router.closed_error is None:
+            # The bridge closed its stdin: it is exiting, and its exit status (which says why,
+            # e.g. a crash at start under a low open-file limit) trails the closed pipe.
+            return self.process.exited(reason)
+        return self.failed(reason)
+
+    def _unsent(self, pending: Pending, exc: OSError) -> None:
+        """A queued request could not be written (on the stdin writer's thread): its waiter
+        fails with why, as a write that failed at once would have (unless it failed already)."""
+        router = self.router
+        with router.lock:
+            waiting = router.pending.get(pending.id) is pending
+        if waiting:
+            router.forget(pending)
+            pending.inbox.put(Closed(self._write_error(exc)))
 
     def close(self, timeout: float) -> None:
         """``shutdown`` (waiting at most ``timeout``) → close stdin → wait → SIGTERM → wait →
@@ -100,12 +120,17 @@ class Link:
         :class:`TransportClosedError`. Called once (the connection's lifecycle lock sees to it)."""
         self.closing = True
         process, router = self.process, self.router
+        if process.forked() is not None:
+            # A fork's copy: the bridge and its threads are the parent's, and so is stopping them.
+            process.close_copies()
+            return
         if router.closed_error is None and process.proc.poll() is None:
             self._shutdown(timeout)
-        process.stop(timeout, self.write_lock)
+        process.stop(timeout)
         if self.reader is not threading.current_thread():
             self.reader.join(timeout)
         process.stderr_thread.join(timeout)
+        process.stdin.join(timeout)
         router.fail_all(TransportClosedError("the client was closed", process.proc.returncode, list(process.stderr_tail)))
         process.close_pipes()
 

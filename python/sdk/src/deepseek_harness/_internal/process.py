@@ -1,8 +1,9 @@
 """The bridge process: spawning it, its environment, draining its stderr, stopping it (close
 stdin -> wait -> SIGTERM -> wait -> SIGKILL) and reaping every live client at interpreter exit.
 
-Nothing here speaks the protocol: :mod:`.connection` writes requests to :attr:`BridgeProcess.stdin`
-and its reader reads its stdout through :meth:`BridgeProcess.read`.
+Nothing here speaks the protocol: :mod:`.link` writes requests to :attr:`BridgeProcess.stdin` (a
+:class:`~.stdin_writer.StdinWriter`, which never blocks) and its reader reads its stdout through
+:meth:`BridgeProcess.read`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import atexit
 import collections
 import errno
-import io
 import json
 import logging
 import os
@@ -21,6 +21,7 @@ import weakref
 from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import OpenFileLimitError, TransportClosedError
+from .stdin_writer import StdinWriter
 
 __all__ = ["STDERR_TAIL_LINES", "child_env", "spawn", "BridgeProcess", "reap_at_exit", "forget_at_exit"]
 
@@ -139,7 +140,7 @@ def starved_of_descriptors(exit_code: Optional[int], stderr_tail: Sequence[str],
 
 
 class BridgeProcess:
-    """A spawned bridge: its buffered stdin, its stdout for the reader, and a daemon thread that
+    """A spawned bridge: its stdin (never blocking), its stdout for the reader, and a daemon thread that
     drains stderr continuously, keeps the last :data:`STDERR_TAIL_LINES` lines for error
     messages and forwards every line to the ``deepseek_harness.bridge`` logger."""
 
@@ -150,13 +151,15 @@ class BridgeProcess:
         self.command = cmd[0]
         #: Whether the bridge wrote anything to stdout (:meth:`read`): it started.
         self.answered = False
+        #: The process that started the bridge: only it may talk to it (see :meth:`forked`).
+        self.owner_pid = os.getpid()
         try:
             proc = spawn(cmd, env, cwd)
         except OSError as exc:
             raise TransportClosedError(f"could not start {cmd[0]}: {_start_failure(cmd[0], exc)}") from exc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self.proc = proc
-        self.stdin = io.BufferedWriter(proc.stdin, buffer_size=1 << 16)  # type: ignore[arg-type]
+        self.stdin = StdinWriter(proc.stdin)
         self.stdout = proc.stdout
         self.stderr_tail: Deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.stderr_thread = threading.Thread(
@@ -181,6 +184,26 @@ class BridgeProcess:
             reason = f"{reason}: {self.command} exited with {code}, {_NEVER_RAN[code]} (its stderr says which)"
         return TransportClosedError(reason, code, tail)
 
+    def forked(self) -> Optional[TransportClosedError]:
+        """In a process forked from the one that started the bridge, the error every use of it
+        raises: the bridge, the SDK's threads and the answers belong to the parent (the child
+        has copies of the pipes and no reader). None in the parent."""
+        if os.getpid() == self.owner_pid:
+            return None
+        return TransportClosedError(
+            f"this client's bridge was started by process {self.owner_pid}, and this process is a fork of it: "
+            "the bridge answers the parent only; start a new client in this process")
+
+    def close_copies(self) -> None:
+        """In a forked child: closes its copies of the bridge's pipes, and nothing else (no lock
+        is taken: one held at the fork would never be released here)."""
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
     def wait(self, timeout: float) -> bool:
         """True once the process has exited, False when ``timeout`` passes first."""
         try:
@@ -190,21 +213,18 @@ class BridgeProcess:
             return False
 
     def exited(self, reason: str) -> TransportClosedError:
-        """After stdout's EOF: waits (briefly) for the exit code and the last stderr lines."""
-        self.wait(2.0)
-        if self.stderr_thread is not threading.current_thread():
+        """After stdout's EOF: waits (briefly) for the exit code and, once it exited, the last
+        stderr lines (a bridge still running may keep stderr open for ever)."""
+        if self.wait(2.0) and self.stderr_thread is not threading.current_thread():
             self.stderr_thread.join(2.0)
         return self.error(reason)
 
-    def stop(self, timeout: float, lock: threading.Lock) -> None:
-        """Closes stdin (under ``lock``, the writers' lock), then waits ``timeout`` for the exit,
-        then SIGTERM and waits again, then SIGKILL. Returns once the process has exited."""
+    def stop(self, timeout: float) -> None:
+        """Closes stdin (what the bridge never read of it is dropped), then waits ``timeout``
+        for the exit, then SIGTERM and waits again, then SIGKILL. Returns once the process has
+        exited. Never waits on the pipe: a bridge that stops reading is stopped all the same."""
         proc = self.proc
-        try:
-            with lock:
-                self.stdin.close()
-        except OSError:
-            pass
+        self.stdin.close()
         if self.wait(timeout):
             return
         log.warning("harness-bridge did not exit %g s after stdin closed; sending SIGTERM", timeout)
