@@ -40,10 +40,10 @@ function seconds(ms: number): string {
  * what to remove afterwards; or why it cannot run. Under Landlock the command gets a private
  * temporary folder of its own (TMPDIR), removed when it ends; bubblewrap gives it a private /tmp.
  */
-async function commandArgv(command: string, ctx: ToolContext, workspace: string): Promise<{ argv: string[]; env: NodeJS.ProcessEnv; tmp?: string } | { refused: string }> {
+async function commandArgv(command: string, ctx: ToolContext, workspace: string): Promise<{ argv: string[]; env: NodeJS.ProcessEnv; tmp?: string; unconfined?: true } | { refused: string }> {
   const bash = findBash();
   const inner = [bash, "-c", GROUP_WRAPPER, bash, command];
-  if (ctx.permissionMode !== "workspace-write") return { argv: inner, env: commandEnv() };
+  if (ctx.permissionMode !== "workspace-write") return { argv: inner, env: commandEnv(), unconfined: true };
   const chosen = await chooseSandbox(workspace);
   if (chosen.kind === "none") return { refused: noSandboxMessage(chosen.reason) };
   if (chosen.kind === "bubblewrap") return { argv: [chosen.bwrap, ...bwrapArgs(workspace), ...inner], env: { ...commandEnv(), TMPDIR: "/tmp" } };
@@ -98,7 +98,9 @@ export const bashTool: Tool = {
     const { argv } = how;
     let run;
     try {
-      run = await runInProcessGroup({ argv, cwd: workspace, env: how.env, timeoutMs, signal: ctx.signal });
+      // Unconfined, nothing holds what leaves the command's group but the bridge; the sandboxes
+      // do (bubblewrap's PID namespace; Landlock's seccomp filter makes setsid a no-op).
+      run = await runInProcessGroup({ argv, cwd: workspace, env: how.env, timeoutMs, signal: ctx.signal, endStrays: how.unconfined });
     } finally {
       if (how.tmp) fs.rmSync(how.tmp, { recursive: true, force: true });
     }

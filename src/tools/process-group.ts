@@ -9,11 +9,15 @@
  * included), sends SIGKILL to the whole process group. The watcher ignores SIGTERM/SIGINT/SIGHUP,
  * so it outlives a polite termination and still enforces the end. fd 3 is closed for the command.
  *
- * Processes that leave the group on purpose (`setsid`, daemons) are not tracked by this; inside
- * bubblewrap's PID namespace (see bash.ts) they are, because the namespace dies with its init.
+ * Processes that leave the group on purpose (`setsid`, daemons) escape the group's kill; inside
+ * bubblewrap's PID namespace (see bash.ts) they die with the namespace's init. Unconfined, the
+ * caller asks for `endStrays`: when the bridge stops the command (timeout, abort) they are found
+ * in /proc while the command still runs and ended by their identity (process-tree.ts). At the
+ * command's ordinary end they are not: its shell has exited, and what it left is reparented.
  */
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
+import { descendants, endStrays } from "./process-tree.js";
 
 /** Bytes kept from the start of the output. */
 export const OUTPUT_HEAD_BYTES = 32 * 1024;
@@ -125,6 +129,11 @@ export interface GroupRunOptions {
   signal: AbortSignal;
   /** SIGTERM → SIGKILL delay (default `KILL_GRACE_MS`). */
   graceMs?: number;
+  /**
+   * Whether stopping the command also ends its descendants that left its group (the caller's
+   * choice: a sandbox that holds them itself, bubblewrap's PID namespace, is not second-guessed).
+   */
+  endStrays?: boolean;
   headBytes?: number;
   tailBytes?: number;
 }
@@ -190,8 +199,11 @@ export function runInProcessGroup(options: GroupRunOptions): Promise<GroupRunRes
       if (result.stopped || exited) return;
       result.stopped = why;
       if (child.pid === undefined) return;
-      killGroup(child.pid, "SIGTERM");
       const pid = child.pid;
+      // Found before the group is signalled: once the shell is gone, what left it is reparented.
+      const strays = options.endStrays ? descendants(pid) : [];
+      killGroup(pid, "SIGTERM");
+      endStrays(strays, grace);
       // Not in `timers`: the SIGKILL must come even when everything settled before it.
       setTimeout(() => killGroup(pid, "SIGKILL"), grace).unref();
       later(grace + 1000, settle); // last resort if the leader somehow lingers

@@ -47,8 +47,8 @@ interface ProcessTable {
 }
 
 /**
- * The process table, read once per turn of the event loop: the servers stopped together (a
- * shutdown stops them all in one turn) share one read of /proc, which costs tens of
+ * The process table, read once per turn of the event loop: the MCP servers and bash commands
+ * stopped together (a shutdown stops them all in one turn) share one read of /proc, which costs tens of
  * microseconds per process on the machine.
  */
 let table: ProcessTable | undefined;

@@ -104,6 +104,20 @@ describe("a client that vanishes", () => {
     expect(types).toContain("tool/result");
   });
 
+  it("SIGKILLed during a bash command (full mode) whose descendant left its group and ignores SIGTERM: that one is gone too", async () => {
+    const m = marker();
+    marks.push(m);
+    const command = `setsid bash -c 'trap "" TERM; while :; do sleep 0.2; done' ${m} & sleep 300`;
+    const script = ws.script("stray.json", turns([{ toolCalls: [{ id: "s", name: "bash", arguments: { command } }] }, { text: "never" }]));
+    const { client, bridgePid } = await startClient([
+      request(1, "initialize", { cwd: ws.dir, provider: "scripted", model: script, permissionMode: "full" }),
+      request(2, "session/prompt", { sessionId: "stray", contentBlocks: [{ type: "text", text: "stray" }] }),
+    ]);
+    expect(await waitFor(() => pidsWith(m).length > 0, 10_000)).toBe(true);
+    client.kill("SIGKILL");
+    expect(await waitFor(() => !alive(bridgePid) && pidsWith(m).length === 0, 10_000)).toBe(true);
+  });
+
   it("SIGKILLed while the model stream sends only keep-alive comments: the bridge exits", async () => {
     const server = http.createServer((_req, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
