@@ -5,8 +5,8 @@
  * stray gets its SIGKILL at the bridge's exit. (An end of input lets the turn finish: the
  * command runs to its end or its timeout.)
  */
-import * as fs from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { pidsWith, waitFor } from "../reliability/support/procs.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 
@@ -20,31 +20,6 @@ afterEach(async () => {
   ws.cleanup();
 });
 
-/** Pids of live (not zombie) processes one of whose arguments is `marker`. */
-function pidsWith(marker: string): number[] {
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (cmdline.split("\0").includes(marker) && !/\) Z /.test(stat)) pids.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return pids;
-}
-
-async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return cond();
-}
-
 describe.runIf(process.platform === "linux")("bash in full mode: a descendant that left the command's group", () => {
   it.each(["shutdown", "SIGTERM"] as const)("is ended when the bridge stops during the command (%s), SIGTERM ignored", async (how) => {
     const m = `hbe2estray${process.pid}x${Date.now() % 100000}x${how.length}`;
@@ -55,10 +30,10 @@ describe.runIf(process.platform === "linux")("bash in full mode: a descendant th
     c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", script), { permissionMode: "full" }));
     expect((await c.response("init")).error).toBeUndefined();
     c.request("p", "session/prompt", promptParams("s1"));
-    expect(await waitFor(() => pidsWith(m).length > 0, 10_000)).toBe(true);
+    expect(await waitFor(() => pidsWith(m, true).length > 0, 10_000)).toBe(true);
     if (how === "shutdown") c.request("bye", "shutdown");
     else c.kill("SIGTERM");
     expect((await c.exit(15_000)).code).toBe(0);
-    expect(await waitFor(() => pidsWith(m).length === 0, 8000)).toBe(true);
+    expect(await waitFor(() => pidsWith(m, true).length === 0, 8000)).toBe(true);
   }, 30_000);
 });

@@ -8,6 +8,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { pidsWith } from "../reliability/support/procs.js";
 import type { JsonObject } from "../../src/protocol/index.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { EVERYTHING, everything, gone, logged, probe } from "../support/mcp-servers.js";
@@ -66,21 +67,6 @@ function descendsFrom(pid: number, ancestor: number): boolean {
     if (at === ancestor) return true;
   }
   return false;
-}
-
-/** Pids whose command line holds `marker`. */
-function pidsWith(marker: string): number[] {
-  return fs
-    .readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes(marker);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 describe("cancellation reaches the MCP server", () => {

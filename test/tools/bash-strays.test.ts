@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { pidsWith, waitFor } from "../reliability/support/procs.js";
 import { bashTool } from "../../src/tools/bash.js";
 import { makeCtx, makeSandbox, text } from "./helpers.js";
 
@@ -21,32 +22,6 @@ afterEach(() => {
 });
 
 const run = (args: Record<string, unknown>, signal?: AbortSignal) => bashTool.execute(args as never, makeCtx(sb.ws, "full", signal));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Pids of live (not zombie) processes one of whose arguments is `marker`. */
-function pidsWith(marker: string): number[] {
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (cmdline.split("\0").includes(marker) && !/\) Z /.test(stat)) pids.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return pids;
-}
-
-async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return true;
-    await sleep(50);
-  }
-  return cond();
-}
 
 let counter = 0;
 const marker = () => `hbstray${process.pid}x${Date.now() % 100000}x${++counter}`;
@@ -61,30 +36,30 @@ describe("bash (full mode): processes that left the command's group", () => {
     const out = await run({ command: `${setsidSleeper(m)} echo waiting; sleep 86400`, timeoutMs: 1500 });
     expect(out.isError).toBe(true);
     expect(text(out)).toMatch(/^waiting\n\[timed out after 1500 ms/);
-    expect(await waitFor(() => pidsWith(m).length === 0, 8000)).toBe(true);
+    expect(await waitFor(() => pidsWith(m, true).length === 0, 8000)).toBe(true);
   }, 20_000);
 
   it("are ended when the call is aborted (a cancelled turn, the bridge's shutdown)", async () => {
     const m = marker();
     const ac = new AbortController();
     const p = run({ command: `${setsidSleeper(m)} sleep 86400` }, ac.signal);
-    expect(await waitFor(() => pidsWith(m).length > 0, 5000)).toBe(true);
+    expect(await waitFor(() => pidsWith(m, true).length > 0, 5000)).toBe(true);
     ac.abort(new Error("cancelled"));
     const out = await p;
     expect(text(out)).toMatch(/\[aborted: /);
-    expect(await waitFor(() => pidsWith(m).length === 0, 8000)).toBe(true);
+    expect(await waitFor(() => pidsWith(m, true).length === 0, 8000)).toBe(true);
   }, 20_000);
 
   it("get SIGKILL after the grace when they ignore SIGTERM", async () => {
     const m = marker();
     const ac = new AbortController();
     const p = run({ command: `${setsidStubborn(m)} sleep 86400` }, ac.signal);
-    expect(await waitFor(() => pidsWith(m).length > 0, 5000)).toBe(true);
+    expect(await waitFor(() => pidsWith(m, true).length > 0, 5000)).toBe(true);
     ac.abort(new Error("cancelled"));
     await p;
     // Still there after the SIGTERM (it ignores it), gone after the SIGKILL.
-    expect(pidsWith(m).length).toBeGreaterThan(0);
-    expect(await waitFor(() => pidsWith(m).length === 0, 8000)).toBe(true);
+    expect(pidsWith(m, true).length).toBeGreaterThan(0);
+    expect(await waitFor(() => pidsWith(m, true).length === 0, 8000)).toBe(true);
   }, 20_000);
 
   it("never include a process outside the command's tree", async () => {
@@ -93,14 +68,14 @@ describe("bash (full mode): processes that left the command's group", () => {
     // Like the strays, it leads a session of its own; it is the test's child, not the command's.
     const outsider = spawn("bash", ["-c", `trap 'echo > ${JSON.stringify(termed)}' TERM; while :; do sleep 0.2; done`, `${m}-outsider`], { detached: true, stdio: "ignore" });
     outsiders.push(outsider);
-    expect(await waitFor(() => pidsWith(`${m}-outsider`).length > 0, 5000)).toBe(true);
+    expect(await waitFor(() => pidsWith(`${m}-outsider`, true).length > 0, 5000)).toBe(true);
     const ac = new AbortController();
     const p = run({ command: `${setsidSleeper(m)} sleep 86400` }, ac.signal);
-    expect(await waitFor(() => pidsWith(m).length > 0, 5000)).toBe(true);
+    expect(await waitFor(() => pidsWith(m, true).length > 0, 5000)).toBe(true);
     ac.abort(new Error("cancelled"));
     await p;
-    expect(await waitFor(() => pidsWith(m).length === 0, 8000)).toBe(true);
-    expect(pidsWith(`${m}-outsider`).length).toBe(1);
+    expect(await waitFor(() => pidsWith(m, true).length === 0, 8000)).toBe(true);
+    expect(pidsWith(`${m}-outsider`, true).length).toBe(1);
     expect(fs.existsSync(termed)).toBe(false);
   }, 20_000);
 });

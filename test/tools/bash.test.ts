@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { pidsWith, waitFor } from "../reliability/support/procs.js";
 import { BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES, bashTool } from "../../src/tools/bash.js";
 import { commandEnv } from "../../src/sandbox/command-env.js";
 import { findBwrap } from "../../src/sandbox/bwrap.js";
@@ -24,36 +25,6 @@ afterEach(() => {
 
 type Mode = "workspace-write" | "full" | "read-only";
 const run = (args: Record<string, unknown>, mode: Mode = "full", signal?: AbortSignal) => bashTool.execute(args as never, makeCtx(sb.ws, mode, signal));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Pids of live processes whose command line contains `marker` — or, with `exact`, has an argument
- * equal to it (works across PID namespaces).
- */
-function pidsWith(marker: string, exact = false): number[] {
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      const hit = exact ? cmdline.split("\0").includes(marker) : cmdline.includes(marker);
-      if (hit && !/\) Z /.test(stat)) pids.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return pids;
-}
-
-async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return true;
-    await sleep(50);
-  }
-  return cond();
-}
 
 let counter = 0;
 const marker = () => `hbmark${process.pid}x${Date.now() % 100000}x${++counter}`;

@@ -11,14 +11,17 @@ export function marker(): string {
   return `hbrel${process.pid}x${Date.now() % 100000}x${++counter}`;
 }
 
-/** Pids of live (not zombie) processes whose command line contains `mark`. */
-export function pidsWith(mark: string): number[] {
+/**
+ * Pids of live (not zombie) processes whose command line contains `mark`; with `exact`, one of
+ * whose arguments is `mark` (not the shell whose command text names it).
+ */
+export function pidsWith(mark: string, exact = false): number[] {
   const pids: number[] = [];
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (!cmdline.includes(mark)) continue;
+      if (!(exact ? cmdline.split("\0").includes(mark) : cmdline.includes(mark))) continue;
       const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
       if (!/\) Z /.test(stat)) pids.push(Number(entry));
     } catch {
