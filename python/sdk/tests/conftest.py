@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
@@ -73,6 +74,17 @@ def call_within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: An
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+def wait_until(cond: Callable[[], Any], seconds: float = 30.0) -> bool:
+    """Polls ``cond`` every 50 ms until it holds or ``seconds`` pass; returns its last value (a
+    generous bound for "promptly", never a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return bool(cond())
 
 
 def run_async(coro: Any, seconds: float = 120) -> Any:

@@ -19,7 +19,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -28,7 +27,7 @@ import pytest
 from deepseek_harness import DeepSeekHarness, Notification
 from deepseek_harness.errors import TransportClosedError
 
-from conftest import REPO_ROOT, call_within, real_bridge_or_skip
+from conftest import REPO_ROOT, call_within, real_bridge_or_skip, wait_until
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 from fake_deepseek import FakeDeepSeek  # noqa: E402
@@ -41,15 +40,6 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def wait_until(cond, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 def log_events(session_root: Path, session_id: str) -> Tuple[List[Dict[str, Any]], str]:

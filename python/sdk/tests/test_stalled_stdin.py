@@ -26,14 +26,14 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Iterator, List
+from typing import Any, Iterator, List, Tuple
 
 import pytest
 
 from deepseek_harness import DeepSeekHarness, UserMessageEvent
 from deepseek_harness.errors import RequestTimeoutError, TransportClosedError
 
-from conftest import Backend, call_within
+from conftest import Backend, call_within, wait_until
 
 #: Larger than a pipe's buffer (64 KiB on Linux) many times over.
 BIG = "x" * (1 << 20)
@@ -42,15 +42,6 @@ SDK_THREADS = ("harness-bridge",)
 
 def sdk_threads() -> List[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith(SDK_THREADS)]
-
-
-def settled(cond: Any, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 @pytest.fixture
@@ -76,6 +67,21 @@ def stopped_harness(backend: Backend, stopped: List[int]) -> DeepSeekHarness:
     return h
 
 
+def run_in_background(h: DeepSeekHarness, prompt: str) -> Tuple[threading.Thread, List[BaseException]]:
+    """``h.run(prompt)`` on a daemon thread; what it raises lands in the returned list."""
+    outcome: List[BaseException] = []
+
+    def run() -> None:
+        try:
+            h.run(prompt)
+        except BaseException as exc:  # noqa: BLE001
+            outcome.append(exc)
+
+    caller = threading.Thread(target=run, daemon=True)
+    caller.start()
+    return caller, outcome
+
+
 def test_a_timed_out_request_to_a_bridge_that_stopped_reading_raises_and_closes(backend: Backend, stopped: List[int]) -> None:
     before = sdk_threads()
     h = stopped_harness(backend, stopped)
@@ -85,22 +91,13 @@ def test_a_timed_out_request_to_a_bridge_that_stopped_reading_raises_and_closes(
         call_within(60, h.run, BIG)
     call_within(60, h.close)
     assert proc.poll() is not None
-    assert settled(lambda: sdk_threads() == before), sdk_threads()
+    assert wait_until(lambda: sdk_threads() == before), sdk_threads()
 
 
 def test_close_from_another_thread_ends_a_call_waiting_on_a_bridge_that_stopped_reading(backend: Backend, stopped: List[int]) -> None:
     h = stopped_harness(backend, stopped)
     proc = h.client.process
-    outcome: List[BaseException] = []
-
-    def run() -> None:
-        try:
-            h.run(BIG)
-        except BaseException as exc:  # noqa: BLE001
-            outcome.append(exc)
-
-    caller = threading.Thread(target=run, daemon=True)
-    caller.start()
+    caller, outcome = run_in_background(h, BIG)
     time.sleep(0.5)  # the call is waiting (or, before the fix, blocked writing)
     call_within(60, h.close)
     caller.join(30)
@@ -161,16 +158,7 @@ def test_a_bridge_killed_while_a_request_waits_to_be_written_fails_the_call(
     monkeypatch.setattr(threading, "excepthook", thread_failures.append)
     h = stopped_harness(real, stopped)
     pid = h.client.process.pid
-    outcome: List[BaseException] = []
-
-    def run() -> None:
-        try:
-            h.run(BIG)
-        except BaseException as exc:  # noqa: BLE001
-            outcome.append(exc)
-
-    caller = threading.Thread(target=run, daemon=True)
-    caller.start()
+    caller, outcome = run_in_background(h, BIG)
     time.sleep(0.5)  # the prompt is on its way: the pipe took what it could
     os.kill(pid, signal.SIGKILL)
     caller.join(30)
@@ -178,7 +166,7 @@ def test_a_bridge_killed_while_a_request_waits_to_be_written_fails_the_call(
     assert len(outcome) == 1 and isinstance(outcome[0], TransportClosedError), outcome
     assert outcome[0].exit_code == -signal.SIGKILL
     call_within(60, h.close)
-    assert settled(lambda: sdk_threads() == before), sdk_threads()
+    assert wait_until(lambda: sdk_threads() == before), sdk_threads()
     assert thread_failures == []
 
 
@@ -197,8 +185,8 @@ def test_ctrl_c_during_close_still_stops_the_bridge(backend: Backend, stopped: L
     finally:
         timer.cancel()
     h.close()
-    assert settled(lambda: proc.poll() is not None), "the bridge outlived an interrupted close()"
-    assert settled(lambda: sdk_threads() == before), sdk_threads()
+    assert wait_until(lambda: proc.poll() is not None), "the bridge outlived an interrupted close()"
+    assert wait_until(lambda: sdk_threads() == before), sdk_threads()
 
 
 def test_a_bridge_that_closes_its_stdout_but_lives_on_is_named_so(fake: Backend) -> None:
