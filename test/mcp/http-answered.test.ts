@@ -4,39 +4,20 @@
  * the server spells its id, or a server answering in its own spelling grows the bridge's
  * memory with every call.
  */
-import * as http from "node:http";
-import type { AddressInfo } from "node:net";
+import type * as http from "node:http";
 import { describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpHttpServerConfig } from "../../src/protocol/mcp-types.js";
 import { httpTransport, type HttpTransport } from "../../src/mcp/http-transport.js";
+import { accepted, answerJson, handMcpServer, initializeResult, isRequest, type HandServer } from "../support/mcp-http-server.js";
 
 /** A JSON-response server that echoes each request's id through `echo` (the SDK takes 7 and "7" alike). */
-async function server(echo: (id: number) => unknown): Promise<{ url: string; close: () => void }> {
-  const srv = http.createServer((req, res) => {
-    if (req.method !== "POST") return void res.writeHead(405).end();
-    let body = "";
-    req.on("data", (chunk) => (body += chunk));
-    req.on("end", () => {
-      const message = JSON.parse(body) as { id?: number; method?: string; params?: { protocolVersion?: string } };
-      if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
-      const result =
-        message.method === "initialize"
-          ? { protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } }
-          : message.method === "tools/list"
-            ? { tools: [] }
-            : { content: [{ type: "text", text: "ran ok" }] };
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: echo(message.id), result }));
-    });
+function server(echo: (id: number) => unknown): Promise<HandServer> {
+  return handMcpServer((message, res) => {
+    if (!isRequest(message)) return accepted(res);
+    const result = message.method === "initialize" ? initializeResult(message) : message.method === "tools/list" ? { tools: [] } : { content: [{ type: "text", text: "ran ok" }] };
+    answerJson(res, echo(message.id as number), result);
   });
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`,
-    close: () => {
-      srv.closeAllConnections();
-      srv.close();
-    },
-  };
 }
 
 const awaiting = (transport: HttpTransport) => (transport as unknown as { unanswered: Map<unknown, unknown> }).unanswered.size;
@@ -68,20 +49,10 @@ describe("the HTTP transport's requests answered on another stream", () => {
   it("a server that opens each call's POST as an SSE stream, answers on its GET stream and holds the POST open: each call answered, its POST closed by the bridge; a call answered on its own stream left for the server to end", async () => {
     const posts: Array<{ closed: boolean; byTheServer: boolean }> = [];
     let stream: http.ServerResponse | undefined;
-    const srv = http.createServer((req, res) => {
-      if (req.method === "GET") {
-        stream = res.writeHead(200, { "content-type": "text/event-stream" });
-        return void res.flushHeaders();
-      }
-      let body = "";
-      req.on("data", (chunk) => (body += chunk));
-      req.on("end", () => {
-        const message = JSON.parse(body) as { id?: number; method?: string; params?: { protocolVersion?: string } };
-        if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
-        if (message.method === "initialize") {
-          const result = { protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } };
-          return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
-        }
+    const srv = await handMcpServer(
+      (message, res) => {
+        if (!isRequest(message)) return accepted(res);
+        if (message.method === "initialize") return answerJson(res, message.id, initializeResult(message));
         const post = { closed: false, byTheServer: false };
         res.on("close", () => Object.assign(post, { closed: true, byTheServer: res.writableFinished }));
         posts.push(post);
@@ -91,12 +62,15 @@ describe("the HTTP transport's requests answered on another stream", () => {
         // Every second call is answered on its own stream, which the server ends a little later: the bridge leaves it be.
         if (posts.length % 2 === 0) setTimeout(() => res.write(event) && setTimeout(() => res.end(), 300), 20);
         else setTimeout(() => stream!.write(event), 20);
-      });
-    });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+      },
+      (_req, res) => {
+        stream = res.writeHead(200, { "content-type": "text/event-stream" });
+        res.flushHeaders();
+      },
+    );
     const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
     try {
-      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig));
+      await client.connect(httpTransport({ url: srv.url } as McpHttpServerConfig));
       await expect.poll(() => stream !== undefined).toBe(true);
       for (let i = 0; i < 6; i++) expect((await client.callTool({ name: "ok", arguments: {} }, undefined, { timeout: 5000 })).content).toEqual([{ type: "text", text: "ran ok" }]);
       expect(posts).toHaveLength(6);
@@ -104,7 +78,6 @@ describe("the HTTP transport's requests answered on another stream", () => {
       expect(posts.map((p) => p.byTheServer)).toEqual([false, true, false, true, false, true]);
     } finally {
       await client.close();
-      srv.closeAllConnections();
       srv.close();
     }
   }, 30_000);

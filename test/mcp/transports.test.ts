@@ -12,6 +12,7 @@ import type { McpHttpServerConfig } from "../../src/protocol/mcp-types.js";
 import { RequestLimiter, cappedFetch, httpTransport } from "../../src/mcp/http-transport.js";
 import { MAX_LINE_BYTES, ProcessGroupTransport } from "../../src/mcp/stdio-transport.js";
 import { gone } from "../support/mcp-servers.js";
+import { accepted, answerJson, handMcpServer, initializeResult, isRequest } from "../support/mcp-http-server.js";
 
 const transports: ProcessGroupTransport[] = [];
 afterEach(async () => {
@@ -204,31 +205,22 @@ describe("the HTTP transport's calls that never answer", () => {
   it("calls the bridge gave up on (timed out) never stop the server's other calls: 80 hung calls, then one that answers", async () => {
     // A server in JSON-response mode: a call's headers come with its answer, and `hang` never answers.
     const held: http.ServerResponse[] = [];
-    const srv = http.createServer((req, res) => {
-      let body = "";
-      req.on("data", (chunk) => (body += chunk));
-      req.on("end", () => {
-        if (req.method !== "POST") return void res.writeHead(405).end();
-        const message = JSON.parse(body) as { id?: number; method?: string; params?: { name?: string; protocolVersion?: string } };
-        if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
-        const answer = (result: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
-        if (message.method === "initialize") answer({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } });
-        else if (message.method === "tools/list") answer({ tools: [] });
-        else if (message.method === "tools/call" && message.params!.name === "hang") held.push(res);
-        else answer({ content: [{ type: "text", text: "ran ok" }] });
-      });
+    const srv = await handMcpServer((message, res) => {
+      if (!isRequest(message)) return accepted(res);
+      if (message.method === "initialize") answerJson(res, message.id, initializeResult(message));
+      else if (message.method === "tools/list") answerJson(res, message.id, { tools: [] });
+      else if (message.method === "tools/call" && message.params!.name === "hang") held.push(res);
+      else answerJson(res, message.id, { content: [{ type: "text", text: "ran ok" }] });
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
     const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
     try {
-      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig));
+      await client.connect(httpTransport({ url: srv.url } as McpHttpServerConfig));
       const hung = await Promise.allSettled(Array.from({ length: 80 }, () => client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 200 })));
       expect(hung.every((r) => r.status === "rejected")).toBe(true);
       const ok = await client.callTool({ name: "ok", arguments: {} }, undefined, { timeout: 5000 });
       expect(ok.content).toEqual([{ type: "text", text: "ran ok" }]);
     } finally {
       await client.close();
-      srv.closeAllConnections();
       srv.close();
     }
   }, 30_000);
@@ -238,20 +230,14 @@ describe("the HTTP transport's answers to a server's requests", () => {
   it("a server flooding pings on a stream and never taking the answers: at most 64 answers wait at once, while a call of the bridge's own still goes out", async () => {
     let answersHeld = 0;
     let callsSeen = 0;
-    const srv = http.createServer((req, res) => {
-      let body = "";
-      req.on("data", (chunk) => (body += chunk));
-      req.on("end", () => {
-        const message = JSON.parse(body || "{}") as { id?: number | string; method?: string };
-        if (message.method === undefined) return void answersHeld++; // an answer: never taken
-        callsSeen++;
-        if (message.method !== "flood") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {} }));
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        for (let i = 0; i < 200; i++) res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: `ping-${i}`, method: "ping" })}\n\n`);
-      });
+    const srv = await handMcpServer((message, res) => {
+      if (message.method === undefined) return void answersHeld++; // an answer: never taken
+      callsSeen++;
+      if (message.method !== "flood") return answerJson(res, message.id, {});
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      for (let i = 0; i < 200; i++) res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: `ping-${i}`, method: "ping" })}\n\n`);
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    const transport = httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig);
+    const transport = httpTransport({ url: srv.url } as McpHttpServerConfig);
     const pings: string[] = [];
     transport.onmessage = (m) => {
       if ("method" in m && m.method === "ping" && "id" in m) {
@@ -270,7 +256,6 @@ describe("the HTTP transport's answers to a server's requests", () => {
       expect(answersHeld).toBe(64);
     } finally {
       await transport.close();
-      srv.closeAllConnections();
       srv.close();
     }
   }, 30_000);
@@ -280,30 +265,25 @@ describe("the HTTP transport's requests given up on", () => {
   it("a tools/list past its timeout, a call aborted by its caller, a call on a resumable SSE stream: each one's connection is closed at once, no resumption of it is opened, the answered call is not touched", async () => {
     const held: Array<{ what: string; closed: boolean }> = [];
     let resumptions = 0;
-    const srv = http.createServer((req, res) => {
-      if (req.method === "GET") {
-        if (req.headers["last-event-id"]) resumptions++;
-        return void res.writeHead(405).end();
-      }
-      let body = "";
-      req.on("data", (chunk) => (body += chunk));
-      req.on("end", () => {
-        const message = JSON.parse(body) as { id?: number; method?: string; params?: { name?: string; protocolVersion?: string } };
-        if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
-        const json = (result: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
-        if (message.method === "initialize") return json({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } });
-        if (message.method === "tools/call" && message.params!.name === "ok") return json({ content: [{ type: "text", text: "ran ok" }] });
-        const entry = { what: message.method === "tools/call" ? message.params!.name! : message.method, closed: false };
+    const srv = await handMcpServer(
+      (message, res) => {
+        if (!isRequest(message)) return accepted(res);
+        if (message.method === "initialize") return answerJson(res, message.id, initializeResult(message));
+        if (message.method === "tools/call" && message.params!.name === "ok") return answerJson(res, message.id, { content: [{ type: "text", text: "ran ok" }] });
+        const entry = { what: message.method === "tools/call" ? message.params!.name! : message.method!, closed: false };
         res.on("close", () => (entry.closed = !res.writableFinished));
         held.push(entry);
         // A resumable stream: its first event has an id, the SDK reconnects with it if the stream ends unanswered.
         if (entry.what === "resumable") res.writeHead(200, { "content-type": "text/event-stream" }).write("id: e1\ndata: \n\n");
-      });
-    });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+      },
+      (req, res) => {
+        if (req.headers["last-event-id"]) resumptions++;
+        res.writeHead(405).end();
+      },
+    );
     const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
     try {
-      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig));
+      await client.connect(httpTransport({ url: srv.url } as McpHttpServerConfig));
       await expect(client.listTools(undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
       const aborted = new AbortController();
       const abortedCall = client.callTool({ name: "aborted", arguments: {} }, undefined, { signal: aborted.signal });
@@ -320,7 +300,6 @@ describe("the HTTP transport's requests given up on", () => {
       expect(resumptions).toBe(0);
     } finally {
       await client.close();
-      srv.closeAllConnections();
       srv.close();
     }
   }, 30_000);
@@ -329,32 +308,21 @@ describe("the HTTP transport's requests given up on", () => {
 describe("the HTTP transport's notifications/cancelled", () => {
   it("a server that takes nothing after the start: the given-up call's connection and its cancel's are both closed by the bridge", async () => {
     const held: Array<{ what: string; closed: boolean }> = [];
-    const srv = http.createServer((req, res) => {
-      if (req.method === "GET") return void res.writeHead(405).end();
-      let body = "";
-      req.on("data", (chunk) => (body += chunk));
-      req.on("end", () => {
-        const message = JSON.parse(body) as { id?: number; method?: string; params?: { protocolVersion?: string } };
-        if (message.method === "initialize") {
-          const result = { protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "h", version: "1" } };
-          return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
-        }
-        if (message.method === "notifications/initialized") return void res.writeHead(202).end();
-        const entry = { what: message.method!, closed: false };
-        res.on("close", () => (entry.closed = !res.writableFinished));
-        held.push(entry);
-      });
+    const srv = await handMcpServer((message, res) => {
+      if (message.method === "initialize") return answerJson(res, message.id, initializeResult(message));
+      if (message.method === "notifications/initialized") return accepted(res);
+      const entry = { what: message.method!, closed: false };
+      res.on("close", () => (entry.closed = !res.writableFinished));
+      held.push(entry);
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
     const client = new Client({ name: "t", version: "1" }, { capabilities: {} });
     try {
-      await client.connect(httpTransport({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/` } as McpHttpServerConfig, undefined, 300));
+      await client.connect(httpTransport({ url: srv.url } as McpHttpServerConfig, undefined, 300));
       await expect(client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 200 })).rejects.toThrow("Request timed out");
       await expect.poll(() => held.map((h) => h.what)).toEqual(["tools/call", "notifications/cancelled"]);
       await expect.poll(() => held.filter((h) => h.closed).length, { timeout: 10_000 }).toBe(2);
     } finally {
       await client.close();
-      srv.closeAllConnections();
       srv.close();
     }
   }, 30_000);

@@ -6,15 +6,14 @@
  * sockets. A call that got its answer is not affected, nor another session's call on the same
  * server, and the bridge goes on serving.
  */
-import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { accepted, answerJson, handMcpServer, initializeResult, isRequest, type HandServer } from "../support/mcp-http-server.js";
 import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { oneTurn, tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
 let ws: TempWorkspace;
 const clients: RawClient[] = [];
-const servers: http.Server[] = [];
+const servers: HandServer[] = [];
 
 beforeEach(() => {
   ws = tempWorkspace("hb-mcp-given-up-");
@@ -22,10 +21,7 @@ beforeEach(() => {
 
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.dispose()));
-  for (const srv of servers.splice(0)) {
-    srv.closeAllConnections();
-    srv.close();
-  }
+  for (const srv of servers.splice(0)) srv.close();
   ws.cleanup();
 });
 
@@ -43,37 +39,29 @@ interface Held {
  */
 async function neverAnswering(): Promise<{ url: string; held: Held[] }> {
   const held: Held[] = [];
-  const srv = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (chunk) => (body += chunk));
-    req.on("end", () => {
-      if (req.method !== "POST") return void res.writeHead(405).end();
-      const message = JSON.parse(body) as { id?: number; method?: string; params?: { name?: string; protocolVersion?: string } };
-      if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
-      const json = (result: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
-      const tool = message.params?.name ?? "";
-      if (message.method === "initialize") return json({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "n", version: "1" } });
-      if (message.method === "tools/list") return json({ tools: ["ok", "hang", "hang_sse"].map((name) => ({ name, inputSchema: { type: "object" } })) });
-      if (message.method !== "tools/call" || tool === "ok") return json({ content: [{ type: "text", text: "ran ok" }] });
-      if (tool === "hang_sse") res.writeHead(200, { "content-type": "text/event-stream" }).flushHeaders();
-      const entry: Held = {
-        tool,
-        closed: false,
-        answer: (text) => {
-          const answer = JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { content: [{ type: "text", text }] } });
-          if (tool === "hang_sse") res.end(`event: message\ndata: ${answer}\n\n`);
-          else res.writeHead(200, { "content-type": "application/json" }).end(answer);
-        },
-      };
-      res.on("close", () => {
-        if (!res.writableFinished) entry.closed = true;
-      });
-      held.push(entry);
+  const srv = await handMcpServer((message, res) => {
+    if (!isRequest(message)) return accepted(res);
+    const tool = message.params?.name ?? "";
+    if (message.method === "initialize") return answerJson(res, message.id, initializeResult(message));
+    if (message.method === "tools/list") return answerJson(res, message.id, { tools: ["ok", "hang", "hang_sse"].map((name) => ({ name, inputSchema: { type: "object" } })) });
+    if (message.method !== "tools/call" || tool === "ok") return answerJson(res, message.id, { content: [{ type: "text", text: "ran ok" }] });
+    if (tool === "hang_sse") res.writeHead(200, { "content-type": "text/event-stream" }).flushHeaders();
+    const entry: Held = {
+      tool,
+      closed: false,
+      answer: (text) => {
+        const result = { content: [{ type: "text", text }] };
+        if (tool === "hang_sse") res.end(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: message.id, result })}\n\n`);
+        else answerJson(res, message.id, result);
+      },
+    };
+    res.on("close", () => {
+      if (!res.writableFinished) entry.closed = true;
     });
+    held.push(entry);
   });
   servers.push(srv);
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/mcp`, held };
+  return { url: `${srv.url}mcp`, held };
 }
 
 async function initialized(model: string, mcpServers: object): Promise<RawClient> {
