@@ -140,3 +140,30 @@ describe("a session root that cannot be a folder", () => {
     });
   }
 });
+
+describe.runIf(process.platform === "linux")("a session root inside the workspace, under Landlock", () => {
+  for (const made of [false, true]) {
+    it(`${made ? "made already" : "not made yet"}: initialize and the turn both refuse bash, naming the session root as the fix`, async () => {
+      const root = path.join(ws.dir, ".hb-sessions");
+      if (made) fs.mkdirSync(root);
+      const env: NodeJS.ProcessEnv = { ...process.env, HARNESS_BWRAP: "off" };
+      delete env.HARNESS_LANDLOCK;
+      const c = bridge(["--stdio", "--session-root", root], env);
+      const script = turns([{ toolCalls: [{ name: "bash", arguments: { command: "echo ran" } }] }, { text: "done" }]);
+      c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", script), { permissionMode: "workspace-write" }));
+      const init = await c.response("init");
+      const realRoot = path.join(fs.realpathSync(ws.dir), ".hb-sessions");
+      expect(init.result?.sandbox?.bash).toBe("none");
+      expect(init.result?.sandbox?.reason).toContain(realRoot);
+      c.request("p", "session/prompt", promptParams("s1"));
+      expect((await c.response("p")).result?.status).toBe("ok");
+      const result = c.events("s1").find((e) => e.type === "tool/result");
+      expect(result.data.isError).toBe(true);
+      const text: string = result.data.content[0].text;
+      expect(text).toContain(realRoot);
+      expect(text).toContain("Fix: start the bridge with a session root outside the workspace");
+      expect(text).toContain("--no-session-log");
+      expect(text).not.toContain("ran\n");
+    });
+  }
+});
