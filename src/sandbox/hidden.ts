@@ -123,7 +123,13 @@ export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
 export function hiddenRealPaths(env: NodeJS.ProcessEnv = process.env): string[] {
   const found = new Set<string>();
   for (const p of wantedHidden(env)) {
-    if (!existsSync(p)) continue; // most are not there: no exception to build (see landlock.ts `real`)
+    if (!existsSync(p)) {
+      // The bridge's own folders (the session root) are made when first needed, maybe inside
+      // the workspace: judged by their path from the start, so `initialize` and every turn agree.
+      const toBe = extraHidden.has(p) ? realPathToBe(p) : undefined;
+      if (toBe) found.add(toBe);
+      continue; // most are not there: no exception to build (see landlock.ts `real`)
+    }
     try {
       found.add(realpathSync.native(p));
     } catch {
@@ -131,6 +137,28 @@ export function hiddenRealPaths(env: NodeJS.ProcessEnv = process.env): string[] 
     }
   }
   return [...found];
+}
+
+/** The real path `p` (absolute, normal form) will have once made: its nearest existing ancestor's real path and the rest. */
+function realPathToBe(p: string): string | undefined {
+  for (let parent = path.dirname(p), rest = path.basename(p); parent !== p; p = parent, parent = path.dirname(parent), rest = path.join(path.basename(p), rest)) {
+    if (!existsSync(parent)) continue;
+    try {
+      return path.join(realpathSync.native(parent), rest);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Whether the real path `real` is (or will be) one of the bridge's own hidden folders (`hideFromSandbox`: the session root). */
+export function isBridgeFolder(real: string): boolean {
+  for (const p of extraHidden) {
+    const own = existsSync(p) ? realpathSync.native(p) : realPathToBe(p);
+    if (own === real) return true;
+  }
+  return false;
 }
 
 /** The existing paths to hide, each with whether it is a folder (bubblewrap hides the two differently). */

@@ -18,8 +18,9 @@ import { existsSync, mkdtempSync, realpathSync } from "node:fs";
 import * as path from "node:path";
 import { isInside } from "../tools/path-inside.js";
 import { homeFolder } from "../home-folder.js";
-import { hiddenRealPaths, underHome } from "./hidden.js";
+import { hiddenRealPaths, isBridgeFolder, underHome } from "./hidden.js";
 import { privateFolder, verifiedHelper } from "./landlock-helper.js";
+import { BRIDGE_FOLDER_FAILURE } from "./status.js";
 
 /** System folders readable (and executable) by a confined command, where they exist. */
 export const LANDLOCK_SYSTEM_READ: readonly string[] = [
@@ -117,6 +118,8 @@ export function landlockRefusal(workspace: string, write: readonly string[], { h
   for (const dir of [...read, ...write]) {
     const h = hidden.find((h) => isInside(dir, h) && h !== workspace);
     if (!h) continue;
+    // The session root, to be made or made: moving it is the fix, not another sandbox (status.ts).
+    if (dir === workspace && isBridgeFolder(h)) return `the workspace holds ${h}, which Landlock cannot hide (it allows folders, not holes in them): it is ${BRIDGE_FOLDER_FAILURE}`;
     return dir === workspace
       ? `the workspace holds ${h}, which Landlock cannot hide (it allows folders, not holes in them)`
       : `Landlock cannot hide ${h} inside the readable ${dir} (it allows folders, not holes in them)`;

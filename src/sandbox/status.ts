@@ -68,6 +68,13 @@ export function failedForWantOfDescriptors(failure: string): boolean {
 export const TEMP_FOLDER_FAILURE = "cannot hold the Landlock helper";
 
 /**
+ * How a Landlock refusal that is the bridge's own session log folder says so (landlock.ts): a
+ * session root inside the workspace cannot be hidden from a command allowed the workspace, and
+ * the fix is to move the session root (or keep no log), not another kernel.
+ */
+export const BRIDGE_FOLDER_FAILURE = "the bridge's session log folder";
+
+/**
  * The tool error of bash in `workspace-write` without a working sandbox: it names the fixes.
  * A sandbox that could not be tried for want of file descriptors says nothing of this machine's
  * bubblewrap or kernel, so installing either is not the fix then: the open-file limit is. Such an
@@ -87,6 +94,15 @@ export function noSandboxMessage(failure: string): string {
     return (
       refusal +
       "Fix: set TMPDIR to a folder this user can write, with room for the helper, and start the bridge again, " +
+      "or install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
+      "or initialize with permissionMode \"full\" to run commands unconfined."
+    );
+  }
+  if (failure.includes(BRIDGE_FOLDER_FAILURE)) {
+    return (
+      refusal +
+      "Fix: start the bridge with a session root outside the workspace (--session-root DIR or HARNESS_SESSION_ROOT; the Python SDK's session_root=), " +
+      "or with --no-session-log to keep sessions in memory only, " +
       "or install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
       "or initialize with permissionMode \"full\" to run commands unconfined."
     );

@@ -95,3 +95,75 @@ describe.runIf(process.platform === "linux")("a relative TMPDIR", () => {
     expect(fs.readdirSync(path.join(tmp, "reltmp"))).toContain(`harness-bridge-${process.getuid!()}`);
   });
 });
+
+describe("a session root that cannot be a folder", () => {
+  // Each a root no session can live under: the answer is the same `session-log` error at every
+  // entry point of the store, naming the folder and the settings, never an errno as internal-error.
+  const roots: Record<string, () => { env: NodeJS.ProcessEnv; folder: string }> = {
+    "a HOME that is a regular file": () => {
+      const home = path.join(tmp, "home");
+      fs.writeFileSync(home, "");
+      const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+      delete env.XDG_STATE_HOME;
+      delete env.HARNESS_SESSION_ROOT;
+      return { env, folder: path.join(home, ".local", "state", "harness-bridge") };
+    },
+    "a session root under a dangling symlink": () => {
+      fs.symlinkSync(path.join(tmp, "nowhere"), path.join(tmp, "link"));
+      const root = path.join(tmp, "link", "sessions");
+      return { env: { ...process.env, HARNESS_SESSION_ROOT: root }, folder: root };
+    },
+  };
+  for (const [name, make] of Object.entries(roots)) {
+    it(`${name}: list, read, fork, delete, rewind, compact and prompt all answer session-log`, async () => {
+      const { env, folder } = make();
+      const c = bridge(["--stdio"], env);
+      c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", turns([{ text: "one" }]))));
+      expect((await c.response("init")).error).toBeUndefined();
+      const calls: [string, object][] = [
+        ["session/list", {}],
+        ["session/read", { sessionId: "s1" }],
+        ["session/fork", { sessionId: "s1", newSessionId: "s2" }],
+        ["session/delete", { sessionId: "s1" }],
+        ["session/rewind", { sessionId: "s1", turn: 1 }],
+        ["session/compact", { sessionId: "s1" }],
+        ["session/prompt", promptParams("s1")],
+      ];
+      for (const [method, params] of calls) {
+        c.request(method, method, params);
+        const answer = await c.response(method);
+        expect(answer.error?.data, method).toMatchObject({ kind: "session-log" });
+        expect(answer.error?.code, method).toBe(-32603);
+        expect(answer.error!.message, method).toContain(folder);
+        expect(answer.error!.message, method).toContain("--no-session-log");
+      }
+    });
+  }
+});
+
+describe.runIf(process.platform === "linux")("a session root inside the workspace, under Landlock", () => {
+  for (const made of [false, true]) {
+    it(`${made ? "made already" : "not made yet"}: initialize and the turn both refuse bash, naming the session root as the fix`, async () => {
+      const root = path.join(ws.dir, ".hb-sessions");
+      if (made) fs.mkdirSync(root);
+      const env: NodeJS.ProcessEnv = { ...process.env, HARNESS_BWRAP: "off" };
+      delete env.HARNESS_LANDLOCK;
+      const c = bridge(["--stdio", "--session-root", root], env);
+      const script = turns([{ toolCalls: [{ name: "bash", arguments: { command: "echo ran" } }] }, { text: "done" }]);
+      c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", script), { permissionMode: "workspace-write" }));
+      const init = await c.response("init");
+      const realRoot = path.join(fs.realpathSync(ws.dir), ".hb-sessions");
+      expect(init.result?.sandbox?.bash).toBe("none");
+      expect(init.result?.sandbox?.reason).toContain(realRoot);
+      c.request("p", "session/prompt", promptParams("s1"));
+      expect((await c.response("p")).result?.status).toBe("ok");
+      const result = c.events("s1").find((e) => e.type === "tool/result");
+      expect(result.data.isError).toBe(true);
+      const text: string = result.data.content[0].text;
+      expect(text).toContain(realRoot);
+      expect(text).toContain("Fix: start the bridge with a session root outside the workspace");
+      expect(text).toContain("--no-session-log");
+      expect(text).not.toContain("ran\n");
+    });
+  }
+});

@@ -48,6 +48,39 @@ function privateFolder(dir: string): void {
   fs.chmodSync(dir, SESSION_DIR_MODE);
 }
 
+/** The `session-log` error of a session folder that cannot be made or used, naming the settings that move it. */
+function unusableFolder(dir: string, why: string): SessionLogError {
+  return new SessionLogError(
+    `cannot make the session log folder ${dir} (${why}): start the bridge with a writable session root (--session-root DIR or HARNESS_SESSION_ROOT; the Python SDK's session_root=), or with --no-session-log to keep sessions in memory only`,
+  );
+}
+
+/**
+ * Why `dir` can be neither a folder nor made one (`undefined`: it is a searchable folder, or
+ * missing under one). Out of descriptors stays itself.
+ */
+function folderProblem(dir: string): string | undefined {
+  try {
+    const stat = fs.statSync(dir, { throwIfNoEntry: false });
+    if (stat) {
+      if (!stat.isDirectory()) return `${dir} is not a folder`;
+      fs.accessSync(dir, fs.constants.R_OK | fs.constants.X_OK);
+      return undefined;
+    }
+    // Missing: its nearest existing ancestor decides (a dangling symlink there cannot be made a folder).
+    for (let child = dir, parent = path.dirname(dir); parent !== child; child = parent, parent = path.dirname(parent)) {
+      if (!fs.lstatSync(parent, { throwIfNoEntry: false })) continue;
+      const target = fs.statSync(parent, { throwIfNoEntry: false });
+      if (!target) return `${parent} is a dangling symlink`;
+      return target.isDirectory() ? undefined : `${parent} is not a folder`;
+    }
+    return undefined;
+  } catch (error) {
+    if (isOutOfDescriptors(error)) throw error;
+    return (error as Error).message;
+  }
+}
+
 /** The file store of one workspace: its sessions' logs under `root`, opened for turns and served to the sessions API. */
 export class SessionStore implements SessionCatalog {
   readonly directory: string;
@@ -66,6 +99,7 @@ export class SessionStore implements SessionCatalog {
   /** The root and this workspace's folder, private (checked once per store). */
   private ensureFolders(): void {
     if (this.foldersReady) return;
+    this.checkFolder();
     this.makeFolder(this.root);
     refuseSymlinkedFolder(this.directory);
     this.makeFolder(this.directory);
@@ -83,10 +117,20 @@ export class SessionStore implements SessionCatalog {
       privateFolder(dir);
     } catch (error) {
       if (isOutOfDescriptors(error)) throw error;
-      throw new SessionLogError(
-        `cannot make the session log folder ${dir} (${(error as Error).message}): start the bridge with a writable session root (--session-root DIR or HARNESS_SESSION_ROOT; the Python SDK's session_root=), or with --no-session-log to keep sessions in memory only`,
-      );
+      throw unusableFolder(dir, (error as Error).message);
     }
+  }
+
+  /**
+   * Refuses, at every entry point of the store (reads included), a workspace folder that no
+   * session can live in: a path component that is a file, a dangling symlink, a loop or not
+   * searchable. A folder not made yet under a usable parent is fine: reads find no sessions.
+   * Without this a read answers a bare errno as an internal error, or nothing at all, while the
+   * first prompt answers the `session-log` error; all of them answer that error now.
+   */
+  private checkFolder(): void {
+    const problem = folderProblem(this.directory);
+    if (problem !== undefined) throw unusableFolder(this.directory, problem);
   }
 
   /** The lock file beside a session's log (lock.ts). */
@@ -115,10 +159,12 @@ export class SessionStore implements SessionCatalog {
   private readonly catalog: FileCatalog;
 
   list(): { sessions: SessionListEntry[]; problems: string[] } {
+    this.checkFolder();
     return this.catalog.list();
   }
 
   read(sessionId: string, afterSeq: number | undefined, limit: number): SessionReadResult | undefined {
+    this.checkFolder();
     return this.catalog.read(sessionId, afterSeq, limit);
   }
 
@@ -137,6 +183,7 @@ export class SessionStore implements SessionCatalog {
   /** Under the session's lock: a session another process has open for writing is not deleted under it. */
   delete(sessionId: string): boolean {
     if (this.openLogs.has(sessionId)) throw new Error(`session ${sessionId} is open: unload it before deleting it`);
+    this.checkFolder();
     refuseSymlinkedFolder(this.directory);
     if (!this.exists(sessionId)) return false;
     return this.underLock(sessionId, () => this.catalog.delete(sessionId));
@@ -147,8 +194,9 @@ export class SessionStore implements SessionCatalog {
     return open?.current() ? open.entry() : undefined;
   }
 
-  /** Whether a session has a log in this workspace (nothing is created). */
+  /** Whether a session has a log in this workspace (nothing is created); a folder no log can be in is `SessionLogError`. */
   exists(sessionId: string): boolean {
+    this.checkFolder();
     return fs.existsSync(this.pathOf(sessionId));
   }
 
