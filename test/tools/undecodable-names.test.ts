@@ -71,6 +71,15 @@ describe.each(SEARCH_ENGINES)("names that are not valid UTF-8, %s engine", (engi
   }
 });
 
+describe("a pattern reaching outside (full mode: tinyglobby's walk)", () => {
+  it("lists only names that exist and counts the others", async () => {
+    const ctx = makeCtx(sb.ws, "full");
+    expect(text(await globTool.execute({ pattern: "../ws/**/*.txt" }, ctx))).toBe(
+      ["ok.txt", "real\uFFFD.txt", note("matching the pattern", 3, "$'caf\\xe9.txt', $'d\\xe9/', $'sub/b\\xff\\\\.txt'")].join("\n"),
+    );
+  });
+});
+
 describe("the file tools given the decoded name", () => {
   const ctx = makeCtx(sb.ws);
   it("read_file, edit_file and grep name the file on disk; write_file refuses to make a second one", async () => {
