@@ -10,6 +10,7 @@ import { isReachable, resolveInWorkspace } from "./workspace.js";
 import { ToolError } from "./types.js";
 import { O_PATH, SAFE, haveDescriptorPaths, procPath, realPathOf } from "./descriptor-paths.js";
 import { confinementRoot, kindOf, openError, outside } from "./confined-refusals.js";
+import { fsPath, nameOf } from "./raw-names.js";
 
 export interface OpenedFile {
   handle: FileHandle;
@@ -47,7 +48,7 @@ export async function checkPinned(pin: FileHandle, requested: string, root: stri
 async function pinExisting(absolute: string, requested: string, root: string | undefined, workspace: string, mode: PermissionMode, verb: string): Promise<Pinned> {
   let pin: FileHandle;
   try {
-    pin = await fs.open(absolute, O_PATH);
+    pin = await fs.open(fsPath(absolute), O_PATH);
   } catch (err) {
     throw openError(requested, err, verb);
   }
@@ -74,7 +75,7 @@ export async function reopen(p: Pinned, flags: number, requested: string, verb: 
 export async function openExistingByName(absolute: string, requested: string, root: string | undefined, workspace: string, mode: PermissionMode, flags: number, verb: string): Promise<OpenedFile> {
   let st;
   try {
-    st = await fs.stat(absolute);
+    st = await fs.stat(fsPath(absolute));
   } catch (err) {
     throw openError(requested, err, verb);
   }
@@ -82,15 +83,15 @@ export async function openExistingByName(absolute: string, requested: string, ro
   if (!st.isFile()) throw new ToolError(`${requested} is not a regular file (it is ${kindOf(st)})`);
   let handle: FileHandle;
   try {
-    handle = await fs.open(absolute, flags | SAFE);
+    handle = await fs.open(fsPath(absolute), flags | SAFE);
   } catch (err) {
     throw openError(requested, err, verb);
   }
   try {
     const held = await handle.stat();
     if (!held.isFile()) throw new ToolError(`${requested} is not a regular file (it is ${kindOf(held)})`);
-    const realPath = await fs.realpath(absolute);
-    const named = await fs.stat(realPath);
+    const realPath = nameOf(await fs.realpath(fsPath(absolute), "buffer"));
+    const named = await fs.stat(fsPath(realPath));
     if (named.ino !== held.ino || named.dev !== held.dev) throw new ToolError(`${requested} changed while it was being opened; try again`);
     if (root !== undefined && !isReachable(root, realPath)) throw outside(requested, realPath, workspace, mode, root);
     return { handle, size: held.size, realPath };

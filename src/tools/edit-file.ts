@@ -5,6 +5,7 @@
  * match count before it is built, so one `replaceAll` cannot turn a file under the cap into
  * hundreds of megabytes (on disk or in memory).
  */
+import { checkNameOnDisk } from "./name-on-disk.js";
 import { openForUpdate, readAll, writeAll } from "./confined-fs.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 
@@ -91,6 +92,7 @@ export const editFileTool: Tool = {
     const { oldText, newText } = args;
     if (oldText === newText) throw new ToolError("newText is identical to oldText; nothing to change");
     // Read and written back through one descriptor, checked (type, real path) when opened.
+    await checkNameOnDisk(ctx.workspace, args.path, ctx.permissionMode, "edit");
     const file = await openForUpdate(ctx.workspace, args.path, ctx.permissionMode);
     try {
       if (file.size > EDIT_FILE_MAX_BYTES) throw new ToolError(`${args.path} is ${file.size} bytes, over the ${EDIT_FILE_MAX_BYTES}-byte limit of edit_file`);

@@ -89,7 +89,7 @@ export const GITIGNORE_MAX_BYTES = 1024 * 1024;
  * and used only when it is a regular file of bounded size — a FIFO, a device or a link to one is
  * skipped.
  */
-export function readIgnoreFile(file: string): string | null | undefined {
+export function readIgnoreFile(file: string | Buffer): string | null | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW | fs.constants.O_NOCTTY);

@@ -23,6 +23,7 @@ import { sortPathsInSlices } from "./search/order.js";
 import { isInside } from "./workspace.js";
 import { isOutOfDescriptors, OutOfDescriptorsError, rethrowIfOutOfDescriptors } from "./out-of-descriptors.js";
 import { loadPackages } from "./packages-loader.js";
+import { fsPath, readFolder } from "./raw-names.js";
 import type { RulesIndex } from "./gitignore-rules.js";
 import { GITIGNORE_MAX_BYTES, loadIgnore, loopTurns, parseRules, readIgnoreFile } from "./gitignore-read.js";
 export { GITIGNORE_MAX_BYTES };
@@ -87,7 +88,7 @@ export class GitignoreFilter {
     const shown = () => path.relative(this.root, path.join(dir, ".gitignore")).split(path.sep).join("/");
     let text: string | null | undefined;
     try {
-      text = readIgnoreFile(path.join(dir, ".gitignore"));
+      text = readIgnoreFile(fsPath(path.join(dir, ".gitignore")));
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       return null; // no (readable) .gitignore here
@@ -186,7 +187,7 @@ export class GitignoreFilter {
     let isDir = entry.isDirectory();
     if (entry.isSymbolicLink()) {
       try {
-        isDir = fs.statSync(abs).isDirectory();
+        isDir = fs.statSync(fsPath(abs)).isDirectory();
       } catch {
         isDir = false;
       }
@@ -221,18 +222,21 @@ export class GitignoreFilter {
   fsAdapter(signal: AbortSignal): { readdir: typeof fs.readdir; readdirSync: typeof fs.readdirSync } {
     const readdir = ((dir: fs.PathLike, options: unknown, callback: (err: NodeJS.ErrnoException | null, entries: fs.Dirent[]) => void) => {
       void options;
-      fs.readdir(dir, { withFileTypes: true }, (err, entries) => {
-        // tinyglobby skips a folder it cannot read without a word; listFiles reports this one.
-        if (err && isOutOfDescriptors(err)) this.ranOutOfDescriptors = true;
-        if (err) return callback(err, []);
-        this.filterEntriesInSlices(path.resolve(String(dir)), entries, signal).then(
-          (kept) => callback(null, kept),
-          (e: unknown) => {
-            if (e instanceof OutOfDescriptorsError) this.ranOutOfDescriptors = true;
-            callback(e as NodeJS.ErrnoException, []);
-          },
-        );
-      });
+      readFolder(String(dir)).then(
+        (entries) =>
+          this.filterEntriesInSlices(path.resolve(String(dir)), entries, signal).then(
+            (kept) => callback(null, kept),
+            (e: unknown) => {
+              if (e instanceof OutOfDescriptorsError) this.ranOutOfDescriptors = true;
+              callback(e as NodeJS.ErrnoException, []);
+            },
+          ),
+        (err: NodeJS.ErrnoException) => {
+          // tinyglobby skips a folder it cannot read without a word; listFiles reports this one.
+          if (isOutOfDescriptors(err)) this.ranOutOfDescriptors = true;
+          callback(err, []);
+        },
+      );
     }) as unknown as typeof fs.readdir;
     // The synchronous walk (tinyglobby's `globSync`) cannot give the loop a turn: not offered.
     const readdirSync = (() => {
@@ -244,7 +248,9 @@ export class GitignoreFilter {
 
 /**
  * Every file under `root` that `.gitignore` keeps, relative to `root` with `/`, in walk order
- * (search/order.ts) — the built-in twin of `rg --files`: regular files only; in a confined mode
+ * (search/order.ts) — the built-in twin of `rg --files`, which lists names that are not valid
+ * UTF-8 as their bytes: such names come in the form of raw-names.ts (one-to-one with the bytes,
+ * never equal to a valid name), so callers can tell and count them; regular files only; in a confined mode
  * links are neither followed nor listed; `follow` follows them (never back into a folder above). Each folder is
  * read asynchronously and filtered in slices (`filterEntriesInSlices`), so the event loop is never held for long.
  */
@@ -262,14 +268,14 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
     const { dir, rel, above: aboveDir } = stack.pop()!;
     let above = aboveDir;
     if (options.follow) {
-      const st = await fs.promises.stat(dir).catch((err) => void rethrowIfOutOfDescriptors(err));
+      const st = await fs.promises.stat(fsPath(dir)).catch((err) => void rethrowIfOutOfDescriptors(err));
       const id = st ? `${st.dev}:${st.ino}` : dir;
       if (above.includes(id)) continue;
       above = [...above, id];
     }
     let entries: fs.Dirent[];
     try {
-      entries = await fs.promises.readdir(dir, { withFileTypes: true });
+      entries = await readFolder(dir);
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       continue; // vanished or unreadable
@@ -287,7 +293,7 @@ export async function walkFiles(options: { root: string; filter: GitignoreFilter
       const entryRel = rel === "" ? entry.name : `${rel}/${entry.name}`;
       let kind: "dir" | "file" | undefined = entry.isDirectory() ? "dir" : entry.isFile() ? "file" : undefined;
       if (entry.isSymbolicLink() && options.follow) {
-        const st = await fs.promises.stat(abs).catch((err) => void rethrowIfOutOfDescriptors(err));
+        const st = await fs.promises.stat(fsPath(abs)).catch((err) => void rethrowIfOutOfDescriptors(err));
         kind = st?.isDirectory() ? "dir" : st?.isFile() ? "file" : undefined;
       }
       if (kind === "dir") stack.push({ dir: abs, rel: entryRel, above });

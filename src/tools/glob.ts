@@ -15,6 +15,7 @@ import { ToolError, textOutput, type Tool } from "./types.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { RIPGREP_COMMON_FLAGS, findRipgrep, runRipgrep } from "./search/ripgrep.js";
 import { loadPackages } from "./packages-loader.js";
+import { UndecodableEntries, isUndecodable, pathOf } from "./raw-names.js";
 
 /** Paths returned at most; the rest is counted and cut. */
 export const GLOB_MAX_RESULTS = 1000;
@@ -30,10 +31,13 @@ type Picomatch = (glob: string, options: Record<string, unknown>) => Matcher;
 /**
  * The paths shown: the first `GLOB_MAX_RESULTS` matches in walk order that pass the check (in a
  * confined mode), and a count of all. Matches are checked in slices, concurrently; past the
- * limit they are only counted, so memory stays bounded whatever the tree.
+ * limit they are only counted, so memory stays bounded whatever the tree. A match whose name is
+ * not valid UTF-8 is never shown (no file tool could open it): it is counted, once checked, in
+ * `undecodable`, for the note.
  */
 class ShownPaths {
   readonly shown: string[] = [];
+  readonly undecodable = new UndecodableEntries();
   private pending: string[] = [];
   private matched = 0;
   private dropped = 0;
@@ -42,6 +46,10 @@ class ShownPaths {
 
   /** Adds a match; resolves once it is safe to add the next. */
   async add(file: string): Promise<void> {
+    if (isUndecodable(file)) {
+      if (!this.check || (await this.check.isShownFile(file))) this.undecodable.add(file);
+      return;
+    }
     this.matched++;
     if (this.shown.length + this.pending.length >= GLOB_MAX_RESULTS) return;
     this.pending.push(file);
@@ -71,7 +79,7 @@ async function ripgrepFiles(rg: string, cwd: string, follow: boolean, signal: Ab
     signal,
     separator: 0,
     onRecord: async (rec) => {
-      const file = rec.toString("utf8");
+      const file = pathOf(rec); // ripgrep prints a name that is not valid UTF-8 as its bytes
       if (match(file)) await sink.add(file);
       return true;
     },
@@ -149,7 +157,7 @@ export const globTool: Tool = {
     }
     const shown = sink.shown;
     const more = sink.more;
-    const note = unappliedNote(filter); // met only by the built-in walk: ripgrep applies every .gitignore
+    const note = [unappliedNote(filter), sink.undecodable.note("matching the pattern")].filter(Boolean).join("\n"); // the first met only by the built-in walk: ripgrep applies every .gitignore
     if (shown.length === 0) return textOutput(`No files match '${pattern}' (files ignored by .gitignore are skipped).${note ? `\n${note}` : ""}`);
     let text = shown.join("\n");
     if (more > 0) {

@@ -20,6 +20,8 @@ import { comparePaths } from "./search/order.js";
 import { ripgrepMatches, ripgrepSearch } from "./search/ripgrep-grep.js";
 import { ShownPathCheck } from "./search/verify.js";
 import { haveDescriptorPaths } from "./descriptor-paths.js";
+import { checkNameOnDisk } from "./name-on-disk.js";
+import { UndecodableEntries, isUndecodable } from "./raw-names.js";
 
 export { GREP_BINARY_SNIFF_BYTES, GREP_MAX_FILE_BYTES } from "./search/files.js";
 export { GREP_MAX_PATTERN_CHARS } from "./search/pattern.js";
@@ -65,6 +67,8 @@ interface Found {
   stoppedAt?: string;
   skippedLarge: number;
   binary: boolean;
+  /** Files with matching lines whose names are not valid UTF-8: not shown (no file tool could open them), named in a note. */
+  undecodable: UndecodableEntries;
 }
 
 /** Adds a file's matching lines (read race-free, search/files.ts) to `found`; returns whether to go on. */
@@ -72,6 +76,10 @@ function addLines(found: Found, shown: string, opened: MatchedLines): boolean {
   if (opened.kind === "large") found.skippedLarge++;
   if (opened.kind === "binary") found.binary = true;
   if (opened.kind !== "text") return true;
+  if (isUndecodable(shown)) {
+    if (opened.lines.length > 0) found.undecodable.add(shown);
+    return true;
+  }
   for (const [n, line] of opened.lines) {
     if (found.out.length >= GREP_MAX_MATCHES) {
       found.capped = true;
@@ -125,6 +133,7 @@ export const grepTool: Tool = {
     const re = await compileRe2(parsed, pattern); // validates the pattern for both engines alike
     const workspace = path.resolve(ctx.workspace);
     const confined = isConfined(ctx.permissionMode);
+    await checkNameOnDisk(workspace, requested, ctx.permissionMode, "search");
     const target = resolveInWorkspace(workspace, requested, ctx.permissionMode);
 
     let stat;
@@ -139,7 +148,7 @@ export const grepTool: Tool = {
     const single = !stat.isDirectory();
     if (single && !stat.isFile()) throw new ToolError(`${requested} is neither a regular file nor a folder`);
 
-    const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false };
+    const found: Found = { out: [], capped: false, skippedLarge: 0, binary: false, undecodable: new UndecodableEntries() };
     const rules = new GitignoreFilter(insideWs ? workspace : target, confined);
     const wanted = () => GREP_MAX_MATCHES + 1 - found.out.length;
     let rg = parsed.rust !== null ? await findRipgrep() : undefined;
@@ -209,7 +218,7 @@ export const grepTool: Tool = {
         } else {
           // The built-in engine starts afresh: drop what ripgrep's run had found before it stopped.
           rg = undefined;
-          Object.assign(found, { out: [], capped: false, skippedLarge: 0, binary: false, stoppedAt: undefined });
+          Object.assign(found, { out: [], capped: false, skippedLarge: 0, binary: false, stoppedAt: undefined, undecodable: new UndecodableEntries() });
         }
       }
       if (!done) {
@@ -245,6 +254,8 @@ export const grepTool: Tool = {
     if (single && found.binary) notes.push(`[${requested} is a binary file; not searched]`);
     const unapplied = rg ? undefined : unappliedNote(rules); // ripgrep applies every .gitignore
     if (unapplied) notes.push(unapplied);
+    const undecodable = found.undecodable.note("holding matches");
+    if (undecodable) notes.push(undecodable);
     if (found.out.length === 0) {
       const where = single ? requested : `${requested} (searched with ${engine}; .gitignore'd and binary files skipped)`;
       return textOutput([`No matches for ${parsed.display} in ${where}.`, ...notes].join("\n"));

@@ -2,6 +2,7 @@
  * `read_file {path, offset?, limit?}`: a text file's lines, numbered, within caps.
  */
 import type { JsonObject } from "../protocol/index.js";
+import { checkNameOnDisk } from "./name-on-disk.js";
 import { openForRead } from "./confined-fs.js";
 import type { OpenedFile } from "./confined-open.js";
 import { ToolError, textOutput, type Tool, type ToolOutput } from "./types.js";
@@ -75,6 +76,7 @@ export const readFileTool: Tool = {
     const offset = optionalPositiveInt(args, "offset") ?? 1;
     const limit = optionalPositiveInt(args, "limit") ?? READ_FILE_DEFAULT_LINES;
     // Opened once, checked on the descriptor (type, real path), read from that descriptor.
+    await checkNameOnDisk(ctx.workspace, args.path, ctx.permissionMode, "read");
     const file = await openForRead(ctx.workspace, args.path, ctx.permissionMode);
     try {
       if (file.size > READ_FILE_MAX_BYTES) {

@@ -1,6 +1,7 @@
 /**
  * `write_file {path, content}`: creates or overwrites a file, creating its parent folders.
  */
+import { checkNameOnDisk } from "./name-on-disk.js";
 import { openForWrite, writeAll } from "./confined-fs.js";
 import { ToolError, textOutput, type Tool } from "./types.js";
 
@@ -32,6 +33,7 @@ export const writeFileTool: Tool = {
     }
     const bytes = Buffer.from(args.content, "utf8");
     // Created (with its folders) or truncated through descriptors checked before a byte is written.
+    await checkNameOnDisk(ctx.workspace, args.path, ctx.permissionMode, "write");
     const file = await openForWrite(ctx.workspace, args.path, ctx.permissionMode);
     try {
       await writeAll(file, bytes, ctx.signal);

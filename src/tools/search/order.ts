@@ -2,15 +2,17 @@
  * The order of search results: a folder's entries by name (byte order of their UTF-8), each
  * folder's contents in its place — the order of a sorted depth-first walk, which is the order
  * `rg --sort path` prints. So `a/x` comes before `a.txt` (the folder `a` sorts before the name
- * `a.txt`), unlike a plain comparison of whole path strings.
+ * `a.txt`), unlike a plain comparison of whole path strings. A name that is not valid UTF-8
+ * (raw-names.ts) sorts by its bytes, as ripgrep sorts it.
  */
+import { bytesOf } from "../raw-names.js";
 
 // eslint-disable-next-line no-control-regex
 const ASCII = /^[\x00-\x7f]*$/;
 
 function compareNames(a: string, b: string): number {
   if (ASCII.test(a) && ASCII.test(b)) return a < b ? -1 : a > b ? 1 : 0;
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  return Buffer.compare(bytesOf(a), bytesOf(b));
 }
 
 /** Compares two `/`-separated relative paths in walk order. */

@@ -12,6 +12,7 @@
 import * as path from "node:path";
 import { GREP_MAX_FILE_BYTES, type LineMatch } from "./files.js";
 import { RIPGREP_COMMON_FLAGS, runRipgrep } from "./ripgrep.js";
+import { pathOf } from "../raw-names.js";
 
 const LARGE_DEBUG_LINE = /\bignoring (.+): (\d+) bytes$/;
 
@@ -68,7 +69,7 @@ export async function ripgrepSearch(options: {
   let lines: LineMatch[] = [];
   const flush = (): boolean | Promise<boolean> => {
     if (!current) return true;
-    const more = options.onFile(path.resolve(options.cwd, current.toString("utf8")), lines);
+    const more = options.onFile(path.resolve(options.cwd, pathOf(current)), lines); // a name that is not valid UTF-8 comes as its bytes
     current = undefined;
     lines = [];
     return more;

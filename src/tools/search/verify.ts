@@ -28,6 +28,10 @@ import { isReachable } from "../workspace.js";
 import { O_PATH, SAFE } from "../descriptor-paths.js";
 import { isOutOfDescriptors, rethrowIfOutOfDescriptors } from "../out-of-descriptors.js";
 import type { OpenedCandidate } from "./files.js";
+import { fsPath } from "../raw-names.js";
+
+/** `/proc/self/fd/N/name`, as bytes when the name is not valid UTF-8 (a walk's names, raw-names.ts). */
+const nameIn = (fd: number, name: string) => fsPath(`/proc/self/fd/${fd}/${name}`);
 
 /** Idle folder descriptors one search keeps for reuse. */
 export const MAX_HELD_DIRS = 64;
@@ -73,7 +77,7 @@ export class ShownPathCheck {
     try {
       // The workspace path itself may be a link (e.g. /tmp → /private/tmp); below it, none is followed.
       const noFollow = path.resolve(dir) === this.resolvedWorkspace ? 0 : C.O_NOFOLLOW;
-      fd = this.retryStarved(() => fs.openSync(dir, C.O_RDONLY | C.O_DIRECTORY | noFollow));
+      fd = this.retryStarved(() => fs.openSync(fsPath(dir), C.O_RDONLY | C.O_DIRECTORY | noFollow));
     } catch (err) {
       rethrowIfOutOfDescriptors(err);
       this.refused.add(dir); // gone, a link, or not a folder
@@ -147,7 +151,7 @@ export class ShownPathCheck {
       // A hidden file (~/.netrc in a home-folder workspace) is a name in a reachable folder.
       if (!isReachable(root, path.join(dir.real, name))) return false;
       try {
-        return fs.lstatSync(`/proc/self/fd/${dir.fd}/${name}`).isFile();
+        return fs.lstatSync(nameIn(dir.fd, name)).isFile();
       } catch (err) {
         rethrowIfOutOfDescriptors(err);
         return false;
@@ -177,7 +181,7 @@ export class ShownPathCheck {
       if (!isReachable(root, path.join(dir.real, name))) return undefined;
       let pin: number;
       try {
-        pin = this.retryStarved(() => fs.openSync(`/proc/self/fd/${dir.fd}/${name}`, O_PATH | C.O_NOFOLLOW));
+        pin = this.retryStarved(() => fs.openSync(nameIn(dir.fd, name), O_PATH | C.O_NOFOLLOW));
       } catch (err) {
         rethrowIfOutOfDescriptors(err);
         return undefined;
