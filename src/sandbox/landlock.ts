@@ -69,10 +69,13 @@ const real = (p: string) => {
 function pythonEnvironments(env: NodeJS.ProcessEnv): string[] {
   const candidates = (env.PATH ?? "").split(path.delimiter).filter((dir) => path.isAbsolute(dir) && path.basename(dir) === "bin").map((dir) => path.dirname(dir));
   if (env.VIRTUAL_ENV && path.isAbsolute(env.VIRTUAL_ENV)) candidates.push(env.VIRTUAL_ENV);
-  // Resolved first, its pyvenv.cfg looked for where it really is: a name that is swapped for a
-  // link between the two looks cannot lend its pyvenv.cfg to the link's target.
+  // The pyvenv.cfg that counts is the one where the folder really is: a name swapped for a link
+  // between the first look and the resolution cannot lend its pyvenv.cfg to the link's target.
+  // The first look, by name, keeps the usual PATH (no environment on it) at one check per entry
+  // on the start-up path.
   const found: string[] = [];
-  for (const dir of candidates.filter((dir) => !LANDLOCK_SYSTEM_READ.some((d) => isInside(d, dir)))) {
+  for (const dir of candidates) {
+    if (LANDLOCK_SYSTEM_READ.some((d) => isInside(d, dir)) || !exists(path.join(dir, "pyvenv.cfg"))) continue;
     const realDir = real(dir);
     if (realDir && exists(path.join(realDir, "pyvenv.cfg"))) found.push(realDir);
   }
