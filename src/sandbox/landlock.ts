@@ -69,7 +69,17 @@ const real = (p: string) => {
 function pythonEnvironments(env: NodeJS.ProcessEnv): string[] {
   const candidates = (env.PATH ?? "").split(path.delimiter).filter((dir) => path.isAbsolute(dir) && path.basename(dir) === "bin").map((dir) => path.dirname(dir));
   if (env.VIRTUAL_ENV && path.isAbsolute(env.VIRTUAL_ENV)) candidates.push(env.VIRTUAL_ENV);
-  return candidates.filter((dir) => !LANDLOCK_SYSTEM_READ.some((d) => isInside(d, dir)) && exists(path.join(dir, "pyvenv.cfg")));
+  // The pyvenv.cfg that counts is the one where the folder really is: a name swapped for a link
+  // between the first look and the resolution cannot lend its pyvenv.cfg to the link's target.
+  // The first look, by name, keeps the usual PATH (no environment on it) at one check per entry
+  // on the start-up path.
+  const found: string[] = [];
+  for (const dir of candidates) {
+    if (LANDLOCK_SYSTEM_READ.some((d) => isInside(d, dir)) || !exists(path.join(dir, "pyvenv.cfg"))) continue;
+    const realDir = real(dir);
+    if (realDir && exists(path.join(realDir, "pyvenv.cfg"))) found.push(realDir);
+  }
+  return found;
 }
 
 /** What a command's rules are made of besides its workspace and TMPDIR, as the folders are now. */
@@ -96,10 +106,7 @@ export function ruleParts(env: NodeJS.ProcessEnv = process.env): RuleParts {
     const dir = real(underHome(home, rel));
     if (dir && !touchesHidden(dir)) read.add(dir);
   }
-  for (const venv of pythonEnvironments(env)) {
-    const dir = real(venv);
-    if (dir && !touchesHidden(dir)) read.add(dir);
-  }
+  for (const dir of pythonEnvironments(env)) if (!touchesHidden(dir)) read.add(dir);
   for (const p of (env.HARNESS_SANDBOX_READ ?? "").split(":").filter((p) => path.isAbsolute(p))) {
     const dir = real(p);
     if (dir) read.add(dir);
@@ -143,9 +150,13 @@ export function landlockRules(
   const write = [...(workspace ? [workspace] : []), ...(tmp ? [tmp] : [])];
   const refused = workspace ? landlockRefusal(workspace, write, parts) : undefined;
   if (refused) return { refused };
+  // The helper opens each rule's path after this look, following links. A folder to read inside
+  // one to write (a project's activated `.venv`) is the command's to replace by a link to
+  // anywhere before that open: it gets no rule of its own, the write rule already allows it.
+  const read = parts.read.filter((p) => !write.some((w) => isInside(w, p)));
   return {
     args: [
-      ...parts.read.flatMap((p) => ["--ro", p]),
+      ...read.flatMap((p) => ["--ro", p]),
       ...LANDLOCK_DEVICES.filter(exists).flatMap((p) => ["--rw", p]),
       ...write.flatMap((p) => ["--rw", p]),
     ],

@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { hideFromSandbox } from "../../src/sandbox/hidden.js";
-import { ruleParts } from "../../src/sandbox/landlock.js";
+import { landlockCommand, ruleParts } from "../../src/sandbox/landlock.js";
 import { verifiedHelper } from "../../src/sandbox/landlock-helper.js";
 import { resetSandboxProbes, sandboxStatus } from "../../src/sandbox/probe.js";
 import { bashTool } from "../../src/tools/bash.js";
@@ -258,5 +258,37 @@ describe.runIf(process.platform === "linux")("a Python environment on PATH, unde
     expect(read).not.toContain(fs.realpathSync(home));
     const other = fakeVenv(path.join(sb.outside, "other"));
     expect(ruleParts({ ...env, PATH: `${path.join(other, "bin")}:/usr/bin` }).read).toContain(fs.realpathSync(other));
+  });
+});
+
+// A rule names a path the helper opens after the bridge looked at it. A Python environment on
+// PATH inside the workspace (an activated project `.venv`) is the model's to replace: swapped for
+// a link between the bridge's look and the helper's open, its rule would allow the link's target.
+describe.runIf(process.platform === "linux")("a Python environment on PATH inside the workspace, under Landlock", () => {
+  it("gets no rule of its own, so a link swapped in for it before the helper starts allows nothing outside", () => {
+    const ws = fs.realpathSync(sb.ws);
+    const venv = fakeVenv(path.join(ws, ".venv"));
+    const secret = path.join(fs.realpathSync(sb.outside), "secret-project");
+    fs.mkdirSync(secret);
+    fs.writeFileSync(path.join(secret, "key.txt"), "swap-canary");
+    const env = { ...process.env, PATH: `${path.join(venv, "bin")}:/usr/bin:/bin`, VIRTUAL_ENV: venv };
+    const argv = landlockCommand(ws, undefined, env);
+    // The model's command, between the rules and the helper: the environment becomes a link.
+    fs.rmSync(venv, { recursive: true });
+    fs.symlinkSync(secret, venv);
+    const run = spawnSync(argv[0], [...argv.slice(1), "/bin/sh", "-c", `cat ${q(path.join(venv, "key.txt"))} 2>/dev/null || echo refused`], { encoding: "utf8" });
+    expect(run.stdout).toBe("refused\n");
+    // The environment itself stays usable: the workspace's rule holds it.
+    fs.unlinkSync(venv);
+    fakeVenv(venv);
+    const again = landlockCommand(ws, undefined, env);
+    expect(spawnSync(again[0], [...again.slice(1), path.join(venv, "bin", "tool")], { encoding: "utf8" }).stdout).toContain("site-ok");
+  });
+
+  it("is judged by its real path: one on PATH by a link's name is readable where it really is", () => {
+    const venv = fakeVenv(path.join(sb.outside, "real-venv"));
+    const link = path.join(sb.outside, "linked");
+    fs.symlinkSync(venv, link);
+    expect(ruleParts({ ...process.env, PATH: `${path.join(link, "bin")}:/usr/bin` }).read).toContain(fs.realpathSync(venv));
   });
 });

@@ -199,3 +199,19 @@ def test_a_bridge_that_closes_its_stdout_but_lives_on_is_named_so(fake: Backend)
     assert info.value.exit_code is None
     call_within(30, c.close)
     assert c.process.poll() == 0
+
+
+def test_requests_given_up_on_before_the_bridge_read_them_are_not_kept(backend: Backend, stopped: List[int]) -> None:
+    """A caller that keeps sending to a stopped bridge, each call timing out: what waits to be
+    written is the frame the pipe began taking, not every request ever made (each here larger
+    than the pipe's buffer), and the bridge that resumes reading still answers."""
+    h = stopped_harness(backend, stopped)
+    client = h.client
+    writer = client._link.process.stdin  # type: ignore[union-attr]
+    for _ in range(20):
+        with pytest.raises(RequestTimeoutError):
+            call_within(60, client.session_steer, "no-such-session", BIG, timeout=0.05)
+    assert writer.queued <= 1, writer.queued
+    os.kill(client.process.pid, signal.SIGCONT)
+    call_within(60, h.run, "after")
+    call_within(60, h.close)

@@ -221,6 +221,9 @@ class Connection:
 
     def _forget(self, pending: Pending) -> None:
         self._router.forget(pending)
+        link = self._link
+        if link is not None:
+            link.withdraw(pending)
 
 
 # ------------------------------------------------------------------ the internal package's API

@@ -90,11 +90,18 @@ class Link:
                 raise TransportClosedError("the client is closing")
             router.add(pending, session_id)
         try:
-            self.process.stdin.write(data, functools.partial(self._unsent, pending))
+            self.process.stdin.write(data, functools.partial(self._unsent, pending), pending)
         except (OSError, ValueError) as exc:
             router.forget(pending)
             raise self._write_error(exc) from exc
         return pending
+
+    def withdraw(self, pending: Pending) -> None:
+        """The caller gave up on ``pending``: its request, if still wholly queued, is never
+        written (:meth:`~.stdin_writer.StdinWriter.withdraw`). Nothing in a fork, whose copy of
+        the writer's lock may be held for ever."""
+        if self.process.forked() is None:
+            self.process.stdin.withdraw(pending)
 
     def _write_error(self, exc: BaseException) -> TransportClosedError:
         reason = f"could not write to harness-bridge: {exc}"

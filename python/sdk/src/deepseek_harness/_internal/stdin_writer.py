@@ -6,7 +6,9 @@ reading at all; a frame larger than the pipe's buffer) is queued, whole frames i
 daemon thread carries the queue to the pipe as the bridge reads it. So a caller never waits on
 the pipe: its request's timeout, a cancel, Ctrl-C, an event loop's other tasks and ``close()``
 all keep working while the bridge does not read, and a frame is never torn by a caller giving
-up halfway through it.
+up halfway through it. A frame whose caller gave up before any byte of it was written is
+withdrawn (:meth:`StdinWriter.withdraw`): what waits for a stopped bridge is bounded by the calls
+still waiting, not by every call ever made while it did not read.
 
 The carrier thread lives only while the queue is not empty. It waits for the pipe in bounded
 slices, so once :meth:`StdinWriter.close` has dropped the queue it ends within one slice, even
@@ -43,7 +45,8 @@ class StdinWriter:
         os.set_blocking(self._fd, False)
         #: Guards the queue, ``_closed`` and every write to the pipe (held only for non-blocking calls).
         self._lock = threading.Lock()
-        self._queue: Deque[Tuple[memoryview, Optional[OnError]]] = collections.deque()
+        #: Each frame's unwritten rest, its error callback, its owner and its whole length.
+        self._queue: Deque[Tuple[memoryview, Optional[OnError], object, int]] = collections.deque()
         self._closed = False
         self._carrier: Optional[threading.Thread] = None
 
@@ -52,11 +55,12 @@ class StdinWriter:
         """How many frames wait for the bridge to read (for diagnostics and tests)."""
         return len(self._queue)
 
-    def write(self, data: bytes, on_error: Optional[OnError] = None) -> None:
+    def write(self, data: bytes, on_error: Optional[OnError] = None, owner: object = None) -> None:
         """Writes ``data`` now as far as the pipe takes it, and queues the rest. Raises the
         ``OSError`` of a write that failed here (``BrokenPipeError``: the bridge closed its
         stdin) and ``ValueError`` once closed; a failure of the queued rest, later, is given to
-        ``on_error`` instead (on the carrier thread)."""
+        ``on_error`` instead (on the carrier thread). ``owner`` names the frame for
+        :meth:`withdraw`."""
         with self._lock:
             if self._closed:
                 raise ValueError("write to a closed stdin")
@@ -65,10 +69,25 @@ class StdinWriter:
                 view = self._write_some(view)
                 if not view:
                     return
-            self._queue.append((view, on_error))
+            self._queue.append((view, on_error, owner, len(data)))
             if self._carrier is None:
                 self._carrier = threading.Thread(target=self._carry, name="harness-bridge-stdin", daemon=True)
                 self._carrier.start()
+
+    def withdraw(self, owner: object) -> bool:
+        """Drops the queued frame of ``owner`` if none of it was written yet (its caller gave
+        up: the bridge never sees it); one already begun is finished, never torn. True when a
+        frame was dropped."""
+        if owner is None:
+            return False
+        with self._lock:
+            for entry in self._queue:
+                if entry[2] is owner:
+                    if len(entry[0]) != entry[3]:
+                        return False
+                    self._queue.remove(entry)
+                    return True
+        return False
 
     def close(self) -> None:
         """Drops what is queued (the bridge was not reading it) and closes the pipe: the
@@ -119,7 +138,7 @@ class StdinWriter:
                 if self._closed:
                     self._carrier = None
                     return
-                view, on_error = self._queue[0]
+                view, on_error, owner, size = self._queue[0]
                 try:
                     rest = self._write_some(view)
                 except OSError as exc:
@@ -129,12 +148,12 @@ class StdinWriter:
                     self._carrier = None
                 else:
                     if rest:
-                        self._queue[0] = (rest, on_error)
+                        self._queue[0] = (rest, on_error, owner, size)
                     else:
                         self._queue.popleft()
                     continue
             log.debug("writing to harness-bridge stdin failed: %s", error)
-            for _view, callback in failed:
+            for _view, callback, _owner, _size in failed:
                 if callback is not None:
                     _report(callback, error)
             return
