@@ -222,7 +222,11 @@ function fakeVenv(dir: string): string {
   return dir;
 }
 
-const canMakeVenv = process.platform === "linux" && spawnSync("python3", ["-c", "import venv, ensurepip"]).status === 0;
+// The environment is made from a Python in the system folders, which commands read: one made from
+// a Python elsewhere needs that Python readable too (docs/tools.md), and the suites run with an
+// empty HOME, where no home toolchain (~/.pyenv) is.
+const systemPython = ["/usr/bin/python3", "/usr/local/bin/python3"].find((p) => fs.existsSync(p));
+const canMakeVenv = process.platform === "linux" && systemPython !== undefined && spawnSync(systemPython, ["-c", "import venv"]).status === 0;
 
 describe.runIf(process.platform === "linux")("a Python environment on PATH, under Landlock (HARNESS_BWRAP=off)", () => {
   it("is readable by commands: the tool in its bin reads its pyvenv.cfg and lib", async () => {
@@ -243,7 +247,7 @@ describe.runIf(process.platform === "linux")("a Python environment on PATH, unde
 
   it.runIf(canMakeVenv)("runs its python3", async () => {
     const venv = path.join(sb.outside, "venv");
-    expect(spawnSync("python3", ["-m", "venv", "--without-pip", venv]).status).toBe(0);
+    expect(spawnSync(systemPython!, ["-m", "venv", "--without-pip", venv]).status).toBe(0);
     process.env.PATH = `${path.join(venv, "bin")}:${process.env.PATH}`;
     const { out } = await sh(`python3 -c 'import sys; print("venv-python", sys.prefix != sys.base_prefix)'`);
     expect(out).toContain("venv-python True");
