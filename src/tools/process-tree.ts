@@ -14,36 +14,39 @@ import * as fs from "node:fs";
 
 export interface StrayProcess {
   pid: number;
-  /** Its start time (clock ticks since boot, /proc/PID/stat field 22): the pid's identity. */
-  start: string;
+  /** Its start time (`ProcStat.start`): the pid's identity. */
+  start: string | undefined;
   /** Whether it leads a process group of its own. */
   leader: boolean;
   /** The root's group, which it was in when found, or `undefined` if it was outside it. */
   group: number | undefined;
 }
 
-interface Stat {
+/** What /proc/PID/stat says of a process: its parent, its group and its start time. */
+export interface ProcStat {
   ppid: number;
   pgrp: number;
-  start: string;
+  /** Field 22, clock ticks since boot: with the pid, the process's identity (a reused pid starts later). */
+  start: string | undefined;
 }
 
-function stat(pid: number): Stat | undefined {
+/** `/proc/<pid>/stat` read (fields 4, 5 and 22); undefined when the process is gone or there is no /proc. */
+export function procStat(pid: number): ProcStat | undefined {
   let text: string;
   try {
-    text = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    text = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
   } catch {
     return undefined; // gone, or not Linux
   }
   // The name (field 2) is in parentheses and may hold anything, spaces and ')' included.
   const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
   // fields[0] is field 3 (state): ppid is field 4, pgrp field 5, starttime field 22.
-  return { ppid: Number(fields[1]), pgrp: Number(fields[2]), start: fields[19] ?? "" };
+  return { ppid: Number(fields[1]), pgrp: Number(fields[2]), start: fields[19] };
 }
 
 interface ProcessTable {
   children: Map<number, number[]>;
-  stats: Map<number, Stat>;
+  stats: Map<number, ProcStat>;
 }
 
 /**
@@ -56,7 +59,7 @@ let table: ProcessTable | undefined;
 function processTable(): ProcessTable {
   if (table) return table;
   const children = new Map<number, number[]>();
-  const stats = new Map<number, Stat>();
+  const stats = new Map<number, ProcStat>();
   let names: string[] = [];
   try {
     names = fs.readdirSync("/proc");
@@ -65,7 +68,7 @@ function processTable(): ProcessTable {
   }
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
-    const s = stat(Number(name));
+    const s = procStat(Number(name));
     if (!s) continue;
     stats.set(Number(name), s);
     const siblings = children.get(s.ppid);
@@ -102,8 +105,8 @@ export function descendants(root: number): StrayProcess[] {
  * outside the root's group: one still in it is the group's to end (its watcher among them).
  */
 export function signalStray(stray: StrayProcess, signal: NodeJS.Signals): void {
-  const now = stat(stray.pid);
-  if (now?.start !== stray.start || now.pgrp === stray.group) return;
+  const now = procStat(stray.pid);
+  if (!now || now.start !== stray.start || now.pgrp === stray.group) return;
   try {
     process.kill(stray.leader ? -stray.pid : stray.pid, signal);
   } catch {

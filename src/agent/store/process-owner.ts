@@ -14,6 +14,7 @@
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
+import { procStat } from "../../tools/process-tree.js";
 
 /** Who owns a lock or a folder. */
 export interface ProcessOwner {
@@ -37,16 +38,6 @@ export function commandOf(pid: number): string | undefined {
   }
 }
 
-function startTimeOf(pid: number): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
-    // The command name (field 2) is in parentheses and may hold spaces and ")": count after the last.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
-}
-
 function pidNamespace(): string | undefined {
   try {
     return fs.readlinkSync("/proc/self/ns/pid");
@@ -57,7 +48,7 @@ function pidNamespace(): string | undefined {
 
 const PIDNS = pidNamespace();
 /** This process. */
-export const SELF: ProcessOwner = { pid: process.pid, start: startTimeOf(process.pid) ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}) };
+export const SELF: ProcessOwner = { pid: process.pid, start: procStat(process.pid)?.start ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}) };
 
 /** This process's owner line. */
 export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
@@ -83,7 +74,7 @@ export function alive(owner: ProcessOwner, self: ProcessOwner = SELF): boolean {
     // EPERM: it exists (another user's); go on to its start time. ESRCH (or anything else for a valid pid): gone.
     if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
-  const start = startTimeOf(owner.pid);
+  const start = procStat(owner.pid)?.start;
   return !(start !== undefined && owner.start !== "" && start !== owner.start);
 }
 
