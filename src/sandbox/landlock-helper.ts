@@ -28,7 +28,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempSibling } from "../temp-name.js";
 import { hideFromSandbox, privateFolderName } from "./hidden.js";
-import { TEMP_FOLDER_FAILURE } from "./status.js";
+import { TEMP_FOLDER_FAILURE, failedForWantOfDescriptors } from "./status.js";
 
 /** Set by scripts/build.mjs; undefined when run from source. */
 declare const __LANDLOCK_HELPER_SHA256__: string | undefined;
@@ -152,7 +152,7 @@ function inTempFolder<T>(folder: string, use: () => T): T {
     return use();
   } catch (error) {
     const message = (error as Error).message;
-    if (/\bE[MN]FILE\b/.test(message)) throw error; // the open-file limit's, not the folder's (status.ts)
+    if (failedForWantOfDescriptors(message)) throw error; // the open-file limit's, not the folder's
     throw new Error(`the temporary folder ${folder} ${TEMP_FOLDER_FAILURE} (${message}); TMPDIR names where it goes`);
   }
 }

@@ -82,35 +82,21 @@ export const BRIDGE_FOLDER_FAILURE = "the bridge's session log folder";
  */
 export function noSandboxMessage(failure: string): string {
   const refusal = `bash was not run: permission mode 'workspace-write' runs commands only inside a sandbox (bubblewrap, or Landlock), and ${failure}. `;
+  const full = "or initialize with permissionMode \"full\" to run commands unconfined.";
   if (failedForWantOfDescriptors(failure)) {
     return (
       refusal +
       "The bridge had no file descriptor left to start the sandbox with (too many open files). " +
-      "Fix: close what holds descriptors, or raise the open-file limit (ulimit -n; 64 or more), and call bash again, " +
-      "or initialize with permissionMode \"full\" to run commands unconfined."
+      `Fix: close what holds descriptors, or raise the open-file limit (ulimit -n; 64 or more), and call bash again, ${full}`
     );
   }
-  if (failure.includes(TEMP_FOLDER_FAILURE)) {
-    return (
-      refusal +
-      "Fix: set TMPDIR to a folder this user can write, with room for the helper, and start the bridge again, " +
-      "or install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
-      "or initialize with permissionMode \"full\" to run commands unconfined."
-    );
-  }
-  if (failure.includes(BRIDGE_FOLDER_FAILURE)) {
-    return (
-      refusal +
-      "Fix: start the bridge with a session root outside the workspace (--session-root DIR or HARNESS_SESSION_ROOT; the Python SDK's session_root=), " +
-      "or with --no-session-log to keep sessions in memory only, " +
-      "or install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
-      "or initialize with permissionMode \"full\" to run commands unconfined."
-    );
-  }
-  return (
-    refusal +
-    "Fix: install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces, " +
-    "or run on a Linux kernel with Landlock enabled (5.13 or later), " +
-    "or initialize with permissionMode \"full\" to run commands unconfined."
-  );
+  // The failure's own fix first; bubblewrap, where it can run, confines whatever the cause.
+  const bubblewrap = "install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces";
+  const fixes = failure.includes(TEMP_FOLDER_FAILURE)
+    ? `set TMPDIR to a folder this user can write, with room for the helper, and start the bridge again, or ${bubblewrap}`
+    : failure.includes(BRIDGE_FOLDER_FAILURE)
+      ? "start the bridge with a session root outside the workspace (--session-root DIR or HARNESS_SESSION_ROOT; the Python SDK's session_root=), " +
+        `or with --no-session-log to keep sessions in memory only, or ${bubblewrap}`
+      : `${bubblewrap}, or run on a Linux kernel with Landlock enabled (5.13 or later)`;
+  return `${refusal}Fix: ${fixes}, ${full}`;
 }
