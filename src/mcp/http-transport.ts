@@ -163,8 +163,7 @@ export class HttpTransport extends StreamableHTTPClientTransport {
     const deliver = this.onmessage;
     this.onmessage = (message) => {
       if ("id" in message && !("method" in message) && message.id !== undefined) {
-        const request = this.unanswered.get(Number(message.id));
-        this.unanswered.delete(Number(message.id));
+        const request = this.take(message.id);
         if (request && sending.getStore() !== request.signal) request.abort(new Error(`MCP request ${message.id} was answered on another stream`));
       }
       deliver?.(message);
@@ -200,10 +199,14 @@ export class HttpTransport extends StreamableHTTPClientTransport {
 
   /** The bridge gave up on request `id` (timeout, abort): its POST and the reading of its response end now. */
   private giveUp(id: RequestId | undefined): void {
-    if (id === undefined) return;
+    if (id !== undefined) this.take(id)?.abort(new Error(`the bridge gave up on MCP request ${id}`));
+  }
+
+  /** Request `id`'s abort, no longer kept: it was answered or given up on. */
+  private take(id: RequestId): AbortController | undefined {
     const request = this.unanswered.get(Number(id));
     this.unanswered.delete(Number(id));
-    request?.abort(new Error(`the bridge gave up on MCP request ${id}`));
+    return request;
   }
 
   override async close(): Promise<void> {
