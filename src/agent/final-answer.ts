@@ -20,7 +20,7 @@ import type { JsonObject, JsonValue, ToolCallBlock } from "../protocol/index.js"
 import { FINAL_ANSWER_TOOL, MAX_OUTPUT_ATTEMPTS, type OutputInvalidReason } from "../protocol/index.js";
 import type { ToolSpec } from "../providers/types.js";
 import type { ToolOutput } from "../tools/types.js";
-import { expansionProblem, re2RegExp } from "../tools/json-schema-limits.js";
+import { checkerOptions, expansionProblem } from "../tools/json-schema-limits.js";
 import { loadPackages } from "../tools/packages-loader.js";
 
 /** Largest `outputSchema` accepted, as JSON. */
@@ -67,7 +67,7 @@ let engines: Promise<Engines> | undefined;
 function loadAjv(): Promise<Engines> {
   engines ??= loadPackages().then(({ ajv2020: ajvModule, re2js: re2Module }) => {
     const Ajv = ((ajvModule as unknown as { default: AjvClass }).default ?? ajvModule) as AjvClass;
-    const options = { strict: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp: re2RegExp(re2Module) } } as const;
+    const options = checkerOptions(re2Module);
     const schemaChecker = new Ajv(options);
     return { schemaChecker, compiler: () => new Ajv({ ...options, meta: false, validateSchema: false }), metaSchemas: new Set(Object.keys(schemaChecker.schemas)) };
   });

@@ -28,7 +28,7 @@
 import { Ajv } from "ajv";
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation";
 import type { JsonObject } from "../protocol/types.js";
-import { expansionProblem, re2RegExp } from "../tools/json-schema-limits.js";
+import { checkerOptions, expansionProblem } from "../tools/json-schema-limits.js";
 import { MAX_SCHEMA_BYTES } from "./names.js";
 
 /** The options of every schema's own Ajv, once re2js is loaded. */
@@ -38,7 +38,7 @@ let loading: Promise<void> | undefined;
 /** Loads re2js (by `loadRe2`: the main bundle's packages chunk), which the checks compile with; resolves at once after the first time. */
 export function ready(loadRe2: () => Promise<unknown>): Promise<void> {
   loading ??= loadRe2().then((re2js) => {
-    ajvOptions = { strict: false, validateSchema: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp: re2RegExp(re2js) } };
+    ajvOptions = { ...checkerOptions(re2js), validateSchema: false };
   });
   return loading;
 }

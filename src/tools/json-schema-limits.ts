@@ -14,8 +14,18 @@ export const MAX_SCHEMA_EXPANSION = 100_000;
 
 type Re2Module = { RE2JS: { compile(regex: string): { matcher(input: string): { find(): boolean } } } };
 
-/** Ajv's `code.regExp` on re2js (the packages chunk's `re2js` module). */
-export function re2RegExp(re2Module: unknown): ((pattern: string) => { test(s: string): boolean }) & { code: string } {
+/**
+ * The Ajv options every check of a schema the bridge did not write is made with (structured
+ * output's, MCP output schemas'): `pattern`s on re2js (the packages chunk's `re2js` module),
+ * `format` an annotation (its expressions are the native engine's), every error reported, and no
+ * schema a check refers to kept by the instance.
+ */
+export function checkerOptions(re2Module: unknown) {
+  return { strict: false, validateFormats: false, allErrors: true, addUsedSchema: false, code: { regExp: re2RegExp(re2Module) } } as const;
+}
+
+/** Ajv's `code.regExp` on re2js. */
+function re2RegExp(re2Module: unknown): ((pattern: string) => { test(s: string): boolean }) & { code: string } {
   const { RE2JS } = re2Module as Re2Module;
   return Object.assign(
     (pattern: string) => {
