@@ -326,13 +326,13 @@ function serve(options: CliOptions, secrets: Record<string, string>, served: { s
   // Logging is best effort: a client that died closes our stderr too, and an EPIPE there must
   // not kill the process before in-flight turns are aborted and their logs synced.
   whenStderrMade((stderr) => stderr.on("error", () => {}));
-  // The providers read their keys from this copy; the process's own environment loses them at
-  // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
   // A relative TMPDIR names a folder against this process's working directory, while what it
   // starts runs in the workspace: the Landlock helper, run from the private folder under TMPDIR,
   // would not be found there. Made absolute once, here, for everything that reads it after.
   const tmp = process.env.TMPDIR;
   if (tmp && !path.isAbsolute(tmp)) process.env.TMPDIR = path.resolve(tmp);
+  // The providers read their keys from this copy; the process's own environment loses them at
+  // once, so nothing the bridge starts (tools, ripgrep, later servers) can inherit one by mistake.
   const env = { ...process.env, ...secrets };
   for (const name of PROVIDER_KEY_VARIABLES) delete process.env[name];
   const redactor = secretRedactor([...PROVIDER_KEY_VARIABLES.map((name) => env[name]), ...exporterSecrets(env)]);
