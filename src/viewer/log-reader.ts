@@ -238,5 +238,6 @@ function unparsable(bytes: Buffer, length: number, why: string): ViewerEvent {
  * its head only: its bytes are counted, not kept.
  */
 function scanLines(fd: number, from: number, visit: (line: Line) => boolean): void {
-  eachLine(fd, from, (line, start, end, cut) => visit({ start, end, bytes: end - start - 1, head: line.subarray(0, HEAD_BYTES), body: cut ? undefined : line }), LINE_CAP);
+  // A whole line's bytes are those visited: the spaces after a log's last line (log-tail.ts) are no part of its event.
+  eachLine(fd, from, (line, start, end, cut) => visit({ start, end, bytes: cut ? end - start - 1 : line.length, head: line.subarray(0, HEAD_BYTES), body: cut ? undefined : line }), LINE_CAP);
 }

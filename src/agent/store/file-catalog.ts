@@ -120,7 +120,7 @@ export class FileCatalog {
       const scanned = scanLog(fd);
       if (!scanned) return undefined; // killed while writing its header: no session yet
       const entry = { ...scanned.entry, sessionId: id };
-      writeMeta(file, scanned.size, entry);
+      if (!scanned.padded) writeMeta(file, scanned.size, entry);
       return entry;
     });
   }
@@ -178,7 +178,9 @@ export class FileCatalog {
       let cut: number | undefined;
       const copied: Array<Pick<SessionEvent, "type" | "time" | "data">> = [];
       let titled = false;
-      const end = eachLine(fd, head.end, (line, start) => {
+      /** The last line copied: where its JSON ends (spaces may follow: log-tail.ts) and where it ends. */
+      let last = { jsonEnd: head.end, end: head.end };
+      const end = eachLine(fd, head.end, (line, start, lineEnd) => {
         const { type, time } = lineHead(line);
         if (type === "user/message" && turn !== undefined && turns >= turn) {
           cut = start;
@@ -194,13 +196,16 @@ export class FileCatalog {
             // an unparsable line is copied as it is: loading the fork treats it as loading the source does
           }
         } else if (time !== undefined) copied.push({ type: type as SessionEvent["type"], time, data: {} as never });
+        last = { jsonEnd: start + line.length, end: lineEnd };
         return true;
       });
       if (turn !== undefined && turn > turns) return { kind: "unknown-turn", turns };
       const header = forkHeader(head.header, this.workspace, sessionId, newSessionId, turn ?? turns);
       // The fork gets the checkpoints of the turns it copies (agent/checkpoints), not those an old session of its id left.
       removeLeftCheckpoints(target);
-      const size = writeFork(fd, target, header, head.end, cut ?? end);
+      // The source's spaces after its last line are not copied: the fork ends in that line's "\n".
+      const padded = cut === undefined && last.end === end && last.jsonEnd + 1 < end;
+      const size = writeFork(fd, target, header, head.end, padded ? last.jsonEnd : (cut ?? end), padded);
       const summary = new SummaryTracker(header);
       for (const event of copied) summary.absorb(event);
       // A fork is new: it is updated when it is made, whatever the times of the events it copied.
@@ -226,15 +231,16 @@ export class FileCatalog {
   }
 }
 
-/** Writes a fork's log (header, then bytes [`from`, `to`) of the source), fsynced; removes it again on failure. Returns its size. */
-function writeFork(source: number, target: string, header: SessionHeader, from: number, to: number): number {
+/** Writes a fork's log (header, bytes [`from`, `to`) of the source, then "\n" if `newline`), fsynced; removes it again on failure. Returns its size. */
+function writeFork(source: number, target: string, header: SessionHeader, from: number, to: number, newline: boolean): number {
   const fd = fs.openSync(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   try {
     fs.fchmodSync(fd, SESSION_FILE_MODE);
     const written = writeAll(fd, `${JSON.stringify(header)}\n`);
     copyRange(source, fd, from, to);
+    const closing = newline ? writeAll(fd, "\n") : 0;
     fs.fsyncSync(fd);
-    return written + (to - from);
+    return written + (to - from) + closing;
   } catch (error) {
     fs.rmSync(target, { force: true });
     throw error;

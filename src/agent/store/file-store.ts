@@ -3,9 +3,11 @@
  * non-live event, appended (synchronously, in order) before the event is announced.
  *
  * Files live under the session root, grouped by workspace, so that a user's repository is not
- * littered: `<root>/<workspace-name>-<hash>/<sessionId>.jsonl`. The log is fsynced at turn end
- * and at shutdown; a torn last line (the process killed mid-write) is dropped on load and cut
- * from the file so later appends start on a clean line.
+ * littered: `<root>/<workspace-name>-<hash>/<sessionId>.jsonl`. The log is synced
+ * (`fdatasync`) at turn end and at shutdown; a torn last line (the process killed mid-write) is
+ * dropped on load and cut from the file so later appends start on a clean line. While a log is
+ * open its last line carries spaces that the next lines are written over (log-tail.ts: a sync
+ * then writes no inode); they go when it is closed or loaded again.
  *
  * One writer per session across processes (lock.ts): a process writes a session only
  * while it holds the session's lock file, taken when the session is opened or a turn starts
@@ -13,20 +15,23 @@
  * process's prompt meanwhile is refused (`SessionLockedError`, -32001 `session-locked`); reads
  * (`session/list`, `session/read`) take no lock: they read whole lines only. A loaded session
  * whose file another process wrote or deleted while it was idle is reloaded from the file when
- * its next turn takes the lock. Appends use `O_APPEND`; a new log is created with `O_EXCL`
- * (never truncating one another process made), and a torn last line is cut only under the lock.
+ * its next turn takes the lock. Lines are written at the tail this process knows (log-tail.ts),
+ * only under the lock, after `current` has checked that no other process wrote since; a new
+ * log is created with `O_EXCL` (never truncating one another process made), and a torn last
+ * line is cut only under the lock.
  *
  * Logs hold tool output, which may hold secrets: the session root and each workspace folder are
  * 0700 and every log 0600, whatever the umask, and existing ones are tightened when opened.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { jsonLine } from "../../json-line.js";
+import { jsonLine, jsonText } from "../../json-line.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
 import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
 import { acquireLock, releaseLock, type HeldLock } from "./lock.js";
+import { LogTail } from "./log-tail.js";
 import {
   lockPathOf,
   logPath,
@@ -228,7 +233,7 @@ export class SessionStore implements SessionCatalog {
     // nowhere yet, and be created there), never a FIFO (opening it would block the bridge).
     if (stat && !stat.isFile()) throw new SessionLogError(`session log ${file} is not a regular file (a symlink, folder or FIFO); move it away to start the session afresh`);
     const loaded = stat ? loadLog(file) : undefined;
-    return loaded && new FileSessionLog(loaded.appendFd, file, loaded.header, loaded.events, lock, this.forget, loaded.titleSource);
+    return loaded && new FileSessionLog(loaded.fd, file, loaded.header, loaded.events, lock, this.forget, loaded.titleSource);
   }
 
   /**
@@ -239,10 +244,11 @@ export class SessionStore implements SessionCatalog {
   private create(file: string, header: SessionHeader, lock: HeldLock, replace = false): FileSessionLog | undefined {
     // Before the log exists: a removal that fails leaves no log that would be loaded with them.
     removeLeftCheckpoints(file);
-    const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_NOFOLLOW } = fs.constants;
+    const { O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW } = fs.constants;
     let fd: number;
     try {
-      fd = fs.openSync(file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | (replace ? O_TRUNC : O_EXCL), SESSION_FILE_MODE);
+      // Read as well: `LogTail.untouched` reads the byte where its next line would go.
+      fd = fs.openSync(file, O_RDWR | O_CREAT | O_NOFOLLOW | (replace ? O_TRUNC : O_EXCL), SESSION_FILE_MODE);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
       throw error;
@@ -260,8 +266,8 @@ export class SessionStore implements SessionCatalog {
 /** One session's log file, held open for appends while the session is loaded. */
 class FileSessionLog implements SessionLog {
   private closed = false;
-  /** Bytes of whole lines in the file: where a failed append is cut back to. */
-  private size: number;
+  /** Where the next line goes, and the file's size (log-tail.ts). */
+  private readonly tail: LogTail;
   private readonly summary: SummaryTracker;
   /** The log's size when its meta was last written. */
   private metaSize = -1;
@@ -279,7 +285,7 @@ class FileSessionLog implements SessionLog {
     titleSource?: SessionEvent,
   ) {
     const stat = fs.fstatSync(fd);
-    this.size = stat.size;
+    this.tail = new LogTail(fd, stat.size);
     this.ino = stat.ino;
     this.summary = SummaryTracker.of(header, titleSource ? [titleSource, ...loadedEvents] : loadedEvents);
   }
@@ -303,10 +309,14 @@ class FileSessionLog implements SessionLog {
     this.held = undefined;
   }
 
-  /** Whether the path still names this file and nothing but this process wrote it (the size the path shows is the inode's). */
+  /**
+   * Whether the path still names this file and nothing but this process wrote it: the size the
+   * path shows is the inode's, and a line written over this log's spaces starts where its next
+   * would (log-tail.ts `untouched`).
+   */
   current(): boolean {
     const now = fs.lstatSync(this.file, { throwIfNoEntry: false });
-    return now?.ino === this.ino && now.size === this.size;
+    return now?.ino === this.ino && now.size === this.tail.size && this.tail.untouched();
   }
 
   releaseLoaded(): void {
@@ -315,43 +325,31 @@ class FileSessionLog implements SessionLog {
 
   /**
    * Rewrites the meta file when the log grew since it was last written: only when the log is
-   * closed. A turn's sync writes none, because the fsync that makes a turn durable also commits
-   * every file-system change made since the last one (a meta's create and rename are most of
-   * that commit), and the meta is a cache: a listing in another process meanwhile finds it
-   * stale and reads the log (summary.ts). This process lists its open logs from memory.
+   * closed, its spaces trimmed (a meta records a size, and a line written over spaces changes
+   * none: a padded log's meta would look current after it). A turn's sync writes none, because
+   * the sync that makes a turn durable would also write the meta's create and rename, and the
+   * meta is a cache: a listing in another process meanwhile finds it stale and reads the log
+   * (summary.ts). This process lists its open logs from memory.
    */
   private writeMeta(): void {
-    // A file another process wrote since is not this log's to describe any more.
-    if (this.metaSize === this.size || !this.current()) return;
-    writeMeta(this.file, this.size, this.summary.entry());
-    this.metaSize = this.size;
+    if (this.metaSize === this.tail.size) return;
+    writeMeta(this.file, this.tail.size, this.summary.entry());
+    this.metaSize = this.tail.size;
   }
 
   append(event: SessionEvent, json?: string): void {
     // One writer per session: a write without the lock could interleave with another process's.
     if (!this.held) throw new Error(`session ${this.header.sessionId} was written without its lock (a bug)`);
-    let written = 0;
-    try {
-      const line = json !== undefined ? `${json}\n` : jsonLine(event);
-      // A long line is written piece by piece as it is encoded, never whole in memory.
-      if (typeof line === "string") written = writeAll(this.fd, line);
-      else for (const piece of line) written += writeAll(this.fd, piece);
-    } catch (error) {
-      // Cut the torn line off, so a later append does not glue onto it and corrupt the log.
-      try {
-        fs.ftruncateSync(this.fd, this.size);
-      } catch {
-        // the torn line stays; it is dropped on load if nothing follows it
-      }
-      throw error;
-    }
-    this.size += written;
+    // A long line is written piece by piece as it is encoded, never whole in memory (jsonLine
+    // makes pieces exactly when jsonText finds a long string).
+    this.tail.append(json ?? jsonText(event) ?? (jsonLine(event) as Iterable<Buffer>));
     this.summary.absorb(event);
   }
 
+  /** `fdatasync`: the data and what reading it back needs (the size), not the timestamps. */
   sync(): void {
     if (this.closed) return;
-    fs.fsyncSync(this.fd);
+    fs.fdatasyncSync(this.fd);
   }
 
   close(): void {
@@ -359,10 +357,27 @@ class FileSessionLog implements SessionLog {
     this.closed = true;
     this.onClose(this);
     try {
-      this.writeMeta();
+      this.trimUnderLock();
     } finally {
       fs.closeSync(this.fd);
       this.unlock();
+    }
+  }
+
+  /**
+   * The spaces trimmed and the meta written, under the session's lock (taken for this when a
+   * turn does not hold it), and only while the file is still this log: another process's lines
+   * since make it theirs to trim. Best effort: a lock held elsewhere, or a failure, leaves the
+   * spaces (a valid log; the next load trims them) and no meta (a listing scans the log).
+   */
+  private trimUnderLock(): void {
+    try {
+      this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId);
+      if (!this.current()) return;
+      this.tail.trim();
+      this.writeMeta();
+    } catch {
+      // left as it is: see above
     }
   }
 }

@@ -5,7 +5,7 @@
  * nothing here is on the start-up path. The default root alone is imported at `initialize`,
  * straight from root.ts.
  *
- * Inside the folder imports run one way: log-format.ts, log-lines.ts and process-owner.ts import
+ * Inside the folder imports run one way: log-format.ts, log-lines.ts, log-tail.ts and process-owner.ts import
  * no other file here; summary.ts, lock.ts, resume.ts and interface.ts only those; the catalog and
  * the stores build on them.
  *

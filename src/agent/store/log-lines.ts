@@ -3,7 +3,9 @@
  * what `session/list`, `session/read` and `session/fork` need of logs they do not hold open.
  *
  * Only lines ended by "\n" are whole; a last piece without one is a torn write (or one in
- * progress in another process) and is never visited.
+ * progress in another process) and is never visited. The last line of a log a bridge has open
+ * ends in spaces that its next lines will be written over (log-tail.ts); JSON allows them after
+ * a value, and a line is visited without them.
  *
  * Every event line starts `{"type":"…","seq":N,"time":T`, because `Session.emit` builds each
  * event with its keys in that order and the log holds it exactly as it was announced. So a
@@ -113,8 +115,8 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
       }
       const piece = chunk.subarray(offset, newline);
       if (!head && held + piece.length > maxLine) head = cutAt(piece);
-      const line = head ?? (pending.length ? Buffer.concat([...pending, piece]) : piece);
       const cut = head !== undefined;
+      const line = head ?? withoutSpaces(pending.length ? Buffer.concat([...pending, piece]) : piece);
       pending = [];
       held = 0;
       head = undefined;
@@ -126,6 +128,13 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
     }
     position += read;
   }
+}
+
+/** `line` without the spaces it ends in (log-tail.ts), if any. */
+function withoutSpaces(line: Buffer): Buffer {
+  let end = line.length;
+  while (end > 0 && line[end - 1] === 0x20) end--;
+  return end === line.length ? line : line.subarray(0, end);
 }
 
 /** The first line start at or after `pos`, or `limit` when no line starts in [`pos`, `limit`). */

@@ -94,25 +94,26 @@ export function firstUserMessage(fd: number, from: number, to: number): SessionE
   return found;
 }
 
-/** What `loadLog` found: the header, the events to replay, the first user message when the replay skipped it, and an `O_APPEND` descriptor. */
+/** What `loadLog` found: the header, the events to replay, the first user message when the replay skipped it, and a descriptor to write it (read and write, no `O_APPEND`: log-tail.ts). */
 export interface LoadedLog {
   header: SessionHeader;
   events: SessionEvent[];
   titleSource: SessionEvent | undefined;
-  appendFd: number;
+  fd: number;
 }
 
 /**
  * Loads a session log for writing; `undefined` when not even its header is whole (killed
- * while writing it: start afresh). A torn last line is cut: the caller holds the session's
- * lock (file-store.ts), so it is no other process's write in progress.
+ * while writing it: start afresh). A torn last line is cut, and the spaces a bridge left after
+ * the last line (log-tail.ts; killed before it closed the log) are trimmed: the caller holds
+ * the session's lock (file-store.ts), so it is no other process's write in progress.
  */
 export function loadLog(file: string): LoadedLog | undefined {
   // Read by lines from the file, not as one string: no copy of the whole log in memory beside
   // its events, and no limit from V8's longest string (a log past ~512 MiB could not load).
   // After a compaction only the header and the lines from the last `context/compacted`'s kept
   // history on are read (`replayOffset`): the bytes between are never loaded.
-  const fd = openForReading(file);
+  const reader = openForReading(file);
   let header: SessionHeader | undefined;
   /** The first line is JSON but no session header. */
   let notAHeader = false;
@@ -128,8 +129,10 @@ export function loadLog(file: string): LoadedLog | undefined {
   let skipped = false;
   /** The highest seq of the events read: where the session's numbering goes on. */
   let highest = 0;
+  /** The last parsable line: where its JSON ends (its spaces, if any, follow) and where it ends. */
+  let last = { jsonEnd: 0, end: 0 };
   const where = (line: number, start: number): string => (skipped ? `byte ${start}` : `line ${line}`);
-  const visit = (bytes: Buffer, start: number): boolean => {
+  const visit = (bytes: Buffer, start: number, end: number): boolean => {
     lines += 1;
     if (unparsable) {
       // Anything but the last whole line is corruption we must not paper over.
@@ -143,6 +146,7 @@ export function loadLog(file: string): LoadedLog | undefined {
       unparsable = { start, line: lines };
       return true;
     }
+    last = { jsonEnd: start + bytes.length, end };
     // Parsed, but nested too deep for anything done with it next (JSON.stringify recurses): the
     // replay would fail with a RangeError, reported as an internal error (log-lines.ts).
     if (parsedTooDeep(bytes, value)) {
@@ -161,12 +165,12 @@ export function loadLog(file: string): LoadedLog | undefined {
     return true;
   };
   try {
-    size = fs.fstatSync(fd).size;
+    size = fs.fstatSync(reader).size;
     // The header line first, then the replay from where the last compaction lets it start.
     let headerEnd = 0;
-    whole = eachLine(fd, 0, (bytes, start, end) => {
+    whole = eachLine(reader, 0, (bytes, start, end) => {
       headerEnd = end;
-      visit(bytes, start);
+      visit(bytes, start, end);
       return false;
     });
     // An unparsable header with more after it is no torn write (a kill tears only the last
@@ -175,25 +179,32 @@ export function loadLog(file: string): LoadedLog | undefined {
       throw new SessionLogError(`session log ${file} is corrupt at line 1 (its header); move it away to start the session afresh`);
     }
     if (header && !unparsable) {
-      const from = replayOffset(fd, size, headerEnd);
+      const from = replayOffset(reader, size, headerEnd);
       if (from > headerEnd) {
-        titleSource = firstUserMessage(fd, headerEnd, from);
+        titleSource = firstUserMessage(reader, headerEnd, from);
         skipped = true;
       }
-      whole = eachLine(fd, from, visit);
+      whole = eachLine(reader, from, visit);
     }
   } finally {
-    fs.closeSync(fd);
+    fs.closeSync(reader);
   }
   // Only lines followed by "\n" are whole; what follows the last one is a torn write.
-  const goodBytes = unparsable ? unparsable.start : whole;
+  const padded = !unparsable && last.end === whole && last.jsonEnd + 1 < whole;
+  const goodBytes = unparsable ? unparsable.start : padded ? last.jsonEnd + 1 : whole;
   if (notAHeader) throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   if (!header) return undefined; // killed while writing the header: start afresh
   // No seq left for a next event: refused before anything is cut or written (session.ts `emit`).
   if (highest >= Number.MAX_SAFE_INTEGER) throw noSeqLeft(`session log ${file}`, highest);
-  if (goodBytes < size) fs.truncateSync(file, goodBytes);
-  const appendFd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
-  fs.fchmodSync(appendFd, SESSION_FILE_MODE);
-  return { header, events, titleSource, appendFd };
+  const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
+  try {
+    fs.fchmodSync(fd, SESSION_FILE_MODE);
+    // The last line's "\n" before its spaces go, so no moment leaves it without one.
+    if (padded) fs.writeSync(fd, "\n", last.jsonEnd);
+    if (goodBytes < size) fs.ftruncateSync(fd, goodBytes);
+  } catch (error) {
+    fs.closeSync(fd);
+    throw error;
+  }
+  return { header, events, titleSource, fd };
 }
-

@@ -200,17 +200,21 @@ export function readMeta(logFile: string, sessionId: string, logSize: number): S
  * Reads a session's entry from its log (open `fd`), parsing only the lines that matter: the
  * header, the first `user/message` and each `turn/start`; of every other line only its head
  * (type and time), and `size`, the bytes of the whole lines it read: what a meta written from
- * this entry must record (another process may be appending while it reads). Returns
- * `undefined` for a log without a whole header line.
+ * this entry must record (another process may be appending while it reads). `padded`: the last
+ * line ends in spaces, so a bridge has the log open (or was killed with it open) and may write
+ * over them (log-tail.ts) without changing its size: no meta may be written from this scan. Returns `undefined` for a
+ * log without a whole header line.
  */
-export function scanLog(fd: number): { header: SessionHeader; entry: SessionListEntry; size: number } | undefined {
+export function scanLog(fd: number): { header: SessionHeader; entry: SessionListEntry; size: number; padded: boolean } | undefined {
   let header: SessionHeader | undefined;
+  let padded = false;
   let tracker: SummaryTracker | undefined;
   let titled = false;
   // A listing scans every log of the folder, chosen by no one: one file must not cost memory by
   // its size (a line of gigabytes, a sparse file without a newline). A longer line is seen by
   // its head only: its time counts, its text gives no title.
-  const size = eachLine(fd, 0, (line, _start, _end, cut) => {
+  const size = eachLine(fd, 0, (line, start, end, cut) => {
+    padded = !cut && end - start - 1 > line.length;
     if (!header) {
       if (cut) throw new Error(`the log's first line is longer than ${SCAN_LINE_CAP} bytes: no session header`);
       header = parseHeader(line);
@@ -232,5 +236,5 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
     } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
     return true;
   }, SCAN_LINE_CAP);
-  return header && tracker ? { header, entry: tracker.entry(), size } : undefined;
+  return header && tracker ? { header, entry: tracker.entry(), size, padded } : undefined;
 }
