@@ -101,18 +101,23 @@ export function runViewer(args: string[]): void {
   // A reader that went away (`view | head -1`) must not crash the server with EPIPE.
   process.stdout.on("error", () => {});
   process.stderr.on("error", () => {});
+  // The handlers come first: a signal that arrives before them takes its default action (the
+  // process killed, not exiting 0), and a client may send one the moment it reads the URL.
+  let serving: http.Server | undefined;
+  const stop = (): void => {
+    if (!serving) process.exit(0);
+    serving.close(() => process.exit(0));
+    // Open polls (keep-alive sockets) must not hold the exit.
+    serving.closeAllConnections();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
   startViewer(chosen).then(
     (server) => {
+      serving = server;
       const url = `http://${VIEWER_HOST}:${(server.address() as AddressInfo).port}/`;
       process.stdout.write(`${url}\n`);
       process.stderr.write(`harness-bridge view: sessions of ${chosen.workspace} (logs in ${chosen.sessionRoot}), read-only, at ${url} — Ctrl-C stops\n`);
-      const stop = (): void => {
-        server.close(() => process.exit(0));
-        // Open polls (keep-alive sockets) must not hold the exit.
-        server.closeAllConnections();
-      };
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
     },
     (error: Error) => {
       process.stderr.write(`error: cannot listen on ${VIEWER_HOST}:${chosen.port}: ${error.message}\n`);

@@ -331,6 +331,19 @@ describe("harness-bridge view (the binary)", () => {
     }
   });
 
+  it("exits 0 on a SIGTERM sent the moment its URL is read (its handlers are in place before it prints it)", async () => {
+    const { spawn } = await import("node:child_process");
+    const { BINARY } = await import("../support/raw-client.js");
+    // The client's race: a test that skips at once and stops the viewer (python/sdk/tests/test_viewer_browser.py without a browser).
+    for (let i = 0; i < 10; i++) {
+      const child = spawn(BINARY, ["view", "--session-root", root, "--workspace", workspace], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
+      const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("exit", (code, sig) => resolve([code, sig])));
+      await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
+      child.kill("SIGTERM");
+      expect(await exited).toEqual([0, null]);
+    }
+  });
+
   it("refuses a usage error with exit 2, and --stdio's bundle does not hold the viewer (it is a chunk of its own)", async () => {
     const { spawnSync } = await import("node:child_process");
     const { BINARY } = await import("../support/raw-client.js");
