@@ -16,7 +16,9 @@
  *   the protocol's pattern; logs are opened with O_NOFOLLOW and must be regular files.
  *
  * The cursor is a byte offset (the end of the last line sent), not a seq: a damaged line has no
- * seq, and an offset lets the page follow a log past one without seeing it twice.
+ * seq, and an offset lets the page follow a log past one without seeing it twice. After the last
+ * line of a log a bridge has open it is the byte after that line's JSON, where its next line
+ * will start (the spaces between are written over: log-tail.ts).
  *
  * @module
  */
@@ -151,20 +153,27 @@ export function readPage(directory: string, sessionId: string, from: number | "t
         skipped = from;
       }
     }
-    if (from > size || (from > 0 && !startsLine(fd, from))) return "bad-cursor";
+    if (from > size) return "bad-cursor";
     const page: SessionPage = { events: [], next: from, more: false, ...(header ? { header } : {}), ...(skipped ? { skipped } : {}) };
+    if (from > 0 && !startsLine(fd, from)) return spacesToEnd(fd, from - 1, size) ? page : "bad-cursor";
     let bytes = 0;
     scanLines(fd, from, (line) => {
       if (page.events.length >= PAGE_EVENTS || (page.events.length > 0 && bytes + line.bytes > PAGE_BYTES)) {
         page.more = true;
         return false;
       }
+      // The last line of a log a bridge has open ends in spaces (log-tail.ts): the next lines are
+      // written over them, from the byte after its JSON, so the cursor stops there; until that
+      // line is whole (a line of pieces is written in several writes) it is not shown.
+      const open = line.body !== undefined && line.end === size && line.end - line.start - 1 > line.bytes;
+      const event = line.start === 0 ? undefined : eventOf(line);
+      if (open && event?.type === "viewer/unparsable") return false;
       if (line.start === 0) {
         page.header = headerOf(line.body);
         if (!page.header) page.events.push(unparsable(line.head, line.bytes, "the first line is no session header"));
-      } else page.events.push(eventOf(line));
+      } else page.events.push(event!);
       bytes += line.body ? line.bytes : HEAD_BYTES;
-      page.next = line.end;
+      page.next = open ? line.start + line.bytes + 1 : line.end;
       return true;
     });
     return page;
@@ -184,6 +193,18 @@ function lineStartAfter(fd: number, at: number, size: number): number {
     position += read;
   }
   return 0;
+}
+
+/** Whether bytes [`at`, `size`) are spaces and the final "\n": the spaces after an open log's last line, where its next line will start. */
+function spacesToEnd(fd: number, at: number, size: number): boolean {
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  for (let position = at; position < size; ) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
+    if (read === 0) return false;
+    for (let i = 0; i < read; i++) if (chunk[i] !== 0x20 && !(chunk[i] === 10 && position + i === size - 1)) return false;
+    position += read;
+  }
+  return true;
 }
 
 function startsLine(fd: number, at: number): boolean {
