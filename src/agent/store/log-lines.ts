@@ -7,7 +7,7 @@
  * ends in spaces that its next lines will be written over (log-tail.ts); JSON allows them after
  * a value, and a line is visited without them. Those bytes change under a reader that takes no
  * lock: one read may end in the spaces and the next begin in a line written over them since,
- * which would glue that line onto the last; such a line is read again (`gluedAfterSpaces`).
+ * which would glue that line onto the last; such a line is read again (`jsonBeforeSpaces`).
  *
  * Every event line starts `{"type":"…","seq":N,"time":T`, because `Session.emit` builds each
  * event with its keys in that order and the log holds it exactly as it was announced. So a
@@ -131,7 +131,7 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
       // The spaces read before a line was written over them, and that line's rest after: read
       // this line again, now that the writer's "\n" ends it (log-tail.ts; a bound for a line
       // that really holds its JSON, spaces and more).
-      if (spacesAtRead && !cut && rereads < 3 && gluedAfterSpaces(line)) {
+      if (spacesAtRead && !cut && rereads < 3 && jsonBeforeSpaces(line)) {
         rereads++;
         spacesAtRead = false;
         position = lineStart;
@@ -149,9 +149,13 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
   }
 }
 
-/** Whether `line` is a JSON object followed by a space and more: two lines glued by a read across a write (see eachLine). */
-function gluedAfterSpaces(line: Buffer): boolean {
-  if (line[0] !== 0x7b) return false;
+/**
+ * The JSON object `line` starts with, when a space and more follow it: two lines glued, by a read
+ * across a write (see eachLine) or by a power loss that kept a later page of an unsynced line
+ * written over the spaces but not its first, with its "\n" (resume.ts). `undefined` otherwise.
+ */
+export function jsonBeforeSpaces(line: Buffer): Buffer | undefined {
+  if (line[0] !== 0x7b) return undefined;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < line.length; i++) {
@@ -161,9 +165,9 @@ function gluedAfterSpaces(line: Buffer): boolean {
       else if (byte === 0x22) inString = false;
     } else if (byte === 0x22) inString = true;
     else if (byte === 0x5b || byte === 0x7b) depth++;
-    else if ((byte === 0x5d || byte === 0x7d) && --depth === 0) return i + 1 < line.length && line[i + 1] === 0x20;
+    else if ((byte === 0x5d || byte === 0x7d) && --depth === 0) return i + 1 < line.length && line[i + 1] === 0x20 ? line.subarray(0, i + 1) : undefined;
   }
-  return false;
+  return undefined;
 }
 
 /** `line` without the spaces it ends in (log-tail.ts), if any. */

@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import type { SessionEvent } from "../../protocol/index.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { headerOf, noSeqLeft, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
-import { eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -122,6 +122,8 @@ export function loadLog(file: string): LoadedLog | undefined {
   let lines = 0;
   /** Where an unparsable whole line starts: only the last whole line may be one (a torn write). */
   let unparsable: { start: number; line: number } | undefined;
+  /** Where a line starts whose JSON the rest of a torn line follows after spaces (`jsonBeforeSpaces`): it too must be the last. */
+  let glued: { start: number; line: number } | undefined;
   let whole: number;
   /** The first user message, when the replay skipped it (the session's title comes from it). */
   let titleSource: SessionEvent | undefined;
@@ -134,15 +136,25 @@ export function loadLog(file: string): LoadedLog | undefined {
   const where = (line: number, start: number): string => (skipped ? `byte ${start}` : `line ${line}`);
   const visit = (bytes: Buffer, start: number, end: number): boolean => {
     lines += 1;
-    if (unparsable) {
+    const bad = unparsable ?? glued;
+    if (bad) {
       // Anything but the last whole line is corruption we must not paper over.
-      throw new SessionLogError(`session log ${file} is corrupt at ${where(unparsable.line, unparsable.start)}; move it away to start the session afresh`);
+      throw new SessionLogError(`session log ${file} is corrupt at ${where(bad.line, bad.start)}; move it away to start the session afresh`);
     }
     let value: unknown;
     try {
       value = JSON.parse(bytes.toString("utf8"));
     } catch {
-      // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
+      // A whole but unparsable last line is a torn write too (its bytes reached the disk out of
+      // order). One written over the spaces may have reached it without its first page: the last
+      // line's JSON, spaces, the rest of the torn line. That JSON is kept, as a padded last line.
+      const before = jsonBeforeSpaces(bytes);
+      if (before) {
+        lines -= 1;
+        visit(before, start, end);
+        glued = { start, line: lines };
+        return true;
+      }
       unparsable = { start, line: lines };
       return true;
     }
