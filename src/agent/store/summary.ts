@@ -214,7 +214,8 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
   // its size (a line of gigabytes, a sparse file without a newline). A longer line is seen by
   // its head only: its time counts, its text gives no title.
   const size = eachLine(fd, 0, (line, start, end, cut) => {
-    padded = !cut && end - start - 1 > line.length;
+    // A line read by its head only: its last byte before the "\n" tells (JSON ends in no space).
+    padded = cut ? endsInSpace(fd, end) : end - start - 1 > line.length;
     if (!header) {
       if (cut) throw new Error(`the log's first line is longer than ${SCAN_LINE_CAP} bytes: no session header`);
       header = parseHeader(line);
@@ -237,4 +238,10 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
     return true;
   }, SCAN_LINE_CAP);
   return header && tracker ? { header, entry: tracker.entry(), size, padded } : undefined;
+}
+
+/** Whether the line of `fd` that ends at `end` (after its "\n") has a space before its "\n". */
+function endsInSpace(fd: number, end: number): boolean {
+  const byte = Buffer.alloc(1);
+  return end >= 2 && fs.readSync(fd, byte, 0, 1, end - 2) === 1 && byte[0] === 0x20;
 }
