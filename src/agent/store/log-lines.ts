@@ -170,6 +170,38 @@ export function jsonBeforeSpaces(line: Buffer): Buffer | undefined {
   return undefined;
 }
 
+/**
+ * Where the JSON object starting at byte `from` of `fd` ends, when a space follows it before
+ * `to`: `jsonBeforeSpaces` over a piece with no "\n" (a torn last line), read in chunks.
+ */
+export function objectBeforeSpaceAt(fd: number, from: number, to: number): number | undefined {
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  for (let position = from; position < to; ) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, to - position), position);
+    if (read === 0) return undefined;
+    for (let i = 0; i < read; i++) {
+      const byte = chunk[i]!;
+      if (position + i === from && byte !== 0x7b) return undefined;
+      if (escaped) escaped = false;
+      else if (inString) {
+        if (byte === 0x5c) escaped = true;
+        else if (byte === 0x22) inString = false;
+      } else if (byte === 0x22) inString = true;
+      else if (byte === 0x5b || byte === 0x7b) depth++;
+      else if ((byte === 0x5d || byte === 0x7d) && --depth === 0) {
+        const end = position + i + 1;
+        const next = Buffer.alloc(1);
+        return end < to && fs.readSync(fd, next, 0, 1, end) === 1 && next[0] === 0x20 ? end : undefined;
+      }
+    }
+    position += read;
+  }
+  return undefined;
+}
+
 /** `line` without the spaces it ends in (log-tail.ts), if any. */
 function withoutSpaces(line: Buffer): Buffer {
   let end = line.length;

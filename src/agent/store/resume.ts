@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import type { SessionEvent } from "../../protocol/index.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { headerOf, noSeqLeft, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
-import { eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, objectBeforeSpaceAt, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -124,6 +124,8 @@ export function loadLog(file: string): LoadedLog | undefined {
   let unparsable: { start: number; line: number } | undefined;
   /** Where a line starts whose JSON the rest of a torn line follows after spaces (`jsonBeforeSpaces`): it too must be the last. */
   let glued: { start: number; line: number } | undefined;
+  /** The last line is one kept from a torn piece (no "\n" after its spaces): its "\n" is written. */
+  let tornAfterSpaces = false;
   let whole: number;
   /** The first user message, when the replay skipped it (the session's title comes from it). */
   let titleSource: SessionEvent | undefined;
@@ -197,12 +199,23 @@ export function loadLog(file: string): LoadedLog | undefined {
         skipped = true;
       }
       whole = eachLine(reader, from, visit);
+      // A torn last piece that is the last line's JSON and its spaces: a longer line written
+      // over them ran over the final "\n", and a power loss kept that but not the line's first
+      // page (its "\n") nor the file's growth. That JSON is kept, as a padded last line.
+      const jsonEnd = whole < size ? objectBeforeSpaceAt(reader, whole, size) : undefined;
+      if (!unparsable && !glued && jsonEnd !== undefined) {
+        const bytes = Buffer.alloc(jsonEnd - whole);
+        for (let at = 0; at < bytes.length; ) at += fs.readSync(reader, bytes, at, bytes.length - at, whole + at) || bytes.length;
+        visit(bytes, whole, size);
+        tornAfterSpaces = !unparsable;
+        whole = size;
+      }
     }
   } finally {
     fs.closeSync(reader);
   }
   // Only lines followed by "\n" are whole; what follows the last one is a torn write.
-  const padded = !unparsable && last.end === whole && last.jsonEnd + 1 < whole;
+  const padded = !unparsable && last.end === whole && (tornAfterSpaces || last.jsonEnd + 1 < whole);
   const goodBytes = unparsable ? unparsable.start : padded ? last.jsonEnd + 1 : whole;
   if (notAHeader) throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   if (!header) return undefined; // killed while writing the header: start afresh

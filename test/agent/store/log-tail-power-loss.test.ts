@@ -44,6 +44,30 @@ it("a synced last line followed on disk by the old spaces and the rest of an uns
   loaded.close();
 });
 
+it("a synced last line whose final newline an unsynced longer line overwrote, the line's first page lost and the file's growth too, loads", () => {
+  const store = new SessionStore(tmp, "/work/space");
+  const log = store.open("g", header);
+  for (let seq = 1; seq <= 3; seq++) log.append(event(seq));
+  log.sync();
+  const file = store.pathOf("g");
+  const synced = fs.readFileSync(file, "utf8");
+  const size = synced.length;
+  // Longer than the spaces left: it runs over the final "\n" and the file grows.
+  log.append(event(4, "y".repeat(size)));
+  const written = fs.readFileSync(file, "utf8");
+  log.close();
+  expect(written.length).toBeGreaterThan(size);
+  // The disk: the synced size, its last 100 bytes (the final "\n" among them) from the new line, the rest as synced.
+  const disk = synced.slice(0, size - 100) + written.slice(size - 100, size);
+  expect(disk.endsWith("\n")).toBe(false);
+  fs.writeFileSync(file, disk);
+  const jsonEnd = synced.trimEnd().length;
+  const loaded = store.open("g", header);
+  expect(loaded.loadedEvents.map((e) => e.seq)).toEqual([1, 2, 3]);
+  expect(fs.readFileSync(file, "utf8")).toBe(`${synced.slice(0, jsonEnd)}\n`);
+  loaded.close();
+});
+
 it("a line that is JSON, spaces and more, followed by another line, is still corruption, not a line to cut", () => {
   const store = new SessionStore(tmp, "/work/space");
   const log = store.open("q", header);
