@@ -64,7 +64,7 @@ export interface SessionPage {
  * with every session ever made); `entry` undefined for a file that holds no session yet (no
  * whole header line), so a large such file is not read again at every poll while unchanged.
  */
-export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry | undefined }>;
+export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry | undefined; spacesAt?: number }>;
 
 /** The workspace folder's sessions, newest first, and what could not be listed. Never writes. */
 export function listSessions(directory: string, cache: ListCache = new Map()): { sessions: SessionListEntry[]; problems: string[] } {
@@ -88,9 +88,12 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
     try {
       const { size, mtimeMs } = fs.lstatSync(file);
       const known = cache.get(file);
-      const entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : (readMeta(file, id, size) ?? scanned(file, id));
-      cache.set(file, { size, mtimeMs, entry });
-      if (entry) sessions.push(entry);
+      // A log a bridge has open is written over its spaces (log-tail.ts): its size stays, and its
+      // mtime may too (coarse clocks); the byte where its next line starts tells.
+      const same = known && known.size === size && known.mtimeMs === mtimeMs && (known.spacesAt === undefined || spaceAt(file, known.spacesAt));
+      const found = same ? known : readMetaEntry(file, id, size) ?? scanned(file, id);
+      cache.set(file, { size, mtimeMs, ...found });
+      if (found.entry) sessions.push(found.entry);
     } catch (error) {
       // The store's scan gives up on some damaged lines; the session is still worth showing.
       const header = headerOnly(directory, id);
@@ -102,13 +105,35 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
   return { sessions: sortEntries(sessions), problems };
 }
 
-/** A closed log's entry, scanned from the log itself (the stale meta is left as it is). */
-function scanned(file: string, id: string): SessionListEntry | undefined {
+function readMetaEntry(file: string, id: string, size: number): { entry: SessionListEntry } | undefined {
+  const entry = readMeta(file, id, size);
+  return entry && { entry };
+}
+
+/** A log's entry, scanned from the log itself (the stale meta is left as it is), and where its spaces start if it has any (a read by its head only: -1, never the same). */
+function scanned(file: string, id: string): { entry: SessionListEntry | undefined; spacesAt?: number } {
   const fd = openLogForReading(file);
-  if (fd === undefined) return undefined;
+  if (fd === undefined) return { entry: undefined };
   try {
     const found = scanLog(fd);
-    return found ? { ...found.entry, sessionId: id } : undefined;
+    if (!found) return { entry: undefined };
+    const entry = { ...found.entry, sessionId: id };
+    return found.padded ? { entry, spacesAt: found.spacesAt ?? -1 } : { entry };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Whether the byte at `at` of `file` is still a space (no line written there since). */
+function spaceAt(file: string, at: number): boolean {
+  const fd = openLogForReading(file);
+  if (fd === undefined || at < 0) {
+    if (fd !== undefined) fs.closeSync(fd);
+    return false;
+  }
+  try {
+    const byte = Buffer.alloc(1);
+    return fs.readSync(fd, byte, 0, 1, at) === 1 && byte[0] === 0x20;
   } finally {
     fs.closeSync(fd);
   }

@@ -1,14 +1,15 @@
 /**
  * The viewer following a log a bridge has open: its last line ends in spaces that the next lines
  * are written over (log-tail.ts), so a page's cursor must not pass them, and a line being
- * written over them (a line of pieces, json-line.ts) is not shown before it is whole.
+ * written over them (a line of pieces, json-line.ts) is not shown before it is whole; and the
+ * list cache, which a line written over them leaves the size of, must see it.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { LogTail } from "../../src/agent/store/log-tail.js";
-import { readPage, type SessionPage } from "../../src/viewer/log-reader.js";
+import { listSessions, readPage, type ListCache, type SessionPage } from "../../src/viewer/log-reader.js";
 
 let dir: string;
 beforeEach(() => {
@@ -54,6 +55,27 @@ it("a page's cursor stops at the last line's JSON, so the lines later written ov
     // Closed: the spaces trimmed, the cursor still a line start.
     tail.trim();
     expect(page(page(second.next).next).events).toEqual([]);
+  } finally {
+    fs.closeSync(fd);
+  }
+});
+
+it("the list cache sees a line written over the spaces though the log's size, and its mtime (coarse on many file systems), did not change", () => {
+  const file = path.join(dir, `${id}.jsonl`);
+  fs.writeFileSync(file, `${header}\n`);
+  const fd = fs.openSync(file, "r+");
+  try {
+    const tail = new LogTail(fd, fs.fstatSync(fd).size);
+    tail.append(JSON.stringify({ type: "turn/start", seq: 1, time: 1001, data: { turn: 1 } }));
+    fs.utimesSync(file, 1000, 1000);
+    const cache: ListCache = new Map();
+    expect(listSessions(dir, cache).sessions[0]!.turns).toBe(1);
+    const { size } = fs.statSync(file);
+    tail.append(JSON.stringify({ type: "turn/start", seq: 2, time: 1002, data: { turn: 2 } }));
+    // Written within the same clock tick: the same mtime.
+    fs.utimesSync(file, 1000, 1000);
+    expect(fs.statSync(file).size).toBe(size);
+    expect(listSessions(dir, cache).sessions[0]!.turns).toBe(2);
   } finally {
     fs.closeSync(fd);
   }
