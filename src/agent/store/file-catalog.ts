@@ -152,12 +152,13 @@ export class FileCatalog {
           // last line it tore when it was written over that line's spaces (resume.ts).
           const before = jsonBeforeSpaces(line);
           if (!before) return true;
-          line = before;
           try {
-            event = JSON.parse(line.toString("utf8")) as SessionEvent;
+            event = JSON.parse(before.toString("utf8")) as SessionEvent;
           } catch {
             return true;
           }
+          if (parsedTooDeep(before, event) || eventShapeProblem(event)) return true;
+          line = before;
         }
         // A line nested past MAX_NESTING parses but could never be sent (log-lines.ts): corrupt, as on load.
         if (parsedTooDeep(line, event)) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: nested deeper than ${MAX_NESTING} levels`);

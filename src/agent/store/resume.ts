@@ -94,6 +94,16 @@ export function firstUserMessage(fd: number, from: number, to: number): SessionE
   return found;
 }
 
+/** Whether `bytes` parse to an event the history can hold (a line kept before a torn one: else the whole line is torn). */
+function isEventText(bytes: Buffer): boolean {
+  try {
+    const value: unknown = JSON.parse(bytes.toString("utf8"));
+    return !parsedTooDeep(bytes, value) && !eventShapeProblem(value);
+  } catch {
+    return false;
+  }
+}
+
 /** What `loadLog` found: the header, the events to replay, the first user message when the replay skipped it, and a descriptor to write it (read and write, no `O_APPEND`: log-tail.ts). */
 export interface LoadedLog {
   header: SessionHeader;
@@ -150,8 +160,8 @@ export function loadLog(file: string): LoadedLog | undefined {
       // A whole but unparsable last line is a torn write too (its bytes reached the disk out of
       // order). One written over the spaces may have reached it without its first page: the last
       // line's JSON, spaces, the rest of the torn line. That JSON is kept, as a padded last line.
-      const before = jsonBeforeSpaces(bytes);
-      if (before) {
+      const before = header && jsonBeforeSpaces(bytes);
+      if (before && isEventText(before)) {
         lines -= 1;
         visit(before, start, end);
         glued = { start, line: lines };
@@ -206,9 +216,11 @@ export function loadLog(file: string): LoadedLog | undefined {
       if (!unparsable && !glued && jsonEnd !== undefined) {
         const bytes = Buffer.alloc(jsonEnd - whole);
         for (let at = 0; at < bytes.length; ) at += fs.readSync(reader, bytes, at, bytes.length - at, whole + at) || bytes.length;
-        visit(bytes, whole, size);
-        tornAfterSpaces = !unparsable;
-        whole = size;
+        if (isEventText(bytes)) {
+          visit(bytes, whole, size);
+          tornAfterSpaces = !unparsable;
+          whole = size;
+        }
       }
     }
   } finally {

@@ -77,3 +77,24 @@ it("a line that is JSON, spaces and more, followed by another line, is still cor
   fs.appendFileSync(file, `${JSON.stringify(event(2))}   {"x":1}\n${JSON.stringify(event(3))}\n`);
   expect(() => store.open("q", header)).toThrow(/corrupt at line 3/);
 });
+
+it("a last line that is JSON but no event, then spaces and more, is dropped as a torn line (as before), not refused", () => {
+  const store = new SessionStore(tmp, "/work/space");
+  const log = store.open("r", header);
+  log.append(event(1));
+  log.close();
+  const file = store.pathOf("r");
+  const before = fs.readFileSync(file, "utf8");
+  fs.appendFileSync(file, `{"x":1}   {"y"\n`);
+  expect(store.read("r", undefined, 10)!.events.map((e) => e.seq)).toEqual([1]);
+  const loaded = store.open("r", header);
+  expect(loaded.loadedEvents.map((e) => e.seq)).toEqual([1]);
+  expect(fs.readFileSync(file, "utf8")).toBe(before);
+  loaded.close();
+  // The same without its "\n".
+  fs.appendFileSync(file, `{"x":1}   {"y"`);
+  const again = store.open("r", header);
+  expect(again.loadedEvents.map((e) => e.seq)).toEqual([1]);
+  expect(fs.readFileSync(file, "utf8")).toBe(before);
+  again.close();
+});
