@@ -126,11 +126,8 @@ function scanned(file: string, id: string): { entry: SessionListEntry | undefine
 
 /** Whether the byte at `at` of `file` is still a space (no line written there since). */
 function spaceAt(file: string, at: number): boolean {
-  const fd = openLogForReading(file);
-  if (fd === undefined || at < 0) {
-    if (fd !== undefined) fs.closeSync(fd);
-    return false;
-  }
+  const fd = at < 0 ? undefined : openLogForReading(file);
+  if (fd === undefined) return false;
   try {
     const byte = Buffer.alloc(1);
     return fs.readSync(fd, byte, 0, 1, at) === 1 && byte[0] === 0x20;
