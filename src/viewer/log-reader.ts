@@ -16,7 +16,9 @@
  *   the protocol's pattern; logs are opened with O_NOFOLLOW and must be regular files.
  *
  * The cursor is a byte offset (the end of the last line sent), not a seq: a damaged line has no
- * seq, and an offset lets the page follow a log past one without seeing it twice.
+ * seq, and an offset lets the page follow a log past one without seeing it twice. After the last
+ * line of a log a bridge has open it is the byte after that line's JSON, where its next line
+ * will start (the spaces between are written over: log-tail.ts).
  *
  * @module
  */
@@ -62,7 +64,7 @@ export interface SessionPage {
  * with every session ever made); `entry` undefined for a file that holds no session yet (no
  * whole header line), so a large such file is not read again at every poll while unchanged.
  */
-export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry | undefined }>;
+export type ListCache = Map<string, { size: number; mtimeMs: number; entry: SessionListEntry | undefined; spacesAt?: number }>;
 
 /** The workspace folder's sessions, newest first, and what could not be listed. Never writes. */
 export function listSessions(directory: string, cache: ListCache = new Map()): { sessions: SessionListEntry[]; problems: string[] } {
@@ -86,9 +88,12 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
     try {
       const { size, mtimeMs } = fs.lstatSync(file);
       const known = cache.get(file);
-      const entry = known && known.size === size && known.mtimeMs === mtimeMs ? known.entry : (readMeta(file, id, size) ?? scanned(file, id));
-      cache.set(file, { size, mtimeMs, entry });
-      if (entry) sessions.push(entry);
+      // A log a bridge has open is written over its spaces (log-tail.ts): its size stays, and its
+      // mtime may too (coarse clocks); the byte where its next line starts tells.
+      const same = known && known.size === size && known.mtimeMs === mtimeMs && (known.spacesAt === undefined || spaceAt(file, known.spacesAt));
+      const found = same ? known : readMetaEntry(file, id, size) ?? scanned(file, id);
+      cache.set(file, { size, mtimeMs, ...found });
+      if (found.entry) sessions.push(found.entry);
     } catch (error) {
       // The store's scan gives up on some damaged lines; the session is still worth showing.
       const header = headerOnly(directory, id);
@@ -100,13 +105,32 @@ export function listSessions(directory: string, cache: ListCache = new Map()): {
   return { sessions: sortEntries(sessions), problems };
 }
 
-/** A closed log's entry, scanned from the log itself (the stale meta is left as it is). */
-function scanned(file: string, id: string): SessionListEntry | undefined {
+function readMetaEntry(file: string, id: string, size: number): { entry: SessionListEntry } | undefined {
+  const entry = readMeta(file, id, size);
+  return entry && { entry };
+}
+
+/** A log's entry, scanned from the log itself (the stale meta is left as it is), and where its spaces start if it has any (a read by its head only: -1, never the same). */
+function scanned(file: string, id: string): { entry: SessionListEntry | undefined; spacesAt?: number } {
   const fd = openLogForReading(file);
-  if (fd === undefined) return undefined;
+  if (fd === undefined) return { entry: undefined };
   try {
     const found = scanLog(fd);
-    return found ? { ...found.entry, sessionId: id } : undefined;
+    if (!found) return { entry: undefined };
+    const entry = { ...found.entry, sessionId: id };
+    return found.padded ? { entry, spacesAt: found.spacesAt ?? -1 } : { entry };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Whether the byte at `at` of `file` is still a space (no line written there since). */
+function spaceAt(file: string, at: number): boolean {
+  const fd = at < 0 ? undefined : openLogForReading(file);
+  if (fd === undefined) return false;
+  try {
+    const byte = Buffer.alloc(1);
+    return fs.readSync(fd, byte, 0, 1, at) === 1 && byte[0] === 0x20;
   } finally {
     fs.closeSync(fd);
   }
@@ -151,20 +175,27 @@ export function readPage(directory: string, sessionId: string, from: number | "t
         skipped = from;
       }
     }
-    if (from > size || (from > 0 && !startsLine(fd, from))) return "bad-cursor";
+    if (from > size) return "bad-cursor";
     const page: SessionPage = { events: [], next: from, more: false, ...(header ? { header } : {}), ...(skipped ? { skipped } : {}) };
+    if (from > 0 && !startsLine(fd, from)) return spacesToEnd(fd, from - 1, size) ? page : "bad-cursor";
     let bytes = 0;
     scanLines(fd, from, (line) => {
       if (page.events.length >= PAGE_EVENTS || (page.events.length > 0 && bytes + line.bytes > PAGE_BYTES)) {
         page.more = true;
         return false;
       }
+      // The last line of a log a bridge has open ends in spaces (log-tail.ts): the next lines are
+      // written over them, from the byte after its JSON, so the cursor stops there; until that
+      // line is whole (a line of pieces is written in several writes) it is not shown.
+      const open = line.body !== undefined && line.end === size && line.end - line.start - 1 > line.bytes;
+      const event = line.start === 0 ? undefined : eventOf(line);
+      if (open && event?.type === "viewer/unparsable") return false;
       if (line.start === 0) {
         page.header = headerOf(line.body);
         if (!page.header) page.events.push(unparsable(line.head, line.bytes, "the first line is no session header"));
-      } else page.events.push(eventOf(line));
+      } else page.events.push(event!);
       bytes += line.body ? line.bytes : HEAD_BYTES;
-      page.next = line.end;
+      page.next = open ? line.start + line.bytes + 1 : line.end;
       return true;
     });
     return page;
@@ -184,6 +215,18 @@ function lineStartAfter(fd: number, at: number, size: number): number {
     position += read;
   }
   return 0;
+}
+
+/** Whether bytes [`at`, `size`) are spaces and the final "\n": the spaces after an open log's last line, where its next line will start. */
+function spacesToEnd(fd: number, at: number, size: number): boolean {
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  for (let position = at; position < size; ) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
+    if (read === 0) return false;
+    for (let i = 0; i < read; i++) if (chunk[i] !== 0x20 && !(chunk[i] === 10 && position + i === size - 1)) return false;
+    position += read;
+  }
+  return true;
 }
 
 function startsLine(fd: number, at: number): boolean {

@@ -34,7 +34,7 @@ import {
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { skipOwnerFile } from "./lock.js";
-import { copyRange, eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { copyRange, eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
 /** Runs `use` on the log `file` opened for reading; `undefined` when there is no such log. */
@@ -147,8 +147,18 @@ export class FileCatalog {
         try {
           event = JSON.parse(line.toString("utf8")) as SessionEvent;
         } catch {
-          if (end === size) return true; // a whole but unparsable last line is a torn write (as on load)
-          throw new SessionLogError(`session log ${file} is corrupt at byte ${start}`);
+          if (end !== size) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}`);
+          // A whole but unparsable last line is a torn write (as on load), after the JSON of the
+          // last line it tore when it was written over that line's spaces (resume.ts).
+          const before = jsonBeforeSpaces(line);
+          if (!before) return true;
+          try {
+            event = JSON.parse(before.toString("utf8")) as SessionEvent;
+          } catch {
+            return true;
+          }
+          if (parsedTooDeep(before, event) || eventShapeProblem(event)) return true;
+          line = before;
         }
         // A line nested past MAX_NESTING parses but could never be sent (log-lines.ts): corrupt, as on load.
         if (parsedTooDeep(line, event)) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: nested deeper than ${MAX_NESTING} levels`);

@@ -5,7 +5,9 @@
  * Only lines ended by "\n" are whole; a last piece without one is a torn write (or one in
  * progress in another process) and is never visited. The last line of a log a bridge has open
  * ends in spaces that its next lines will be written over (log-tail.ts); JSON allows them after
- * a value, and a line is visited without them.
+ * a value, and a line is visited without them. Those bytes change under a reader that takes no
+ * lock: one read may end in the spaces and the next begin in a line written over them since,
+ * which would glue that line onto the last; such a line is read again (`jsonBeforeSpaces`).
  *
  * Every event line starts `{"type":"…","seq":N,"time":T`, because `Session.emit` builds each
  * event with its keys in that order and the log holds it exactly as it was announced. So a
@@ -82,6 +84,10 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
   let head: Buffer | undefined; // set once the line passed `maxLine`: its first bytes, all that is kept
   let lineStart = from;
   let accepted = from;
+  // A read ended in spaces of the line held (those after an open log's last line: log-tail.ts),
+  // and how often that line was read again because a line was written over them meanwhile.
+  let spacesAtRead = false;
+  let rereads = 0;
   // The first HEAD_BYTES of the line held so far and `piece` (no copy of the rest).
   const cutAt = (piece: Buffer): Buffer => {
     const parts: Buffer[] = [];
@@ -93,7 +99,7 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
     }
     return Buffer.concat(parts);
   };
-  for (;;) {
+  reading: for (;;) {
     const read = fs.readSync(fd, chunk, 0, chunk.length, position);
     if (read === 0) return accepted;
     let offset = 0;
@@ -110,16 +116,29 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
         } else {
           pending.push(Buffer.from(piece));
           held += piece.length;
+          spacesAtRead ||= piece.at(-1) === 0x20;
         }
         break;
       }
       const piece = chunk.subarray(offset, newline);
       if (!head && held + piece.length > maxLine) head = cutAt(piece);
       const cut = head !== undefined;
-      const line = head ?? withoutSpaces(pending.length ? Buffer.concat([...pending, piece]) : piece);
+      const whole = head ?? (pending.length ? Buffer.concat([...pending, piece]) : piece);
+      const line = cut ? whole : withoutSpaces(whole);
       pending = [];
       held = 0;
       head = undefined;
+      // The spaces read before a line was written over them, and that line's rest after: read
+      // this line again, now that the writer's "\n" ends it (log-tail.ts; a bound for a line
+      // that really holds its JSON, spaces and more).
+      if (spacesAtRead && !cut && rereads < 3 && jsonBeforeSpaces(line)) {
+        rereads++;
+        spacesAtRead = false;
+        position = lineStart;
+        continue reading;
+      }
+      spacesAtRead = false;
+      rereads = 0;
       const end = position + newline + 1;
       if (!visit(line, lineStart, end, cut)) return accepted;
       accepted = end;
@@ -128,6 +147,59 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
     }
     position += read;
   }
+}
+
+/**
+ * The JSON object `line` starts with, when a space and more follow it: two lines glued, by a read
+ * across a write (see eachLine) or by a power loss that kept a later page of an unsynced line
+ * written over the spaces but not its first, with its "\n" (resume.ts). `undefined` otherwise.
+ */
+export function jsonBeforeSpaces(line: Buffer): Buffer | undefined {
+  if (line[0] !== 0x7b) return undefined;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < line.length; i++) {
+    const byte = line[i]!;
+    if (inString) {
+      if (byte === 0x5c) i++;
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x5b || byte === 0x7b) depth++;
+    else if ((byte === 0x5d || byte === 0x7d) && --depth === 0) return i + 1 < line.length && line[i + 1] === 0x20 ? line.subarray(0, i + 1) : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Where the JSON object starting at byte `from` of `fd` ends, when a space follows it before
+ * `to`: `jsonBeforeSpaces` over a piece with no "\n" (a torn last line), read in chunks.
+ */
+export function objectBeforeSpaceAt(fd: number, from: number, to: number): number | undefined {
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  for (let position = from; position < to; ) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, to - position), position);
+    if (read === 0) return undefined;
+    for (let i = 0; i < read; i++) {
+      const byte = chunk[i]!;
+      if (position + i === from && byte !== 0x7b) return undefined;
+      if (escaped) escaped = false;
+      else if (inString) {
+        if (byte === 0x5c) escaped = true;
+        else if (byte === 0x22) inString = false;
+      } else if (byte === 0x22) inString = true;
+      else if (byte === 0x5b || byte === 0x7b) depth++;
+      else if ((byte === 0x5d || byte === 0x7d) && --depth === 0) {
+        const end = position + i + 1;
+        const next = Buffer.alloc(1);
+        return end < to && fs.readSync(fd, next, 0, 1, end) === 1 && next[0] === 0x20 ? end : undefined;
+      }
+    }
+    position += read;
+  }
+  return undefined;
 }
 
 /** `line` without the spaces it ends in (log-tail.ts), if any. */

@@ -27,7 +27,9 @@
  * Torn writes stay what they were: a kill in the middle of a line leaves a last line that does
  * not parse (its JSON cut, the old spaces after it) or one without "\n", and loading drops
  * either; after a power loss, what was written over synced spaces since the last sync reads
- * back as those spaces, or the line cut the same way.
+ * back as those spaces, or the line cut the same way, or (its first page lost, a later one
+ * kept) as the rest of the line after the old spaces, glued onto the synced last line: loading
+ * keeps that line's JSON and cuts the rest (resume.ts, log-lines.ts `jsonBeforeSpaces`).
  *
  * @module
  */

@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import type { SessionEvent } from "../../protocol/index.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { headerOf, noSeqLeft, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
-import { eachLine, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, objectBeforeSpaceAt, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -94,6 +94,16 @@ export function firstUserMessage(fd: number, from: number, to: number): SessionE
   return found;
 }
 
+/** Whether `bytes` parse to an event the history can hold (a line kept before a torn one: else the whole line is torn). */
+function isEventText(bytes: Buffer): boolean {
+  try {
+    const value: unknown = JSON.parse(bytes.toString("utf8"));
+    return !parsedTooDeep(bytes, value) && !eventShapeProblem(value);
+  } catch {
+    return false;
+  }
+}
+
 /** What `loadLog` found: the header, the events to replay, the first user message when the replay skipped it, and a descriptor to write it (read and write, no `O_APPEND`: log-tail.ts). */
 export interface LoadedLog {
   header: SessionHeader;
@@ -122,6 +132,10 @@ export function loadLog(file: string): LoadedLog | undefined {
   let lines = 0;
   /** Where an unparsable whole line starts: only the last whole line may be one (a torn write). */
   let unparsable: { start: number; line: number } | undefined;
+  /** Where a line starts whose JSON the rest of a torn line follows after spaces (`jsonBeforeSpaces`): it too must be the last. */
+  let glued: { start: number; line: number } | undefined;
+  /** The last line is one kept from a torn piece (no "\n" after its spaces): its "\n" is written. */
+  let tornAfterSpaces = false;
   let whole: number;
   /** The first user message, when the replay skipped it (the session's title comes from it). */
   let titleSource: SessionEvent | undefined;
@@ -134,15 +148,25 @@ export function loadLog(file: string): LoadedLog | undefined {
   const where = (line: number, start: number): string => (skipped ? `byte ${start}` : `line ${line}`);
   const visit = (bytes: Buffer, start: number, end: number): boolean => {
     lines += 1;
-    if (unparsable) {
+    const bad = unparsable ?? glued;
+    if (bad) {
       // Anything but the last whole line is corruption we must not paper over.
-      throw new SessionLogError(`session log ${file} is corrupt at ${where(unparsable.line, unparsable.start)}; move it away to start the session afresh`);
+      throw new SessionLogError(`session log ${file} is corrupt at ${where(bad.line, bad.start)}; move it away to start the session afresh`);
     }
     let value: unknown;
     try {
       value = JSON.parse(bytes.toString("utf8"));
     } catch {
-      // A whole but unparsable last line is a torn write too (its bytes reached the disk out of order).
+      // A whole but unparsable last line is a torn write too (its bytes reached the disk out of
+      // order). One written over the spaces may have reached it without its first page: the last
+      // line's JSON, spaces, the rest of the torn line. That JSON is kept, as a padded last line.
+      const before = header && jsonBeforeSpaces(bytes);
+      if (before && isEventText(before)) {
+        lines -= 1;
+        visit(before, start, end);
+        glued = { start, line: lines };
+        return true;
+      }
       unparsable = { start, line: lines };
       return true;
     }
@@ -185,12 +209,25 @@ export function loadLog(file: string): LoadedLog | undefined {
         skipped = true;
       }
       whole = eachLine(reader, from, visit);
+      // A torn last piece that is the last line's JSON and its spaces: a longer line written
+      // over them ran over the final "\n", and a power loss kept that but not the line's first
+      // page (its "\n") nor the file's growth. That JSON is kept, as a padded last line.
+      const jsonEnd = whole < size ? objectBeforeSpaceAt(reader, whole, size) : undefined;
+      if (!unparsable && !glued && jsonEnd !== undefined) {
+        const bytes = Buffer.alloc(jsonEnd - whole);
+        for (let at = 0; at < bytes.length; ) at += fs.readSync(reader, bytes, at, bytes.length - at, whole + at) || bytes.length;
+        if (isEventText(bytes)) {
+          visit(bytes, whole, size);
+          tornAfterSpaces = !unparsable;
+          whole = size;
+        }
+      }
     }
   } finally {
     fs.closeSync(reader);
   }
   // Only lines followed by "\n" are whole; what follows the last one is a torn write.
-  const padded = !unparsable && last.end === whole && last.jsonEnd + 1 < whole;
+  const padded = !unparsable && last.end === whole && (tornAfterSpaces || last.jsonEnd + 1 < whole);
   const goodBytes = unparsable ? unparsable.start : padded ? last.jsonEnd + 1 : whole;
   if (notAHeader) throw new SessionLogError(`session log ${file} does not start with a session header; move it away to start the session afresh`);
   if (!header) return undefined; // killed while writing the header: start afresh

@@ -202,19 +202,24 @@ export function readMeta(logFile: string, sessionId: string, logSize: number): S
  * (type and time), and `size`, the bytes of the whole lines it read: what a meta written from
  * this entry must record (another process may be appending while it reads). `padded`: the last
  * line ends in spaces, so a bridge has the log open (or was killed with it open) and may write
- * over them (log-tail.ts) without changing its size: no meta may be written from this scan. Returns `undefined` for a
- * log without a whole header line.
+ * over them (log-tail.ts) without changing its size: no meta may be written from this scan;
+ * `spacesAt`: where they start (a line written since puts its "\n" there). Returns `undefined`
+ * for a log without a whole header line.
  */
-export function scanLog(fd: number): { header: SessionHeader; entry: SessionListEntry; size: number; padded: boolean } | undefined {
+export function scanLog(fd: number): { header: SessionHeader; entry: SessionListEntry; size: number; padded: boolean; spacesAt?: number } | undefined {
   let header: SessionHeader | undefined;
   let padded = false;
+  /** Where the spaces after the last line start (its next line's first byte), when padded and not read by its head only. */
+  let spacesAt: number | undefined;
   let tracker: SummaryTracker | undefined;
   let titled = false;
   // A listing scans every log of the folder, chosen by no one: one file must not cost memory by
   // its size (a line of gigabytes, a sparse file without a newline). A longer line is seen by
   // its head only: its time counts, its text gives no title.
   const size = eachLine(fd, 0, (line, start, end, cut) => {
-    padded = !cut && end - start - 1 > line.length;
+    // A line read by its head only: its last byte before the "\n" tells (JSON ends in no space).
+    padded = cut ? endsInSpace(fd, end) : end - start - 1 > line.length;
+    spacesAt = padded && !cut ? start + line.length : undefined;
     if (!header) {
       if (cut) throw new Error(`the log's first line is longer than ${SCAN_LINE_CAP} bytes: no session header`);
       header = parseHeader(line);
@@ -236,5 +241,11 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
     } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
     return true;
   }, SCAN_LINE_CAP);
-  return header && tracker ? { header, entry: tracker.entry(), size, padded } : undefined;
+  return header && tracker ? { header, entry: tracker.entry(), size, padded, ...(spacesAt === undefined ? {} : { spacesAt }) } : undefined;
+}
+
+/** Whether the line of `fd` that ends at `end` (after its "\n") has a space before its "\n". */
+function endsInSpace(fd: number, end: number): boolean {
+  const byte = Buffer.alloc(1);
+  return end >= 2 && fs.readSync(fd, byte, 0, 1, end - 2) === 1 && byte[0] === 0x20;
 }
