@@ -275,7 +275,10 @@ class DeepSeekHarness:
 
     def log_path_of(self, session_id: str) -> Optional[Path]:
         """Where the bridge keeps the log of ``session_id`` (None with ``--no-session-log``);
-        the file exists once the session has been prompted. The folder is the bridge's answer
+        the file exists once the session has been prompted. It is JSONL: a header line, then one
+        event per line. While a bridge has it open its last line ends in spaces before the
+        newline (lines are written over them), which ``json.loads`` of each line takes as they
+        are; a line being written may be torn. The folder is the bridge's answer
         to ``session/list``: the first call starts the bridge and asks, unless
         :meth:`list_sessions` already did."""
         if not self._log_folder.known:
