@@ -3,11 +3,11 @@
  * ahead of it so that a turn's lines overwrite bytes the file already has.
  *
  * Why: a turn is made durable by syncing its log. An append grows the file, so the sync must
- * also write the inode (the new size; on a journaled file system, a journal commit), which
- * costs about as much again as the data itself (bench/README.md, round 15: 1.4–2.4× the
- * overwrite's sync). Lines written over spaces the file already holds change no size, so
- * `fdatasync` writes the data alone. Databases keep their write-ahead logs preallocated for
- * the same reason.
+ * also write the inode (the new size; on a journaled file system, a journal commit). Lines
+ * written over spaces the file already holds change no size, so `fdatasync` writes the data
+ * alone: on a journaled ext4 that halves what the log adds to a turn; on ext4 without a
+ * journal the turn's other metadata (the lock) leaves no gain (bench/README.md, round 15).
+ * Databases keep their write-ahead logs preallocated for the same reason.
  *
  * The file stays a JSONL file at every byte: the spaces trail the last line's JSON, and JSON
  * allows whitespace after a value, so any reader that parses line by line reads the same
