@@ -27,7 +27,7 @@ import * as path from "node:path";
 import { isObject } from "../json-value.js";
 import type { SessionListEntry } from "../protocol/sessions-types.js";
 import { isSessionId, logPath, openLogForReading, parseHeader, refuseSymlinkedFolder, type SessionHeader } from "../agent/store/log-format.js";
-import { eachLine, lineHead, MAX_NESTING, nestedTooDeep } from "../agent/store/log-lines.js";
+import { byteAt, eachLine, lineHead, MAX_NESTING, nestedTooDeep } from "../agent/store/log-lines.js";
 import { readMeta, scanLog, sortEntries } from "../agent/store/summary.js";
 
 /** Most lines in one page. */
@@ -129,8 +129,7 @@ function spaceAt(file: string, at: number): boolean {
   const fd = at < 0 ? undefined : openLogForReading(file);
   if (fd === undefined) return false;
   try {
-    const byte = Buffer.alloc(1);
-    return fs.readSync(fd, byte, 0, 1, at) === 1 && byte[0] === 0x20;
+    return byteAt(fd, at) === 0x20;
   } finally {
     fs.closeSync(fd);
   }
@@ -230,8 +229,7 @@ function spacesToEnd(fd: number, at: number, size: number): boolean {
 }
 
 function startsLine(fd: number, at: number): boolean {
-  const byte = Buffer.alloc(1);
-  return fs.readSync(fd, byte, 0, 1, at - 1) === 1 && byte[0] === 10;
+  return byteAt(fd, at - 1) === 10;
 }
 
 function headerOf(body: Buffer | undefined): SessionHeader | undefined {

@@ -150,24 +150,44 @@ export function eachLine(fd: number, from: number, visit: (line: Buffer, start: 
 }
 
 /**
+ * Finds where a JSON object that begins a text ends, fed the text piece by piece (strings and
+ * their escapes skipped, arrays and objects counted), so a piece read from a file and a line in
+ * memory are scanned alike.
+ */
+class ObjectEnd {
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  private started = false;
+
+  /** After `piece`: the index in it just past the object's closing brace, `undefined` while the object is open, `-1` when the text does not start with one. */
+  feed(piece: Buffer): number | undefined {
+    for (let i = 0; i < piece.length; i++) {
+      const byte = piece[i]!;
+      if (!this.started) {
+        if (byte !== 0x7b) return -1;
+        this.started = true;
+      }
+      if (this.escaped) this.escaped = false;
+      else if (this.inString) {
+        if (byte === 0x5c) this.escaped = true;
+        else if (byte === 0x22) this.inString = false;
+      } else if (byte === 0x22) this.inString = true;
+      else if (byte === 0x5b || byte === 0x7b) this.depth++;
+      else if ((byte === 0x5d || byte === 0x7d) && --this.depth === 0) return i + 1;
+    }
+    return undefined;
+  }
+}
+
+/**
  * The JSON object `line` starts with, when a space and more follow it: two lines glued, by a read
  * across a write (see eachLine) or by a power loss that kept a later page of an unsynced line
  * written over the spaces but not its first, with its "\n" (resume.ts). `undefined` otherwise.
  */
 export function jsonBeforeSpaces(line: Buffer): Buffer | undefined {
-  if (line[0] !== 0x7b) return undefined;
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < line.length; i++) {
-    const byte = line[i]!;
-    if (inString) {
-      if (byte === 0x5c) i++;
-      else if (byte === 0x22) inString = false;
-    } else if (byte === 0x22) inString = true;
-    else if (byte === 0x5b || byte === 0x7b) depth++;
-    else if ((byte === 0x5d || byte === 0x7d) && --depth === 0) return i + 1 < line.length && line[i + 1] === 0x20 ? line.subarray(0, i + 1) : undefined;
-  }
-  return undefined;
+  const end = new ObjectEnd().feed(line);
+  return end !== undefined && end > 0 && line[end] === 0x20 ? line.subarray(0, end) : undefined;
 }
 
 /**
@@ -176,30 +196,25 @@ export function jsonBeforeSpaces(line: Buffer): Buffer | undefined {
  */
 export function objectBeforeSpaceAt(fd: number, from: number, to: number): number | undefined {
   const chunk = Buffer.allocUnsafe(64 * 1024);
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
+  const scan = new ObjectEnd();
   for (let position = from; position < to; ) {
     const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, to - position), position);
     if (read === 0) return undefined;
-    for (let i = 0; i < read; i++) {
-      const byte = chunk[i]!;
-      if (position + i === from && byte !== 0x7b) return undefined;
-      if (escaped) escaped = false;
-      else if (inString) {
-        if (byte === 0x5c) escaped = true;
-        else if (byte === 0x22) inString = false;
-      } else if (byte === 0x22) inString = true;
-      else if (byte === 0x5b || byte === 0x7b) depth++;
-      else if ((byte === 0x5d || byte === 0x7d) && --depth === 0) {
-        const end = position + i + 1;
-        const next = Buffer.alloc(1);
-        return end < to && fs.readSync(fd, next, 0, 1, end) === 1 && next[0] === 0x20 ? end : undefined;
-      }
+    const found = scan.feed(chunk.subarray(0, read));
+    if (found === -1) return undefined;
+    if (found !== undefined) {
+      const end = position + found;
+      return end < to && byteAt(fd, end) === 0x20 ? end : undefined;
     }
     position += read;
   }
   return undefined;
+}
+
+/** The byte at `position` of `fd`, `undefined` past its end. */
+export function byteAt(fd: number, position: number): number | undefined {
+  const byte = Buffer.allocUnsafe(1);
+  return position >= 0 && fs.readSync(fd, byte, 0, 1, position) === 1 ? byte[0] : undefined;
 }
 
 /** `line` without the spaces it ends in (log-tail.ts), if any. */

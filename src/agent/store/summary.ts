@@ -18,7 +18,7 @@ import { TITLE_MAX_CHARS, type SessionListEntry } from "../../protocol/sessions-
 import type { SessionEvent, TextBlock } from "../../protocol/types.js";
 import { tempSibling } from "../../temp-name.js";
 import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
-import { eachLine, lineHead } from "./log-lines.js";
+import { byteAt, eachLine, lineHead } from "./log-lines.js";
 import { blocksProblem } from "./event-shape.js";
 import { isObject } from "../../json-value.js";
 
@@ -246,6 +246,5 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
 
 /** Whether the line of `fd` that ends at `end` (after its "\n") has a space before its "\n". */
 function endsInSpace(fd: number, end: number): boolean {
-  const byte = Buffer.alloc(1);
-  return end >= 2 && fs.readSync(fd, byte, 0, 1, end - 2) === 1 && byte[0] === 0x20;
+  return end >= 2 && byteAt(fd, end - 2) === 0x20;
 }
