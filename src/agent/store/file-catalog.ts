@@ -35,6 +35,7 @@ import {
 import { eventShapeProblem } from "./event-shape.js";
 import { skipOwnerFile } from "./lock.js";
 import { copyRange, eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { keptEvent } from "./resume.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
 /** Runs `use` on the log `file` opened for reading; `undefined` when there is no such log. */
@@ -151,13 +152,9 @@ export class FileCatalog {
           // A whole but unparsable last line is a torn write (as on load), after the JSON of the
           // last line it tore when it was written over that line's spaces (resume.ts).
           const before = jsonBeforeSpaces(line);
-          if (!before) return true;
-          try {
-            event = JSON.parse(before.toString("utf8")) as SessionEvent;
-          } catch {
-            return true;
-          }
-          if (parsedTooDeep(before, event) || eventShapeProblem(event)) return true;
+          const kept = before && keptEvent(before);
+          if (!kept) return true;
+          event = kept;
           line = before;
         }
         // A line nested past MAX_NESTING parses but could never be sent (log-lines.ts): corrupt, as on load.

@@ -94,13 +94,17 @@ export function firstUserMessage(fd: number, from: number, to: number): SessionE
   return found;
 }
 
-/** Whether `bytes` parse to an event the history can hold (a line kept before a torn one: else the whole line is torn). */
-function isEventText(bytes: Buffer): boolean {
+/**
+ * The event `bytes` parse to, if the history can hold it: the JSON kept before the spaces of a
+ * torn last line (log-lines.ts `jsonBeforeSpaces`) must be one, else the whole line is torn.
+ * Loading and `session/read` (file-catalog.ts) keep the same lines.
+ */
+export function keptEvent(bytes: Buffer): SessionEvent | undefined {
   try {
     const value: unknown = JSON.parse(bytes.toString("utf8"));
-    return !parsedTooDeep(bytes, value) && !eventShapeProblem(value);
+    return parsedTooDeep(bytes, value) || eventShapeProblem(value) ? undefined : (value as SessionEvent);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -161,7 +165,7 @@ export function loadLog(file: string): LoadedLog | undefined {
       // order). One written over the spaces may have reached it without its first page: the last
       // line's JSON, spaces, the rest of the torn line. That JSON is kept, as a padded last line.
       const before = header && jsonBeforeSpaces(bytes);
-      if (before && isEventText(before)) {
+      if (before && keptEvent(before)) {
         lines -= 1;
         visit(before, start, end);
         glued = { start, line: lines };
@@ -216,9 +220,9 @@ export function loadLog(file: string): LoadedLog | undefined {
       if (!unparsable && !glued && jsonEnd !== undefined) {
         const bytes = Buffer.alloc(jsonEnd - whole);
         for (let at = 0; at < bytes.length; ) at += fs.readSync(reader, bytes, at, bytes.length - at, whole + at) || bytes.length;
-        if (isEventText(bytes)) {
+        if (keptEvent(bytes)) {
           visit(bytes, whole, size);
-          tornAfterSpaces = !unparsable;
+          tornAfterSpaces = true;
           whole = size;
         }
       }
