@@ -19,8 +19,8 @@
  * a space, or the final "\n" when no spaces are left); a line longer than the spaces runs past
  * them and is followed by new ones (`padFor`) and the final "\n", which grows the file once in
  * many turns. Another process's line written since begins with the "\n" that `untouched` looks
- * for. A failed write is cut back to `end` + "\n" (its "\n" was written first), so the log is
- * whole lines again and the spaces are gone until the next line. The spaces go when the log is
+ * for. A failed write is cut back to `end` + "\n", so the log is whole lines again and the
+ * spaces are gone until the next line. The spaces go when the log is
  * closed (`trim`) or loaded again (resume.ts): a log no bridge has open ends in its last
  * line's "\n", as it always did.
  *
@@ -56,13 +56,9 @@ function paddingOf(pad: number): Buffer {
 const NEWLINE = Buffer.from("\n");
 const SPACE = 0x20;
 
-/** Writes `bytes` whole at `position`; `wrote` counts each piece written, so a failure knows what it left. */
-function writeAt(fd: number, bytes: Buffer, position: number, wrote: (n: number) => void): number {
-  for (let offset = 0; offset < bytes.length; ) {
-    const n = fs.writeSync(fd, bytes, offset, bytes.length - offset, position + offset);
-    offset += n;
-    wrote(n);
-  }
+/** Writes `bytes` whole at `position`; returns their length. */
+function writeAt(fd: number, bytes: Buffer, position: number): number {
+  for (let offset = 0; offset < bytes.length; ) offset += fs.writeSync(fd, bytes, offset, bytes.length - offset, position + offset);
   return bytes.length;
 }
 
@@ -84,42 +80,35 @@ export class LogTail {
 
   /**
    * Appends one line: `text` (a JSON text without its "\n"), or `pieces` whose last one ends
-   * with "\n" (json-line.ts). Returns the line's bytes with its "\n". On a failure the log is
-   * cut back to whole lines and the error thrown.
+   * with "\n" (json-line.ts). On a failure the log is cut back to whole lines and the error
+   * thrown.
    */
-  append(line: string | Iterable<Buffer>): number {
-    const start = this.end;
-    let at = start;
-    let written = 0;
-    const wrote = (n: number) => (written += n);
+  append(line: string | Iterable<Buffer>): void {
+    let at = this.end;
     try {
-      if (typeof line === "string") at += writeAt(this.fd, Buffer.from(`\n${line}`, "utf8"), at, wrote);
+      if (typeof line === "string") at += writeAt(this.fd, Buffer.from(`\n${line}`, "utf8"), at);
       else {
-        at += writeAt(this.fd, NEWLINE, at, wrote);
+        at += writeAt(this.fd, NEWLINE, at);
         // Each piece is written once the next one exists: the last one goes without its "\n".
         let held: Buffer | undefined;
         for (const piece of line) {
-          if (held) at += writeAt(this.fd, held, at, wrote);
+          if (held) at += writeAt(this.fd, held, at);
           held = piece;
         }
-        if (held) at += writeAt(this.fd, held.subarray(0, held.length - 1), at, wrote);
+        if (held) at += writeAt(this.fd, held.subarray(0, held.length - 1), at);
       }
       // Past the spaces (or onto the final "\n"): new spaces and the final "\n" after the line.
-      if (at > this.size - 1) this.size = at + this.closeLine(at, wrote);
+      if (at > this.size - 1) this.size = at + this.closeLine(at);
     } catch (error) {
-      // Cut back to the last whole line: its "\n" is the first byte this append wrote.
-      if (written > 0) {
-        try {
-          fs.ftruncateSync(this.fd, start + 1);
-          this.size = start + 1;
-        } catch {
-          // the torn line stays; loading drops it when nothing whole follows it
-        }
+      // Cut back to the last whole line, whatever of this one was written.
+      try {
+        this.cutAfter(this.end);
+      } catch {
+        // the torn line stays; loading drops it when nothing whole follows it
       }
       throw error;
     }
     this.end = at;
-    return at - start;
   }
 
   /**
@@ -127,12 +116,12 @@ export class LogTail {
    * file has no room for the spaces (a full disk, a file size limit), the "\n" alone. Returns
    * the bytes the file grew by from `at`.
    */
-  private closeLine(at: number, wrote: (n: number) => void): number {
+  private closeLine(at: number): number {
     try {
-      return writeAt(this.fd, paddingOf(padFor(at)), at, wrote);
+      return writeAt(this.fd, paddingOf(padFor(at)), at);
     } catch {
       fs.ftruncateSync(this.fd, at);
-      return writeAt(this.fd, NEWLINE, at, wrote);
+      return writeAt(this.fd, NEWLINE, at);
     }
   }
 
@@ -142,11 +131,15 @@ export class LogTail {
     return fs.readSync(this.fd, this.probe, 0, 1, this.end) === 1 && this.probe[0] === SPACE;
   }
 
-  /** The spaces removed: the log ends in its last line's "\n" (the "\n" first, so no moment lacks one). */
+  /** The spaces removed: the log ends in its last line's "\n". */
   trim(): void {
-    if (this.size === this.end + 1) return;
-    fs.writeSync(this.fd, NEWLINE, 0, 1, this.end);
-    fs.ftruncateSync(this.fd, this.end + 1);
-    this.size = this.end + 1;
+    if (this.size > this.end + 1) this.cutAfter(this.end);
+  }
+
+  /** The file ends in a "\n" at `at`: that byte written first, so no moment leaves the last line without one. */
+  private cutAfter(at: number): void {
+    fs.writeSync(this.fd, NEWLINE, 0, 1, at);
+    fs.ftruncateSync(this.fd, at + 1);
+    this.size = at + 1;
   }
 }
