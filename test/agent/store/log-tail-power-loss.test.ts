@@ -9,8 +9,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import type { SessionEvent } from "../../../src/protocol/index.js";
 import { SessionStore } from "../../../src/agent/store/index.js";
+import { header, userMessage } from "./support.js";
 
 let tmp: string;
 beforeEach(() => {
@@ -18,17 +18,15 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-const header = { provider: "scripted", model: "demo" };
-const event = (seq: number, text = "x"): SessionEvent => ({ type: "user/message", seq, time: 1, data: { id: `u${seq}`, content: [{ type: "text", text }] } }) as SessionEvent;
 
 it("a synced last line followed on disk by the old spaces and the rest of an unsynced line loads, and the log ends in it again", () => {
   const store = new SessionStore(tmp, "/work/space");
   const log = store.open("p", header);
-  for (let seq = 1; seq <= 3; seq++) log.append(event(seq));
+  for (let seq = 1; seq <= 3; seq++) log.append(userMessage(seq));
   log.sync();
   const file = store.pathOf("p");
   const synced = fs.readFileSync(file, "utf8");
-  log.append(event(4, "y".repeat(9000)));
+  log.append(userMessage(4, "y".repeat(9000)));
   const written = fs.readFileSync(file, "utf8");
   log.close();
   // The disk after the power loss: the first 4096 bytes of the unsynced line as they were (spaces), the rest as written.
@@ -47,13 +45,13 @@ it("a synced last line followed on disk by the old spaces and the rest of an uns
 it("a synced last line whose final newline an unsynced longer line overwrote, the line's first page lost and the file's growth too, loads", () => {
   const store = new SessionStore(tmp, "/work/space");
   const log = store.open("g", header);
-  for (let seq = 1; seq <= 3; seq++) log.append(event(seq));
+  for (let seq = 1; seq <= 3; seq++) log.append(userMessage(seq));
   log.sync();
   const file = store.pathOf("g");
   const synced = fs.readFileSync(file, "utf8");
   const size = synced.length;
   // Longer than the spaces left: it runs over the final "\n" and the file grows.
-  log.append(event(4, "y".repeat(size)));
+  log.append(userMessage(4, "y".repeat(size)));
   const written = fs.readFileSync(file, "utf8");
   log.close();
   expect(written.length).toBeGreaterThan(size);
@@ -71,17 +69,17 @@ it("a synced last line whose final newline an unsynced longer line overwrote, th
 it("a line that is JSON, spaces and more, followed by another line, is still corruption, not a line to cut", () => {
   const store = new SessionStore(tmp, "/work/space");
   const log = store.open("q", header);
-  log.append(event(1));
+  log.append(userMessage(1));
   log.close();
   const file = store.pathOf("q");
-  fs.appendFileSync(file, `${JSON.stringify(event(2))}   {"x":1}\n${JSON.stringify(event(3))}\n`);
+  fs.appendFileSync(file, `${JSON.stringify(userMessage(2))}   {"x":1}\n${JSON.stringify(userMessage(3))}\n`);
   expect(() => store.open("q", header)).toThrow(/corrupt at line 3/);
 });
 
 it("a last line that is JSON but no event, then spaces and more, is dropped as a torn line (as before), not refused", () => {
   const store = new SessionStore(tmp, "/work/space");
   const log = store.open("r", header);
-  log.append(event(1));
+  log.append(userMessage(1));
   log.close();
   const file = store.pathOf("r");
   const before = fs.readFileSync(file, "utf8");

@@ -10,6 +10,7 @@ import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../../src/protocol/index.js";
 import { SessionStore } from "../../../src/agent/store/index.js";
+import { header, userMessage } from "./support.js";
 import { eachLine } from "../../../src/agent/store/log-lines.js";
 import { LogTail, padFor } from "../../../src/agent/store/log-tail.js";
 import { metaPathOf } from "../../../src/agent/store/log-format.js";
@@ -38,19 +39,18 @@ function tailOf(first: string): { file: string; fd: number; tail: LogTail } {
   return { file, fd, tail: new LogTail(fd, fs.fstatSync(fd).size) };
 }
 
-const event = (seq: number, text = "x"): SessionEvent => ({ type: "user/message", seq, time: 1, data: { id: `u${seq}`, content: [{ type: "text", text }] } }) as SessionEvent;
 
 describe("LogTail", () => {
   it("the first line grows the file by its spaces; the next lines are written over them, the size unchanged, and every line parses at every step", () => {
     const { file, fd, tail } = tailOf('{"type":"session-header"}');
     try {
-      tail.append(JSON.stringify(event(1)));
+      tail.append(JSON.stringify(userMessage(1)));
       const size = fs.fstatSync(fd).size;
-      const line = JSON.stringify(event(1)).length;
+      const line = JSON.stringify(userMessage(1)).length;
       expect(size).toBe('{"type":"session-header"}'.length + 1 + line + padFor(size) + 1);
       expect(fs.readFileSync(file, "utf8")).toMatch(/\} +\n$/);
       for (let seq = 2; seq <= 40; seq++) {
-        tail.append(JSON.stringify(event(seq)));
+        tail.append(JSON.stringify(userMessage(seq)));
         expect(fs.fstatSync(fd).size).toBe(size);
         expect(parsedLines(file)).toHaveLength(seq + 1);
       }
@@ -58,7 +58,7 @@ describe("LogTail", () => {
       // The line reader visits each line without the spaces, and its offsets reach the file's end.
       const seen: string[] = [];
       expect(eachLine(fd, 0, (bytes) => (seen.push(bytes.toString()), true))).toBe(size);
-      expect(seen.at(-1)).toBe(JSON.stringify(event(40)));
+      expect(seen.at(-1)).toBe(JSON.stringify(userMessage(40)));
     } finally {
       fs.closeSync(fd);
     }
@@ -121,12 +121,11 @@ describe("LogTail", () => {
 });
 
 describe("a session log with spaces after its last line", () => {
-  const header = { provider: "scripted", model: "demo" };
-
+  
   it("close trims them and writes a meta of the trimmed size; a later load finds every event", () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("s", header);
-    for (let seq = 1; seq <= 5; seq++) log.append(event(seq));
+    for (let seq = 1; seq <= 5; seq++) log.append(userMessage(seq));
     log.sync();
     const file = store.pathOf("s");
     expect(fs.readFileSync(file, "utf8")).toMatch(/\} +\n$/);
@@ -142,7 +141,7 @@ describe("a session log with spaces after its last line", () => {
   it("a log left padded (its bridge killed) loads whole and is trimmed by the load; a torn line over the spaces is dropped", () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("k", header);
-    for (let seq = 1; seq <= 3; seq++) log.append(event(seq));
+    for (let seq = 1; seq <= 3; seq++) log.append(userMessage(seq));
     log.sync();
     const file = store.pathOf("k");
     const padded = fs.readFileSync(file);
@@ -170,7 +169,7 @@ describe("a session log with spaces after its last line", () => {
     const reader = new SessionStore(tmp, "/work/space"); // another process: the log is not open in it
     const log = writer.open("l", header);
     log.append({ type: "turn/start", seq: 1, time: 1, data: { turn: 1 } } as SessionEvent);
-    log.append(event(2, "first title"));
+    log.append(userMessage(2, "first title"));
     log.sync();
     log.unlock();
     const first = reader.list().sessions.find((s) => s.sessionId === "l")!;
@@ -191,7 +190,7 @@ describe("a session log with spaces after its last line", () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("src", header);
     log.append({ type: "turn/start", seq: 1, time: 1, data: { turn: 1 } } as SessionEvent);
-    log.append(event(2));
+    log.append(userMessage(2));
     log.sync();
     log.unlock();
     expect(store.fork("src", "copy", undefined)).toBeUndefined();
