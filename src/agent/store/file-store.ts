@@ -269,8 +269,6 @@ class FileSessionLog implements SessionLog {
   /** Where the next line goes, and the file's size (log-tail.ts). */
   private readonly tail: LogTail;
   private readonly summary: SummaryTracker;
-  /** The log's size when its meta was last written. */
-  private metaSize = -1;
   /** The open file's inode: the path names this log while it names this inode (held open, it cannot be reused). */
   private readonly ino: number;
 
@@ -323,20 +321,6 @@ class FileSessionLog implements SessionLog {
     this.loadedEvents = [];
   }
 
-  /**
-   * Rewrites the meta file when the log grew since it was last written: only when the log is
-   * closed, its spaces trimmed (a meta records a size, and a line written over spaces changes
-   * none: a padded log's meta would look current after it). A turn's sync writes none, because
-   * the sync that makes a turn durable would also write the meta's create and rename, and the
-   * meta is a cache: a listing in another process meanwhile finds it stale and reads the log
-   * (summary.ts). This process lists its open logs from memory.
-   */
-  private writeMeta(): void {
-    if (this.metaSize === this.tail.size) return;
-    writeMeta(this.file, this.tail.size, this.summary.entry());
-    this.metaSize = this.tail.size;
-  }
-
   append(event: SessionEvent, json?: string): void {
     // One writer per session: a write without the lock could interleave with another process's.
     if (!this.held) throw new Error(`session ${this.header.sessionId} was written without its lock (a bug)`);
@@ -369,13 +353,19 @@ class FileSessionLog implements SessionLog {
    * turn does not hold it), and only while the file is still this log: another process's lines
    * since make it theirs to trim. Best effort: a lock held elsewhere, or a failure, leaves the
    * spaces (a valid log; the next load trims them) and no meta (a listing scans the log).
+   *
+   * The meta is written here only, after the trim: a meta records a size, and a line written
+   * over spaces changes none, so a padded log's meta would look current after it. A turn's sync
+   * writes none, because the sync that makes a turn durable would also write the meta's create
+   * and rename, and the meta is a cache: a listing in another process meanwhile finds it stale
+   * and reads the log (summary.ts). This process lists its open logs from memory.
    */
   private trimUnderLock(): void {
     try {
       this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId);
       if (!this.current()) return;
       this.tail.trim();
-      this.writeMeta();
+      writeMeta(this.file, this.tail.size, this.summary.entry());
     } catch {
       // left as it is: see above
     }
