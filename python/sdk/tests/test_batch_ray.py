@@ -79,6 +79,7 @@ def test_two_hundred_tasks_over_four_workers_one_killed_mid_batch(cluster: str, 
     results: List[BatchResult] = []
     runner = RayBatchRunner(options, workers=4, max_turns_in_flight=CAP, worker_concurrency=4)
     killed: List[Any] = []
+    replaced: List[Any] = []
 
     def drive() -> None:
         with runner:
@@ -87,6 +88,12 @@ def test_two_hundred_tasks_over_four_workers_one_killed_mid_batch(cluster: str, 
                 if len(results) == 40:
                     killed.append(runner.workers[1])
                     ray.kill(runner.workers[1], no_restart=True)
+                elif killed and not replaced and runner.workers_started == 5:
+                    # The replacement is asked for: the batch waits (this loop does not pull) until
+                    # it answers, so that work is left for it. Without the wait, the three others
+                    # could finish the batch while it starts (a loaded machine: seconds).
+                    replaced.append(runner.workers[1])
+                    ray.get(replaced[0].ping.remote(), timeout=120)
             stats.update(runner.stats())
 
     stats: Dict[str, int] = {}
