@@ -13,9 +13,11 @@
  * Required in CI (`CI` set, or HARNESS_REQUIRE_REAL_MODEL=1): there a missing server or model
  * fails the suite. Elsewhere it is skipped with a message saying how to install them.
  */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RawClient, promptParams } from "../support/raw-client.js";
-import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 import {
   realModelMissing,
   realModelRequired,
@@ -49,16 +51,25 @@ const greedy = (body: any) => ({ temperature: 0, seed: 7, ...body });
 
 const PROMPT = "Use the read_file tool to read notes.txt.";
 
+/**
+ * The workspace's path is in the system prompt, so a random one (mkdtemp) gave the model another
+ * input on every run, and greedy decoding another answer: now and then a tool call whose
+ * arguments copied the prompt's text and did not parse. One fixed path gives the same prompt
+ * on every run (made afresh, removed after).
+ */
+const WORKSPACE = path.join(os.tmpdir(), "hb-real-model");
+
 describe.skipIf(missing !== undefined && !required)("a real model (Gemma 3 270M on llama-cpp-python's server) through the openai provider", () => {
   let llama: LlamaServer | undefined;
   let proxy: RecordingReverseProxy | undefined;
-  let ws: TempWorkspace;
+  const ws = { dir: WORKSPACE };
   let client: RawClient | undefined;
 
   beforeAll(async () => {
     if (missing) return; // the test itself fails, saying what is missing
-    ws = tempWorkspace("hb-real-model-");
-    ws.file("notes.txt", "The launch code is 4217.\n");
+    fs.rmSync(WORKSPACE, { recursive: true, force: true });
+    fs.mkdirSync(WORKSPACE);
+    fs.writeFileSync(path.join(WORKSPACE, "notes.txt"), "The launch code is 4217.\n");
     llama = await startLlamaServer(SERVER_ARGS);
     proxy = await startRecordingReverseProxy(llama.baseUrl, greedy);
   }, 150_000);
@@ -67,7 +78,7 @@ describe.skipIf(missing !== undefined && !required)("a real model (Gemma 3 270M 
     await client?.dispose();
     await proxy?.stop();
     await llama?.stop();
-    ws?.cleanup();
+    fs.rmSync(WORKSPACE, { recursive: true, force: true });
   });
 
   it("streams a tool call, runs it, sends the result back and settles the turn as the last answer ended", async () => {
