@@ -14,6 +14,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { BINARY, RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
+import { lockLetGo } from "../support/session-locks.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -48,7 +49,7 @@ function send(c: RawClient, method: string, params?: object): Promise<Frame> {
   return c.response(id, 20_000);
 }
 
-/** A bridge on `root` whose session `s` has one turn in its log already (and no lock: the turn ended). */
+/** A bridge on `root` whose session `s` has one turn in its log already (and no lock: the turn ended, and its linger). */
 async function bridgeWithSession(options: { command?: string; args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<RawClient> {
   const script = ws.script("s.json", turns(...Array.from({ length: 6 }, (_, i) => [{ text: `answer ${i + 1}` }])));
   const c = new RawClient({ command: options.command, args: [...(options.args ?? []), ...(options.command ? [BINARY] : []), "--stdio", "--session-root", root], env: options.env });
@@ -56,7 +57,7 @@ async function bridgeWithSession(options: { command?: string; args?: string[]; e
   c.request("init", "initialize", initParams(ws.dir, script));
   expect((await c.response("init", 20_000)).error).toBeUndefined();
   expect((await send(c, "session/prompt", promptParams("s", "first"))).result?.status).toBe("ok");
-  expect(fs.existsSync(lockFile())).toBe(false);
+  await lockLetGo(lockFile());
   return c;
 }
 
@@ -116,7 +117,7 @@ describe("a lock file without a usable owner", () => {
     expectLocked(await send(c, "session/prompt", promptParams("s", "x")), "names no owner yet");
     age(lockFile(), -60_000);
     expect((await send(c, "session/prompt", promptParams("s", "x"))).result?.status).toBe("ok");
-    expect(fs.existsSync(lockFile())).toBe(false);
+    await lockLetGo(lockFile()); // taken over, and let go after the turn
   });
 
   it("corrupt and dated an hour ahead is not young for good: taken over", async () => {
@@ -158,7 +159,7 @@ describe("a lock naming a live process", () => {
     const c = await bridgeWithSession();
     fs.writeFileSync(lockFile(), ownerLine(c.child.pid!, startOf(c.child.pid!)));
     expect((await send(c, "session/prompt", promptParams("s", "x"))).result).toEqual({ status: "ok", reason: { kind: "completed" } });
-    expect(fs.existsSync(lockFile())).toBe(false);
+    await lockLetGo(lockFile()); // taken over, and let go after the turn
   });
 });
 

@@ -11,8 +11,10 @@
  *
  * One writer per session across processes (lock.ts): a process writes a session only
  * while it holds the session's lock file, taken when the session is opened or a turn starts
- * (`SessionLog.lock`) and removed when the turn ends (`unlock`) or the log is closed. Another
- * process's prompt meanwhile is refused (`SessionLockedError`, -32001 `session-locked`); reads
+ * (`SessionLog.lock`) and removed `LOCK_LINGER_MS` after the turn ends (`unlock`: the next turn
+ * of a loop finds it held, and takes and checks nothing) or when the log is closed. Another
+ * process's prompt meanwhile waits that moment out, and is refused (`SessionLockedError`, -32001
+ * `session-locked`) when the lock stays held past `LOCK_WAIT_MS` (a turn runs there); reads
  * (`session/list`, `session/read`) take no lock: they read whole lines only. A loaded session
  * whose file another process wrote or deleted while it was idle is reloaded from the file when
  * its next turn takes the lock. Lines are written at the tail this process knows (log-tail.ts),
@@ -30,7 +32,7 @@ import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
 import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
-import { acquireLock, releaseLock, type HeldLock } from "./lock.js";
+import { acquireLock, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
 import { LogTail } from "./log-tail.js";
 import {
   lockPathOf,
@@ -271,13 +273,17 @@ class FileSessionLog implements SessionLog {
   private readonly summary: SummaryTracker;
   /** The open file's inode: the path names this log while it names this inode (held open, it cannot be reused). */
   private readonly ino: number;
+  /** A turn holds the lock (`lock` to `unlock`); the linger lets go only when none does. */
+  private writing = false;
+  /** Lets the lock go `LOCK_LINGER_MS` after the last turn's `unlock` (unref'd: it keeps no process alive). */
+  private linger: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly fd: number,
     readonly file: string,
     readonly header: SessionHeader,
     public loadedEvents: SessionEvent[],
-    /** The session's lock while this process may write it (a turn runs); `undefined` between turns. */
+    /** The session's lock while this process may write it (a turn runs, or lingers after one: `unlock`); `undefined` between turns. */
     private held: HeldLock | undefined,
     private readonly onClose: (log: SessionLog) => void,
     titleSource?: SessionEvent,
@@ -298,11 +304,28 @@ class FileSessionLog implements SessionLog {
 
   lock(): boolean {
     if (this.closed) throw new Error(`session log ${this.file} is closed`);
-    this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId);
+    this.writing = true;
+    // Held since the last turn (lingering): no other process could write the log meanwhile.
+    if (this.held) return true;
+    this.held = acquireLock(lockPathOf(this.file), this.header.sessionId);
     return this.current();
   }
 
+  /**
+   * The turn is over. The lock lingers `LOCK_LINGER_MS` and is let go then unless another turn
+   * took it meanwhile: a loop of turns makes and removes no lock file a turn, and checks no file,
+   * since nobody else can write while it holds the lock. Another process that wants the session
+   * waits that long (lock.ts `acquireLock`). One timer a log, re-armed at each turn's end.
+   */
   unlock(): void {
+    this.writing = false;
+    if (!this.held) return;
+    if (this.linger) this.linger.refresh();
+    else this.linger = setTimeout(() => this.writing || this.release(), LOCK_LINGER_MS).unref();
+  }
+
+  /** Lets the lock go now. */
+  private release(): void {
     if (this.held) releaseLock(this.held);
     this.held = undefined;
   }
@@ -344,7 +367,8 @@ class FileSessionLog implements SessionLog {
       this.trimUnderLock();
     } finally {
       fs.closeSync(this.fd);
-      this.unlock();
+      clearTimeout(this.linger);
+      this.release();
     }
   }
 

@@ -30,7 +30,7 @@ export interface SessionLog {
    * deleted it): close this log and open the session again.
    */
   lock(): boolean;
-  /** Gives the lock up (the turn ended); the log stays open for the next `lock`. */
+  /** The turn ended: the lock is given up (a file log's a moment later: file-store.ts); the log stays open for the next `lock`. */
   unlock(): void;
   /** Whether the file still is what this log wrote (no other process wrote or deleted it since). */
   current(): boolean;

@@ -1,7 +1,8 @@
 /**
  * One writer per session across processes: an advisory lock file beside each session log,
  * `<sessionId>.lock`, held while a process writes the session (a turn, a compaction, a fork's
- * or a delete's moment) and removed when it stops. Node has no `flock`/`fcntl`, and a native
+ * or a delete's moment) and removed when it stops; a turn's lingers `LOCK_LINGER_MS` (below),
+ * and another process waits up to `LOCK_WAIT_MS` for a live holder. Node has no `flock`/`fcntl`, and a native
  * helper is not worth a binary per platform, so the lock is a name made atomically (fails when
  * it exists) whose file holds its owner: `{"pid","start","host","pidns"}`.
  *
@@ -287,9 +288,33 @@ const holding = (file: string, holder: { ino: number; mtimeMs: number }) => {
   return lock !== undefined && isFileOf(holder, lock);
 };
 
-/** Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process holds it. */
+/**
+ * How long a log keeps its lock after a turn ends (file-store.ts `unlock`): the next turn of a
+ * loop of turns finds it held, and takes no lock and checks no file. Why that matters: a lock is
+ * a name made and removed in the session folder, and on ext4 without a journal each `fdatasync`
+ * of the log also writes the 4 KiB block of inodes the log shares with that folder's and the
+ * owner file's, whose inodes the name changed (bench/README.md, round 16).
+ */
+export const LOCK_LINGER_MS = 5;
+/**
+ * How long a process waits for a live holder to let go before it is refused: past a holder's
+ * linger after its last turn, with room for its event loop to be late. Only a lock held by
+ * another live process waits; this process's own, or a stale one, is answered at once.
+ */
+export const LOCK_WAIT_MS = 50;
+/** Between two tries for a lock a live process holds. */
+const LOCK_RETRY_MS = 1;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process
+ * holds it for longer than `LOCK_WAIT_MS`. The wait blocks this process (the lock is taken where
+ * the caller cannot wait: opening a session for a prompt, a fork, a delete); it happens only
+ * when another process has the session.
+ */
 export function acquireLock(file: string, sessionId: string): HeldLock {
   let owner: ProcessOwner | undefined;
+  const deadline = Date.now() + LOCK_WAIT_MS;
   for (let attempt = 0; attempt < 4; attempt++) {
     let lock: HeldLock | undefined;
     try {
@@ -306,7 +331,13 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       // An mtime in the future (a clock set back, a touched file) does not keep a half-written lock young for good.
       const young = Math.abs(Date.now() - holder.mtimeMs) < UNWRITTEN_GRACE_MS;
       const live = owner ? (self ? holding(file, holder) : alive(owner)) : young;
-      if (live) throw new SessionLockedError(sessionId, file, owner);
+      if (live) {
+        // Another live process: wait for it to let go (it lingers after a turn), up to the deadline.
+        if (self || Date.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
+        Atomics.wait(sleeper, 0, 0, LOCK_RETRY_MS);
+        attempt--;
+        continue;
+      }
       try {
         removeStale(file, holder);
       } catch (error) {

@@ -1,0 +1,147 @@
+/**
+ * A session's lock lingers after a turn (store/lock.ts `LOCK_LINGER_MS`, file-store.ts
+ * `unlock`): a loop of turns takes it once and checks no file a turn; it is let go a moment
+ * after the last turn, and at once on close. Another process that wants the session waits that
+ * moment out (`acquireLock`, up to `LOCK_WAIT_MS`) instead of being refused.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { SessionStore } from "../../../src/agent/store/index.js";
+import { acquireLock, LOCK_LINGER_MS, LOCK_WAIT_MS, releaseLock, SessionLockedError } from "../../../src/agent/store/lock.js";
+import { lockLetGo } from "../../support/session-locks.js";
+import { header, userMessage } from "./support.js";
+
+vi.mock("node:fs", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("node:fs")>();
+  return { ...actual, linkSync: vi.fn(actual.linkSync), lstatSync: vi.fn(actual.lstatSync) };
+});
+const link = vi.mocked(fs.linkSync);
+const lstat = vi.mocked(fs.lstatSync);
+const realLink = link.getMockImplementation()!;
+
+let tmp: string;
+let sleeper: ChildProcess | undefined;
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hb-linger-"));
+});
+afterEach(() => {
+  vi.useRealTimers();
+  link.mockImplementation(realLink);
+  link.mockClear();
+  lstat.mockClear();
+  sleeper?.kill("SIGKILL");
+  sleeper = undefined;
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A turn of `log`: lock, one line, sync, unlock. */
+function turn(log: ReturnType<SessionStore["open"]>, seq: number): void {
+  expect(log.lock()).toBe(true);
+  log.append(userMessage(seq));
+  log.sync();
+  log.unlock();
+}
+
+describe("a session's lock after a turn", () => {
+  it("a loop of turns takes it once and checks no file a turn; it is let go LOCK_LINGER_MS after the last, then the next turn takes it and checks the log", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    const file = store.pathOf("s");
+    const lockFile = file.replace(/\.jsonl$/, ".lock");
+    turn(log, 1);
+    link.mockClear();
+    lstat.mockClear();
+    for (let seq = 2; seq <= 6; seq++) {
+      await Promise.resolve(); // the next request comes in another task
+      vi.advanceTimersByTime(LOCK_LINGER_MS - 1);
+      turn(log, seq);
+    }
+    expect(link).not.toHaveBeenCalled();
+    expect(lstat).not.toHaveBeenCalled();
+    expect(fs.existsSync(lockFile)).toBe(true);
+    vi.advanceTimersByTime(LOCK_LINGER_MS);
+    expect(fs.existsSync(lockFile)).toBe(false);
+    // Let go: the next turn takes the lock again, and checks that nobody wrote the log meanwhile.
+    turn(log, 7);
+    expect(link).toHaveBeenCalledTimes(1);
+    expect(lstat.mock.calls.map((call) => call[0])).toContain(file);
+    expect(fs.existsSync(lockFile)).toBe(true);
+    log.close(); // lets go at once, no timer
+    expect(fs.existsSync(lockFile)).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+    const again = store.open("s", header);
+    expect(again.loadedEvents.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    again.close();
+  });
+
+  it("a turn still running when the linger ends keeps the lock: only the end of the last turn starts it", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    turn(log, 1);
+    expect(log.lock()).toBe(true); // a long turn begins
+    vi.advanceTimersByTime(10 * LOCK_LINGER_MS);
+    expect(fs.existsSync(lockFile)).toBe(true);
+    log.append(userMessage(2));
+    log.unlock();
+    vi.advanceTimersByTime(LOCK_LINGER_MS);
+    expect(fs.existsSync(lockFile)).toBe(false);
+    log.close();
+  });
+
+  it("the real timer lets it go, and keeps no process alive", async () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    turn(log, 1);
+    await lockLetGo(store.pathOf("s").replace(/\.jsonl$/, ".lock"));
+    log.close();
+  });
+});
+
+describe("a lock another live process holds", () => {
+  /** A lock file at `file` naming a live process (`sleep`) of this host, as a bridge's would. */
+  function heldByAnother(file: string): void {
+    sleeper = spawn("sleep", ["30"], { stdio: "ignore" });
+    const stat = fs.readFileSync(`/proc/${sleeper.pid}/stat`, "latin1");
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    fs.writeFileSync(file, `${JSON.stringify({ pid: sleeper.pid, start, host: os.hostname() })}\n`);
+  }
+
+  it("is waited for while it lets go (a bridge's lingering lock): taken, not refused", () => {
+    const file = path.join(tmp, "a.lock");
+    heldByAnother(file);
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      if (to === file && ++tries === 3) fs.unlinkSync(file); // the holder lets go while this one waits
+      realLink(from, to);
+    });
+    const lock = acquireLock(file, "a");
+    expect(tries).toBe(3);
+    expect(JSON.parse(fs.readFileSync(file, "utf8"))).toMatchObject({ pid: process.pid });
+    releaseLock(lock);
+  });
+
+  it("is refused once it has held on for LOCK_WAIT_MS, and left where it is", () => {
+    const file = path.join(tmp, "a.lock");
+    heldByAnother(file);
+    const before = fs.readFileSync(file, "utf8");
+    const started = performance.now();
+    expect(() => acquireLock(file, "a")).toThrow(SessionLockedError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(LOCK_WAIT_MS - 1); // a lower bound: it waited
+    expect(fs.readFileSync(file, "utf8")).toBe(before);
+  });
+
+  it("this process's own lock is refused at once, with no wait for a let-go that cannot come while it blocks", () => {
+    const file = path.join(tmp, "a.lock");
+    const lock = acquireLock(file, "a");
+    link.mockClear();
+    expect(() => acquireLock(file, "a")).toThrow(SessionLockedError);
+    expect(link).toHaveBeenCalledTimes(1); // one try, no retries
+    releaseLock(lock);
+  });
+});
