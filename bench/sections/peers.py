@@ -169,6 +169,17 @@ class OverwriteSync(AppendFsync):
         return out
 
 
+def disk_writes(folder: Path) -> Optional[int]:
+    """Write requests completed so far on the block device holding `folder` (every process's:
+    /sys/dev/block/MAJ:MIN/stat), or None where there is none (tmpfs) or it cannot be read."""
+    dev = os.stat(folder).st_dev
+    try:
+        with open(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat") as f:
+            return int(f.read().split()[4])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 # The raw echo's p50 above which a round counts as slow whatever its CPU: well above what the
 # echo takes while the development machine is fast, well below what it takes in either slow state
 # (the figures: bench/README.md, issue 34, round 13).
@@ -236,6 +247,9 @@ def run(ctx: Context) -> Result:
         "echo-fsync": RawPeer([node, str(BENCH / "echo_server.mjs"), "--append-fsync", str(tmp / "sessions" / "echo.jsonl")], bridge_prompt, []),
     }
     samples: Dict[str, List[List[float]]] = {key: [] for key in peers}
+    # Disk writes a durable request, by target: what a sync writes besides the line (round 16).
+    synced = ("log", "fsync", "overwrite", "echo-fsync")
+    writes: Dict[str, int] = {key: 0 for key in synced}
     echo_cpu: List[float] = []  # the echo's CPU a request, block by block (the machine's state)
     try:
         for peer in peers.values():
@@ -247,7 +261,11 @@ def run(ctx: Context) -> Result:
             order = list(peers.items())
             for key, peer in (order if r % 2 == 0 else order[::-1]):
                 cpu = cpu_seconds(peer.proc.pid) if key == "echo" else 0.0  # type: ignore[attr-defined]
+                before = disk_writes(tmp) if key in synced else None
                 samples[key].append(peer.latencies(block))  # type: ignore[attr-defined]
+                after = disk_writes(tmp) if before is not None else None
+                if before is not None and after is not None:
+                    writes[key] += after - before
                 if key == "echo":
                     echo_cpu.append((cpu_seconds(peer.proc.pid) - cpu) / block)  # type: ignore[attr-defined]
     finally:
@@ -294,6 +312,13 @@ def run(ctx: Context) -> Result:
     res.notes.append("The fsync floor is timed in the client's process (os.write + os.fsync): what syncing an appended line costs on this "
                      f"disk. The log writes its lines over spaces it keeps ahead (log-tail.ts), so its sync has no size to write: "
                      f"{p50['overwrite'] / p50['fsync']:.2f}x the append's here (bench/README.md, round 15).")
+    if disk_writes(tmp) is not None:
+        each = {key: writes[key] / (rounds * block) for key in synced}
+        res.notes.append(f"Disk write requests a request on the session folder's device (/sys/dev/block, every process's, flushes "
+                         f"included): the bridge with its log {each['log']:.2f}, one append + fsync {each['fsync']:.2f}, the line over "
+                         f"spaces + fdatasync {each['overwrite']:.2f}, the echo's append + fsync {each['echo-fsync']:.2f}. A turn that "
+                         "made and removed its lock's name in the session folder wrote one more: the block of inodes the log shares "
+                         "with the folder (bench/README.md, round 16).")
     echo_extra = p50["echo-fsync"] - p50["echo"]
     res.notes.append(f"The same append + fsync in a server, across the pipe: the echo's extra p50 is {echo_extra / p50['fsync']:.2f}x the floor "
                      f"(+{echo_extra * 1e6:.0f} µs), the bridge's {ratio:.2f}x: the client sleeps through the server's fsync and is woken "
