@@ -304,11 +304,13 @@ class FileSessionLog implements SessionLog {
 
   lock(): boolean {
     if (this.closed) throw new Error(`session log ${this.file} is closed`);
-    this.writing = true;
     // Held since the last turn (lingering): no other process could write the log meanwhile.
-    if (this.held) return true;
-    this.held = acquireLock(lockPathOf(this.file), this.header.sessionId);
-    return this.current();
+    if (!this.held) {
+      this.held = acquireLock(lockPathOf(this.file), this.header.sessionId);
+      if (!this.current()) return false; // the caller closes this log, which lets the lock go
+    }
+    this.writing = true;
+    return true;
   }
 
   /**
