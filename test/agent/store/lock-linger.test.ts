@@ -136,6 +136,33 @@ describe("a lock another live process holds", () => {
     expect(fs.readFileSync(file, "utf8")).toBe(before);
   });
 
+  it("a process about to wait first lets go of the locks its sessions keep after their turns: its linger timers cannot fire while it blocks, so two bridges each waiting for a session the other keeps would both be refused", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    turn(log, 1);
+    const mine = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    expect(fs.existsSync(mine)).toBe(true); // lingering
+    const theirs = store.pathOf("t").replace(/\.jsonl$/, ".lock");
+    heldByAnother(theirs);
+    let mineWhileWaiting: boolean | undefined;
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      // The second try comes after one wait: the other process wanting s has been waiting for it too.
+      if (to === theirs && ++tries === 2) {
+        mineWhileWaiting = fs.existsSync(mine);
+        fs.unlinkSync(theirs);
+      }
+      realLink(from, to);
+    });
+    releaseLock(acquireLock(theirs, "t"));
+    expect(mineWhileWaiting).toBe(false);
+    // Let go: s's next turn takes its lock again and checks its log.
+    lstat.mockClear();
+    turn(log, 2);
+    expect(lstat.mock.calls.map((call) => call[0])).toContain(store.pathOf("s"));
+    log.close();
+  });
+
   it("this process's own lock is refused at once, with no wait for a let-go that cannot come while it blocks", () => {
     const file = path.join(tmp, "a.lock");
     const lock = acquireLock(file, "a");
