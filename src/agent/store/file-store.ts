@@ -32,7 +32,7 @@ import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
 import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
-import { acquireLock, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
+import { acquireLock, keepAfterTurn, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
 import { LogTail } from "./log-tail.js";
 import {
   lockPathOf,
@@ -147,7 +147,8 @@ export class SessionStore implements SessionCatalog {
 
   /** Runs `use` under the session's lock, unless this process holds it already (the session is loaded and locked here). */
   private underLock<T>(sessionId: string, use: () => T): T {
-    if (this.openLogs.get(sessionId)?.locked) return use();
+    const open = this.openLogs.get(sessionId);
+    if (open?.locked) return open.holding(use);
     const lock = acquireLock(this.lockOf(sessionId), sessionId);
     try {
       return use();
@@ -273,7 +274,7 @@ class FileSessionLog implements SessionLog {
   private readonly summary: SummaryTracker;
   /** The open file's inode: the path names this log while it names this inode (held open, it cannot be reused). */
   private readonly ino: number;
-  /** A turn holds the lock (`lock` to `unlock`); the linger lets go only when none does. */
+  /** A turn holds the lock (`lock` to `unlock`), or a fork (`holding`); the linger lets go only when none does. */
   private writing = false;
   /** Lets the lock go `LOCK_LINGER_MS` after the last turn's `unlock` (unref'd: it keeps no process alive). */
   private linger: NodeJS.Timeout | undefined;
@@ -320,8 +321,29 @@ class FileSessionLog implements SessionLog {
   unlock(): void {
     this.writing = false;
     if (!this.held) return;
+    // Let go sooner when this process is about to wait for another's lock (lock.ts `keepAfterTurn`).
+    keepAfterTurn(this.held, this.letGo);
     if (this.linger) this.linger.refresh();
-    else this.linger = setTimeout(() => this.writing || this.release(), LOCK_LINGER_MS).unref();
+    else this.linger = setTimeout(this.letGo, LOCK_LINGER_MS).unref();
+  }
+
+  /** Lets the kept lock go, unless a turn or a fork holds it again. */
+  private readonly letGo = (): void => {
+    if (!this.writing) this.release();
+  };
+
+  /**
+   * Runs `use` under the lock this log holds (a turn's, or kept after one), which is not let go
+   * meanwhile: `use` may itself wait for another lock (a fork into a session another process has).
+   */
+  holding<T>(use: () => T): T {
+    const turn = this.writing;
+    this.writing = true;
+    try {
+      return use();
+    } finally {
+      this.writing = turn;
+    }
   }
 
   /** Lets the lock go now. */

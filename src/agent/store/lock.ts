@@ -307,10 +307,26 @@ const LOCK_RETRY_MS = 1;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /**
+ * The locks this process keeps after a turn (file-store.ts `unlock`), each with how to let it go
+ * now (it does nothing while a turn or a fork holds it again). Invariant: a process never waits
+ * for another's lock while keeping one of these. Its timers cannot fire while `acquireLock`
+ * blocks, so a kept lock would stay for the whole wait, and another bridge may be waiting,
+ * blocked too, for exactly that one: two bridges each wanting the session the other just used
+ * would wait on each other until both are refused.
+ */
+const kept = new Map<HeldLock, () => void>();
+
+/** `lock` is kept after a turn, until `letGo` or `releaseLock`; `letGo` is called before this process waits for another's lock. */
+export function keepAfterTurn(lock: HeldLock, letGo: () => void): void {
+  kept.set(lock, letGo);
+}
+
+/**
  * Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process
  * holds it for longer than `LOCK_WAIT_MS`. The wait blocks this process (the lock is taken where
  * the caller cannot wait: opening a session for a prompt, a fork, a delete); it happens only
- * when another process has the session.
+ * when another process has the session, and lets go first of the locks this process keeps after
+ * its turns (`keepAfterTurn`).
  */
 export function acquireLock(file: string, sessionId: string): HeldLock {
   let owner: ProcessOwner | undefined;
@@ -334,6 +350,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       if (live) {
         // Another live process: wait for it to let go (it lingers after a turn), up to the deadline.
         if (self || Date.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
+        for (const letGo of [...kept.values()]) letGo();
         Atomics.wait(sleeper, 0, 0, LOCK_RETRY_MS);
         attempt--;
         continue;
@@ -354,6 +371,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
 
 /** Removes the lock file, when it is still the one `lock` created (never another process's). */
 export function releaseLock(lock: HeldLock): void {
+  kept.delete(lock);
   if (held.get(lock.file) === lock) held.delete(lock.file);
   removeIfStill(lock);
 }

@@ -163,6 +163,29 @@ describe("a lock another live process holds", () => {
     log.close();
   });
 
+  it("a fork of a session this process keeps the lock of, into one another process holds a moment, keeps the source's lock while it waits for the other", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    turn(log, 1);
+    const source = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    const target = store.pathOf("f").replace(/\.jsonl$/, ".lock");
+    heldByAnother(target);
+    let sourceWhileWaiting: boolean | undefined;
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      if (to === target && ++tries === 2) {
+        sourceWhileWaiting = fs.existsSync(source);
+        fs.unlinkSync(target);
+      }
+      realLink(from, to);
+    });
+    expect(store.fork("s", "f", undefined)).toBeUndefined();
+    expect(sourceWhileWaiting).toBe(true);
+    expect(fs.existsSync(source)).toBe(true); // still kept after the turn, as before the fork
+    log.close();
+    expect(fs.existsSync(source)).toBe(false);
+  });
+
   it("this process's own lock is refused at once, with no wait for a let-go that cannot come while it blocks", () => {
     const file = path.join(tmp, "a.lock");
     const lock = acquireLock(file, "a");
