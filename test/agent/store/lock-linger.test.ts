@@ -186,6 +186,22 @@ describe("a lock another live process holds", () => {
     expect(fs.existsSync(source)).toBe(false);
   });
 
+  it("closing a log does not wait for its lock when another live process holds it: the trim is best effort (left to the next load), and a bridge closes logs by the dozen (shutdown, idle ones dropped at a turn's end)", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    turn(log, 1);
+    vi.advanceTimersByTime(LOCK_LINGER_MS); // let go: the log is open, its lock not held
+    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    expect(fs.existsSync(lockFile)).toBe(false);
+    heldByAnother(lockFile); // another bridge's turn on s
+    const before = fs.readFileSync(lockFile, "utf8");
+    link.mockClear();
+    log.close();
+    expect(link.mock.calls.filter((call) => call[1] === lockFile)).toHaveLength(1); // one try, no wait
+    expect(fs.readFileSync(lockFile, "utf8")).toBe(before);
+  });
+
   it("this process's own lock is refused at once, with no wait for a let-go that cannot come while it blocks", () => {
     const file = path.join(tmp, "a.lock");
     const lock = acquireLock(file, "a");
