@@ -397,7 +397,7 @@ class FileSessionLog implements SessionLog {
   /**
    * The spaces trimmed and the meta written, under the session's lock (taken for this when a
    * turn does not hold it), and only while the file is still this log: another process's lines
-   * since make it theirs to trim. Best effort: a lock held elsewhere, or a failure, leaves the
+   * since make it theirs to trim. Best effort: a lock held elsewhere (not waited for), or a failure, leaves the
    * spaces (a valid log; the next load trims them) and no meta (a listing scans the log).
    *
    * The meta is written here only, after the trim: a meta records a size, and a line written
@@ -408,7 +408,8 @@ class FileSessionLog implements SessionLog {
    */
   private trimUnderLock(): void {
     try {
-      this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId);
+      // No wait for another process: its turn since makes the file its to trim anyway.
+      this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId, false);
       if (!this.current()) return;
       this.tail.trim();
       writeMeta(this.file, this.tail.size, this.summary.entry());

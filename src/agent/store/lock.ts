@@ -326,9 +326,10 @@ export function keepAfterTurn(lock: HeldLock, letGo: () => void): void {
  * holds it for longer than `LOCK_WAIT_MS`. The wait blocks this process (the lock is taken where
  * the caller cannot wait: opening a session for a prompt, a fork, a delete); it happens only
  * when another process has the session, and lets go first of the locks this process keeps after
- * its turns (`keepAfterTurn`).
+ * its turns (`keepAfterTurn`). `wait: false` refuses at once (a best-effort take: a log's trim at
+ * close, where a bridge closes logs by the dozen).
  */
-export function acquireLock(file: string, sessionId: string): HeldLock {
+export function acquireLock(file: string, sessionId: string, wait = true): HeldLock {
   let owner: ProcessOwner | undefined;
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (let attempt = 0; attempt < 4; attempt++) {
@@ -349,7 +350,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       const live = owner ? (self ? holding(file, holder) : alive(owner)) : young;
       if (live) {
         // Another live process: wait for it to let go (it lingers after a turn), up to the deadline.
-        if (self || Date.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
+        if (self || !wait || Date.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
         for (const letGo of [...kept.values()]) letGo();
         Atomics.wait(sleeper, 0, 0, LOCK_RETRY_MS);
         attempt--;
