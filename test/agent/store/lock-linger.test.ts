@@ -103,6 +103,42 @@ describe("a session's lock after a turn", () => {
   });
 });
 
+describe("a lock kept after a turn, while this process does long work on another session's log", () => {
+  // A log is loaded and a fork copied and synced synchronously, in time with its size: another
+  // process wanting the kept session meanwhile waits only LOCK_WAIT_MS, and the timer that lets
+  // the lock go cannot fire until that work is done.
+  function kept(store: SessionStore): { log: ReturnType<SessionStore["open"]>; lockFile: string } {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const other = store.open("other", header);
+    turn(other, 1);
+    other.close();
+    const log = store.open("s", header);
+    turn(log, 1);
+    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    expect(fs.existsSync(lockFile)).toBe(true);
+    return { log, lockFile };
+  }
+
+  it("loading another session's log lets it go first", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const { log, lockFile } = kept(store);
+    store.open("other", header).close();
+    expect(fs.existsSync(lockFile)).toBe(false);
+    turn(log, 2); // taken again, the log checked
+    log.close();
+  });
+
+  it("forking another session lets it go first; forking the kept session itself keeps it", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const { log, lockFile } = kept(store);
+    expect(store.fork("s", "s-copy", undefined)).toBeUndefined();
+    expect(fs.existsSync(lockFile)).toBe(true);
+    expect(store.fork("other", "other-copy", undefined)).toBeUndefined();
+    expect(fs.existsSync(lockFile)).toBe(false);
+    log.close();
+  });
+});
+
 describe("a lock another live process holds", () => {
   /** A lock file at `file` naming a live process (`sleep`) of this host, as a bridge's would. */
   function heldByAnother(file: string): void {
