@@ -32,7 +32,7 @@ import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
 import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
-import { acquireLock, keepAfterTurn, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
+import { acquireLock, keepAfterTurn, letGoKept, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
 import { LogTail } from "./log-tail.js";
 import {
   lockPathOf,
@@ -181,6 +181,7 @@ export class SessionStore implements SessionCatalog {
     this.ensureFolders();
     if (!this.exists(sessionId)) return { kind: "unknown-session" };
     const fork = () => {
+      letGoKept(); // a copy and an fsync, as long as the log (lock.ts `kept`); the source's lock is held here
       const refusal = this.catalog.fork(sessionId, newSessionId, turn);
       if (!refusal) completeFork(newSessionId, complete, () => this.catalog.delete(newSessionId));
       return refusal;
@@ -235,6 +236,7 @@ export class SessionStore implements SessionCatalog {
     // Only a regular file is a log: never through a symlink (it could point anywhere, or
     // nowhere yet, and be created there), never a FIFO (opening it would block the bridge).
     if (stat && !stat.isFile()) throw new SessionLogError(`session log ${file} is not a regular file (a symlink, folder or FIFO); move it away to start the session afresh`);
+    if (stat) letGoKept(); // loading takes as long as the log (lock.ts `kept`)
     const loaded = stat ? loadLog(file) : undefined;
     return loaded && new FileSessionLog(loaded.fd, file, loaded.header, loaded.events, lock, this.forget, loaded.titleSource);
   }

@@ -308,17 +308,23 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * The locks this process keeps after a turn (file-store.ts `unlock`), each with how to let it go
- * now (it does nothing while a turn or a fork holds it again). Invariant: a process never waits
- * for another's lock while keeping one of these. Its timers cannot fire while `acquireLock`
- * blocks, so a kept lock would stay for the whole wait, and another bridge may be waiting,
- * blocked too, for exactly that one: two bridges each wanting the session the other just used
- * would wait on each other until both are refused.
+ * now (it does nothing while a turn or a fork holds it again). A kept lock is let go by a timer,
+ * which cannot fire while this process blocks; another process waits for it only `LOCK_WAIT_MS`.
+ * Invariant: this process lets them go (`letGoKept`) before it blocks for long: before it waits
+ * for another's lock (that bridge may be waiting, blocked too, for one of these: two bridges each
+ * wanting the session the other just used), and before it loads or forks a log (file-store.ts:
+ * synchronous, in time with the log's size).
  */
 const kept = new Map<HeldLock, () => void>();
 
-/** `lock` is kept after a turn, until `letGo` or `releaseLock`; `letGo` is called before this process waits for another's lock. */
+/** `lock` is kept after a turn, until `letGo`, `letGoKept` or `releaseLock`. */
 export function keepAfterTurn(lock: HeldLock, letGo: () => void): void {
   kept.set(lock, letGo);
+}
+
+/** Lets go of the locks kept after turns, but those a turn or a fork holds again: this process is about to block. */
+export function letGoKept(): void {
+  for (const letGo of [...kept.values()]) letGo();
 }
 
 /**
@@ -351,7 +357,7 @@ export function acquireLock(file: string, sessionId: string, wait = true): HeldL
       if (live) {
         // Another live process: wait for it to let go (it lingers after a turn), up to the deadline.
         if (self || !wait || Date.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
-        for (const letGo of [...kept.values()]) letGo();
+        letGoKept();
         Atomics.wait(sleeper, 0, 0, LOCK_RETRY_MS);
         attempt--;
         continue;
