@@ -323,8 +323,7 @@ class FileSessionLog implements SessionLog {
   unlock(): void {
     this.writing = false;
     if (!this.held) return;
-    // Let go sooner when this process is about to wait for another's lock (lock.ts `keepAfterTurn`).
-    keepAfterTurn(this.held, this.letGo);
+    keepAfterTurn(this.held, this.letGo); // let go sooner when this process is about to block (lock.ts)
     if (this.linger) this.linger.refresh();
     else this.linger = setTimeout(this.letGo, LOCK_LINGER_MS).unref();
   }
@@ -334,10 +333,7 @@ class FileSessionLog implements SessionLog {
     if (!this.writing) this.release();
   };
 
-  /**
-   * Runs `use` under the lock this log holds (a turn's, or kept after one), which is not let go
-   * meanwhile: `use` may itself wait for another lock (a fork into a session another process has).
-   */
+  /** Runs `use` under the lock this log holds (a turn's, or kept), not let go meanwhile (`use` may block: lock.ts `letGoKept`). */
   holding<T>(use: () => T): T {
     const turn = this.writing;
     this.writing = true;
@@ -348,7 +344,6 @@ class FileSessionLog implements SessionLog {
     }
   }
 
-  /** Lets the lock go now. */
   private release(): void {
     if (this.held) releaseLock(this.held);
     this.held = undefined;
