@@ -238,6 +238,26 @@ describe("a lock another live process holds", () => {
     expect(fs.readFileSync(lockFile, "utf8")).toBe(before);
   });
 
+  it("the wait is bounded by a monotonic clock: the wall clock set back meanwhile (NTP, by hand) does not make it longer", () => {
+    const file = path.join(tmp, "a.lock");
+    heldByAnother(file);
+    const now = Date.now;
+    let reads = 0;
+    // The wall clock is set back an hour just after the wait began.
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => now() - (++reads > 1 ? 3_600_000 : 0));
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      if (to === file && ++tries === 1000) fs.unlinkSync(file); // a bound for the test: ~1 s of tries
+      realLink(from, to);
+    });
+    try {
+      expect(() => acquireLock(file, "a")).toThrow(SessionLockedError);
+    } finally {
+      clock.mockRestore();
+    }
+    expect(tries).toBeLessThan(1000);
+  });
+
   it("this process's own lock is refused at once, with no wait for a let-go that cannot come while it blocks", () => {
     const file = path.join(tmp, "a.lock");
     const lock = acquireLock(file, "a");
