@@ -337,7 +337,8 @@ export function letGoKept(): void {
  */
 export function acquireLock(file: string, sessionId: string, wait = true): HeldLock {
   let owner: ProcessOwner | undefined;
-  const deadline = Date.now() + LOCK_WAIT_MS;
+  // Monotonic: the wall clock set back meanwhile would make the wait as much longer, the bridge blocked.
+  const deadline = performance.now() + LOCK_WAIT_MS;
   for (let attempt = 0; attempt < 4; attempt++) {
     let lock: HeldLock | undefined;
     try {
@@ -356,7 +357,7 @@ export function acquireLock(file: string, sessionId: string, wait = true): HeldL
       const live = owner ? (self ? holding(file, holder) : alive(owner)) : young;
       if (live) {
         // Another live process: wait for it to let go (it lingers after a turn), up to the deadline.
-        if (self || !wait || Date.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
+        if (self || !wait || performance.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
         letGoKept();
         Atomics.wait(sleeper, 0, 0, LOCK_RETRY_MS);
         attempt--;
