@@ -394,8 +394,9 @@ class FileSessionLog implements SessionLog {
   /**
    * The spaces trimmed and the meta written, under the session's lock (taken for this when a
    * turn does not hold it), and only while the file is still this log: another process's lines
-   * since make it theirs to trim. Best effort: a lock held elsewhere (not waited for), or a failure, leaves the
-   * spaces (a valid log; the next load trims them) and no meta (a listing scans the log).
+   * since make it theirs to trim. Best effort: a lock held elsewhere (not waited for), or a
+   * failure, leaves the spaces (a valid log; the next load trims them) and no meta (a listing
+   * scans the log).
    *
    * The meta is written here only, after the trim: a meta records a size, and a line written
    * over spaces changes none, so a padded log's meta would look current after it. A turn's sync
