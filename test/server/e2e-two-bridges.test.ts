@@ -4,13 +4,14 @@
  * processes on one session root"). While A writes a session, B's prompt, delete, fork and
  * compact of it are -32001 `session-locked` and its list and read work; once A's turn ended B
  * takes the session over with A's turns in it, also when B prompts the moment A's response is
- * read; prompts racing in a loop never corrupt the log nor lose an `ok` turn; a bridge killed with SIGKILL does not keep the session from the next.
+ * read; prompts racing in a loop never corrupt the log nor lose an `ok` turn; two bridges each
+ * taking the session the other just used, or one while the other loads a long log, are not refused; a bridge killed with SIGKILL does not keep the session from the next.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { workspaceFolderName } from "../../src/agent/store/index.js";
+import { SessionStore, workspaceFolderName } from "../../src/agent/store/index.js";
 import { wholeJsonLines } from "../support/json-lines.js";
 import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
@@ -155,6 +156,38 @@ describe("two bridges on one session root", () => {
     const lines = logLines("s");
     expect(lines.filter((e) => e.type === "turn/end").map((e) => e.data.turn)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
     expectIncreasingSeqs(lines);
+  });
+
+  it("two bridges each prompting, the moment its own turn ended, the session the other one just answered, 10 rounds: every turn is ok, neither waits on the other's kept lock while keeping its own", async () => {
+    const rounds = 10;
+    const script = turns(...Array.from({ length: 2 * rounds }, (_, i) => [{ text: `answer ${i + 1}` }]));
+    const [a, b] = [await bridge(script), await bridge(script)];
+    const statusOf = (frame: Frame) => frame.result?.status ?? frame.error?.data?.kind ?? JSON.stringify(frame.error);
+    for (let round = 1; round <= rounds; round++) {
+      // A's s and B's t end together; each then wants the other's, which the other keeps a
+      // moment (store/lock.ts LOCK_LINGER_MS) while it waits, blocked, for its own next one.
+      const [crossA, crossB] = await Promise.all([
+        send(a, "session/prompt", promptParams(`s${round}`, "A first")).then(() => send(a, "session/prompt", promptParams(`t${round}`, "A second"))),
+        send(b, "session/prompt", promptParams(`t${round}`, "B first")).then(() => send(b, "session/prompt", promptParams(`s${round}`, "B second"))),
+      ]);
+      expect([statusOf(crossA), statusOf(crossB)], `round ${round}`).toEqual(["ok", "ok"]);
+    }
+  });
+
+  it("A keeps a session's lock a moment after its turn, then loads a long log for another prompt: B's prompt of the first session meanwhile is not refused", async () => {
+    // A 40 MB log, which takes a bridge longer to load (synchronously) than B waits (LOCK_WAIT_MS).
+    const store = new SessionStore(root, ws.dir);
+    const long = store.open("long", { provider: "scripted", model: "demo" });
+    long.lock();
+    const text = "y".repeat(10_000);
+    for (let seq = 1; seq <= 4000; seq++) long.append({ type: "user/message", seq, time: 1, data: { id: `u${seq}`, content: [{ type: "text", text }] } } as any);
+    long.unlock();
+    long.close();
+    const script = turns([{ text: "one" }], [{ text: "two" }], [{ text: "three" }]);
+    const [a, b] = [await bridge(script), await bridge(script)];
+    expect((await send(a, "session/prompt", promptParams("s", "A's"))).result?.status).toBe("ok");
+    const [, fromB] = await Promise.all([send(a, "session/prompt", promptParams("long", "A's next")), send(b, "session/prompt", promptParams("s", "B's"))]);
+    expect(fromB.result ?? fromB.error).toEqual({ status: "ok", reason: { kind: "completed" } });
   });
 
   it("B lists a session A has loaded and wrote since its last listing with every turn, and after A's shutdown the same", async () => {

@@ -32,7 +32,7 @@ import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
 import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
-import { acquireLock, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
+import { acquireLock, keepAfterTurn, letGoKept, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
 import { LogTail } from "./log-tail.js";
 import {
   lockPathOf,
@@ -147,7 +147,8 @@ export class SessionStore implements SessionCatalog {
 
   /** Runs `use` under the session's lock, unless this process holds it already (the session is loaded and locked here). */
   private underLock<T>(sessionId: string, use: () => T): T {
-    if (this.openLogs.get(sessionId)?.locked) return use();
+    const open = this.openLogs.get(sessionId);
+    if (open?.locked) return open.holding(use);
     const lock = acquireLock(this.lockOf(sessionId), sessionId);
     try {
       return use();
@@ -180,6 +181,7 @@ export class SessionStore implements SessionCatalog {
     this.ensureFolders();
     if (!this.exists(sessionId)) return { kind: "unknown-session" };
     const fork = () => {
+      letGoKept(); // a copy and an fsync, as long as the log (lock.ts `kept`); the source's lock is held here
       const refusal = this.catalog.fork(sessionId, newSessionId, turn);
       if (!refusal) completeFork(newSessionId, complete, () => this.catalog.delete(newSessionId));
       return refusal;
@@ -234,6 +236,7 @@ export class SessionStore implements SessionCatalog {
     // Only a regular file is a log: never through a symlink (it could point anywhere, or
     // nowhere yet, and be created there), never a FIFO (opening it would block the bridge).
     if (stat && !stat.isFile()) throw new SessionLogError(`session log ${file} is not a regular file (a symlink, folder or FIFO); move it away to start the session afresh`);
+    if (stat) letGoKept(); // loading takes as long as the log (lock.ts `kept`)
     const loaded = stat ? loadLog(file) : undefined;
     return loaded && new FileSessionLog(loaded.fd, file, loaded.header, loaded.events, lock, this.forget, loaded.titleSource);
   }
@@ -273,7 +276,7 @@ class FileSessionLog implements SessionLog {
   private readonly summary: SummaryTracker;
   /** The open file's inode: the path names this log while it names this inode (held open, it cannot be reused). */
   private readonly ino: number;
-  /** A turn holds the lock (`lock` to `unlock`); the linger lets go only when none does. */
+  /** A turn holds the lock (`lock` to `unlock`), or a fork (`holding`); the linger lets go only when none does. */
   private writing = false;
   /** Lets the lock go `LOCK_LINGER_MS` after the last turn's `unlock` (unref'd: it keeps no process alive). */
   private linger: NodeJS.Timeout | undefined;
@@ -322,11 +325,27 @@ class FileSessionLog implements SessionLog {
   unlock(): void {
     this.writing = false;
     if (!this.held) return;
+    keepAfterTurn(this.held, this.letGo); // let go sooner when this process is about to block (lock.ts)
     if (this.linger) this.linger.refresh();
-    else this.linger = setTimeout(() => this.writing || this.release(), LOCK_LINGER_MS).unref();
+    else this.linger = setTimeout(this.letGo, LOCK_LINGER_MS).unref();
   }
 
-  /** Lets the lock go now. */
+  /** Lets the kept lock go, unless a turn or a fork holds it again. */
+  private readonly letGo = (): void => {
+    if (!this.writing) this.release();
+  };
+
+  /** Runs `use` under the lock this log holds (a turn's, or kept), not let go meanwhile (`use` may block: lock.ts `letGoKept`). */
+  holding<T>(use: () => T): T {
+    const turn = this.writing;
+    this.writing = true;
+    try {
+      return use();
+    } finally {
+      this.writing = turn;
+    }
+  }
+
   private release(): void {
     if (this.held) releaseLock(this.held);
     this.held = undefined;
@@ -377,8 +396,9 @@ class FileSessionLog implements SessionLog {
   /**
    * The spaces trimmed and the meta written, under the session's lock (taken for this when a
    * turn does not hold it), and only while the file is still this log: another process's lines
-   * since make it theirs to trim. Best effort: a lock held elsewhere, or a failure, leaves the
-   * spaces (a valid log; the next load trims them) and no meta (a listing scans the log).
+   * since make it theirs to trim. Best effort: a lock held elsewhere (not waited for), or a
+   * failure, leaves the spaces (a valid log; the next load trims them) and no meta (a listing
+   * scans the log).
    *
    * The meta is written here only, after the trim: a meta records a size, and a line written
    * over spaces changes none, so a padded log's meta would look current after it. A turn's sync
@@ -388,7 +408,8 @@ class FileSessionLog implements SessionLog {
    */
   private trimUnderLock(): void {
     try {
-      this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId);
+      // No wait for another process: its turn since makes the file its to trim anyway.
+      this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId, false);
       if (!this.current()) return;
       this.tail.trim();
       writeMeta(this.file, this.tail.size, this.summary.entry());

@@ -307,14 +307,38 @@ const LOCK_RETRY_MS = 1;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /**
+ * The locks this process keeps after a turn (file-store.ts `unlock`), each with how to let it go
+ * now (it does nothing while a turn or a fork holds it again). A kept lock is let go by a timer,
+ * which cannot fire while this process blocks; another process waits for it only `LOCK_WAIT_MS`.
+ * Invariant: this process lets them go (`letGoKept`) before it blocks for long: before it waits
+ * for another's lock (that bridge may be waiting, blocked too, for one of these: two bridges each
+ * wanting the session the other just used), and before it loads or forks a log (file-store.ts:
+ * synchronous, in time with the log's size).
+ */
+const kept = new Map<HeldLock, () => void>();
+
+/** `lock` is kept after a turn, until `letGo`, `letGoKept` or `releaseLock`. */
+export function keepAfterTurn(lock: HeldLock, letGo: () => void): void {
+  kept.set(lock, letGo);
+}
+
+/** Lets go of the locks kept after turns, but those a turn or a fork holds again: this process is about to block. */
+export function letGoKept(): void {
+  for (const letGo of [...kept.values()]) letGo();
+}
+
+/**
  * Takes the lock `file` for `sessionId`, or throws `SessionLockedError` when a live process
  * holds it for longer than `LOCK_WAIT_MS`. The wait blocks this process (the lock is taken where
  * the caller cannot wait: opening a session for a prompt, a fork, a delete); it happens only
- * when another process has the session.
+ * when another process has the session, and lets go first of the locks this process keeps after
+ * its turns (`keepAfterTurn`). `wait: false` refuses at once (a best-effort take: a log's trim at
+ * close, where a bridge closes logs by the dozen).
  */
-export function acquireLock(file: string, sessionId: string): HeldLock {
+export function acquireLock(file: string, sessionId: string, wait = true): HeldLock {
   let owner: ProcessOwner | undefined;
-  const deadline = Date.now() + LOCK_WAIT_MS;
+  // Monotonic: the wall clock set back meanwhile would make the wait as much longer, the bridge blocked.
+  const deadline = performance.now() + LOCK_WAIT_MS;
   for (let attempt = 0; attempt < 4; attempt++) {
     let lock: HeldLock | undefined;
     try {
@@ -333,7 +357,8 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
       const live = owner ? (self ? holding(file, holder) : alive(owner)) : young;
       if (live) {
         // Another live process: wait for it to let go (it lingers after a turn), up to the deadline.
-        if (self || Date.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
+        if (self || !wait || performance.now() >= deadline) throw new SessionLockedError(sessionId, file, owner);
+        letGoKept();
         Atomics.wait(sleeper, 0, 0, LOCK_RETRY_MS);
         attempt--;
         continue;
@@ -354,6 +379,7 @@ export function acquireLock(file: string, sessionId: string): HeldLock {
 
 /** Removes the lock file, when it is still the one `lock` created (never another process's). */
 export function releaseLock(lock: HeldLock): void {
+  kept.delete(lock);
   if (held.get(lock.file) === lock) held.delete(lock.file);
   removeIfStill(lock);
 }

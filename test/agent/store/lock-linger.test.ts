@@ -103,6 +103,42 @@ describe("a session's lock after a turn", () => {
   });
 });
 
+describe("a lock kept after a turn, while this process does long work on another session's log", () => {
+  // A log is loaded and a fork copied and synced synchronously, in time with its size: another
+  // process wanting the kept session meanwhile waits only LOCK_WAIT_MS, and the timer that lets
+  // the lock go cannot fire until that work is done.
+  function kept(store: SessionStore): { log: ReturnType<SessionStore["open"]>; lockFile: string } {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const other = store.open("other", header);
+    turn(other, 1);
+    other.close();
+    const log = store.open("s", header);
+    turn(log, 1);
+    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    expect(fs.existsSync(lockFile)).toBe(true);
+    return { log, lockFile };
+  }
+
+  it("loading another session's log lets it go first", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const { log, lockFile } = kept(store);
+    store.open("other", header).close();
+    expect(fs.existsSync(lockFile)).toBe(false);
+    turn(log, 2); // taken again, the log checked
+    log.close();
+  });
+
+  it("forking another session lets it go first; forking the kept session itself keeps it", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const { log, lockFile } = kept(store);
+    expect(store.fork("s", "s-copy", undefined)).toBeUndefined();
+    expect(fs.existsSync(lockFile)).toBe(true);
+    expect(store.fork("other", "other-copy", undefined)).toBeUndefined();
+    expect(fs.existsSync(lockFile)).toBe(false);
+    log.close();
+  });
+});
+
 describe("a lock another live process holds", () => {
   /** A lock file at `file` naming a live process (`sleep`) of this host, as a bridge's would. */
   function heldByAnother(file: string): void {
@@ -134,6 +170,92 @@ describe("a lock another live process holds", () => {
     expect(() => acquireLock(file, "a")).toThrow(SessionLockedError);
     expect(performance.now() - started).toBeGreaterThanOrEqual(LOCK_WAIT_MS - 1); // a lower bound: it waited
     expect(fs.readFileSync(file, "utf8")).toBe(before);
+  });
+
+  it("a process about to wait first lets go of the locks its sessions keep after their turns: its linger timers cannot fire while it blocks, so two bridges each waiting for a session the other keeps would both be refused", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    turn(log, 1);
+    const mine = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    expect(fs.existsSync(mine)).toBe(true); // lingering
+    const theirs = store.pathOf("t").replace(/\.jsonl$/, ".lock");
+    heldByAnother(theirs);
+    let mineWhileWaiting: boolean | undefined;
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      // The second try comes after one wait: the other process wanting s has been waiting for it too.
+      if (to === theirs && ++tries === 2) {
+        mineWhileWaiting = fs.existsSync(mine);
+        fs.unlinkSync(theirs);
+      }
+      realLink(from, to);
+    });
+    releaseLock(acquireLock(theirs, "t"));
+    expect(mineWhileWaiting).toBe(false);
+    // Let go: s's next turn takes its lock again and checks its log.
+    lstat.mockClear();
+    turn(log, 2);
+    expect(lstat.mock.calls.map((call) => call[0])).toContain(store.pathOf("s"));
+    log.close();
+  });
+
+  it("a fork of a session this process keeps the lock of, into one another process holds a moment, keeps the source's lock while it waits for the other", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    turn(log, 1);
+    const source = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    const target = store.pathOf("f").replace(/\.jsonl$/, ".lock");
+    heldByAnother(target);
+    let sourceWhileWaiting: boolean | undefined;
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      if (to === target && ++tries === 2) {
+        sourceWhileWaiting = fs.existsSync(source);
+        fs.unlinkSync(target);
+      }
+      realLink(from, to);
+    });
+    expect(store.fork("s", "f", undefined)).toBeUndefined();
+    expect(sourceWhileWaiting).toBe(true);
+    expect(fs.existsSync(source)).toBe(true); // still kept after the turn, as before the fork
+    log.close();
+    expect(fs.existsSync(source)).toBe(false);
+  });
+
+  it("closing a log does not wait for its lock when another live process holds it: the trim is best effort (left to the next load), and a bridge closes logs by the dozen (shutdown, idle ones dropped at a turn's end)", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    turn(log, 1);
+    vi.advanceTimersByTime(LOCK_LINGER_MS); // let go: the log is open, its lock not held
+    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    expect(fs.existsSync(lockFile)).toBe(false);
+    heldByAnother(lockFile); // another bridge's turn on s
+    const before = fs.readFileSync(lockFile, "utf8");
+    link.mockClear();
+    log.close();
+    expect(link.mock.calls.filter((call) => call[1] === lockFile)).toHaveLength(1); // one try, no wait
+    expect(fs.readFileSync(lockFile, "utf8")).toBe(before);
+  });
+
+  it("the wait is bounded by a monotonic clock: the wall clock set back meanwhile (NTP, by hand) does not make it longer", () => {
+    const file = path.join(tmp, "a.lock");
+    heldByAnother(file);
+    const now = Date.now;
+    let reads = 0;
+    // The wall clock is set back an hour just after the wait began.
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => now() - (++reads > 1 ? 3_600_000 : 0));
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      if (to === file && ++tries === 1000) fs.unlinkSync(file); // a bound for the test: ~1 s of tries
+      realLink(from, to);
+    });
+    try {
+      expect(() => acquireLock(file, "a")).toThrow(SessionLockedError);
+    } finally {
+      clock.mockRestore();
+    }
+    expect(tries).toBeLessThan(1000);
   });
 
   it("this process's own lock is refused at once, with no wait for a let-go that cannot come while it blocks", () => {
