@@ -32,7 +32,8 @@ import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
 import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
-import { acquireLock, keepAfterTurn, letGoKept, LOCK_LINGER_MS, releaseLock, type HeldLock } from "./lock.js";
+import { acquireLock, letGoKept, releaseLock, type HeldLock } from "./lock.js";
+import { LogLock } from "./log-lock.js";
 import { LogTail } from "./log-tail.js";
 import {
   lockPathOf,
@@ -276,24 +277,22 @@ class FileSessionLog implements SessionLog {
   private readonly summary: SummaryTracker;
   /** The open file's inode: the path names this log while it names this inode (held open, it cannot be reused). */
   private readonly ino: number;
-  /** A turn holds the lock (`lock` to `unlock`), or a fork (`holding`); the linger lets go only when none does. */
-  private writing = false;
-  /** Lets the lock go `LOCK_LINGER_MS` after the last turn's `unlock` (unref'd: it keeps no process alive). */
-  private linger: NodeJS.Timeout | undefined;
+  /** The session's lock while this process may write the log (log-lock.ts: kept a moment after a turn). */
+  private readonly hold: LogLock;
 
   constructor(
     private readonly fd: number,
     readonly file: string,
     readonly header: SessionHeader,
     public loadedEvents: SessionEvent[],
-    /** The session's lock while this process may write it (a turn runs, or lingers after one: `unlock`); `undefined` between turns. */
-    private held: HeldLock | undefined,
+    held: HeldLock | undefined,
     private readonly onClose: (log: SessionLog) => void,
     titleSource?: SessionEvent,
   ) {
     const stat = fs.fstatSync(fd);
     this.tail = new LogTail(fd, stat.size);
     this.ino = stat.ino;
+    this.hold = new LogLock(lockPathOf(file), header.sessionId, held);
     this.summary = SummaryTracker.of(header, titleSource ? [titleSource, ...loadedEvents] : loadedEvents);
   }
 
@@ -302,53 +301,23 @@ class FileSessionLog implements SessionLog {
   }
 
   get locked(): boolean {
-    return this.held !== undefined;
+    return this.hold.locked;
   }
 
   lock(): boolean {
     if (this.closed) throw new Error(`session log ${this.file} is closed`);
-    // Held since the last turn (lingering): no other process could write the log meanwhile.
-    if (!this.held) {
-      this.held = acquireLock(lockPathOf(this.file), this.header.sessionId);
-      if (!this.current()) return false; // the caller closes this log, which lets the lock go
-    }
-    this.writing = true;
-    return true;
+    // Kept since this process's last turn: no other process could write the log meanwhile.
+    return !this.hold.take() || this.current(); // not current: the caller closes this log, which lets the lock go
   }
 
-  /**
-   * The turn is over. The lock lingers `LOCK_LINGER_MS` and is let go then unless another turn
-   * took it meanwhile: a loop of turns makes and removes no lock file a turn, and checks no file,
-   * since nobody else can write while it holds the lock. Another process that wants the session
-   * waits that long (lock.ts `acquireLock`). One timer a log, re-armed at each turn's end.
-   */
+  /** The turn is over; the lock is let go a moment later (log-lock.ts). */
   unlock(): void {
-    this.writing = false;
-    if (!this.held) return;
-    keepAfterTurn(this.held, this.letGo); // let go sooner when this process is about to block (lock.ts)
-    if (this.linger) this.linger.refresh();
-    else this.linger = setTimeout(this.letGo, LOCK_LINGER_MS).unref();
+    this.hold.endTurn();
   }
 
-  /** Lets the kept lock go, unless a turn or a fork holds it again. */
-  private readonly letGo = (): void => {
-    if (!this.writing) this.release();
-  };
-
-  /** Runs `use` under the lock this log holds (a turn's, or kept), not let go meanwhile (`use` may block: lock.ts `letGoKept`). */
+  /** Runs `use` under the lock this log holds, not let go meanwhile (log-lock.ts). */
   holding<T>(use: () => T): T {
-    const turn = this.writing;
-    this.writing = true;
-    try {
-      return use();
-    } finally {
-      this.writing = turn;
-    }
-  }
-
-  private release(): void {
-    if (this.held) releaseLock(this.held);
-    this.held = undefined;
+    return this.hold.holding(use);
   }
 
   /**
@@ -367,7 +336,7 @@ class FileSessionLog implements SessionLog {
 
   append(event: SessionEvent, json?: string): void {
     // One writer per session: a write without the lock could interleave with another process's.
-    if (!this.held) throw new Error(`session ${this.header.sessionId} was written without its lock (a bug)`);
+    if (!this.hold.locked) throw new Error(`session ${this.header.sessionId} was written without its lock (a bug)`);
     // A long line is written piece by piece as it is encoded, never whole in memory (jsonLine
     // makes pieces exactly when jsonText finds a long string).
     this.tail.append(json ?? jsonText(event) ?? (jsonLine(event) as Iterable<Buffer>));
@@ -388,8 +357,7 @@ class FileSessionLog implements SessionLog {
       this.trimUnderLock();
     } finally {
       fs.closeSync(this.fd);
-      clearTimeout(this.linger);
-      this.release();
+      this.hold.release();
     }
   }
 
@@ -409,7 +377,7 @@ class FileSessionLog implements SessionLog {
   private trimUnderLock(): void {
     try {
       // No wait for another process: its turn since makes the file its to trim anyway.
-      this.held ??= acquireLock(lockPathOf(this.file), this.header.sessionId, false);
+      this.hold.takeNow();
       if (!this.current()) return;
       this.tail.trim();
       writeMeta(this.file, this.tail.size, this.summary.entry());

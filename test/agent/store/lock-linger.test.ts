@@ -78,6 +78,19 @@ describe("a session's lock after a turn", () => {
     again.close();
   });
 
+  it("every burst of turns lets its lock go after its last turn, not only the first burst (node's own timers: a cleared one is not re-armed)", async () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const log = store.open("s", header);
+    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    for (let burst = 0; burst < 3; burst++) {
+      turn(log, 2 * burst + 1);
+      turn(log, 2 * burst + 2);
+      expect(fs.existsSync(lockFile), `burst ${burst + 1}, kept`).toBe(true);
+      await lockLetGo(lockFile);
+    }
+    log.close();
+  });
+
   it("a turn still running when the linger ends keeps the lock: only the end of the last turn starts it", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const store = new SessionStore(tmp, "/work/space");
