@@ -150,6 +150,18 @@ describe("a lock kept after a turn, while this process does long work on another
     expect(fs.existsSync(lockFile)).toBe(false);
     log.close();
   });
+
+  it("listing the sessions lets it go before it scans a log whose meta is not current (another bridge's open log, read whole each listing); a listing from the metas alone keeps it", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const { log, lockFile } = kept(store);
+    expect(store.list().sessions.map((e) => e.sessionId).sort()).toEqual(["other", "s"]); // "other"'s meta is current
+    expect(fs.existsSync(lockFile)).toBe(true);
+    fs.rmSync(store.pathOf("other").replace(/\.jsonl$/, ".meta.json")); // as for a log another bridge has open: scanned
+    expect(store.list().sessions.map((e) => e.sessionId).sort()).toEqual(["other", "s"]);
+    expect(fs.existsSync(lockFile)).toBe(false);
+    turn(log, 2); // taken again, the log checked
+    log.close();
+  });
 });
 
 describe("a lock another live process holds", () => {
