@@ -33,7 +33,7 @@ import {
   type SessionHeader,
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
-import { skipOwnerFile } from "./lock.js";
+import { letGoKept, skipOwnerFile } from "./lock.js";
 import { copyRange, eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { keptEvent } from "./resume.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
@@ -117,6 +117,7 @@ export class FileCatalog {
     const size = fs.lstatSync(file).size;
     const cached = readMeta(file, id, size);
     if (cached) return cached;
+    letGoKept(); // a scan as long as the log (every log another bridge has open): lock.ts `kept`
     return withLog(file, (fd) => {
       const scanned = scanLog(fd);
       if (!scanned) return undefined; // killed while writing its header: no session yet
