@@ -113,6 +113,7 @@ export class LoadedSessions {
    */
   closeIdle(): boolean {
     if (!this.options.durable) return false;
+    this.options.store.letGoKept(); // a sync each, the session just answered last: lock.ts `kept`
     let closed = false;
     for (const id of [...this.idle]) {
       this.idle.delete(id);
@@ -137,6 +138,7 @@ export class LoadedSessions {
 
   /** fsyncs and closes every session log. */
   closeAll(): void {
+    this.options.store.letGoKept(); // as closeIdle
     for (const session of this.sessions.values()) this.closeOne(session, "could not sync the log of session");
     this.sessions.clear();
     this.idle.clear();

@@ -158,6 +158,11 @@ export class SessionStore implements SessionCatalog {
     }
   }
 
+  /** Lets go of the locks kept after turns (lock.ts `kept`): this process is about to close many logs, a sync each. */
+  letGoKept(): void {
+    letGoKept();
+  }
+
   /** The log file of a session id (refuses anything that is not one: ids become file names). */
   pathOf(sessionId: string): string {
     return logPath(this.directory, sessionId);

@@ -312,8 +312,9 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
  * which cannot fire while this process blocks; another process waits for it only `LOCK_WAIT_MS`.
  * Invariant: this process lets them go (`letGoKept`) before it blocks for long: before it waits
  * for another's lock (that bridge may be waiting, blocked too, for one of these: two bridges each
- * wanting the session the other just used), and before it loads, forks or scans a log for a
- * listing (file-store.ts, file-catalog.ts: synchronous, in time with the log's size).
+ * wanting the session the other just used), before it loads, forks or scans a log for a
+ * listing (file-store.ts, file-catalog.ts: synchronous, in time with the log's size), and before
+ * it closes many logs, a sync each (loaded-sessions.ts: out of descriptors, shutdown).
  */
 const kept = new Map<HeldLock, () => void>();
 

@@ -28,6 +28,9 @@ export class MemorySessionStore implements SessionCatalog {
 
   constructor(readonly workspace: string) {}
 
+  /** Nothing: a memory log takes no lock (file-store.ts `letGoKept`). */
+  letGoKept(): void {}
+
   open(sessionId: string, header: NewSessionHeader): SessionLog {
     if (!isSessionId(sessionId)) throw new Error(`not a session id: ${JSON.stringify(sessionId.slice(0, 200))}`);
     let kept = this.kept.get(sessionId);
