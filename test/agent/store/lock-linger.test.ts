@@ -162,6 +162,19 @@ describe("a lock kept after a turn, while this process does long work on another
     turn(log, 2); // taken again, the log checked
     log.close();
   });
+
+  it("deleting another session lets it go first: its checkpoints, removed under its lock, are as many files as its turns changed", () => {
+    const store = new SessionStore(tmp, "/work/space");
+    const { log, lockFile } = kept(store);
+    const checkpoints = store.pathOf("other").replace(/\.jsonl$/, ".checkpoints");
+    fs.mkdirSync(path.join(checkpoints, "blobs"), { recursive: true });
+    for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(checkpoints, "blobs", `b${i}`), "x");
+    expect(store.delete("other")).toBe(true);
+    expect(fs.existsSync(checkpoints)).toBe(false);
+    expect(fs.existsSync(lockFile)).toBe(false);
+    turn(log, 2); // taken again, the log checked
+    log.close();
+  });
 });
 
 describe("a lock another live process holds", () => {
