@@ -313,7 +313,8 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
  * Invariant: this process lets them go (`letGoKept`) before it blocks for long: before it waits
  * for another's lock (that bridge may be waiting, blocked too, for one of these: two bridges each
  * wanting the session the other just used), before it loads, forks or scans a log for a
- * listing (file-store.ts, file-catalog.ts: synchronous, in time with the log's size), and before
+ * listing, or deletes a session's checkpoints (file-store.ts, file-catalog.ts: synchronous, in
+ * time with the log's size or the checkpoints' files), and before
  * it closes many logs, a sync each (loaded-sessions.ts: out of descriptors, shutdown).
  */
 const kept = new Map<HeldLock, () => void>();
