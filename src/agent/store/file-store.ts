@@ -364,8 +364,11 @@ class FileSessionLog implements SessionLog {
     try {
       this.trimUnderLock();
     } finally {
-      fs.closeSync(this.fd);
-      this.hold.release();
+      try {
+        fs.closeSync(this.fd); // may fail (NFS: a write refused late); the lock goes all the same
+      } finally {
+        this.hold.release();
+      }
     }
   }
 
