@@ -1,0 +1,53 @@
+/**
+ * A turn's lock taken afresh is followed by the check that nobody else wrote the log meanwhile
+ * (file-store.ts `lock`: `current`). When that check fails (an I/O error, the folder's
+ * permissions changed under it), the turn does not start — and the lock must not stay held: held
+ * and marked as a turn's, no linger would ever let it go, and the next `lock` would find it held
+ * since "this process's last turn" and skip the very check that failed.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { SessionStore } from "../../../src/agent/store/index.js";
+import { lockLetGo } from "../../support/session-locks.js";
+import { header, userMessage } from "./support.js";
+
+vi.mock("node:fs", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("node:fs")>();
+  return { ...actual, lstatSync: vi.fn(actual.lstatSync) };
+});
+const lstat = vi.mocked(fs.lstatSync);
+const realLstat = lstat.getMockImplementation()!;
+
+let tmp: string;
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hb-lock-check-"));
+});
+afterEach(() => {
+  lstat.mockImplementation(realLstat);
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+it("a failed check of the log after a fresh lock lets the lock go, and the next turn checks the log again", async () => {
+  const store = new SessionStore(tmp, "/work/space");
+  const log = store.open("s", header);
+  expect(log.lock()).toBe(true);
+  log.append(userMessage(1));
+  log.unlock();
+  const file = store.pathOf("s");
+  const lockFile = file.replace(/\.jsonl$/, ".lock");
+  await lockLetGo(lockFile);
+  lstat.mockImplementationOnce(((p: fs.PathLike, o?: fs.StatSyncOptions) => {
+    if (p !== file) return realLstat(p, o);
+    throw Object.assign(new Error(`EIO: i/o error, lstat '${file}'`), { code: "EIO" });
+  }) as typeof fs.lstatSync);
+  expect(() => log.lock()).toThrow(/EIO/);
+  expect(fs.existsSync(lockFile)).toBe(false);
+  // Another process writes the log meanwhile: the next turn must see it.
+  fs.appendFileSync(file, `${JSON.stringify(userMessage(2))}\n`);
+  lstat.mockClear();
+  expect(log.lock()).toBe(false); // not current: the caller reloads the session
+  expect(lstat.mock.calls.map((call) => call[0])).toContain(file);
+  log.close();
+});
