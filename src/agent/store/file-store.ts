@@ -314,8 +314,13 @@ class FileSessionLog implements SessionLog {
 
   lock(): boolean {
     if (this.closed) throw new Error(`session log ${this.file} is closed`);
-    // Kept since this process's last turn: no other process could write the log meanwhile.
-    return !this.hold.take() || this.current(); // not current: the caller closes this log, which lets the lock go
+    if (!this.hold.take()) return true; // kept since this process's last turn: nobody else could write the log
+    try {
+      return this.current(); // not current: the caller closes this log, which lets the lock go
+    } catch (error) {
+      this.hold.release(); // no turn starts; held, the next take would skip this check
+      throw error;
+    }
   }
 
   /** The turn is over; the lock is let go a moment later (log-lock.ts). */
@@ -365,9 +370,9 @@ class FileSessionLog implements SessionLog {
       this.trimUnderLock();
     } finally {
       try {
-        fs.closeSync(this.fd); // may fail (NFS: a write refused late); the lock goes all the same
+        fs.closeSync(this.fd); // may fail (NFS: a write refused late)
       } finally {
-        this.hold.release();
+        this.hold.release(); // all the same
       }
     }
   }
