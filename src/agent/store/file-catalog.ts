@@ -230,6 +230,7 @@ export class FileCatalog {
     const stat = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!stat?.isFile()) return false;
     // The checkpoints first: a delete cut short (killed, or failing) leaves the log, and is done again whole.
+    letGoKept(); // they are a file per change its turns made (lock.ts `kept`)
     removeLeftCheckpoints(file);
     fs.unlinkSync(file);
     // The lock file stays: the caller holds it, and removes it when it lets go (file-store.ts).

@@ -201,10 +201,7 @@ export class SessionStore implements SessionCatalog {
     this.checkFolder();
     refuseSymlinkedFolder(this.directory);
     if (!this.exists(sessionId)) return false;
-    return this.underLock(sessionId, () => {
-      letGoKept(); // its checkpoints: a file per change its turns made (lock.ts `kept`)
-      return this.catalog.delete(sessionId);
-    });
+    return this.underLock(sessionId, () => this.catalog.delete(sessionId));
   }
 
   openEntry(sessionId: string): SessionListEntry | undefined {
