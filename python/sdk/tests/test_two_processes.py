@@ -6,6 +6,7 @@ after the turn the other takes the session over with the first one's turns in it
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import subprocess
@@ -15,7 +16,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from deepseek_harness import DeepSeekHarness, SessionBusyError, UserMessageEvent, tool
+from deepseek_harness import AsyncDeepSeekHarness, DeepSeekHarness, SessionBusyError, UserMessageEvent, tool
 
 from conftest import call_within, real_bridge_or_skip
 
@@ -142,3 +143,25 @@ def test_raw_turn_running_makes_the_sdk_raise_session_busy_with_kind_session_loc
                                      "content": [{"type": "text", "text": "answered"}]})
     assert raw.wait(lambda f: f.get("id") == rid)["result"]["status"] == "ok"
     assert call_within(GUARD, h.start_session("r").run, "from the SDK").status == "ok"
+
+
+def test_async_clients_of_two_processes_hand_a_session_back_and_forth_every_turn_ok(tmp_path: Path) -> None:
+    """Two SDK processes (the async client) on one session, each prompting it the moment the
+    other's turn came back: the other bridge waits out the lock the last one keeps a moment after
+    its turn (docs/guarantees.md), so no prompt is refused, and the log holds every turn in order."""
+    binary = real_bridge_or_skip()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"steps": [{"text": f"done {i}"}]} for i in range(20)]}))
+
+    async def main() -> List[str]:
+        def harness() -> AsyncDeepSeekHarness:
+            return AsyncDeepSeekHarness(provider="scripted", model=str(script), cwd=tmp_path, bridge_bin=binary,
+                                        session_root=tmp_path / "sessions", shutdown_timeout_seconds=5.0)
+        async with harness() as a, harness() as b:
+            sessions = [a.start_session("s"), b.start_session("s")]
+            for i in range(10):
+                result = await asyncio.wait_for(sessions[i % 2].run(f"turn {i}"), GUARD)
+                assert result.status == "ok", result
+            return [e.text async for e in sessions[0].history() if isinstance(e, UserMessageEvent)]
+
+    assert asyncio.run(main()) == [f"turn {i}" for i in range(10)]
