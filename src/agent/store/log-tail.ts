@@ -34,6 +34,7 @@
  * @module
  */
 import * as fs from "node:fs";
+import { byteAt } from "./log-lines.js";
 
 /** The spaces kept ahead of the next line: an eighth of the log, 16 KiB to 256 KiB. */
 const MIN_PAD = 16 * 1024;
@@ -68,7 +69,6 @@ export class LogTail {
   end: number;
   /** The file's size: `end`, the spaces ahead and the final "\n". */
   size: number;
-  private readonly probe = Buffer.alloc(1);
 
   constructor(
     private readonly fd: number,
@@ -128,7 +128,7 @@ export class LogTail {
   /** Whether no other process wrote a line since this one's last (its first byte would be at `end`). */
   untouched(): boolean {
     if (this.size === this.end + 1) return true; // no spaces: a line would have grown the file
-    return fs.readSync(this.fd, this.probe, 0, 1, this.end) === 1 && this.probe[0] === SPACE;
+    return byteAt(this.fd, this.end) === SPACE;
   }
 
   /** The spaces removed: the log ends in its last line's "\n". */
