@@ -13,6 +13,7 @@ import { SessionStore } from "../../src/agent/store/index.js";
 import { silentLogger } from "../../src/log.js";
 import { ScriptedProvider } from "../../src/providers/scripted.js";
 import { turns, workspaceAndRootEachTest } from "../support/scripts.js";
+import { lockPathOf } from "../../src/agent/store/log-format.js";
 
 const each = workspaceAndRootEachTest("hb-kept-close-many");
 
@@ -26,7 +27,7 @@ async function answered(): Promise<{ rt: AgentRuntime; store: SessionStore; kept
     sink: { sessionEvent: async () => undefined, subagentStarted: async () => undefined, subagentFinished: async () => undefined },
   });
   for (const id of ["a", "b", "just-answered"]) expect((await rt.prompt(id, text("hi"))).kind).toBe("completed");
-  const keptLock = store.pathOf("just-answered").replace(/\.jsonl$/, ".lock");
+  const keptLock = lockPathOf(store.pathOf("just-answered"));
   return { rt, store, keptLock };
 }
 

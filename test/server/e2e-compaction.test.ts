@@ -12,6 +12,7 @@ import { RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 import { replayOffset } from "../../src/agent/store/resume.js";
 import { lockLetGo } from "../support/session-locks.js";
+import { lockPathOf } from "../../src/agent/store/log-format.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -162,7 +163,7 @@ describe("session/compact", () => {
     c.request("c3", "session/compact", { sessionId: "nobody" });
     expect((await c.response("c3")).result).toEqual({ compacted: false });
     // Only s's log (its meta is written when the log is closed) beside the bridge's owner file (store/lock.ts): nothing for "nobody", no lock left behind (once its linger is over).
-    await lockLetGo(logOf().replace(/\.jsonl$/, ".lock"));
+    await lockLetGo(lockPathOf(logOf()));
     expect(fs.readdirSync(path.dirname(logOf())).filter((name) => !name.startsWith("@owner-"))).toEqual(["s.jsonl"]);
     c.request("bad", "session/compact", { sessionId: "../x" });
     expect((await c.response("bad")).error?.code).toBe(-32602);

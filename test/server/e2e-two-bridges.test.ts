@@ -16,6 +16,7 @@ import { wholeJsonLines } from "../support/json-lines.js";
 import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 import { lockLetGo } from "../support/session-locks.js";
+import { lockPathOf } from "../../src/agent/store/log-format.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -138,7 +139,7 @@ describe("two bridges on one session root", () => {
   it("a session handed back and forth, each prompt sent the moment the other bridge's response is read, 30 turns: every turn is ok, the next bridge waiting out the lock the last one keeps a moment", async () => {
     const script = turns(...Array.from({ length: 30 }, (_, i) => [{ text: `answer ${i + 1}` }]));
     const bridges = [await bridge(script), await bridge(script)];
-    const lock = logFile("s").replace(/\.jsonl$/, ".lock");
+    const lock = lockPathOf(logFile("s"));
     for (let turn = 0; turn < 30; turn++) {
       const answering = bridges[turn % 2]!;
       const answer = await send(answering, "session/prompt", promptParams("s", `turn ${turn + 1}`));
@@ -216,7 +217,7 @@ describe("two bridges on one session root", () => {
     const a = await bridge(script);
     a.request("p", "session/prompt", promptParams("s", "one"));
     await a.waitFrame((f) => f.params?.event?.type === "tool/request", "A's tool/request");
-    const lock = logFile("s").replace(/\.jsonl$/, ".lock");
+    const lock = lockPathOf(logFile("s"));
     expect(JSON.parse(fs.readFileSync(lock, "utf8"))).toMatchObject({ pid: expect.any(Number) });
     a.kill("SIGKILL");
     await a.exit();

@@ -16,6 +16,7 @@ import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { SessionStore } from "../../../src/agent/store/index.js";
 import { lockLetGo } from "../../support/session-locks.js";
 import { header, userMessage } from "./support.js";
+import { lockPathOf } from "../../../src/agent/store/log-format.js";
 
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:fs")>();
@@ -43,7 +44,7 @@ it("a log whose close fails (EIO) still lets the lock its trim took go: the sess
   log.append(userMessage(1));
   log.sync();
   log.unlock();
-  const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+  const lockFile = lockPathOf(store.pathOf("s"));
   await lockLetGo(lockFile); // past the linger: the close takes the lock afresh for its trim, no timer lets it go
   const logFd = (log as unknown as { fd: number }).fd;
   let failed = false;
@@ -68,7 +69,7 @@ it("a failed check of the log after a fresh lock lets the lock go, and the next 
   log.append(userMessage(1));
   log.unlock();
   const file = store.pathOf("s");
-  const lockFile = file.replace(/\.jsonl$/, ".lock");
+  const lockFile = lockPathOf(file);
   await lockLetGo(lockFile);
   lstat.mockImplementationOnce(((p: fs.PathLike, o?: fs.StatSyncOptions) => {
     if (p !== file) return realLstat(p, o);

@@ -13,6 +13,7 @@ import { SessionStore } from "../../../src/agent/store/index.js";
 import { acquireLock, LOCK_LINGER_MS, LOCK_WAIT_MS, releaseLock, SessionLockedError } from "../../../src/agent/store/lock.js";
 import { lockLetGo } from "../../support/session-locks.js";
 import { header, userMessage } from "./support.js";
+import { checkpointsPathOf, lockPathOf, metaPathOf } from "../../../src/agent/store/log-format.js";
 
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:fs")>();
@@ -51,7 +52,7 @@ describe("a session's lock after a turn", () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("s", header);
     const file = store.pathOf("s");
-    const lockFile = file.replace(/\.jsonl$/, ".lock");
+    const lockFile = lockPathOf(file);
     turn(log, 1);
     link.mockClear();
     lstat.mockClear();
@@ -81,7 +82,7 @@ describe("a session's lock after a turn", () => {
   it("every burst of turns lets its lock go after its last turn, not only the first burst (node's own timers: a cleared one is not re-armed)", async () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("s", header);
-    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    const lockFile = lockPathOf(store.pathOf("s"));
     for (let burst = 0; burst < 3; burst++) {
       turn(log, 2 * burst + 1);
       turn(log, 2 * burst + 2);
@@ -95,7 +96,7 @@ describe("a session's lock after a turn", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("s", header);
-    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    const lockFile = lockPathOf(store.pathOf("s"));
     turn(log, 1);
     expect(log.lock()).toBe(true); // a long turn begins
     vi.advanceTimersByTime(10 * LOCK_LINGER_MS);
@@ -111,7 +112,7 @@ describe("a session's lock after a turn", () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("s", header);
     turn(log, 1);
-    await lockLetGo(store.pathOf("s").replace(/\.jsonl$/, ".lock"));
+    await lockLetGo(lockPathOf(store.pathOf("s")));
     log.close();
   });
 });
@@ -127,7 +128,7 @@ describe("a lock kept after a turn, while this process does long work on another
     other.close();
     const log = store.open("s", header);
     turn(log, 1);
-    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    const lockFile = lockPathOf(store.pathOf("s"));
     expect(fs.existsSync(lockFile)).toBe(true);
     return { log, lockFile };
   }
@@ -156,7 +157,7 @@ describe("a lock kept after a turn, while this process does long work on another
     const { log, lockFile } = kept(store);
     expect(store.list().sessions.map((e) => e.sessionId).sort()).toEqual(["other", "s"]); // "other"'s meta is current
     expect(fs.existsSync(lockFile)).toBe(true);
-    fs.rmSync(store.pathOf("other").replace(/\.jsonl$/, ".meta.json")); // as for a log another bridge has open: scanned
+    fs.rmSync(metaPathOf(store.pathOf("other"))); // as for a log another bridge has open: scanned
     expect(store.list().sessions.map((e) => e.sessionId).sort()).toEqual(["other", "s"]);
     expect(fs.existsSync(lockFile)).toBe(false);
     turn(log, 2); // taken again, the log checked
@@ -166,7 +167,7 @@ describe("a lock kept after a turn, while this process does long work on another
   it("deleting another session lets it go first: its checkpoints, removed under its lock, are as many files as its turns changed", () => {
     const store = new SessionStore(tmp, "/work/space");
     const { log, lockFile } = kept(store);
-    const checkpoints = store.pathOf("other").replace(/\.jsonl$/, ".checkpoints");
+    const checkpoints = checkpointsPathOf(store.pathOf("other"));
     fs.mkdirSync(path.join(checkpoints, "blobs"), { recursive: true });
     for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(checkpoints, "blobs", `b${i}`), "x");
     expect(store.delete("other")).toBe(true);
@@ -186,16 +187,25 @@ describe("a lock another live process holds", () => {
     fs.writeFileSync(file, `${JSON.stringify({ pid: sleeper.pid, start, host: os.hostname() })}\n`);
   }
 
+  /** Another process's lock at `file` is let go at this process's `at`th try to take it; `before` runs just before (what this process holds while it waits). Returns the tries so far. */
+  function letGoAtTry(file: string, at: number, before: () => void = () => undefined): () => number {
+    let tries = 0;
+    link.mockImplementation((from, to) => {
+      if (to === file && ++tries === at) {
+        before();
+        fs.unlinkSync(file);
+      }
+      realLink(from, to);
+    });
+    return () => tries;
+  }
+
   it("is waited for while it lets go (a bridge's lingering lock): taken, not refused", () => {
     const file = path.join(tmp, "a.lock");
     heldByAnother(file);
-    let tries = 0;
-    link.mockImplementation((from, to) => {
-      if (to === file && ++tries === 3) fs.unlinkSync(file); // the holder lets go while this one waits
-      realLink(from, to);
-    });
+    const tries = letGoAtTry(file, 3); // the holder lets go while this one waits
     const lock = acquireLock(file, "a");
-    expect(tries).toBe(3);
+    expect(tries()).toBe(3);
     expect(JSON.parse(fs.readFileSync(file, "utf8"))).toMatchObject({ pid: process.pid });
     releaseLock(lock);
   });
@@ -214,20 +224,13 @@ describe("a lock another live process holds", () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("s", header);
     turn(log, 1);
-    const mine = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    const mine = lockPathOf(store.pathOf("s"));
     expect(fs.existsSync(mine)).toBe(true); // lingering
-    const theirs = store.pathOf("t").replace(/\.jsonl$/, ".lock");
+    const theirs = lockPathOf(store.pathOf("t"));
     heldByAnother(theirs);
     let mineWhileWaiting: boolean | undefined;
-    let tries = 0;
-    link.mockImplementation((from, to) => {
-      // The second try comes after one wait: the other process wanting s has been waiting for it too.
-      if (to === theirs && ++tries === 2) {
-        mineWhileWaiting = fs.existsSync(mine);
-        fs.unlinkSync(theirs);
-      }
-      realLink(from, to);
-    });
+    // The second try comes after one wait: the other process wanting s has been waiting for it too.
+    letGoAtTry(theirs, 2, () => (mineWhileWaiting = fs.existsSync(mine)));
     releaseLock(acquireLock(theirs, "t"));
     expect(mineWhileWaiting).toBe(false);
     // Let go: s's next turn takes its lock again and checks its log.
@@ -241,18 +244,11 @@ describe("a lock another live process holds", () => {
     const store = new SessionStore(tmp, "/work/space");
     const log = store.open("s", header);
     turn(log, 1);
-    const source = store.pathOf("s").replace(/\.jsonl$/, ".lock");
-    const target = store.pathOf("f").replace(/\.jsonl$/, ".lock");
+    const source = lockPathOf(store.pathOf("s"));
+    const target = lockPathOf(store.pathOf("f"));
     heldByAnother(target);
     let sourceWhileWaiting: boolean | undefined;
-    let tries = 0;
-    link.mockImplementation((from, to) => {
-      if (to === target && ++tries === 2) {
-        sourceWhileWaiting = fs.existsSync(source);
-        fs.unlinkSync(target);
-      }
-      realLink(from, to);
-    });
+    letGoAtTry(target, 2, () => (sourceWhileWaiting = fs.existsSync(source)));
     expect(store.fork("s", "f", undefined)).toBeUndefined();
     expect(sourceWhileWaiting).toBe(true);
     expect(fs.existsSync(source)).toBe(true); // still kept after the turn, as before the fork
@@ -266,7 +262,7 @@ describe("a lock another live process holds", () => {
     const log = store.open("s", header);
     turn(log, 1);
     vi.advanceTimersByTime(LOCK_LINGER_MS); // let go: the log is open, its lock not held
-    const lockFile = store.pathOf("s").replace(/\.jsonl$/, ".lock");
+    const lockFile = lockPathOf(store.pathOf("s"));
     expect(fs.existsSync(lockFile)).toBe(false);
     heldByAnother(lockFile); // another bridge's turn on s
     const before = fs.readFileSync(lockFile, "utf8");
