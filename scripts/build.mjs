@@ -11,6 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pinnedNode, pinnedNodeVersion } from "./pinned-node.mjs";
+import { importsFromMain, sharedModulesFilled, sharedPrefix } from "./shared-modules.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const fail = (message) => {
@@ -71,6 +72,8 @@ const common = {
   legalComments: "none",
   banner: { js: 'var __bundle={get url(){return require("node:url").pathToFileURL(__filename).href}};' },
   logLevel: "warning",
+  // Inputs named relative to the root (the metafile, scripts/shared-modules.mjs), wherever the build runs from.
+  absWorkingDir: root,
 };
 const defines = { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta.url": "__bundle.url" };
 
@@ -87,7 +90,8 @@ const defines = { __HARNESS_VERSION__: JSON.stringify(pkg.version), "import.meta
 // bundle each one's import stays external and unused, and a define names the chunk to evaluate
 // instead (src/server/chunk.ts). A chunk is bundled whole, with its own copy of every module it
 // imports: an entry must import no module whose state or classes the main bundle shares (these
-// import npm packages and constants only).
+// import npm packages and constants only). The agent chunk is the exception: it takes the
+// modules it shares with the main bundle from it (scripts/shared-modules.mjs).
 const rawText = {
   name: "raw-text",
   setup(build) {
@@ -108,6 +112,17 @@ const chunks = [
   },
   { name: "schemas.cjs", entry: path.join("protocol", "schemas.ts"), importer: path.join("server", "params-schemas.ts"), specifier: /\/protocol\/schemas\.js$/, define: "__SCHEMAS_CHUNK__" },
   { name: "packages.cjs", entry: path.join("tools", "packages.ts"), importer: path.join("tools", "packages-loader.ts"), specifier: /^\.\/packages\.js$/, define: "__PACKAGES_CHUNK__" },
+  // The agent half, after the `initialize` response (src/server/agent-modules.ts). The one chunk
+  // that shares modules with the main bundle (scripts/shared-modules.mjs): built after it, and its
+  // code cache made by the start-up run, which has the main bundle to evaluate it with.
+  {
+    name: "agent.cjs",
+    entry: path.join("server", "agent-chunk.ts"),
+    importer: path.join("server", "agent-modules.ts"),
+    specifier: /^\.\.\/(agent\/runtime|agent\/store\/index|tools\/registry|agent\/final-answer)\.js$/,
+    define: "__AGENT_CHUNK__",
+    sharesWithMain: true,
+  },
 ];
 const chunksExternal = {
   name: "chunks-external",
@@ -117,30 +132,42 @@ const chunksExternal = {
     }
   },
 };
-const main = await esbuild.build({
-  ...common,
-  entryPoints: [path.join(root, "src", "main.ts")],
-  outfile: bundle,
-  metafile: true,
-  define: { ...defines, ...landlockDefine, ...Object.fromEntries(chunks.map((c) => [c.define, JSON.stringify(c.name)])) },
-  plugins: [chunksExternal],
-});
+const buildMain = (shared, first) =>
+  esbuild.build({
+    ...common,
+    entryPoints: [path.join(root, "src", "main.ts")],
+    outfile: bundle,
+    metafile: true,
+    define: { ...defines, ...landlockDefine, ...Object.fromEntries(chunks.map((c) => [c.define, JSON.stringify(c.name)])) },
+    plugins: [chunksExternal, sharedModulesFilled(esbuild, root, shared, first)],
+  });
+const inputsOf = (result) => Object.keys(result.metafile.inputs).sort();
+const main = await buildMain(new Set());
 // What went into the main bundle, for test/startup-imports.test.ts (inputs relative to the root).
 fs.writeFileSync(path.join(buildDir, "harness-bridge.meta.json"), `${JSON.stringify(Object.keys(main.metafile.inputs).sort(), null, 1)}\n`);
 // A chunk file is one function expression (src/server/chunk.ts): the bytes its code cache is made
 // from below are the bytes the bridge compiles.
 const chunkWrapper = { head: "(function (exports, require, module, __filename, __dirname) {", tail: "})" };
+const shared = new Set();
 for (const chunk of chunks) {
-  await esbuild.build({
+  const fromMain = chunk.sharesWithMain ? [importsFromMain(root, new Set(inputsOf(main)), sharedPrefix(root), shared)] : [];
+  const built = await esbuild.build({
     ...common,
     entryPoints: [path.join(root, "src", chunk.entry)],
     outfile: path.join(buildDir, chunk.name),
     define: defines,
-    plugins: chunk.plugins ?? [],
+    plugins: [...(chunk.plugins ?? []), ...fromMain],
     banner: { js: `${chunkWrapper.head}${common.banner.js}` },
     footer: { js: chunkWrapper.tail },
+    metafile: chunk.sharesWithMain,
   });
+  // What went into a chunk that shares modules with the main bundle: none of the main bundle's (test/startup-imports.test.ts).
+  if (chunk.sharesWithMain) fs.writeFileSync(path.join(buildDir, chunk.name.replace(/\.cjs$/, ".meta.json")), `${JSON.stringify(inputsOf(built), null, 1)}\n`);
 }
+// Again, with the modules the agent chunk takes from it listed (src/server/shared-modules.ts):
+// the same inputs, or a module would be in both.
+const mainSharing = await buildMain(shared, main);
+if (inputsOf(mainSharing).join("\n") !== inputsOf(main).join("\n")) fail("the main bundle's inputs changed when it was built with the modules it shares with the agent chunk");
 // The single executable evaluates the main bundle as it does a chunk (src/sea-main.ts, its SEA
 // `main`): the same bytes as one function expression, whose code cache is made after a start-up
 // run (below). The entry itself is a few lines.
@@ -212,11 +239,12 @@ function runCacheScript(script, args, input) {
   });
   if (run.status !== 0) fail(`${script} with ${target.run.join(" ")} failed (${run.error?.message ?? `exit ${run.status ?? run.signal}`}): ${run.stderr}`);
 }
-runCacheScript("chunk-cache.cjs", chunks.map((c) => c.name));
-// The main bundle's code cache, made after a start-up run up to the `initialize` response
-// (scripts/start-up-cache.cjs: a run that takes one path whatever the machine), by the target's
-// node under the same flags, environment and stdio as the chunks' caches, for the same reasons.
-runCacheScript("start-up-cache.cjs", [seaBundle], `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { cwd: "/", provider: "scripted", model: "demo" } })}\n`);
+runCacheScript("chunk-cache.cjs", chunks.filter((c) => !c.sharesWithMain).map((c) => c.name));
+// The main bundle's code cache, made after a start-up run up to the `initialize` response, and
+// the agent chunk's, after that run's first turn (scripts/start-up-cache.cjs: a run that takes one
+// path whatever the machine), by the target's node under the same flags, environment and stdio as
+// the chunks' caches, for the same reasons.
+runCacheScript("start-up-cache.cjs", [seaBundle, ...chunks.filter((c) => c.sharesWithMain).map((c) => c.name)]);
 step(`code caches: ${seaBundle}.${arch}.cache ${fs.statSync(path.join(buildDir, `${seaBundle}.${arch}.cache`)).size} bytes, ${chunks.map((c) => `${c.name}.${arch}.cache ${fs.statSync(path.join(buildDir, `${c.name}.${arch}.cache`)).size} bytes`).join(", ")}`);
 fs.writeFileSync(
   path.join(buildDir, seaConfig),

@@ -47,13 +47,18 @@ describe("the start-up path (src/main.ts and what it imports statically)", () =>
 });
 
 describe("the main bundle", () => {
-  it("holds no npm package, and none of the chunks' entries", () => {
+  it("holds no npm package, none of the chunks' entries and none of the agent chunk's modules", () => {
     const inputs = JSON.parse(fs.readFileSync(path.join(ROOT, "build", "harness-bridge.meta.json"), "utf8")) as string[];
     expect(inputs).toEqual(expect.arrayContaining(["src/main.ts", "src/server/chunk.ts", "src/providers/openai-compatible/provider.ts"]));
     expect(inputs.filter((input) => !input.startsWith("src/"))).toEqual([]);
     for (const entry of ["src/providers/openai-compatible/http-client.ts", "src/protocol/schemas.ts", "src/tools/packages.ts", "src/mcp/index.ts", "src/tracing/index.ts", "src/viewer/index.ts"]) {
       expect(inputs).not.toContain(entry);
     }
+    // The agent half is a chunk too (server/agent-modules.ts), which takes every module it shares from the main bundle.
+    const agent = JSON.parse(fs.readFileSync(path.join(ROOT, "build", "agent.meta.json"), "utf8")) as string[];
+    expect(agent).toEqual(expect.arrayContaining(["src/agent/runtime.ts", "src/agent/store/file-store.ts", "src/tools/registry.ts", "src/tools/bash.ts"]));
+    expect(inputs).not.toContain("src/agent/runtime.ts");
+    expect(agent.filter((input) => inputs.includes(input))).toEqual([]);
     // And the chunks hold the packages: undici's and zod's own strings are there, not in the bundle.
     const main = fs.readFileSync(path.join(ROOT, "build", "harness-bridge.cjs"), "utf8");
     for (const [chunk, marker] of [["http-client.cjs", "llhttp"], ["schemas.cjs", "$ZodError"], ["packages.cjs", "RE2JSSyntaxException"], ["packages.cjs", "strictTuples"]]) {

@@ -35,7 +35,11 @@ function seaAssets(): Sea | undefined {
   }
 }
 
-export function evaluateChunk<T>(name: string): T {
+/**
+ * Evaluates the chunk `name` and returns its exports. `requireFor` is the `require` the chunk
+ * gets: this bundle's own (built-in modules) unless the chunk asks for more (agent-modules.ts).
+ */
+export function evaluateChunk<T>(name: string, requireFor: (id: string) => unknown = require): T {
   const sea = seaAssets();
   const filename = join(__dirname, name);
   // The raw assets are the executable's own read-only memory: read here, never written.
@@ -50,6 +54,6 @@ export function evaluateChunk<T>(name: string): T {
   // A rejected cache costs start-up time, not correctness; say so once, as node does for the blob's.
   if (script.cachedDataRejected) process.emitWarning(`the code cache of ${name} was rejected; it is compiled from source`);
   const module = { exports: {} as T };
-  (script.runInThisContext() as ChunkFunction)(module.exports, require, module, filename, dirname(filename));
+  (script.runInThisContext() as ChunkFunction)(module.exports, requireFor as NodeJS.Require, module, filename, dirname(filename));
   return module.exports;
 }
