@@ -60,7 +60,14 @@ export class LoadedSessions {
     const { store, provider, model, sink, redactor } = this.options;
     const header = { provider, model, ...(parentSessionId ? { parentSessionId } : {}) };
     const log = this.freeingIdle(() => store.open(sessionId, header));
-    const session = new Session(sessionId, log, (id, event, json) => sink.sessionEvent(id, event, json), parentSessionId ?? log.header.parentSessionId, redactor);
+    let session: Session;
+    try {
+      session = new Session(sessionId, log, (id, event, json) => sink.sessionEvent(id, event, json), parentSessionId ?? log.header.parentSessionId, redactor);
+    } catch (error) {
+      // A log this process cannot take up: closed, so that its lock does not outlive the failure.
+      log.close();
+      throw error;
+    }
     this.sessions.set(sessionId, session);
     return session;
   }

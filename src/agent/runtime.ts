@@ -42,6 +42,13 @@ interface Flight {
   steers?: SteerInbox;
 }
 
+/**
+ * How a rewind's or a compaction's flight settles, whatever its outcome: its caller has the
+ * outcome itself, and a flight only tells `cancel` and `settled` when it is over (a second
+ * promise that rejected too would be a rejection nobody handles).
+ */
+const flightEnded = (): TurnEndReason => ({ kind: "completed" });
+
 export class AgentRuntime {
   /** The sessions held in memory, and the bound on the idle ones (loaded-sessions.ts). */
   private readonly sessions: LoadedSessions;
@@ -175,7 +182,7 @@ export class AgentRuntime {
         this.flights.delete(sessionId);
         this.release(session);
       });
-    this.flights.set(sessionId, { controller, settled: done.then((): TurnEndReason => ({ kind: "completed" })), turn: session.nextTurnNumber() });
+    this.flights.set(sessionId, { controller, settled: done.then(flightEnded, flightEnded), turn: session.nextTurnNumber() });
     return done;
   }
 
@@ -217,8 +224,16 @@ export class AgentRuntime {
       this.release(session);
       this.admission.leave();
     };
+    // A turn that fails before its first await (a tracer, the tools' listing) rejects like any
+    // other: thrown here, it would keep the session's lock and its slot among the running turns.
+    let started: Promise<TurnEndReason>;
+    try {
+      started = this.turns.runTop(session, content, controller.signal, request, steers);
+    } catch (error) {
+      started = Promise.reject(error);
+    }
     // `finally`'s work in one reaction (`finally` itself makes two more promises a turn).
-    const settled = this.turns.runTop(session, content, controller.signal, request, steers).then(
+    const settled = started.then(
       (reason) => {
         ended();
         return reason;
@@ -283,7 +298,10 @@ export class AgentRuntime {
     const controller = new AbortController();
     const { provider, model, system, maxTokens, subagentDepth } = this.options;
     // The tools a top-level turn offers (MCP's included), so the provider's prefix cache serves the summary.
-    const offered = Promise.resolve(topLevelTools(this.options)).then((all) => requestTools(toolsByName(all, 0, subagentDepth)));
+    // A listing that throws rejects, so the session is released below like any failure.
+    const offered = Promise.resolve()
+      .then(() => topLevelTools(this.options))
+      .then((all) => requestTools(toolsByName(all, 0, subagentDepth)));
     const turn = session.nextTurnNumber() - 1;
     const done = offered
       .then((specs) => compactNow({ session, provider, model, system, maxTokens, tools: specs, ...this.context, turn, signal: controller.signal }, "request"))
@@ -297,7 +315,7 @@ export class AgentRuntime {
         this.release(session);
       });
     // Busy as a turn numbered after the last one: a fork of any ended turn may go ahead.
-    this.flights.set(sessionId, { controller, settled: done.then((): TurnEndReason => ({ kind: "completed" })), turn: session.nextTurnNumber(), compacting: true });
+    this.flights.set(sessionId, { controller, settled: done.then(flightEnded, flightEnded), turn: session.nextTurnNumber(), compacting: true });
     return done;
   }
 
