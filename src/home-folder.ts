@@ -3,7 +3,6 @@
  * toolchains, the default session root): `HOME` when it is absolute, else the account's.
  * Its own module: the sandbox and the session store's default root both need it, early.
  */
-import { homedir, userInfo } from "node:os";
 import * as path from "node:path";
 import { resolvedPath } from "./normal-path.js";
 
@@ -20,10 +19,12 @@ export function homeFolder(env: NodeJS.ProcessEnv = process.env): string {
   if (env.HOME && path.isAbsolute(env.HOME)) return resolvedPath(env.HOME);
   // Both throw (uv_os_homedir ENOENT) for a uid without a password entry and without HOME, as a
   // container run with a bare numeric user: a home that cannot be named is "/", never a crash.
+  // node:os only here, off the usual start-up (temp-folder.ts: why).
+  const os = process.getBuiltinModule("node:os");
   try {
-    const own = homedir();
+    const own = os.homedir();
     if (path.isAbsolute(own)) return path.resolve(own);
-    const account = userInfo().homedir;
+    const account = os.userInfo().homedir;
     if (path.isAbsolute(account)) return path.resolve(account);
   } catch {
     // no HOME and no password entry for this uid

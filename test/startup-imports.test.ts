@@ -59,6 +59,8 @@ describe("the main bundle", () => {
     expect(agent).toEqual(expect.arrayContaining(["src/agent/runtime.ts", "src/agent/store/file-store.ts", "src/tools/registry.ts", "src/tools/bash.ts"]));
     expect(inputs).not.toContain("src/agent/runtime.ts");
     expect(agent.filter((input) => inputs.includes(input))).toEqual([]);
+    // node:os is not loaded at start-up (temp-folder.ts): the main bundle does not require it.
+    expect(fs.readFileSync(path.join(ROOT, "build", "harness-bridge.cjs"), "utf8")).not.toContain('require("node:os")');
     // And the chunks hold the packages: undici's and zod's own strings are there, not in the bundle.
     const main = fs.readFileSync(path.join(ROOT, "build", "harness-bridge.cjs"), "utf8");
     for (const [chunk, marker] of [["http-client.cjs", "llhttp"], ["schemas.cjs", "$ZodError"], ["packages.cjs", "RE2JSSyntaxException"], ["packages.cjs", "strictTuples"]]) {

@@ -5,7 +5,7 @@
  * refuse them (`isHiddenPath`).
  */
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tempFolder } from "../temp-folder.js";
 import * as path from "node:path";
 import { homeFolder } from "../home-folder.js";
 import { isNormalAbsolute, joinedPath, resolvedPath } from "../normal-path.js";
@@ -83,7 +83,7 @@ export function isHiddenPath(real: string, root: string, env: NodeJS.ProcessEnv 
  */
 export function privateFolderName(): string {
   // Not normalized again (normal-path.ts: why): the start-up path asks for it where bubblewrap is off.
-  return joinedPath(tmpdir(), `harness-bridge-${process.getuid?.() ?? "user"}`);
+  return joinedPath(tempFolder(), `harness-bridge-${process.getuid?.() ?? "user"}`);
 }
 
 /**
@@ -102,7 +102,7 @@ export function underHome(home: string, rel: string): string {
  * `hideFromSandbox`), without building the list: for callers that only ask whether it changed.
  */
 export function wantedHiddenKey(env: NodeJS.ProcessEnv): string {
-  return `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${tmpdir()}\0${extraHiddenVersion}`;
+  return `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${tempFolder()}\0${extraHiddenVersion}`;
 }
 
 export function wantedHidden(env: NodeJS.ProcessEnv): string[] {

@@ -23,7 +23,7 @@
  * writer's leftover goes with the verdicts' prune (verdict-cache.ts `pruneVerdicts`).
  */
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tempFolder } from "../temp-folder.js";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempSibling } from "../temp-name.js";
@@ -91,7 +91,7 @@ function isPrivateFolder(dir: string): boolean {
 let privateDir: { base: string; dir: string } | undefined;
 /** This uid's private folder for the helper and the commands' temporary folders (see above). */
 export function privateFolder(): string {
-  const base = tmpdir();
+  const base = tempFolder();
   if (privateDir?.base === base && isPrivateFolder(privateDir.dir)) return privateDir.dir;
   const shared = privateFolderName();
   // Made only when it is not there (a start where bubblewrap is off gets here before the

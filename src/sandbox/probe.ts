@@ -7,7 +7,7 @@
  * command; the server starts it right after the `initialize` response, so it is ready by then.
  */
 import { existsSync, realpathSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tempFolder } from "../temp-folder.js";
 import { bwrapArgs, bwrapNotFound, findBwrap } from "./bwrap.js";
 import { landlockOff, landlockRefusal, landlockRules, probeLandlock, ruleParts, type LandlockProbe, type RuleParts } from "./landlock.js";
 import { helperIdentity, privateFolder } from "./landlock-helper.js";
@@ -149,7 +149,7 @@ function confirmRecalled(answer: LandlockProbe): void {
  * confirmed after the response by the first workspace probe (`confirmRecalled`).
  */
 function landlockAtStart(env: NodeJS.ProcessEnv): Promise<LandlockProbe> {
-  const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tmpdir()].join("\0");
+  const key = [env.HARNESS_LANDLOCK, env.HOME, env.HARNESS_SANDBOX_READ, env.HARNESS_SANDBOX_HIDE, tempFolder()].join("\0");
   return once(`landlock-start\0${key}`, () => {
     const slot = verdictSlot(env);
     // Looked up even without a slot, where no file can be (a name /proc never has): the same
