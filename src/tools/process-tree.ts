@@ -24,13 +24,15 @@ export interface StrayProcess {
 
 /** What /proc/PID/stat says of a process: its parent, its group and its start time. */
 export interface ProcStat {
+  /** Field 3: `R`, `S`, `D`..., `Z` for a zombie (exited, not yet reaped by its parent), `X` dead. */
+  state: string;
   ppid: number;
   pgrp: number;
   /** Field 22, clock ticks since boot: with the pid, the process's identity (a reused pid starts later). */
   start: string | undefined;
 }
 
-/** `/proc/<pid>/stat` read (fields 4, 5 and 22); undefined when the process is gone or there is no /proc. */
+/** `/proc/<pid>/stat` read (fields 3, 4, 5 and 22); undefined when the process is gone or there is no /proc. */
 export function procStat(pid: number): ProcStat | undefined {
   let text: string;
   try {
@@ -41,7 +43,7 @@ export function procStat(pid: number): ProcStat | undefined {
   // The name (field 2) is in parentheses and may hold anything, spaces and ')' included.
   const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
   // fields[0] is field 3 (state): ppid is field 4, pgrp field 5, starttime field 22.
-  return { ppid: Number(fields[1]), pgrp: Number(fields[2]), start: fields[19] };
+  return { state: fields[0] ?? "", ppid: Number(fields[1]), pgrp: Number(fields[2]), start: fields[19] };
 }
 
 interface ProcessTable {

@@ -3,10 +3,11 @@
  * session locks, their owner files and the checkpoint folders of killed bridges are removed or
  * taken over on that answer, so a live process must never be judged gone.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import { describe, expect, it } from "vitest";
+import { procStat } from "../../src/tools/process-tree.js";
 import { alive, SELF, seenHere, type ProcessOwner } from "../../src/agent/store/process-owner.js";
 
 const dead = () => spawnSync("true").pid; // exited and reaped: no such process here
@@ -43,5 +44,21 @@ describe("an owner line's process", () => {
     expect(alive({ pid: dead(), start: "", host: os.hostname(), pidns: SELF.pidns })).toBe(false);
     expect(alive({ pid: dead(), start: "", host: os.hostname(), pidns: "pid:[1]" })).toBe(true);
     expect(alive({ pid: dead(), start: "", host: "another-host" })).toBe(true);
+  });
+
+  it("that has exited but is not reaped yet (a zombie) is gone: its parent may never reap it", async () => {
+    // sh starts a short sleep, prints its pid and becomes a long sleep, which never waits for it.
+    const parent = spawn("sh", ["-c", "sleep 0.2 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });
+    try {
+      const pid = Number((await new Promise<Buffer>((resolve) => parent.stdout.once("data", resolve))).toString().trim());
+      const owner: ProcessOwner = { pid, start: procStat(pid)!.start!, host: os.hostname(), pidns: SELF.pidns };
+      expect(alive(owner)).toBe(true);
+      const deadline = Date.now() + 10_000;
+      while (procStat(pid)?.state !== "Z" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(procStat(pid)?.state).toBe("Z");
+      expect(alive(owner)).toBe(false);
+    } finally {
+      parent.kill("SIGKILL");
+    }
   });
 });

@@ -5,7 +5,8 @@
  *
  * A process named by a line is gone when that is provable: same host and pid namespace, and the
  * pid does not exist, or it exists but started at another time than the owner did (the pid was
- * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot). Another
+ * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot), or it is
+ * a zombie (exited, not reaped: field 3 is `Z`). Another
  * host's process (a folder shared over NFS) or another pid namespace's (a container on a shared
  * volume, even of the same host name: its pids mean nothing here) is taken as alive. Without
  * `/proc` (macOS) a reused pid is taken as alive until that process ends.
@@ -74,7 +75,11 @@ export function alive(owner: ProcessOwner, self: ProcessOwner = SELF): boolean {
     // EPERM: it exists (another user's); go on to its start time. ESRCH (or anything else for a valid pid): gone.
     if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
-  const start = procStat(owner.pid)?.start;
+  const stat = procStat(owner.pid);
+  // A zombie has exited (its files are closed, it writes nothing more): only its parent has not
+  // reaped it yet, which a parent that never waits would put off for good.
+  if (stat && (stat.state === "Z" || stat.state === "X")) return false;
+  const start = stat?.start;
   return !(start !== undefined && owner.start !== "" && start !== owner.start);
 }
 
