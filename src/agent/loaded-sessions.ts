@@ -24,6 +24,13 @@ export interface LoadedSessionsOptions {
   sink: RuntimeSink;
   logger: Logger;
   redactor?: Redactor;
+  /**
+   * A session was dropped from memory (closed idle, unloaded, or found stale): what else this
+   * process keeps for it goes too (its checkpoints' caches: runtime.ts), so that a bridge that
+   * serves many sessions in turn keeps no more for them than for its loaded ones, and a session
+   * reloaded after another process wrote it is not judged by what this one remembered.
+   */
+  dropped?(sessionId: string): void;
 }
 
 export class LoadedSessions {
@@ -56,6 +63,7 @@ export class LoadedSessions {
       this.sessions.delete(sessionId);
       this.idle.delete(sessionId);
       known.close();
+      this.options.dropped?.(sessionId);
     }
     const { store, provider, model, sink, redactor } = this.options;
     const header = { provider, model, ...(parentSessionId ? { parentSessionId } : {}) };
@@ -140,6 +148,7 @@ export class LoadedSessions {
     this.sessions.delete(sessionId);
     this.idle.delete(sessionId);
     loaded.close();
+    this.options.dropped?.(sessionId);
     return true;
   }
 
@@ -162,5 +171,6 @@ export class LoadedSessions {
     };
     attempt(() => session.sync());
     attempt(() => session.close());
+    this.options.dropped?.(session.id);
   }
 }

@@ -77,7 +77,16 @@ export class AgentRuntime {
     this.store = options.store ?? new MemorySessionStore(options.workspace);
     const { provider, model, sink, logger, redactor } = options;
     this.checkpoints = new CheckpointsBySession(options.workspace, options.store?.directory);
-    this.sessions = new LoadedSessions({ store: this.store, durable: options.store !== undefined, provider: provider.name, model, sink, logger, redactor });
+    this.sessions = new LoadedSessions({
+      store: this.store,
+      durable: options.store !== undefined,
+      provider: provider.name,
+      model,
+      sink,
+      logger,
+      redactor,
+      dropped: (sessionId) => this.checkpoints.forget(sessionId),
+    });
     this.admission = new TurnAdmission(options.maxRunningTurns ?? defaultTurnLimit());
     this.waits = new ClientWaits(options.clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TIMEOUT_MS);
     this.hooks = options.hooks?.length ? new HookPoints(options.hooks, this.waits) : undefined;

@@ -60,6 +60,11 @@ export class CheckpointsBySession {
     this.of(sessionId).store.copyTo(this.of(newSessionId).store, turn ?? Number.MAX_SAFE_INTEGER);
   }
 
+  /** The session left memory (loaded-sessions.ts `dropped`): this handle goes; its next use makes a new one from the folder. */
+  forget(sessionId: string): void {
+    this.known.delete(sessionId);
+  }
+
   /**
    * The session was deleted: its checkpoints go too. Beside a log, the store's delete removed
    * them already, under the session's lock (store/file-catalog.ts): removed again here, once the
