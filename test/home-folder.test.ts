@@ -11,8 +11,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { BINARY } from "./support/raw-client.js";
 
 afterEach(() => {
-  vi.doUnmock("node:os");
-  vi.resetModules();
+  vi.restoreAllMocks();
 });
 
 describe("homeFolder", () => {
@@ -20,7 +19,9 @@ describe("homeFolder", () => {
     const noEntry = () => {
       throw Object.assign(new Error("A system error occurred: uv_os_homedir returned ENOENT (no such file or directory)"), { code: "ERR_SYSTEM_ERROR" });
     };
-    vi.doMock("node:os", async (original) => ({ ...(await original<typeof import("node:os")>()), homedir: noEntry, userInfo: noEntry }));
+    // home-folder.ts takes node:os when it needs it (off the start-up path), by process.getBuiltinModule.
+    const builtin = process.getBuiltinModule.bind(process);
+    vi.spyOn(process, "getBuiltinModule").mockImplementation(((id: string) => (id === "node:os" ? { ...os, homedir: noEntry, userInfo: noEntry } : builtin(id))) as typeof process.getBuiltinModule);
     const { homeFolder } = await import("../src/home-folder.js");
     expect(homeFolder({})).toBe("/");
     expect(homeFolder({ HOME: "/home/u" })).toBe("/home/u");
