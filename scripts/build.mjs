@@ -228,12 +228,11 @@ const seaExecArgv = ["--min-semi-space-size=8", "--max-semi-space-size=8"];
 // (test/dist-build/ checks both). It also depends on what the evaluation sees of its process: the
 // caches differed with stderr a file rather than a pipe, so the run gets no environment and the
 // same stdio on every build.
-function runCacheScript(script, args, input) {
+function runCacheScript(script, args) {
   const run = spawnSync(target.run[0], [...target.run.slice(1), "--random-seed=1", "--predictable", ...seaExecArgv, path.join(root, "scripts", script), arch, ...args], {
     cwd: buildDir,
     env: {},
-    input,
-    stdio: [input === undefined ? "ignore" : "pipe", "ignore", "pipe"],
+    stdio: ["ignore", "ignore", "pipe"],
     encoding: "utf8",
     timeout: 300_000,
   });
