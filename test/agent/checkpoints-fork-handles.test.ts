@@ -39,6 +39,9 @@ it("keeps no checkpoint handle for a session a fork touched but did not load", a
   rt.closeIdleSessions();
   rt.forkSession("fork-0", "fork-of-fork", undefined);
   expect(handles(rt).size).toBe(0);
+  // What the forks copied is on disk: a fork's rewind, through a handle made anew, gives f.txt back.
+  expect(await rt.rewind("fork-of-fork", { sessionId: "fork-of-fork", turn: 1, files: true, conversation: false })).toMatchObject({ restored: ["f.txt"], conflicts: [] });
+  expect(fs.readFileSync(path.join(each.ws.dir, "f.txt"), "utf8")).toBe("original");
   rt.closeAll();
 });
 
