@@ -2,7 +2,7 @@
  * The checkpoints of every session of one runtime, made on first use: beside the session logs
  * (the store's folder), or, without a session log, in a private temporary folder.
  */
-import { privateCheckpointFolder } from "./memory-folder.js";
+import { privateCheckpointFolder, privateFolderMade } from "./memory-folder.js";
 import { SessionCheckpoints } from "./session-checkpoints.js";
 import { CheckpointStore } from "./store.js";
 import { TurnRecorder } from "./turn-recorder.js";
@@ -72,7 +72,13 @@ export class CheckpointsBySession {
    * handle on them goes.
    */
   remove(sessionId: string): void {
-    if (this.logFolder === undefined) this.of(sessionId).store.remove();
+    // The handle is usually forgotten by now (the session was unloaded first: `forget`): the
+    // folder is named and removed without making one, which would read the workspace (its real
+    // path) and make the private folder, and could fail a delete that has happened.
+    if (this.logFolder === undefined) {
+      const store = this.known.get(sessionId)?.store ?? (privateFolderMade() ? new CheckpointStore(privateCheckpointFolder(), sessionId) : undefined);
+      store?.remove();
+    }
     this.known.delete(sessionId);
   }
 }

@@ -23,6 +23,11 @@ const OWNER = "owner";
 
 let folder: string | undefined;
 
+/** Whether this process made its private folder yet (no checkpoint can be in it before). */
+export function privateFolderMade(): boolean {
+  return folder !== undefined;
+}
+
 export function privateCheckpointFolder(): string {
   if (folder === undefined) {
     const base = os.tmpdir();
