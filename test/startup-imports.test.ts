@@ -59,6 +59,10 @@ describe("the main bundle", () => {
     expect(agent).toEqual(expect.arrayContaining(["src/agent/runtime.ts", "src/agent/store/file-store.ts", "src/tools/registry.ts", "src/tools/bash.ts"]));
     expect(inputs).not.toContain("src/agent/runtime.ts");
     expect(agent.filter((input) => inputs.includes(input))).toEqual([]);
+    // Nor does it hold another chunk's entry: that chunk would be copied into it.
+    for (const entry of ["src/providers/openai-compatible/http-client.ts", "src/protocol/schemas.ts", "src/tools/packages.ts", "src/mcp/index.ts", "src/tracing/index.ts", "src/viewer/index.ts"]) {
+      expect(agent).not.toContain(entry);
+    }
     // node:os is not loaded at start-up (temp-folder.ts): the main bundle does not require it.
     expect(fs.readFileSync(path.join(ROOT, "build", "harness-bridge.cjs"), "utf8")).not.toContain('require("node:os")');
     // And the chunks hold the packages: undici's and zod's own strings are there, not in the bundle.

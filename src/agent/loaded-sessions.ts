@@ -62,8 +62,11 @@ export class LoadedSessions {
       }
       this.sessions.delete(sessionId);
       this.idle.delete(sessionId);
-      known.close();
-      this.options.dropped?.(sessionId);
+      try {
+        known.close();
+      } finally {
+        this.options.dropped?.(sessionId);
+      }
     }
     const { store, provider, model, sink, redactor } = this.options;
     const header = { provider, model, ...(parentSessionId ? { parentSessionId } : {}) };
