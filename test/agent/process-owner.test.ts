@@ -8,7 +8,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import { describe, expect, it } from "vitest";
 import { procStat } from "../../src/tools/process-tree.js";
-import { alive, SELF, seenHere, type ProcessOwner } from "../../src/agent/store/process-owner.js";
+import * as path from "node:path";
+import { alive, commandOf, SELF, seenHere, type ProcessOwner } from "../../src/agent/store/process-owner.js";
 
 const dead = () => spawnSync("true").pid; // exited and reaped: no such process here
 
@@ -59,6 +60,20 @@ describe("an owner line's process", () => {
       expect(alive(owner)).toBe(false);
     } finally {
       parent.kill("SIGKILL");
+    }
+  });
+
+  it("is named by its program (argv[0]), not by its main thread's name: node calls every thread of a bridge MainThread", async () => {
+    const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"], { stdio: "ignore" });
+    try {
+      await new Promise((resolve) => child.once("spawn", resolve));
+      const deadline = Date.now() + 10_000;
+      // Until node has started, /proc shows the exec in progress: wait for the thread's name.
+      while (fs.readFileSync(`/proc/${child.pid}/comm`, "utf8").trim() !== "MainThread" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(commandOf(child.pid!)).toBe(path.basename(process.execPath));
+      expect(commandOf(dead())).toBeUndefined();
+    } finally {
+      child.kill("SIGKILL");
     }
   });
 });

@@ -30,10 +30,25 @@ export interface ProcessOwner {
 /** The largest pid a process can have (pid_t is 32-bit); `kill` takes 0 and negatives as process groups. */
 const MAX_PID = 2 ** 31 - 1;
 
-/** A live process's command name (`/proc/<pid>/comm`, printable, at most 15 characters), where there is `/proc`. */
+/** Longest command name reported (a name is for telling a bridge from another program, not a path). */
+const MAX_COMMAND_CHARS = 64;
+
+/**
+ * A live process's command name, printable, where there is `/proc`: the last part of its
+ * `argv[0]` (`/proc/<pid>/cmdline`), else its `/proc/<pid>/comm`. Not `comm` first: that is the
+ * main thread's name, which node sets to "MainThread" in every bridge.
+ */
 export function commandOf(pid: number): string | undefined {
+  const printable = (name: string) => name.replace(/[^\x20-\x7e]/g, "?").slice(0, MAX_COMMAND_CHARS) || undefined;
   try {
-    return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim().replace(/[^\x20-\x7e]/g, "?") || undefined;
+    const argv0 = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0] ?? "";
+    const name = printable(argv0.slice(argv0.lastIndexOf("/") + 1));
+    if (name) return name;
+  } catch {
+    // gone, or no /proc: comm below says the same
+  }
+  try {
+    return printable(fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim());
   } catch {
     return undefined;
   }
