@@ -173,12 +173,6 @@ export class AgentRuntime {
       // What this process holds of the removed fork's checkpoints goes with it.
       if (copying) this.checkpoints.remove(newSessionId);
       throw error;
-    } finally {
-      // The copy made a handle for each session, loading neither: one kept for a session not
-      // loaded would never be forgotten (loaded-sessions.ts `dropped` only sees loaded ones),
-      // and its next turn would be recorded through what it remembered of a folder another
-      // process may have changed or removed since.
-      for (const id of [sessionId, newSessionId]) if (!this.sessions.has(id)) this.checkpoints.forget(id);
     }
   }
 

@@ -1,7 +1,7 @@
 /**
- * A fork reads its source's checkpoints and writes its own, but loads neither session: the
- * handles it makes for them (checkpoints/by-session.ts) must not outlive the fork when the
- * session is not loaded. Kept, a later turn of that session would be recorded through what
+ * A fork reads its source's checkpoints and writes its own, but loads neither session: it makes
+ * no handle for them (checkpoints/by-session.ts), which would read the workspace and, kept for a
+ * session not loaded, outlive the fork. Kept, a later turn of that session would be recorded through what
  * this process remembered of a folder another process may have changed since (deleted with its
  * session, blobs and all), and a bridge that forks many sessions would keep a handle for each.
  */
@@ -64,4 +64,20 @@ it("records a turn of a session that another process deleted after a fork read i
   expect(rewound).toMatchObject({ restored: ["f.txt"], conflicts: [], unrestored: [] });
   expect(fs.readFileSync(file, "utf8")).toBe("original");
   a.closeAll();
+});
+
+it("forks a session whose workspace was removed since: the checkpoints are copied without reading the workspace", async () => {
+  fs.writeFileSync(path.join(each.ws.dir, "f.txt"), "original");
+  const rt = runtime();
+  expect(await rt.prompt("s", text("write"))).toEqual({ kind: "completed" });
+  rt.closeAll();
+  const again = runtime();
+  fs.rmSync(each.ws.dir, { recursive: true, force: true });
+  expect(again.forkSession("s", "copy", undefined)).toBeUndefined();
+  expect(handles(again).size).toBe(0);
+  // The copy is the source's: a fork of it, by another runtime, has the same checkpoints.
+  const folder = (again as unknown as { checkpoints: { logFolder: string } }).checkpoints.logFolder;
+  const listing = (id: string) => fs.readdirSync(path.join(folder, `${id}.checkpoints`)).sort();
+  expect(listing("copy")).toEqual(listing("s"));
+  again.closeAll();
 });

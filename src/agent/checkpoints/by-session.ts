@@ -29,16 +29,30 @@ export class CheckpointsBySession {
   of(sessionId: string): SessionCheckpoints {
     let known = this.known.get(sessionId);
     if (!known) {
-      let folder: string;
-      try {
-        folder = this.logFolder ?? privateCheckpointFolder();
-      } catch (error) {
-        throw new CheckpointsUnavailableError(error);
-      }
-      known = new SessionCheckpoints(new CheckpointStore(folder, sessionId), this.workspace);
+      known = new SessionCheckpoints(new CheckpointStore(this.folder(), sessionId), this.workspace);
       this.known.set(sessionId, known);
     }
     return known;
+  }
+
+  /** Where the checkpoints are kept (made on first use without a session log). */
+  private folder(): string {
+    try {
+      return this.logFolder ?? privateCheckpointFolder();
+    } catch (error) {
+      throw new CheckpointsUnavailableError(error);
+    }
+  }
+
+  /**
+   * A session's store: its handle's, else one of the folder alone. No handle is made for a
+   * session that is not loaded: one reads the workspace (its real path: a fork or a delete must
+   * not fail for a workspace removed since), and one kept for a session not loaded would never
+   * be forgotten (loaded-sessions.ts `dropped` sees only loaded ones), so its next turn would be
+   * recorded through what it remembered of a folder another process may have changed since.
+   */
+  private storeOf(sessionId: string): CheckpointStore {
+    return this.known.get(sessionId)?.store ?? new CheckpointStore(this.folder(), sessionId);
   }
 
   /**
@@ -57,7 +71,7 @@ export class CheckpointsBySession {
 
   /** After a `session/fork` at `turn` (default: all): the fork gets the checkpoints of the turns it copied. */
   fork(sessionId: string, newSessionId: string, turn: number | undefined): void {
-    this.of(sessionId).store.copyTo(this.of(newSessionId).store, turn ?? Number.MAX_SAFE_INTEGER);
+    this.storeOf(sessionId).copyTo(this.storeOf(newSessionId), turn ?? Number.MAX_SAFE_INTEGER);
   }
 
   /** The session left memory (loaded-sessions.ts `dropped`): this handle goes; its next use makes a new one from the folder. */
@@ -72,13 +86,9 @@ export class CheckpointsBySession {
    * handle on them goes.
    */
   remove(sessionId: string): void {
-    // The handle is usually forgotten by now (the session was unloaded first: `forget`): the
-    // folder is named and removed without making one, which would read the workspace (its real
-    // path) and make the private folder, and could fail a delete that has happened.
-    if (this.logFolder === undefined) {
-      const store = this.known.get(sessionId)?.store ?? (privateFolderMade() ? new CheckpointStore(privateCheckpointFolder(), sessionId) : undefined);
-      store?.remove();
-    }
+    // The handle is usually forgotten by now (the session was unloaded first: `forget`), and no
+    // private folder is made only to remove nothing from it.
+    if (this.logFolder === undefined && (this.known.has(sessionId) || privateFolderMade())) this.storeOf(sessionId).remove();
     this.known.delete(sessionId);
   }
 }
