@@ -14,7 +14,7 @@
  * functions are in the main bundle's code cache, which every start deserializes (bench/README.md,
  * "Cold start, round 7"). Unlike the other chunks, this one shares modules with the main bundle
  * (the protocol's errors, the sandbox's probe, the redactor...): those stay out of the chunk,
- * which asks for them as `harness-main:<source path>`, and `sharedModules` (shared-modules.ts,
+ * which asks for them as `harness-main:<source path>`, and `SHARED_MODULES` (shared-modules.ts,
  * which the build fills in) hands it the main bundle's own instances, so there is one of each
  * class and of each module's state. Run from source (the tests), `__AGENT_CHUNK__` is undefined
  * and the modules are imported as usual.
