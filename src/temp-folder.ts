@@ -3,7 +3,8 @@
  * `TMPDIR`, else `TMP`, else `TEMP`, else `/tmp`, without a trailing `/`. Its own module
  * because the sandbox names paths under it before the `initialize` response, and loading
  * node:os only for this is a measurable share of that start (bench/README.md, "Cold start,
- * round 7"); test/temp-folder.test.ts holds it to `os.tmpdir()`.
+ * round 7"); the checkpoints' private folder is named by it too. test/temp-folder.test.ts holds
+ * it to `os.tmpdir()`.
  *
  * @module
  */

@@ -12,9 +12,9 @@
  * @module
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { hideFromSandbox } from "../../sandbox/hidden.js";
+import { tempFolder } from "../../temp-folder.js";
 import { alive, ownerLine, parseOwner } from "../store/process-owner.js";
 
 const PREFIX = "harness-checkpoints-";
@@ -30,7 +30,7 @@ export function privateFolderMade(): boolean {
 
 export function privateCheckpointFolder(): string {
   if (folder === undefined) {
-    const base = os.tmpdir();
+    const base = tempFolder();
     const made = fs.mkdtempSync(path.join(base, PREFIX));
     fs.chmodSync(made, 0o700);
     folder = made;
