@@ -144,7 +144,7 @@ const buildMain = (shared, first) =>
 const inputsOf = (result) => Object.keys(result.metafile.inputs).sort();
 const main = await buildMain(new Set());
 // What went into the main bundle, for test/startup-imports.test.ts (inputs relative to the root).
-fs.writeFileSync(path.join(buildDir, "harness-bridge.meta.json"), `${JSON.stringify(Object.keys(main.metafile.inputs).sort(), null, 1)}\n`);
+fs.writeFileSync(path.join(buildDir, "harness-bridge.meta.json"), `${JSON.stringify(inputsOf(main), null, 1)}\n`);
 // A chunk file is one function expression (src/server/chunk.ts): the bytes its code cache is made
 // from below are the bytes the bridge compiles.
 const chunkWrapper = { head: "(function (exports, require, module, __filename, __dirname) {", tail: "})" };

@@ -46,12 +46,15 @@ describe("the start-up path (src/main.ts and what it imports statically)", () =>
   });
 });
 
+/** The entries of the chunks that hold npm packages or run rarely (scripts/build.mjs `chunks`). */
+const CHUNK_ENTRIES = ["src/providers/openai-compatible/http-client.ts", "src/protocol/schemas.ts", "src/tools/packages.ts", "src/mcp/index.ts", "src/tracing/index.ts", "src/viewer/index.ts"];
+
 describe("the main bundle", () => {
   it("holds no npm package, none of the chunks' entries and none of the agent chunk's modules", () => {
     const inputs = JSON.parse(fs.readFileSync(path.join(ROOT, "build", "harness-bridge.meta.json"), "utf8")) as string[];
     expect(inputs).toEqual(expect.arrayContaining(["src/main.ts", "src/server/chunk.ts", "src/providers/openai-compatible/provider.ts"]));
     expect(inputs.filter((input) => !input.startsWith("src/"))).toEqual([]);
-    for (const entry of ["src/providers/openai-compatible/http-client.ts", "src/protocol/schemas.ts", "src/tools/packages.ts", "src/mcp/index.ts", "src/tracing/index.ts", "src/viewer/index.ts"]) {
+    for (const entry of CHUNK_ENTRIES) {
       expect(inputs).not.toContain(entry);
     }
     // The agent half is a chunk too (server/agent-modules.ts), which takes every module it shares from the main bundle.
@@ -60,13 +63,13 @@ describe("the main bundle", () => {
     expect(inputs).not.toContain("src/agent/runtime.ts");
     expect(agent.filter((input) => inputs.includes(input))).toEqual([]);
     // Nor does it hold another chunk's entry: that chunk would be copied into it.
-    for (const entry of ["src/providers/openai-compatible/http-client.ts", "src/protocol/schemas.ts", "src/tools/packages.ts", "src/mcp/index.ts", "src/tracing/index.ts", "src/viewer/index.ts"]) {
+    for (const entry of CHUNK_ENTRIES) {
       expect(agent).not.toContain(entry);
     }
-    // node:os is not loaded at start-up (temp-folder.ts): the main bundle does not require it.
-    expect(fs.readFileSync(path.join(ROOT, "build", "harness-bridge.cjs"), "utf8")).not.toContain('require("node:os")');
-    // And the chunks hold the packages: undici's and zod's own strings are there, not in the bundle.
     const main = fs.readFileSync(path.join(ROOT, "build", "harness-bridge.cjs"), "utf8");
+    // node:os is not loaded at start-up (temp-folder.ts): the main bundle does not require it.
+    expect(main).not.toContain('require("node:os")');
+    // And the chunks hold the packages: undici's and zod's own strings are there, not in the bundle.
     for (const [chunk, marker] of [["http-client.cjs", "llhttp"], ["schemas.cjs", "$ZodError"], ["packages.cjs", "RE2JSSyntaxException"], ["packages.cjs", "strictTuples"]]) {
       expect(fs.readFileSync(path.join(ROOT, "build", chunk!), "utf8")).toContain(marker);
       expect(main).not.toContain(marker);

@@ -24,6 +24,25 @@ afterEach(async () => {
   ws?.cleanup();
 });
 
+/**
+ * The size of `chunk`'s embedded code cache, whether the embedded node under the binary's flags
+ * accepts it, and the size of a cache made by compiling the chunk alone. That source is one byte
+ * longer: the same text would be a hit in V8's own compilation cache of the process, and give
+ * the embedded cache's functions back.
+ */
+function cacheSizes(chunk: string): { rejected: boolean; embedded: number; compiled: number } {
+  const sizes = `const fs = require("node:fs"), vm = require("node:vm");
+    const [chunk, cache] = process.argv.slice(1);
+    const code = fs.readFileSync(chunk, "utf8");
+    const embedded = fs.readFileSync(cache);
+    const script = new vm.Script(code, { filename: chunk, cachedData: embedded });
+    const compiled = new vm.Script(code + " ", { filename: "compiled-only.cjs" }).createCachedData();
+    console.log(JSON.stringify({ rejected: script.cachedDataRejected, embedded: embedded.length, compiled: compiled.length }));`;
+  const run = spawnSync(process.execPath, [...seaConfig.execArgv, "-e", sizes, chunk, seaConfig.assets[`${chunk}.cache`]!], { cwd: build, encoding: "utf8" });
+  expect(run.stderr).toBe("");
+  return JSON.parse(run.stdout) as { rejected: boolean; embedded: number; compiled: number };
+}
+
 describe("the chunks' code caches", () => {
   it("are embedded for every chunk and accepted by the embedded node under the binary's flags", () => {
     expect(chunks).toEqual(expect.arrayContaining(["http-client.cjs", "schemas.cjs", "packages.cjs", "mcp-client.cjs", "tracing.cjs", "viewer.cjs"]));
@@ -44,15 +63,7 @@ describe("the chunks' code caches", () => {
     const main = JSON.parse(fs.readFileSync(path.join(build, `sea-config-${process.arch}.json`), "utf8")).main as string;
     expect(fs.readFileSync(path.join(build, main), "utf8")).toContain('"harness-bridge.sea.cjs"');
     expect(chunks).toContain("harness-bridge.sea.cjs");
-    const sizes = `const fs = require("node:fs"), vm = require("node:vm");
-      const code = fs.readFileSync("harness-bridge.sea.cjs", "utf8");
-      const embedded = fs.readFileSync(process.argv[1]);
-      const script = new vm.Script(code, { filename: "harness-bridge.sea.cjs", cachedData: embedded });
-      const compiled = new vm.Script(code, { filename: "compiled-only.cjs" }).createCachedData();
-      console.log(JSON.stringify({ rejected: script.cachedDataRejected, embedded: embedded.length, compiled: compiled.length }));`;
-    const run = spawnSync(process.execPath, [...seaConfig.execArgv, "-e", sizes, seaConfig.assets["harness-bridge.sea.cjs.cache"]], { cwd: build, encoding: "utf8" });
-    expect(run.stderr).toBe("");
-    const { rejected, embedded, compiled } = JSON.parse(run.stdout) as { rejected: boolean; embedded: number; compiled: number };
+    const { rejected, embedded, compiled } = cacheSizes("harness-bridge.sea.cjs");
     expect(rejected).toBe(false);
     // The start-up path's functions add to the cache what compiling alone leaves out.
     expect(embedded).toBeGreaterThan(compiled * 1.2);
@@ -60,18 +71,8 @@ describe("the chunks' code caches", () => {
 
   it("hold, for the agent chunk, the functions a first turn compiled in the start-up run", () => {
     // The agent chunk takes modules from the main bundle, so only the start-up run can evaluate it.
-    // The source compiled alone is one byte longer: the same text would be V8's own compilation
-    // cache hit, the embedded cache's functions and all.
     expect(chunks).toContain("agent.cjs");
-    const sizes = `const fs = require("node:fs"), vm = require("node:vm");
-      const code = fs.readFileSync("agent.cjs", "utf8");
-      const embedded = fs.readFileSync(process.argv[1]);
-      const script = new vm.Script(code, { filename: "agent.cjs", cachedData: embedded });
-      const compiled = new vm.Script(code + " ", { filename: "compiled-only.cjs" }).createCachedData();
-      console.log(JSON.stringify({ rejected: script.cachedDataRejected, embedded: embedded.length, compiled: compiled.length }));`;
-    const run = spawnSync(process.execPath, [...seaConfig.execArgv, "-e", sizes, seaConfig.assets["agent.cjs.cache"]!], { cwd: build, encoding: "utf8" });
-    expect(run.stderr).toBe("");
-    const { rejected, embedded, compiled } = JSON.parse(run.stdout) as { rejected: boolean; embedded: number; compiled: number };
+    const { rejected, embedded, compiled } = cacheSizes("agent.cjs");
     expect(rejected).toBe(false);
     expect(embedded).toBeGreaterThan(compiled * 1.3);
   });
