@@ -21,7 +21,7 @@ import { probeSandboxAtStart } from "./sandbox/probe.js";
 import { readSecretsFd } from "./secrets-fd.js";
 import { SIGNAL_EXIT_CODES } from "./server/lifecycle.js";
 import { HarnessServer } from "./server/server.js";
-import { coalescingWritable } from "./transport/coalescing-writable.js";
+import { openStdio } from "./transport/stdio.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
 import { loadViewer } from "./viewer-loader.js";
@@ -349,10 +349,12 @@ function serve(options: CliOptions, secrets: Record<string, string>, served: { s
   // (the keys are out of the environment it inherits), it runs while the first request is read.
   probeSandboxAtStart(options.permissionMode, env);
   let server: HarnessServer | undefined;
+  // stdin and stdout: the first request read and answered before node's streams are made, where
+  // both are pipes (stdio.ts); stdout behind the coalescer, one write(2) per burst of frames.
+  const stdio = openStdio({ debug: (message) => logger.debug(message) });
   const endpoint = new ServerEndpoint({
-    input: process.stdin,
-    // One write(2) per burst of frames instead of one per frame (see coalescing-writable.ts).
-    output: coalescingWritable(process.stdout),
+    input: stdio.input,
+    output: stdio.output,
     maxLineBytes: options.maxLineBytes,
     logger,
     redactor,
@@ -379,4 +381,6 @@ function serve(options: CliOptions, secrets: Record<string, string>, served: { s
   endpoint.start();
   watchParent(() => server?.onClientGone("the parent process exited"));
   logger.debug(`serving on stdio; session logs: ${options.sessionLog ? (sessionRoot ?? "the default root") : "off"}`);
+  // Last: the first request may be dispatched right here, with everything above in place.
+  stdio.begin();
 }

@@ -11,7 +11,6 @@
  * ever quotes a value.
  */
 import { closeSync, fstatSync, readFileSync, type Stats } from "node:fs";
-import { Socket } from "node:net";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
 
 /** Far more than any set of keys; a descriptor that keeps giving is refused, not buffered. */
@@ -71,6 +70,8 @@ export function readSecretsFd(fd: number, timeoutMs = SECRETS_EOF_TIMEOUT_MS): P
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    // Loaded here: node:net is not on the start-up path of a bridge given no --secrets-fd (transport/stdio.ts: why).
+    const { Socket } = process.getBuiltinModule("node:net");
     const pipe = new Socket({ fd, readable: true, writable: false });
     const finish = (error: Error | null, value?: Record<string, string>): void => {
       if (settled) return;

@@ -21,6 +21,8 @@ const SRC = path.resolve(__dirname, "..", "src");
 // Value imports and re-exports (not `import type`, not `import()`) of a relative module.
 const STATIC = /(?:^|[\n;])\s*(?:import(?!\s+type\b)|export(?!\s+type\b))\b[^;"'`]*?\bfrom\s*["'](\.{1,2}\/[^"']+)["']|(?:^|[\n;])\s*import\s*["'](\.{1,2}\/[^"']+)["']/g;
 const NAMESPACE = /^import \* as \w+ from "node:(fs|os)";$/m;
+// A value import of node:stream or node:net (`import type` is erased).
+const STREAMS = /^import (?!type\b)[^;]*from "node:(stream|net)";$/m;
 
 /** The .ts files reached from `entry` by static value imports. */
 function startupFiles(entry: string): string[] {
@@ -43,6 +45,12 @@ describe("the start-up path (src/main.ts and what it imports statically)", () =>
     expect(files.map((f) => path.relative(SRC, f))).toEqual(expect.arrayContaining(["cli.ts", "server/initialize.ts", "sandbox/probe.ts"]));
     expect(files.map((f) => path.relative(SRC, f))).not.toContain("agent/runtime.ts");
     expect(files.filter((f) => NAMESPACE.test(fs.readFileSync(f, "utf8"))).map((f) => path.relative(SRC, f))).toEqual([]);
+  });
+
+  it("does not load node:stream or node:net: on pipes the first request is answered before they are (transport/stdio.ts)", () => {
+    const files = startupFiles(path.join(SRC, "main.ts"));
+    expect(files.map((f) => path.relative(SRC, f))).toContain("transport/stdio.ts");
+    expect(files.filter((f) => STREAMS.test(fs.readFileSync(f, "utf8"))).map((f) => path.relative(SRC, f))).toEqual([]);
   });
 });
 

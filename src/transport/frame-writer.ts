@@ -10,12 +10,26 @@
  *
  * @module
  */
-import type { Writable } from "node:stream";
 import { jsonLine } from "../json-line.js";
+
+/**
+ * What the writer needs of its output: a node Writable's surface (stdout behind the coalescer,
+ * or stdio.ts's relay in front of it).
+ */
+export interface FrameOutput {
+  write(chunk: string | Buffer, callback?: (error?: Error | null) => void): boolean;
+  readonly writableLength: number;
+  readonly writableNeedDrain: boolean;
+  readonly destroyed: boolean;
+  on(event: "drain" | "close", listener: () => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  off(event: "drain" | "close", listener: () => void): unknown;
+  emit(event: "drain"): boolean;
+}
 
 export interface FrameWriterOptions {
   /** Where frames go (stdout). Nothing else may write to it. */
-  output: Writable;
+  output: FrameOutput;
   /** Output waiting for the client above which `onOverfull` is called. */
   maxQueuedOutputBytes: number;
   /** Called on a write that leaves more than `maxQueuedOutputBytes` waiting for the client. */

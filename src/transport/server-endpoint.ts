@@ -8,12 +8,11 @@
  * produced when its handler settles, so every notification the handler emitted before that
  * (awaited or not) is already ahead of it on the stream.
  */
-import type { Readable, Writable } from "node:stream";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import type { JsonObject, NotificationMap, NotificationMethod, RequestId, ResponseFrame } from "../protocol/types.js";
 import { LineReader } from "./line-reader.js";
 import { parseInputLine } from "./input-frame.js";
-import { FrameWriter } from "./frame-writer.js";
+import { FrameWriter, type FrameOutput } from "./frame-writer.js";
 import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 
@@ -35,11 +34,21 @@ export interface RequestContext {
  */
 export type RequestHandler = (method: string, params: JsonObject | undefined, context: RequestContext) => unknown;
 
+/** What the endpoint needs of its input: a node Readable's surface (stdin, or stdio.ts's relay in front of it). */
+export interface EndpointInput {
+  on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
+  on(event: "end" | "error", listener: () => void): unknown;
+  off(event: "data", listener: (chunk: Buffer | string) => void): unknown;
+  off(event: "end" | "error", listener: () => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+}
+
 export interface ServerEndpointOptions {
   /** Where requests come from (stdin). */
-  input: Readable;
+  input: EndpointInput;
   /** Where frames go (stdout). Nothing else may write to it. */
-  output: Writable;
+  output: FrameOutput;
   /** Cleans the bridge's secrets out of error responses (redact.ts). */
   redactor?: Redactor;
   /** Longest accepted input line in bytes. Default 16 MiB (`DEFAULT_MAX_LINE_BYTES`). */

@@ -3,8 +3,12 @@
  * to its stdin, parses every stdout line into a frame, keeps stderr, and waits for responses,
  * frames and the exit. It knows nothing of the protocol beyond "one JSON object per line".
  */
-import { spawn, type ChildProcessWithoutNullStreams, type SpawnOptions } from "node:child_process";
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams, type SpawnOptions } from "node:child_process";
+import * as fs from "node:fs";
+import { Socket } from "node:net";
+import * as os from "node:os";
 import * as path from "node:path";
+import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -34,6 +38,32 @@ export interface RawClientOptions {
   command?: string;
   /** A pipe on the child's descriptor 3 (for `--secrets-fd 3`): what is written, and whether the end is closed after it (default true). */
   fd3?: { write: string; close?: boolean };
+  /**
+   * stdin and stdout as pipes, what a Python client's `subprocess.PIPE` gives (FIFOs in a
+   * temporary folder here: Node makes no anonymous pipe). By default they are what Node's
+   * `spawn` makes, socket pairs. The bridge reads and answers its first request before making its
+   * streams only on pipes (src/transport/stdio.ts).
+   */
+  pipes?: boolean;
+}
+
+/** The ends of two FIFOs for a child's stdin and stdout, and the parent's streams on the other ends. */
+function fifoStdio(): { childIn: number; childOut: number; stdin: Writable; stdout: Readable; cleanup: () => void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-fifo-"));
+  const [inFile, outFile] = [path.join(dir, "stdin"), path.join(dir, "stdout")];
+  execFileSync("mkfifo", ["-m", "600", inFile, outFile]);
+  // Each FIFO's reader first (non-blocking: no writer yet), so that its writer's open finds one.
+  const childIn = fs.openSync(inFile, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const parentIn = fs.openSync(inFile, fs.constants.O_WRONLY);
+  const parentOut = fs.openSync(outFile, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const childOut = fs.openSync(outFile, fs.constants.O_WRONLY);
+  const stdin = new Socket({ fd: parentIn, readable: false, writable: true });
+  const stdout = new Socket({ fd: parentOut, readable: true, writable: false });
+  const cleanup = () => {
+    for (const fd of [childIn, childOut]) fs.closeSync(fd);
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  return { childIn, childOut, stdin, stdout, cleanup };
 }
 
 export interface Exit {
@@ -45,6 +75,9 @@ const DEFAULT_WAIT_MS = 15_000;
 
 export class RawClient {
   readonly child: ChildProcessWithoutNullStreams;
+  /** The child's stdin and stdout as this side writes and reads them (the child's own streams, or the FIFOs' other ends). */
+  readonly stdin: Writable;
+  readonly stdout: Readable;
   /** Every stdout frame, in order. */
   readonly frames: Frame[] = [];
   /** stdout lines that did not parse as JSON (there must be none). */
@@ -64,33 +97,38 @@ export class RawClient {
   private exitInfo: Exit | undefined;
 
   constructor(options: RawClientOptions = {}) {
-    const stdio: SpawnOptions["stdio"] = options.fd3 ? ["pipe", "pipe", "pipe", "pipe"] : "pipe";
+    const fifos = options.pipes ? fifoStdio() : undefined;
+    const stdio: SpawnOptions["stdio"] = [fifos?.childIn ?? "pipe", fifos?.childOut ?? "pipe", "pipe", ...(options.fd3 ? ["pipe" as const] : [])];
     const spawnOptions: SpawnOptions = { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, stdio };
     this.child = spawn(options.command ?? BINARY, options.args ?? ["--stdio", "--no-session-log"], spawnOptions) as ChildProcessWithoutNullStreams;
+    // The child holds its ends now: this side keeps only its own (so the child sees the end of its input when this side ends it).
+    fifos?.cleanup();
+    this.stdin = fifos?.stdin ?? this.child.stdin;
+    this.stdout = fifos?.stdout ?? this.child.stdout;
     if (options.fd3) {
       const fd3 = this.child.stdio[3] as import("node:stream").Writable;
       fd3.on("error", () => undefined);
       fd3.write(options.fd3.write);
       if (options.fd3.close !== false) fd3.end();
     }
-    this.child.stdout.setEncoding("utf8");
-    this.child.stdout.on("data", (chunk: string) => this.onStdout(chunk));
+    this.stdout.setEncoding("utf8");
+    this.stdout.on("data", (chunk: string) => this.onStdout(chunk));
     this.child.stderr.setEncoding("utf8");
     this.child.stderr.on("data", (chunk: string) => {
       this.stderr += chunk;
       this.wake();
     });
     // The tests write after the child may have exited; a broken stdin must not crash them.
-    this.child.stdin.on("error", () => undefined);
+    this.stdin.on("error", () => undefined);
     const closed = (stream: NodeJS.ReadableStream) => new Promise<void>((resolve) => stream.on("close", () => resolve()));
-    const stdoutEnded = closed(this.child.stdout);
+    const stdoutEnded = closed(this.stdout);
     const stderrEnded = closed(this.child.stderr);
     this.exited = new Promise<Exit>((resolve) => {
       this.child.on("exit", (code, signal) => {
         const exit = { code, signal };
         let grace: NodeJS.Timeout | undefined;
         // A stdout the test paused (to hold the bridge by backpressure) is not waited for.
-        const pipesEnded = Promise.all([this.child.stdout.isPaused() ? undefined : stdoutEnded, stderrEnded]);
+        const pipesEnded = Promise.all([this.stdout.isPaused() ? undefined : stdoutEnded, stderrEnded]);
         void Promise.race([pipesEnded, new Promise<void>((r) => (grace = setTimeout(r, 5_000)))]).then(() => {
           clearTimeout(grace);
           this.exitInfo = exit;
@@ -109,7 +147,7 @@ export class RawClient {
   /** Writes raw bytes as they are. */
   sendRaw(data: string | Buffer): Promise<void> {
     return new Promise((resolve) => {
-      this.child.stdin.write(data, () => resolve());
+      this.stdin.write(data, () => resolve());
     });
   }
 
@@ -124,7 +162,7 @@ export class RawClient {
 
   /** Closes stdin (EOF). */
   end(): void {
-    this.child.stdin.end();
+    this.stdin.end();
   }
 
   kill(signal: NodeJS.Signals = "SIGTERM"): void {
@@ -188,6 +226,9 @@ export class RawClient {
       this.child.kill("SIGKILL");
       await this.exited;
     }
+    // The FIFOs' ends are this side's own (`pipes`); the child's streams close with it.
+    if (this.stdin !== this.child.stdin) this.stdin.destroy();
+    if (this.stdout !== this.child.stdout) this.stdout.destroy();
   }
 
   private async until<T>(probe: () => T | undefined, what: string, timeoutMs: number): Promise<T> {
