@@ -10,7 +10,7 @@
  * cannot silently leave a key unset. The descriptor is closed after reading. No message here
  * ever quotes a value.
  */
-import { closeSync, fstatSync, readFileSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, type Stats } from "node:fs";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
 
 /** Far more than any set of keys; a descriptor that keeps giving is refused, not buffered. */
@@ -36,11 +36,56 @@ function readFailure(fd: number, code: string | undefined): SecretsFdError {
   return new SecretsFdError(`--secrets-fd ${fd}: cannot read it (${code})`);
 }
 
+/** What a pipe held when it was read without waiting (`readWaiting`). */
+interface Waiting {
+  chunks: Buffer[];
+  size: number;
+  /** Its writers had closed it: this is all of it. */
+  ended: boolean;
+}
+
+/**
+ * What the pipe `fd` holds now, read through a non-blocking descriptor of its own
+ * (`/proc/self/fd/<fd>`: the same pipe, so each byte is read once, by whichever descriptor reads
+ * it). The SDK writes the keys and closes its end before the spawn, so this is usually all of
+ * it, and the start needs no socket for it: a socket loads `node:stream` and `node:net`, and
+ * answers a turn of the event loop later (transport/stdio.ts: what that costs). Undefined where
+ * no such descriptor opens (no /proc); reading stops at the first error, which the socket then
+ * meets and reports, and after more than the limit, which the caller refuses.
+ */
+function readWaiting(fd: number): Waiting | undefined {
+  let early: number;
+  try {
+    early = openSync(`/proc/self/fd/${fd}`, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  const waiting: Waiting = { chunks: [], size: 0, ended: false };
+  try {
+    while (waiting.size <= MAX_SECRETS_BYTES) {
+      const buffer = Buffer.allocUnsafe(16 * 1024);
+      const n = readSync(early, buffer, 0, buffer.length, null);
+      if (n === 0) {
+        waiting.ended = true;
+        break;
+      }
+      waiting.chunks.push(buffer.subarray(0, n));
+      waiting.size += n;
+    }
+  } catch {
+    // EAGAIN: the writer has not closed its end yet; the socket reads the rest.
+  } finally {
+    closeSync(early);
+  }
+  return waiting;
+}
+
 /**
  * Reads, checks and closes descriptor `fd`; resolves with the variables it carries. A pipe is
- * read through a non-blocking socket handle, so a writer that never closes costs a timeout and
- * no blocked thread; a regular file is read at once; anything else (a terminal, one of Node's
- * own descriptors) is refused unread.
+ * read at once as far as it holds bytes (`readWaiting`), and then, if its writer has not closed
+ * it yet, through a non-blocking socket handle, so a writer that never closes costs a timeout
+ * and no blocked thread; a regular file is read at once; anything else (a terminal, one of
+ * Node's own descriptors) is refused unread.
  */
 export function readSecretsFd(fd: number, timeoutMs = SECRETS_EOF_TIMEOUT_MS): Promise<Record<string, string>> {
   let stat: Stats;
@@ -66,11 +111,21 @@ export function readSecretsFd(fd: number, timeoutMs = SECRETS_EOF_TIMEOUT_MS): P
     }
   }
   if (!stat.isFIFO() && !stat.isSocket()) return Promise.reject(new SecretsFdError(`--secrets-fd ${fd}: not a pipe or a file`));
+  const early = stat.isFIFO() ? readWaiting(fd) : undefined;
+  if (early && (early.ended || early.size > MAX_SECRETS_BYTES)) {
+    closeSync(fd);
+    if (early.size > MAX_SECRETS_BYTES) return Promise.reject(new SecretsFdError(`--secrets-fd ${fd}: more than ${MAX_SECRETS_BYTES} bytes`));
+    try {
+      return Promise.resolve(parseSecrets(Buffer.concat(early.chunks).toString("utf8"), fd));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const chunks: Buffer[] = early?.chunks ?? [];
+    let size = early?.size ?? 0;
     let settled = false;
-    // Loaded here: node:net is not on the start-up path of a bridge given no --secrets-fd (transport/stdio.ts: why).
+    // Loaded here, for a socket pair or a writer still writing: node:net is not on the start-up path otherwise (transport/stdio.ts: why).
     const { Socket } = process.getBuiltinModule("node:net");
     const pipe = new Socket({ fd, readable: true, writable: false });
     const finish = (error: Error | null, value?: Record<string, string>): void => {

@@ -25,7 +25,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, RpcError } from "../../src/protocol/errors.js";
 import { ServerEndpoint } from "../../src/transport/server-endpoint.js";
-import { BINARY } from "../support/raw-client.js";
+import { BINARY, RawClient } from "../support/raw-client.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 import {
   assertFrame,
@@ -316,4 +316,36 @@ describe("transport fuzz, through the binary", () => {
     expect(after.map((f) => f.id)).toEqual(["fuzz-init", "fuzz-prompt", "fuzz-bye"]);
     expect(bridge.stderr).toBe("");
   }, Math.max(120_000, runs * 100));
+});
+
+describe("transport fuzz, the first chunk on pipes", () => {
+  // On pipes the bridge reads what waits in stdin and answers it before its streams exist
+  // (src/transport/stdio.ts): random first chunks, each waiting before a fresh bridge reads, then EOF.
+  const runs = fuzzRuns(30);
+  it(`${runs} random first chunks, each to a fresh bridge on pipes: protocol frames only, each line answered exactly once`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(lineArb({ methods: BINARY_METHODS, maxLineBytes: BINARY_MAX_LINE }), { minLength: 1, maxLength: 24 }), async (lines) => {
+        const bytes = Buffer.concat(lines);
+        const prediction = predict(bytes, true, BINARY_MAX_LINE, binaryModel);
+        fc.pre(prediction.predictable);
+        const c = new RawClient({ pipes: true, args: ["--stdio", "--no-session-log", "--max-line-bytes", String(BINARY_MAX_LINE), "--log-level", "debug"] });
+        try {
+          void c.sendRaw(bytes);
+          c.end();
+          expect((await c.exit()).code).toBe(0);
+          const raw = Buffer.from(c.lines.map((l) => `${l}\n`).join(""), "utf8");
+          const responses = parseProtocolOutput(raw).filter((f) => !("method" in f));
+          for (const f of responses) assertFrame(f);
+          expect(sorted(responses.map(keyOfFrame))).toEqual(sorted(prediction.responses));
+          expect(responses.filter((f) => f.id === null).map((f) => f.error.code)).toEqual(prediction.nullErrors);
+          expect(c.badLines).toEqual([]);
+          // Written right after the spawn, the chunk was waiting: read early, as a Python client's first request is.
+          expect(c.stderr).toMatch(/stdio: \d+ bytes read and \d+ written before the streams were made/);
+        } finally {
+          await c.dispose();
+        }
+      }),
+      fuzzParams(runs),
+    );
+  }, Math.max(120_000, runs * 2_000));
 });

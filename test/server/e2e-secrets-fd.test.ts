@@ -38,10 +38,17 @@ function envWithoutKey(): NodeJS.ProcessEnv {
   return env;
 }
 
-describe("a key on --secrets-fd", () => {
+// Each case on both kinds of descriptor: a socket pair, as Node's spawn makes; a pipe, as the
+// SDK's os.pipe() makes, which the bridge reads at once as far as it holds bytes (secrets-fd.ts).
+const KINDS = [
+  ["a socket pair", false],
+  ["a pipe", true],
+] as const;
+
+describe.each(KINDS)("a key on --secrets-fd (%s)", (_kind, fifo) => {
   it("reaches the provider, and no process's environment shows it", async () => {
     const call = { id: "call_env", type: "function", function: { name: "bash", arguments: "" } };
-    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: envWithoutKey(), fd3: { write: JSON.stringify({ DEEPSEEK_API_KEY: KEY }) } });
+    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: envWithoutKey(), fd3: { write: JSON.stringify({ DEEPSEEK_API_KEY: KEY }), fifo } });
     const command = `cat /proc/${client.child.pid}/environ | tr '\\0' '\\n' | grep -e HB_MARKER -e DEEPSEEK_API_KEY`;
     call.function.arguments = JSON.stringify({ command });
     server.table["show me the environment"] = [
@@ -64,16 +71,28 @@ describe("a key on --secrets-fd", () => {
 
   it("overrides a key in the environment", async () => {
     server.table["which key?"] = [{ events: [{ delta: { role: "assistant", content: "this one" } }, { delta: {}, finish_reason: "stop" }] }];
-    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: { ...envWithoutKey(), DEEPSEEK_API_KEY: "sk-from-env" }, fd3: { write: JSON.stringify({ DEEPSEEK_API_KEY: KEY }) } });
+    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: { ...envWithoutKey(), DEEPSEEK_API_KEY: "sk-from-env" }, fd3: { write: JSON.stringify({ DEEPSEEK_API_KEY: KEY }), fifo } });
     client.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-chat" });
     const sessionId = "s1";
     client.request(3, "session/prompt", promptParams(sessionId, "which key?"));
     expect((await client.response(3)).result.status).toBe("ok");
     expect(server.authorizations.at(-1)).toBe(`Bearer ${KEY}`);
   });
+
+  it("is read whole when its writer closes only later: what was there at the start, then the rest", async () => {
+    server.table["in two parts?"] = [{ events: [{ delta: { role: "assistant", content: "yes" } }, { delta: {}, finish_reason: "stop" }] }];
+    const text = JSON.stringify({ DEEPSEEK_API_KEY: KEY });
+    const half = text.length >> 1;
+    client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: envWithoutKey(), fd3: { write: text.slice(0, half), later: text.slice(half), laterMs: 300, fifo } });
+    client.request(1, "initialize", { cwd: ws.dir, provider: "deepseek", model: "deepseek-chat" });
+    expect((await client.response(1)).error).toBeUndefined();
+    client.request(3, "session/prompt", promptParams("s1", "in two parts?"));
+    expect((await client.response(3)).result.status).toBe("ok");
+    expect(server.authorizations.at(-1)).toBe(`Bearer ${KEY}`);
+  });
 });
 
-describe("a bad --secrets-fd", () => {
+describe.each(KINDS)("a bad --secrets-fd (%s)", (_kind, fifo) => {
   const cases: Array<[string, { write: string; close?: boolean }, RegExp]> = [
     ["not JSON (its text never quoted)", { write: `{"DEEPSEEK_API_KEY": ${KEY}` }, /not a JSON object/],
     ["an array", { write: `["${KEY}"]` }, /not a JSON object/],
@@ -85,7 +104,7 @@ describe("a bad --secrets-fd", () => {
   ];
   for (const [name, fd3, message] of cases) {
     it(`is a start-up error, exit 1, no value quoted: ${name}`, async () => {
-      client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: envWithoutKey(), fd3 });
+      client = new RawClient({ args: ["--stdio", "--no-session-log", "--secrets-fd", "3"], env: envWithoutKey(), fd3: { ...fd3, fifo } });
       const exit = await Promise.race([client.exited, new Promise((r) => setTimeout(() => r("still running"), 15_000))]);
       expect(exit).toEqual({ code: 1, signal: null });
       expect(client.stderr).toMatch(message);

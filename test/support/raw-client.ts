@@ -37,7 +37,18 @@ export interface RawClientOptions {
   /** The executable. Default: bin/harness-bridge. */
   command?: string;
   /** A pipe on the child's descriptor 3 (for `--secrets-fd 3`): what is written, and whether the end is closed after it (default true). */
-  fd3?: { write: string; close?: boolean };
+  fd3?: {
+    write: string;
+    close?: boolean;
+    /**
+     * A pipe (a FIFO here), as the SDK's `os.pipe()` makes, instead of Node's socket pair; what
+     * fits in it (64 KiB) is written before the spawn, as the SDK does, the rest after it, and
+     * `later` after `laterMs` (then the end is closed, unless `close` is false).
+     */
+    fifo?: boolean;
+    later?: string;
+    laterMs?: number;
+  };
   /**
    * stdin and stdout as pipes, what a Python client's `subprocess.PIPE` gives (FIFOs in a
    * temporary folder here: Node makes no anonymous pipe). By default they are what Node's
@@ -45,6 +56,25 @@ export interface RawClientOptions {
    * streams only on pipes (src/transport/stdio.ts).
    */
   pipes?: boolean;
+}
+
+/** A FIFO for `--secrets-fd`: `text` written into it as far as it fits before the spawn (the rest is the caller's to write). */
+function secretsFifo(text: string): { childEnd: number; writer: Writable; rest: Buffer; cleanup: () => void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-fifo-"));
+  const file = path.join(dir, "secrets");
+  execFileSync("mkfifo", ["-m", "600", file]);
+  const childEnd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const parentEnd = fs.openSync(file, fs.constants.O_WRONLY);
+  const bytes = Buffer.from(text);
+  // An empty pipe takes 64 KiB at once: written now, the write cannot block.
+  const now = Math.min(bytes.length, 64 * 1024);
+  if (now > 0) fs.writeSync(parentEnd, bytes, 0, now);
+  const writer = new Socket({ fd: parentEnd, readable: false, writable: true });
+  const cleanup = () => {
+    fs.closeSync(childEnd);
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  return { childEnd, writer, rest: bytes.subarray(now), cleanup };
 }
 
 /** The ends of two FIFOs for a child's stdin and stdout, and the parent's streams on the other ends. */
@@ -98,7 +128,8 @@ export class RawClient {
 
   constructor(options: RawClientOptions = {}) {
     const fifos = options.pipes ? fifoStdio() : undefined;
-    const stdio: SpawnOptions["stdio"] = [fifos?.childIn ?? "pipe", fifos?.childOut ?? "pipe", "pipe", ...(options.fd3 ? ["pipe" as const] : [])];
+    const secrets = options.fd3?.fifo ? secretsFifo(options.fd3.write) : undefined;
+    const stdio: SpawnOptions["stdio"] = [fifos?.childIn ?? "pipe", fifos?.childOut ?? "pipe", "pipe", ...(options.fd3 ? [secrets?.childEnd ?? ("pipe" as const)] : [])];
     const spawnOptions: SpawnOptions = { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, stdio };
     this.child = spawn(options.command ?? BINARY, options.args ?? ["--stdio", "--no-session-log"], spawnOptions) as ChildProcessWithoutNullStreams;
     // The child holds its ends now: this side keeps only its own (so the child sees the end of its input when this side ends it).
@@ -106,10 +137,19 @@ export class RawClient {
     this.stdin = fifos?.stdin ?? this.child.stdin;
     this.stdout = fifos?.stdout ?? this.child.stdout;
     if (options.fd3) {
-      const fd3 = this.child.stdio[3] as import("node:stream").Writable;
-      fd3.on("error", () => undefined);
-      fd3.write(options.fd3.write);
-      if (options.fd3.close !== false) fd3.end();
+      secrets?.cleanup();
+      const writer = secrets?.writer ?? (this.child.stdio[3] as Writable);
+      const { write, later, laterMs = 300, close } = options.fd3;
+      writer.on("error", () => undefined);
+      // Into a FIFO, what fits was written before the spawn (`secretsFifo`).
+      const now = secrets ? secrets.rest : write;
+      if (now.length > 0) writer.write(now);
+      const finish = () => {
+        if (later) writer.write(later);
+        if (close !== false) writer.end();
+      };
+      if (later) setTimeout(finish, laterMs);
+      else finish();
     }
     this.stdout.setEncoding("utf8");
     this.stdout.on("data", (chunk: string) => this.onStdout(chunk));
