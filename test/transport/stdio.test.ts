@@ -10,7 +10,7 @@ import { Socket } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { EARLY_READ_BYTES, openStdio, type Stdio } from "../../src/transport/stdio.js";
 
 let dir: string;
@@ -61,6 +61,13 @@ function stdioOn(input: { read: number }, output: { write: number }, debug?: (me
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Waits until `check` passes. The streams are made once the coalescer is loaded: in the bundle a
+ * promise reaction of the same tick, here a module import of its own, which takes longer than
+ * that when no test before this one in the worker loaded it (a test run alone, or shuffled).
+ */
+const whenMade = (check: () => void) => vi.waitFor(check, { timeout: 5_000, interval: 1 });
 
 afterEach(() => {
   for (const socket of streams.splice(0)) socket.destroy();
@@ -133,10 +140,8 @@ describe("stdio", () => {
     stdio.input.on("data", (chunk) => chunks.push(chunk.toString()));
     stdio.input.pause();
     stdio.begin();
-    expect(streams).toHaveLength(0); // made once the coalescer is loaded, in this tick's promise reactions
-    await Promise.resolve().then(() => undefined);
-    await tick();
-    expect(streams).toHaveLength(2);
+    expect(streams).toHaveLength(0); // made once the coalescer is loaded, never within begin()
+    await whenMade(() => expect(streams).toHaveLength(2));
     writeSync(input.write, "late\n");
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(chunks).toEqual([]); // paused before the stream existed: it was made paused
@@ -175,8 +180,7 @@ describe("stdio", () => {
     stdio.input.on("data", (chunk) => chunks.push(chunk.toString()));
     stdio.begin();
     expect(chunks).toEqual([]);
-    await tick();
-    expect(made).toBe(1);
+    await whenMade(() => expect(made).toBe(1));
     // The file's bytes are left to the stream: its offset did not move.
     expect(readSync(fd, Buffer.alloc(64), 0, 64, null)).toBe(10);
   });
