@@ -351,7 +351,14 @@ function serve(options: CliOptions, secrets: Record<string, string>, served: { s
   let server: HarnessServer | undefined;
   // stdin and stdout: the first request read and answered before node's streams are made, where
   // both are pipes (stdio.ts); stdout behind the coalescer, one write(2) per burst of frames.
-  const stdio = openStdio({ debug: (message) => logger.debug(message) });
+  const stdio = openStdio({
+    debug: (message) => logger.debug(message),
+    // As a throw of node's stdio getters in `serve` itself would: a start-up error, exit 1.
+    failed: (error) => {
+      logger.error(`cannot open stdin and stdout: ${error.message}`);
+      process.exit(1);
+    },
+  });
   const endpoint = new ServerEndpoint({
     input: stdio.input,
     output: stdio.output,

@@ -59,6 +59,8 @@ export interface StdioOptions {
   fds?: [number, number];
   /** Where a debug line says what was read and written before the streams were made. */
   debug?: (message: string) => void;
+  /** Called if the streams cannot be made (node's stdio getters threw): nothing can be served. */
+  failed?: (error: Error) => void;
 }
 
 /** stdin and stdout for the endpoint (see the module comment). */
@@ -72,10 +74,13 @@ export function openStdio(options: StdioOptions = {}): Stdio {
   const input = new StdinRelay(options.stdin ?? (() => process.stdin));
   const output = new StdoutRelay(first === undefined ? undefined : earlyOut, options.stdout ?? (() => process.stdout));
   const open = () =>
-    void output.open().then(() => {
-      if (first !== undefined) options.debug?.(`stdio: ${first.length} bytes read and ${output.earlyBytes} written before the streams were made`);
-      input.open();
-    });
+    void output
+      .open()
+      .then(() => {
+        if (first !== undefined) options.debug?.(`stdio: ${first.length} bytes read and ${output.earlyBytes} written before the streams were made`);
+        input.open();
+      })
+      .catch((error: Error) => options.failed?.(error));
   return {
     input,
     output,

@@ -202,4 +202,21 @@ describe("stdio", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(Buffer.concat(chunks).toString()).toBe(`${line}next\n`);
   });
+
+  it("says so when the streams cannot be made, instead of never reading", async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "stdio-"));
+    const input = fifo("in");
+    const output = fifo("out");
+    const failures: string[] = [];
+    const stdio = openStdio({
+      fds: [input.read, output.write],
+      stdin: () => new Socket() as Readable,
+      stdout: () => {
+        throw new Error("no stdout here");
+      },
+      failed: (error) => failures.push(error.message),
+    });
+    stdio.begin();
+    await whenMade(() => expect(failures).toEqual(["no stdout here"]));
+  });
 });
