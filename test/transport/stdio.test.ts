@@ -42,20 +42,19 @@ function drain(fd: number): string {
   }
 }
 
+/** A node stream reading or writing `fd` (none: a socket on nothing), destroyed after the test. */
+function socketOn(fd: number | undefined, readable: boolean): Socket {
+  const socket = fd === undefined ? new Socket() : new Socket({ fd, readable, writable: !readable });
+  streams.push(socket);
+  return socket;
+}
+
 /** The stdio of a bridge whose stdin reads `input.read` and whose stdout writes `output.write`, with node streams on the same descriptors. */
 function stdioOn(input: { read: number }, output: { write: number }, debug?: (message: string) => void): Stdio {
   return openStdio({
     fds: [input.read, output.write],
-    stdin: () => {
-      const socket = new Socket({ fd: input.read, readable: true, writable: false });
-      streams.push(socket);
-      return socket as Readable;
-    },
-    stdout: () => {
-      const socket = new Socket({ fd: output.write, readable: false, writable: true });
-      streams.push(socket);
-      return socket as Writable;
-    },
+    stdin: () => socketOn(input.read, true) as Readable,
+    stdout: () => socketOn(output.write, false) as Writable,
     debug,
   });
 }
@@ -166,15 +165,9 @@ describe("stdio", () => {
       fds: [fd, output.write],
       stdin: () => {
         made++;
-        const socket = new Socket();
-        streams.push(socket);
-        return socket as Readable;
+        return socketOn(undefined, true) as Readable;
       },
-      stdout: () => {
-        const socket = new Socket({ fd: output.write, readable: false, writable: true });
-        streams.push(socket);
-        return socket as Writable;
-      },
+      stdout: () => socketOn(output.write, false) as Writable,
     });
     const chunks: string[] = [];
     stdio.input.on("data", (chunk) => chunks.push(chunk.toString()));
