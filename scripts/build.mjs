@@ -209,16 +209,19 @@ const target = targetNode();
 // --hash-seed is not: it would be rejected, and start-up would lose what the cache saves).
 const blob = `sea-prep-${arch}.blob`;
 const seaConfig = `sea-config-${arch}.json`;
-// V8 flags of the binary. A young generation of 8 MB from the start to the end: with V8's 1 MB
-// default the start-up's allocations made a scavenge before the `initialize` response, and a
+// V8 flags of the binary. A young generation of one size from the start to the end: with V8's
+// 1 MB default the start-up's allocations made a scavenge before the `initialize` response, and a
 // young generation that grows makes V8 pretenure the allocation sites of what a session keeps
 // only once it is at full size, throwing the turn's optimized code away thousands of turns in;
 // at one size that happens in a session's first turns (bench/README.md, "Cold start" and
-// "Issue 34, round 6"). Heap sizes stay out of the flag hash a code cache is checked against; the
-// blob is made under the same flags all the same: V8 rejects a code cache made under flags that
-// change its code (start-up would then parse the whole bundle, and print a warning:
-// test/server/e2e-lifecycle.test.ts, "--version").
-const seaExecArgv = ["--min-semi-space-size=8", "--max-semi-space-size=8"];
+// "Issue 34, round 6"). The size is 16 MB, not 8: a scavenge's pause is the copy of what the
+// session keeps (its recorded events and history), which grows with the turns since the last
+// one, so twice the space is half as many pauses and less time in them all; the price is the
+// resident memory of the larger space ("Issue 34, round 17"). Heap sizes stay out of the flag
+// hash a code cache is checked against; the blob is made under the same flags all the same: V8
+// rejects a code cache made under flags that change its code (start-up would then parse the
+// whole bundle, and print a warning: test/server/e2e-lifecycle.test.ts, "--version").
+const seaExecArgv = ["--min-semi-space-size=16", "--max-semi-space-size=16"];
 // Each chunk's code cache (scripts/chunk-cache.cjs), made like the blob's: by the target's node,
 // under the binary's flags and the fixed seed, named relative to build/. Unlike the blob's, it is
 // made after evaluating the chunk, and what an evaluation leaves compiled depends on V8's helper
