@@ -20,7 +20,16 @@ import * as path from "node:path";
  * content is that blob of the user's repository (the index recorded it), and the store holds
  * no copy (git-objects.ts); it says where the content is, not what it is (`hash` does).
  */
-export type PathState = null | { t: "file"; hash: string; mode: number; size: number; git?: string } | { t: "link"; target: string } | { t: "other" };
+export type PathState = null | FileState | { t: "link"; target: string } | { t: "other" };
+
+/** A regular file's state (see `PathState`). */
+export interface FileState {
+  t: "file";
+  hash: string;
+  mode: number;
+  size: number;
+  git?: string;
+}
 
 /** Files larger than this are not checkpointed (their path is `checkpoint/skipped`). */
 export const MAX_CHECKPOINT_FILE_BYTES = 64 * 1024 * 1024;
@@ -74,8 +83,24 @@ export function statKey(st: fs.Stats): StatKey {
   return { ino: st.ino, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, mode: st.mode };
 }
 
-export function sameStat(a: StatKey | undefined, b: StatKey): boolean {
-  return a !== undefined && a.ino === b.ino && a.size === b.size && a.mtime === b.mtime && a.ctime === b.ctime && a.mode === b.mode;
+/** Whether `st` is the stat `key` was made from (every field of `statKey(st)` equal, without making it). */
+function statMatches(key: StatKey, st: fs.Stats): boolean {
+  return key.ino === st.ino && key.size === st.size && key.mtime === st.mtimeMs && key.ctime === st.ctimeMs && key.mode === st.mode;
+}
+
+/**
+ * A file read before: its stat key, its hash, and the state they make. A pass that finds the
+ * file's stat unchanged answers with these very objects (states are never changed once made),
+ * so a walk over an unchanged tree makes no new state for any of its files.
+ */
+export interface KnownFile {
+  stat: StatKey;
+  hash: string;
+  state: FileState;
+}
+
+export function knownFile(stat: StatKey, state: FileState): KnownFile {
+  return { stat, hash: state.hash, state };
 }
 
 /**
@@ -90,9 +115,18 @@ export class Pacer {
   static readonly SLICE_MS = 25;
   private since = performance.now();
 
+  /**
+   * Whether the current slice is used up. A pass asks this after each path and awaits `pace()`
+   * only then: an await per path is a microtask hop per path, a walk of ten thousand files'
+   * worth of them.
+   */
+  due(): boolean {
+    return performance.now() - this.since >= Pacer.SLICE_MS;
+  }
+
   /** Yields (a macrotask: I/O is served) once the current slice is used up. */
   async pace(): Promise<void> {
-    if (performance.now() - this.since < Pacer.SLICE_MS) return;
+    if (!this.due()) return;
     await new Promise<void>((resolve) => setImmediate(resolve));
     this.since = performance.now();
   }
@@ -114,10 +148,11 @@ export interface ReadPath {
 export type FolderCache = Map<string, string | undefined>;
 
 /**
- * Reads the state of `rel` under the real root `root`. `known` is a cached stat and hash: when
- * the file's stat still matches it, the file is not read again (`bytes` is then absent).
+ * Reads the state of `rel` under the real root `root`. `known` is what an earlier read found:
+ * when the file's stat still matches it, the file is not read again (`bytes` is then absent),
+ * and the answer is `known`'s own state and stat key.
  */
-export function readState(root: string, rel: string, known?: { stat: StatKey; hash: string }, folders?: FolderCache): ReadPath {
+export function readState(root: string, rel: string, known?: KnownFile, folders?: FolderCache): ReadPath {
   const absolute = path.join(root, rel);
   let st: fs.Stats | undefined;
   try {
@@ -149,9 +184,8 @@ export function readState(root: string, rel: string, known?: { stat: StatKey; ha
     }
   }
   if (!st.isFile()) return { state: { t: "other" } };
-  const mode = st.mode & 0o7777;
-  const key = statKey(st);
-  if (known && sameStat(known.stat, key)) return { state: { t: "file", hash: known.hash, mode, size: st.size }, stat: key };
+  // The same stat, mode bits and size included: the state made from it is the same too.
+  if (known && statMatches(known.stat, st)) return { state: known.state, stat: known.stat };
   if (st.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: true };
   let fd: number;
   try {

@@ -105,7 +105,7 @@ class OwnCheckpoint {
     const folders = new Map<string, string | undefined>();
     const pacer = new Pacer();
     for (const rel of paths) {
-      await pacer.pace();
+      if (pacer.due()) await pacer.pace();
       const kept = this.cp.keep(rel, folders);
       this.before.set(rel, kept.state);
       if (kept.skipped) {
@@ -124,7 +124,7 @@ class OwnCheckpoint {
     const folders = new Map<string, string | undefined>();
     const pacer = new Pacer();
     for (const [rel, before] of this.before) {
-      await pacer.pace();
+      if (pacer.due()) await pacer.pace();
       const after = this.cp.look(rel, folders);
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
     }

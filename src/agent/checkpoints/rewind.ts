@@ -216,7 +216,7 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   const planned: Array<{ rel: string; before: PathState; now: PathState }> = [];
   const pacer = new Pacer();
   for (const rel of [...target.keys()].sort()) {
-    await pacer.pace();
+    if (pacer.due()) await pacer.pace();
     const before = target.get(rel)!;
     const now = cp.look(rel);
     if (sameState(now, before)) continue;

@@ -11,7 +11,7 @@ import { isHiddenPath, wantedHidden } from "../../sandbox/hidden.js";
 import { isInside } from "../../tools/path-inside.js";
 import { isGitWorkTree, listWorkTree } from "./git-listing.js";
 import { blobId, hasPromisor, presentBlobs } from "./git-objects.js";
-import { readState, safeRelative, type FolderCache, type PathState, type StatKey } from "./path-state.js";
+import { knownFile, readState, safeRelative, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
 import type { CheckpointStore } from "./store.js";
 
 /** What keeping a path's current content came to. */
@@ -25,8 +25,10 @@ export class SessionCheckpoints {
   /** The real workspace root: every checkpoint path is relative to it. */
   readonly root: string;
   private git: Promise<boolean> | undefined;
-  /** Stat and hash of files read before, by path: unchanged files are not read again. */
-  private readonly cache = new Map<string, { stat: StatKey; hash: string }>();
+  /** Files read before, by path: unchanged files are not read again, nor their states made again. */
+  private readonly cache = new Map<string, KnownFile>();
+  /** A file's state as a reference to its blob (`git`), by its plain state: made once while both hold. */
+  private readonly referenced = new WeakMap<FileState, FileState>();
   /** Whether contents may be referenced as blobs of the repository (a git work tree without a promisor remote; asked once). */
   private referencing: Promise<boolean> | undefined;
   /** The blob id the index recorded for each tracked path, at the last listing. */
@@ -88,16 +90,16 @@ export class SessionCheckpoints {
     const indexed = reference ? this.index.get(rel) : undefined;
     let read = readState(this.root, rel, known, folders);
     if (read.state?.t === "file" && !read.bytes) {
-      if (indexed !== undefined && this.blobOf.get(read.state.hash) === indexed) return { state: { ...read.state, git: indexed } };
+      if (indexed !== undefined && this.blobOf.get(read.state.hash) === indexed) return { state: this.asBlob(read.state, indexed) };
       if (!this.store.has(read.state.hash)) read = readState(this.root, rel, undefined, folders);
     }
     if (read.unreadable) return { state: read.state, skipped: "unreadable" };
-    if (read.state?.t === "file" && read.stat) this.cache.set(rel, { stat: read.stat, hash: read.state.hash });
+    this.remember(rel, read, known);
     if (read.state?.t === "file" && read.bytes) {
       if (indexed !== undefined) {
         const id = blobId(read.bytes, indexed);
         this.blobOf.set(read.state.hash, id);
-        if (id === indexed) return { state: { ...read.state, git: id } };
+        if (id === indexed) return { state: this.asBlob(read.state, id) };
       }
       if (!this.store.put(read.state.hash, read.bytes)) return { state: read.state, skipped: "size-cap" };
     }
@@ -109,26 +111,41 @@ export class SessionCheckpoints {
    * expected), after one `cat-file --batch-check` for those not confirmed before: their paths
    * must be kept by copy. All of them when git cannot be asked.
    */
-  async unconfirmed(states: Iterable<[string, PathState]>): Promise<string[]> {
+  async unconfirmed(states: ReadonlyMap<string, PathState>): Promise<string[]> {
     const wanted = new Map<string, number>();
-    const refs: Array<[string, string]> = [];
-    for (const [rel, state] of states) {
-      if (state?.t !== "file" || state.git === undefined) continue;
-      refs.push([rel, state.git]);
-      if (!this.confirmed.has(state.git)) wanted.set(state.git, state.size);
+    for (const state of states.values()) {
+      if (state?.t === "file" && state.git !== undefined && !this.confirmed.has(state.git)) wanted.set(state.git, state.size);
     }
-    if (wanted.size > 0) {
-      const present = await presentBlobs(this.workspace, wanted);
-      for (const id of present ?? []) this.confirmed.add(id);
-    }
-    return refs.filter(([, id]) => !this.confirmed.has(id)).map(([rel]) => rel);
+    // Every reference confirmed before (a later turn's snapshot, as a rule): nothing to ask.
+    if (wanted.size === 0) return [];
+    const present = await presentBlobs(this.workspace, wanted);
+    for (const id of present ?? []) this.confirmed.add(id);
+    const out: string[] = [];
+    for (const [rel, state] of states) if (state?.t === "file" && state.git !== undefined && !this.confirmed.has(state.git)) out.push(rel);
+    return out;
   }
 
   /** The state of `rel` now, its content not kept (a turn's end, a conflict check). */
   look(rel: string, folders?: FolderCache): PathState {
-    const read = readState(this.root, rel, this.cache.get(rel), folders);
-    if (read.state?.t === "file" && read.stat) this.cache.set(rel, { stat: read.stat, hash: read.state.hash });
+    const known = this.cache.get(rel);
+    const read = readState(this.root, rel, known, folders);
+    this.remember(rel, read, known);
     return read.state;
+  }
+
+  /** Notes a file read anew (a stat that is not `known`'s) for the next pass. */
+  private remember(rel: string, read: ReadPath, known: KnownFile | undefined): void {
+    if (read.state?.t === "file" && read.stat && read.stat !== known?.stat) this.cache.set(rel, knownFile(read.stat, read.state));
+  }
+
+  /** `state` as a reference to the repository's blob `id`: one object for as long as both hold. */
+  private asBlob(state: FileState, id: string): FileState {
+    let out = this.referenced.get(state);
+    if (out?.git !== id) {
+      out = { ...state, git: id };
+      this.referenced.set(state, out);
+    }
+    return out;
   }
 
   /**

@@ -97,14 +97,14 @@ export class TurnRecorder {
     const pacer = new Pacer();
     for (const rel of listed) {
       keep(rel, reference);
-      await pacer.pace();
+      if (pacer.due()) await pacer.pace();
     }
     // A blob the index names but the repository does not hold (a crafted or damaged index, an
     // intent-to-add entry): that file is copied after all.
     if (reference)
       for (const rel of await cp.unconfirmed(snapshot)) {
         keep(rel, false);
-        await pacer.pace();
+        if (pacer.due()) await pacer.pace();
       }
     return snapshot;
   }
@@ -133,25 +133,36 @@ export class TurnRecorder {
     const seen = new Set<string>();
     const folders = new Map<string, string | undefined>();
     const pacer = new Pacer();
-    const add = async (rel: string, before: PathState) => {
+    const add = (rel: string, before: PathState) => {
       if (seen.has(rel)) return;
       seen.add(rel);
       const after = cp.look(rel, folders);
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
-      await pacer.pace();
     };
     // Paths whose names are not UTF-8 are never kept: one the turn changed is reported as not kept ("unreadable").
     const unnamedChanged = new Set<string>();
     if (this.snapshot) {
+      const snapshot = this.snapshot;
       const now = (await cp.listed()) ?? [];
-      const paths = new Set([...this.snapshot.keys(), ...now]);
-      for (const rel of paths) await add(rel, this.snapshot.get(rel) ?? null);
+      // The snapshot's paths, then those listed now that it does not hold.
+      for (const [rel, before] of snapshot) {
+        add(rel, before);
+        if (pacer.due()) await pacer.pace();
+      }
+      for (const rel of now) {
+        add(rel, snapshot.get(rel) ?? null);
+        if (pacer.due()) await pacer.pace();
+      }
       const unnamedNow = cp.unnamedStamps();
       for (const [key, { name }] of [...this.unnamedBefore, ...unnamedNow]) {
         if ((this.unnamedBefore.get(key)?.stamp ?? "absent") !== (unnamedNow.get(key)?.stamp ?? "absent")) unnamedChanged.add(name);
       }
     }
-    for (const [rel, before] of this.captured) if (!this.snapshot?.has(rel)) await add(rel, before);
+    for (const [rel, before] of this.captured) {
+      if (this.snapshot?.has(rel)) continue;
+      add(rel, before);
+      if (pacer.due()) await pacer.pace();
+    }
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     const kind: "files" | "git" = this.snapshot ? "git" : "files";
     // A skipped path that did not change needs no content: only changed ones are reported.

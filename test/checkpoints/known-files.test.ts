@@ -1,0 +1,92 @@
+/**
+ * A pass over a tree answers an unchanged file from what the last pass found (path-state.ts
+ * `KnownFile`): the same state object, so a walk of an unchanged tree makes none anew. What must
+ * hold with that: any change a stat shows (content, mode, a file swapped for another) is read
+ * again, and a state that references the repository's blob is never handed out for content
+ * that is no longer that blob.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
+import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
+import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
+import { git } from "./rewind-support.js";
+
+let ws: TempWorkspace;
+let root: string;
+afterEach(() => {
+  ws?.cleanup();
+  if (root) fs.rmSync(root, { recursive: true, force: true });
+});
+
+function checkpoints(): SessionCheckpoints {
+  ws = tempWorkspace("hb-known-");
+  root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-known-root-"));
+  ws.file("a.txt", "alpha\n");
+  ws.file("b.txt", "bravo\n");
+  git(ws.dir, "init", "-q");
+  git(ws.dir, "add", ".");
+  git(ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+  return new SessionCheckpoints(new CheckpointStore(root, "s"), ws.dir);
+}
+
+/** A whole second, so that setting it again gives the very same `mtimeMs` (no fraction lost on the way). */
+const SECOND = 1_700_000_000;
+
+describe("files known from the last pass", () => {
+  it("an unchanged file is answered with the same state; a referenced one with the same reference", async () => {
+    const cp = checkpoints();
+    await cp.listed(true);
+    const first = cp.keep("a.txt", new Map(), true);
+    expect(first.state).toMatchObject({ t: "file", git: git(ws.dir, "rev-parse", "HEAD:a.txt").trim() });
+    expect(cp.keep("a.txt", new Map(), true).state).toBe(first.state);
+    const looked = cp.look("b.txt");
+    expect(cp.look("b.txt")).toBe(looked);
+    // Not referenced (a `files` pass): the plain state, not the reference.
+    const plain = cp.keep("a.txt", new Map(), false).state;
+    expect(plain).toMatchObject({ t: "file", hash: (first.state as { hash: string }).hash });
+    expect(plain).not.toHaveProperty("git");
+  });
+
+  it("a rewrite of the same size under the same mtime is read again, and loses its blob reference", async () => {
+    const cp = checkpoints();
+    await cp.listed(true);
+    const file = path.join(ws.dir, "a.txt");
+    fs.utimesSync(file, SECOND, SECOND);
+    const before = cp.keep("a.txt", new Map(), true).state as { hash: string; git?: string };
+    const inode = fs.statSync(file).ino;
+    // Rewritten in place within one timestamp tick: the same inode, size and mtime; only the change time moves.
+    fs.writeFileSync(file, "ALPHA\n");
+    fs.utimesSync(file, SECOND, SECOND);
+    expect(fs.statSync(file)).toMatchObject({ ino: inode, size: 6, mtimeMs: SECOND * 1000 });
+    const after = cp.keep("a.txt", new Map(), true).state as { hash: string; git?: string; size: number };
+    expect(after.hash).not.toBe(before.hash);
+    expect(after.git).toBeUndefined();
+    expect(after.size).toBe(6);
+    expect(cp.store.has(after.hash)).toBe(true);
+  });
+
+  it("a mode change is seen, and a file swapped for another of the same size and times too", async () => {
+    const cp = checkpoints();
+    const file = path.join(ws.dir, "b.txt");
+    const before = cp.look("b.txt") as { mode: number; hash: string };
+    fs.chmodSync(file, 0o755);
+    const chmodded = cp.look("b.txt") as { mode: number; hash: string };
+    expect(chmodded.mode).toBe(0o755);
+    expect(chmodded.hash).toBe(before.hash);
+    expect(chmodded).not.toBe(before);
+    // Another file put in its place (a new inode), same size, its times set to the old ones.
+    fs.utimesSync(file, SECOND, SECOND);
+    const known = cp.look("b.txt");
+    const other = path.join(ws.dir, "other.tmp");
+    fs.writeFileSync(other, "BRAVO\n");
+    fs.chmodSync(other, 0o755);
+    fs.renameSync(other, file);
+    fs.utimesSync(file, SECOND, SECOND);
+    expect(known).toMatchObject({ hash: before.hash });
+    const swapped = cp.look("b.txt") as { hash: string };
+    expect(swapped.hash).not.toBe(before.hash);
+  });
+});
