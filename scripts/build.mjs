@@ -214,14 +214,13 @@ const seaConfig = `sea-config-${arch}.json`;
 // young generation that grows makes V8 pretenure the allocation sites of what a session keeps
 // only once it is at full size, throwing the turn's optimized code away thousands of turns in;
 // at one size that happens in a session's first turns (bench/README.md, "Cold start" and
-// "Issue 34, round 6"). The size is 16 MB, not 8: a scavenge's pause is the copy of what the
-// session keeps (its recorded events and history), which grows with the turns since the last
-// one, so twice the space is half as many pauses and less time in them all; the price is the
-// resident memory of the larger space ("Issue 34, round 17"). Heap sizes stay out of the flag
-// hash a code cache is checked against; the blob is made under the same flags all the same: V8
-// rejects a code cache made under flags that change its code (start-up would then parse the
-// whole bundle, and print a warning: test/server/e2e-lifecycle.test.ts, "--version").
-const seaExecArgv = ["--min-semi-space-size=16", "--max-semi-space-size=16"];
+// "Issue 34, round 6"). The size is 8 MB: 16 halves a long session's scavenges, but every
+// process that allocates a while then holds two semi-spaces of 16 MB, and a search's RSS went
+// past its goal ("Issue 34, round 17"). Heap sizes stay out of the flag hash a code cache is
+// checked against; the blob is made under the same flags all the same: V8 rejects a code cache
+// made under flags that change its code (start-up would then parse the whole bundle, and print
+// a warning: test/server/e2e-lifecycle.test.ts, "--version").
+const seaExecArgv = ["--min-semi-space-size=8", "--max-semi-space-size=8"];
 // Each chunk's code cache (scripts/chunk-cache.cjs), made like the blob's: by the target's node,
 // under the binary's flags and the fixed seed, named relative to build/. Unlike the blob's, it is
 // made after evaluating the chunk, and what an evaluation leaves compiled depends on V8's helper
