@@ -89,18 +89,13 @@ function statMatches(key: StatKey, st: fs.Stats): boolean {
 }
 
 /**
- * A file read before: its stat key, its hash, and the state they make. A pass that finds the
- * file's stat unchanged answers with these very objects (states are never changed once made),
- * so a walk over an unchanged tree makes no new state for any of its files.
+ * A file read before: its stat key and the state (its hash included) made from it. A pass that
+ * finds the file's stat unchanged answers with these very objects (states are never changed once
+ * made), so a walk over an unchanged tree makes no new state for any of its files.
  */
 export interface KnownFile {
   stat: StatKey;
-  hash: string;
   state: FileState;
-}
-
-export function knownFile(stat: StatKey, state: FileState): KnownFile {
-  return { stat, hash: state.hash, state };
 }
 
 /**

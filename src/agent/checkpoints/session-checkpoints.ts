@@ -11,7 +11,7 @@ import { isHiddenPath, wantedHidden } from "../../sandbox/hidden.js";
 import { isInside } from "../../tools/path-inside.js";
 import { isGitWorkTree, listWorkTree } from "./git-listing.js";
 import { blobId, hasPromisor, presentBlobs } from "./git-objects.js";
-import { knownFile, readState, safeRelative, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
+import { readState, safeRelative, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
 import type { CheckpointStore } from "./store.js";
 
 /** What keeping a path's current content came to. */
@@ -135,7 +135,7 @@ export class SessionCheckpoints {
 
   /** Notes a file read anew (a stat that is not `known`'s) for the next pass. */
   private remember(rel: string, read: ReadPath, known: KnownFile | undefined): void {
-    if (read.state?.t === "file" && read.stat && read.stat !== known?.stat) this.cache.set(rel, knownFile(read.stat, read.state));
+    if (read.state?.t === "file" && read.stat && read.stat !== known?.stat) this.cache.set(rel, { stat: read.stat, state: read.state });
   }
 
   /** `state` as a reference to the repository's blob `id`: one object for as long as both hold. */
