@@ -10,8 +10,9 @@
  * cannot silently leave a key unset. The descriptor is closed after reading. No message here
  * ever quotes a value.
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, readFileSync, readSync, type Stats } from "node:fs";
 import { PROVIDER_KEY_VARIABLES } from "./providers/types.js";
+import { pipeReopened } from "./transport/stdio.js";
 
 /** Far more than any set of keys; a descriptor that keeps giving is refused, not buffered. */
 export const MAX_SECRETS_BYTES = 64 * 1024;
@@ -46,20 +47,16 @@ interface Waiting {
 
 /**
  * What the pipe `fd` holds now, read through a non-blocking descriptor of its own
- * (`/proc/self/fd/<fd>`: the same pipe, so each byte is read once, by whichever descriptor reads
- * it). The SDK writes the keys and closes its end before the spawn, so this is usually all of
- * it, and the start needs no socket for it: a socket loads `node:stream` and `node:net`, and
- * answers a turn of the event loop later (transport/stdio.ts: what that costs). Undefined where
- * no such descriptor opens (no /proc); reading stops at the first error, which the socket then
- * meets and reports, and after more than the limit, which the caller refuses.
+ * (transport/stdio.ts `pipeReopened`). The SDK writes the keys and closes its end before the
+ * spawn, so this is usually all of it, and the start needs no socket for it: a socket loads
+ * `node:stream` and `node:net`, and answers a turn of the event loop later (transport/stdio.ts:
+ * what that costs). Undefined where no such descriptor opens (no /proc); reading stops at the
+ * first error, which the socket then meets and reports, and after more than the limit, which the
+ * caller refuses.
  */
 function readWaiting(fd: number): Waiting | undefined {
-  let early: number;
-  try {
-    early = openSync(`/proc/self/fd/${fd}`, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
+  const early = pipeReopened(fd, constants.O_RDONLY);
+  if (early === undefined) return undefined;
   const waiting: Waiting = { chunks: [], size: 0, ended: false };
   try {
     while (waiting.size <= MAX_SECRETS_BYTES) {

@@ -92,8 +92,12 @@ export function openStdio(options: StdioOptions = {}): Stdio {
   };
 }
 
-/** `/proc/self/fd/<fd>` opened non-blocking with `flags` (a description of its own of the same pipe), where `fd` is a pipe; else undefined. */
-function pipeReopened(fd: number, flags: number): number | undefined {
+/**
+ * `/proc/self/fd/<fd>` opened non-blocking with `flags` (a description of its own of the same
+ * pipe, so each byte is read once, by whichever descriptor reads it), where `fd` is a pipe; else
+ * undefined. Also how secrets-fd.ts reads the keys that wait in their pipe.
+ */
+export function pipeReopened(fd: number, flags: number): number | undefined {
   try {
     if (!fstatSync(fd).isFIFO()) return undefined;
     return openSync(`/proc/self/fd/${fd}`, flags | constants.O_NONBLOCK);
