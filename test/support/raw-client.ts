@@ -58,13 +58,20 @@ export interface RawClientOptions {
   pipes?: boolean;
 }
 
+/**
+ * A FIFO made at `file`, both its ends opened without blocking: the reader first (non-blocking:
+ * no writer yet), so that the writer's open finds one.
+ */
+export function openFifo(file: string): { read: number; write: number } {
+  execFileSync("mkfifo", ["-m", "600", file]);
+  const read = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  return { read, write: fs.openSync(file, fs.constants.O_WRONLY) };
+}
+
 /** A FIFO for `--secrets-fd`: `text` written into it as far as it fits before the spawn (the rest is the caller's to write). */
 function secretsFifo(text: string): { childEnd: number; writer: Writable; rest: Buffer; cleanup: () => void } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-fifo-"));
-  const file = path.join(dir, "secrets");
-  execFileSync("mkfifo", ["-m", "600", file]);
-  const childEnd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  const parentEnd = fs.openSync(file, fs.constants.O_WRONLY);
+  const { read: childEnd, write: parentEnd } = openFifo(path.join(dir, "secrets"));
   const bytes = Buffer.from(text);
   // An empty pipe takes 64 KiB at once: written now, the write cannot block.
   const now = Math.min(bytes.length, 64 * 1024);
@@ -80,13 +87,8 @@ function secretsFifo(text: string): { childEnd: number; writer: Writable; rest: 
 /** The ends of two FIFOs for a child's stdin and stdout, and the parent's streams on the other ends. */
 function fifoStdio(): { childIn: number; childOut: number; stdin: Writable; stdout: Readable; cleanup: () => void } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-fifo-"));
-  const [inFile, outFile] = [path.join(dir, "stdin"), path.join(dir, "stdout")];
-  execFileSync("mkfifo", ["-m", "600", inFile, outFile]);
-  // Each FIFO's reader first (non-blocking: no writer yet), so that its writer's open finds one.
-  const childIn = fs.openSync(inFile, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  const parentIn = fs.openSync(inFile, fs.constants.O_WRONLY);
-  const parentOut = fs.openSync(outFile, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  const childOut = fs.openSync(outFile, fs.constants.O_WRONLY);
+  const { read: childIn, write: parentIn } = openFifo(path.join(dir, "stdin"));
+  const { read: parentOut, write: childOut } = openFifo(path.join(dir, "stdout"));
   const stdin = new Socket({ fd: parentIn, readable: false, writable: true });
   const stdout = new Socket({ fd: parentOut, readable: true, writable: false });
   const cleanup = () => {

@@ -4,27 +4,24 @@
  * streams exist go out at once and in order; a write that does not fit leaves the rest to the
  * stream; where there is nothing to read, or no pipe, the streams are made at once.
  */
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { Socket } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { EARLY_READ_BYTES, openStdio, type Stdio } from "../../src/transport/stdio.js";
+import { openFifo } from "../support/raw-client.js";
 
 let dir: string;
 const opened: number[] = [];
 const streams: Socket[] = [];
 
-/** A FIFO's two ends, opened without blocking: the reader first, so that the writer's open finds one. */
+/** A FIFO's two ends (raw-client.ts `openFifo`), closed after the test. */
 function fifo(name: string): { read: number; write: number } {
-  const file = path.join(dir, name);
-  execFileSync("mkfifo", ["-m", "600", file]);
-  const read = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  const write = openSync(file, constants.O_WRONLY);
-  opened.push(read, write);
-  return { read, write };
+  const ends = openFifo(path.join(dir, name));
+  opened.push(ends.read, ends.write);
+  return ends;
 }
 
 /** Everything the pipe holds now (its read end is non-blocking). */
