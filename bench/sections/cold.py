@@ -53,7 +53,8 @@ def run(ctx: Context) -> Result:
     runs = ctx.count(COUNTS["runs"])
     tmp = ctx.tmp
     res = Result("Cold start: spawn -> initialize response (median)", ["environment", "what", "ms", "ratio vs node -e 0"])
-    request = initialize_request(str(tmp), "demo")
+    plain_request = initialize_request(str(tmp), "demo")
+    keyed_request = initialize_request(str(tmp), "deepseek-chat", provider="deepseek")
     envs = [("as is", bridge_env(tmp))]
     without = bridge_env(tmp)
     if "NODE_EXTRA_CA_CERTS" in os.environ:
@@ -72,10 +73,10 @@ def run(ctx: Context) -> Result:
         ("bin/harness-bridge", lambda env: spawn_to_initialize([str(ctx.bin), "--stdio"], env, request)),
         ("node build/harness-bridge.cjs", lambda env: spawn_to_initialize([ctx.node, str(ctx.bundle), "--stdio"], env, request)),
     ]
-    keyed_request = initialize_request(str(tmp), "deepseek-chat", provider="deepseek")
     ratios: List[Tuple[float, float]] = []  # (ratio, ms over node -e 0) per environment, in order
     for label, env in envs:
-        request = keyed_request if env is keyed else initialize_request(str(tmp), "demo")
+        # The cases read `request` when called: this environment's.
+        request = keyed_request if env is keyed else plain_request
         times: Dict[str, List[float]] = {name: [] for name, _ in cases}
         for name, fn in cases:  # warm the page cache
             fn(env)
