@@ -36,6 +36,16 @@ export const MAX_CHECKPOINT_FILE_BYTES = 64 * 1024 * 1024;
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = fs.constants;
 
+/**
+ * How far a file's last change must lie before its read for the read's stat to vouch for the
+ * content later (git's "racily clean" entries). A write stamps the file with the time of the
+ * clock tick it falls in, so a rewrite of the same size in the tick of an earlier write, after
+ * the read, leaves inode, size, mode, mtime and ctime all as the read saw them. A file changed
+ * less than this before its read is read again at the next pass. Two seconds: the coarsest
+ * timestamps a work tree may have (FAT's mtime); a file the turn just wrote is read twice.
+ */
+export const RACY_MS = 2_000;
+
 export function sha256(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
@@ -131,6 +141,7 @@ export class Pacer {
 export interface ReadPath {
   state: PathState;
   bytes?: Buffer;
+  /** The stat the state stands for at later passes; absent when it cannot (`RACY_MS`). */
   stat?: StatKey;
   /** A regular file over `MAX_CHECKPOINT_FILE_BYTES`, or one that could not be read: its state is `other`. */
   unreadable?: boolean;
@@ -195,9 +206,13 @@ export function readState(root: string, rel: string, known?: KnownFile, folders?
     if (!held.isFile() || held.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: held.isFile() };
     // Verified on the descriptor: the very file at root/rel, not one a swapped folder led to.
     if (process.platform === "linux" && fs.readlinkSync(`/proc/self/fd/${fd}`) !== absolute) return { state: { t: "other" } };
+    const readAt = Date.now();
     const bytes = readWhole(fd, held.size);
-    const heldKey = statKey(held);
-    return { state: { t: "file", hash: sha256(bytes), mode: held.mode & 0o7777, size: bytes.length }, bytes, stat: heldKey };
+    const state: FileState = { t: "file", hash: sha256(bytes), mode: held.mode & 0o7777, size: bytes.length };
+    // No stat key for a file changed too close to its read (or in the future): it cannot tell a
+    // later rewrite in the same tick from this content, so the next pass reads the file again.
+    if (readAt - Math.max(held.mtimeMs, held.ctimeMs) < RACY_MS) return { state, bytes };
+    return { state, bytes, stat: statKey(held) };
   } catch {
     return { state: { t: "other" }, unreadable: true };
   } finally {
