@@ -101,4 +101,45 @@ describe("checkpoint passes yield to the event loop", () => {
     expect(at).toBeLessThan(PATHS);
     expect(fs.readFileSync(path.join(ws.dir, "f0.txt"), "utf8")).toBe("file 0\n");
   });
+
+  it("a rewind's writes", async () => {
+    const { cp } = slowCheckpoints(false);
+    const recorder = new TurnRecorder(cp, 1);
+    for (let i = 0; i < PATHS; i++) await recorder.beforeTool("write_file", false, { path: `f${i}.txt` });
+    for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
+    await (recorder as unknown as { close(): Promise<unknown> }).close();
+    const view = readJournal(cp.store.journal());
+    // Each path's old content is fetched from the store right before it is written back: made
+    // slower than a slice, and counted from the moment the capture hands the paths over.
+    let gets = 0;
+    const get = cp.store.get.bind(cp.store);
+    cp.store.get = (hash: string) => {
+      gets++;
+      const until = performance.now() + Pacer.SLICE_MS + 5;
+      while (performance.now() < until);
+      return get(hash);
+    };
+    // How many had been fetched at each turn I/O got, from the capture on.
+    const seen: number[] = [];
+    let done = false;
+    const served = () => {
+      seen.push(gets);
+      if (!done) setImmediate(served);
+    };
+    const capture = async (paths: string[]) => {
+      const kept = new Map(paths.map((rel) => [rel, cp.keep(rel).state] as const));
+      gets = 0;
+      setImmediate(served);
+      return kept;
+    };
+    const out = await rewindFiles(cp, view, 1, false, capture);
+    done = true;
+    expect(out.restored).toHaveLength(PATHS);
+    expect(gets).toBe(PATHS);
+    // I/O got a turn between the writes, never more than a slow fetch or two apart (a loop that
+    // does not pace gives it its first turn only after the last write).
+    expect(seen.some((n) => n > 0 && n < PATHS)).toBe(true);
+    for (let i = 1; i < seen.length; i++) expect(seen[i] - seen[i - 1]).toBeLessThanOrEqual(2);
+    expect(fs.readFileSync(path.join(ws.dir, `f${PATHS - 1}.txt`), "utf8")).toBe(`file ${PATHS - 1}\n`);
+  });
 });

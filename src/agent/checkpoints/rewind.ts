@@ -206,11 +206,15 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   }
   const gitContents = new GitContents(cp.workspace, fromGit);
   const out: FilesRewound = { restored: [], removed: [], conflicts: [], unrestored: [], states: [] };
+  // A path lost is reported under the first undone turn that changed it. Looked up in a map, not
+  // by a search of every turn's entries per path: a pass over ten thousand paths stays linear.
+  const firstTurn = new Map<string, number>();
+  for (const t of undone) for (const e of t.entries) if (!firstTurn.has(e.path)) firstTurn.set(e.path, t.turn);
   const lost = new Map<number, Set<string>>();
   const loseOne = (rel: string) => {
-    const t = undone.find((u) => u.entries.some((e) => e.path === rel)) ?? undone[0];
-    if (!lost.has(t.turn)) lost.set(t.turn, new Set());
-    lost.get(t.turn)!.add(rel);
+    const turn = firstTurn.get(rel) ?? undone[0].turn;
+    if (!lost.has(turn)) lost.set(turn, new Set());
+    lost.get(turn)!.add(rel);
   };
   // What changes: the paths not already in their old state, less someone else's changes (unless force).
   const planned: Array<{ rel: string; before: PathState; now: PathState }> = [];
@@ -234,6 +238,7 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   }
   const kept = planned.length > 0 && capture ? await capture(planned.map((p) => p.rel)) : undefined;
   for (const { rel, before, now } of planned) {
+    if (pacer.due()) await pacer.pace();
     // Changed between the look and the capture: someone else's change after all.
     if (kept && !force && !sameState(kept.get(rel) ?? null, now)) {
       out.conflicts.push(rel);
@@ -270,8 +275,9 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
       else throw error;
     }
   }
+  const putBack = new Set([...out.restored, ...out.removed]);
   for (const t of undone) {
-    const paths = new Set([...(lost.get(t.turn) ?? []), ...t.skipped.filter((p) => !out.restored.includes(p) && !out.removed.includes(p))]);
+    const paths = new Set([...(lost.get(t.turn) ?? []), ...t.skipped.filter((p) => !putBack.has(p))]);
     if (t.uncovered.length > 0 || paths.size > 0) out.unrestored.push({ turn: t.turn, tools: t.uncovered, paths: [...paths].sort() });
   }
   out.unrestored.sort((a, b) => a.turn - b.turn);
