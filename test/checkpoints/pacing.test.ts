@@ -142,4 +142,45 @@ describe("checkpoint passes yield to the event loop", () => {
     for (let i = 1; i < seen.length; i++) expect(seen[i] - seen[i - 1]).toBeLessThanOrEqual(2);
     expect(fs.readFileSync(path.join(ws.dir, `f${PATHS - 1}.txt`), "utf8")).toBe(`file ${PATHS - 1}\n`);
   });
+
+  it("a change a yield of the write loop lets in is a conflict, not overwritten", async () => {
+    const { cp } = slowCheckpoints(false);
+    const recorder = new TurnRecorder(cp, 1);
+    for (let i = 0; i < PATHS; i++) await recorder.beforeTool("write_file", false, { path: `f${i}.txt` });
+    for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
+    await (recorder as unknown as { close(): Promise<unknown> }).close();
+    const view = readJournal(cp.store.journal());
+    const last = `f${PATHS - 1}.txt`;
+    // Each fetch of an old content takes longer than a slice, so the loop yields between writes.
+    let gets = 0;
+    const get = cp.store.get.bind(cp.store);
+    cp.store.get = (hash: string) => {
+      gets++;
+      const until = performance.now() + Pacer.SLICE_MS + 5;
+      while (performance.now() < until);
+      return get(hash);
+    };
+    // Someone else (another session's turn in the same workspace) writes the last path at the
+    // first I/O turn after the capture, once the loop has written one path back.
+    let wroteAt = -1;
+    const other = () => {
+      if (gets === 0) return void setImmediate(other);
+      ws.file(last, "someone else\n");
+      wroteAt = gets;
+    };
+    const capture = async (paths: string[]) => {
+      const kept = new Map(paths.map((rel) => [rel, cp.keep(rel).state] as const));
+      setImmediate(other);
+      return kept;
+    };
+    const out = await rewindFiles(cp, view, 1, false, capture);
+    expect(wroteAt).toBeGreaterThan(0);
+    expect(wroteAt).toBeLessThan(PATHS);
+    // Not in the rewind's own checkpoint (taken before it was made): overwritten, it would be lost.
+    expect(fs.readFileSync(path.join(ws.dir, last), "utf8")).toBe("someone else\n");
+    expect(out.conflicts).toEqual([last]);
+    expect(out.restored).not.toContain(last);
+    expect(out.states.map((s) => s.path)).not.toContain(last);
+    expect(fs.readFileSync(path.join(ws.dir, "f0.txt"), "utf8")).toBe("file 0\n");
+  });
 });

@@ -245,11 +245,9 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
       continue;
     }
     try {
-      if (before === null) {
-        removePath(cp.root, rel);
-        out.removed.push(rel);
-      } else if (before.t === "file") {
-        let bytes = cp.store.get(before.hash);
+      let bytes: Buffer | undefined;
+      if (before?.t === "file") {
+        bytes = cp.store.get(before.hash);
         // Kept as a blob of the repository: read back raw, and only if it is still that content.
         if (!bytes && before.git !== undefined) {
           const blob = await gitContents.get(rel, before.git);
@@ -259,7 +257,19 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
           loseOne(rel);
           continue;
         }
-        restoreFile(cp.root, rel, bytes, before.mode);
+      }
+      // Changed since the capture kept it (or, without one, since the look): someone else's change
+      // let in while this loop yielded or read from git, which the rewind's own checkpoint does
+      // not hold. Looked at with nothing awaited between the look and the write.
+      if (!sameState(cp.look(rel), kept ? (kept.get(rel) ?? null) : now)) {
+        out.conflicts.push(rel);
+        continue;
+      }
+      if (before === null) {
+        removePath(cp.root, rel);
+        out.removed.push(rel);
+      } else if (before.t === "file") {
+        restoreFile(cp.root, rel, bytes!, before.mode);
         out.restored.push(rel);
       } else if (before.t === "link") {
         restoreLink(cp.root, rel, before.target);
