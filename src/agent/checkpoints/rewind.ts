@@ -71,6 +71,10 @@ export function readJournal(records: JournalRecord[]): JournalView {
   // rewind cut short can take the same number (neither reached the log).
   const open = new Map<string, TurnChanges>();
   const key = (r: { turn: number; rewind?: number }) => `${r.turn}${r.rewind === undefined ? "" : "r"}`;
+  // The paths of an open turn's entries, by the entries array (a rewind record replaces it): a
+  // capture of a path it holds already is found without a search of them all (a rewind's own
+  // checkpoint journals a capture per path, and a search per capture was quadratic).
+  const pathsOf = new WeakMap<ChangedPath[], Set<string>>();
   const lastWritten = new Map<string, PathState | undefined>();
   const cut = new Set<number>();
   // The turns the last file rewind undid, for its own turn record (journaled right after it).
@@ -87,7 +91,14 @@ export function readJournal(records: JournalRecord[]): JournalView {
           open.set(key(r), partial);
           turns.push(partial);
         }
-        if (r.type === "capture" && !partial.entries.some((e) => e.path === r.path)) partial.entries.push({ path: r.path, before: r.before });
+        if (r.type === "capture") {
+          let paths = pathsOf.get(partial.entries);
+          if (!paths) pathsOf.set(partial.entries, (paths = new Set(partial.entries.map((e) => e.path))));
+          if (!paths.has(r.path)) {
+            paths.add(r.path);
+            partial.entries.push({ path: r.path, before: r.before });
+          }
+        }
         if (r.type === "skip") partial.skipped.push(r.path);
         lastWritten.set(r.path, undefined);
         break;
