@@ -183,4 +183,30 @@ describe("checkpoint passes yield to the event loop", () => {
     expect(out.states.map((s) => s.path)).not.toContain(last);
     expect(fs.readFileSync(path.join(ws.dir, "f0.txt"), "utf8")).toBe("file 0\n");
   });
+
+  it("a rewind's search for contents kept as blobs of the repository", async () => {
+    const { cp } = slowCheckpoints(false);
+    // A turn that changed PATHS tracked files, each kept as a reference to its blob.
+    const entries = Array.from({ length: PATHS }, (_, i) => ({
+      path: `f${i}.txt`,
+      before: { t: "file" as const, hash: `${i}`.padStart(64, "a"), mode: 0o644, size: 7, git: `${i}`.padStart(40, "b") },
+      after: { t: "file" as const, hash: `${i}`.padStart(64, "c"), mode: 0o644, size: 7 },
+    }));
+    const view = readJournal([{ type: "turn", turn: 1, kind: "git", entries, uncovered: [], skipped: [] }]);
+    // Whether the store holds each content is asked first, one path at a time (an lstat each).
+    let asked = 0;
+    const has = cp.store.has.bind(cp.store);
+    cp.store.has = (hash: string) => {
+      asked++;
+      const until = performance.now() + Pacer.SLICE_MS + 5;
+      while (performance.now() < until);
+      return has(hash);
+    };
+    let at = -1;
+    setImmediate(() => (at = asked));
+    await rewindFiles(cp, view, 1, false);
+    expect(asked).toBeGreaterThanOrEqual(PATHS);
+    expect(at).toBeGreaterThanOrEqual(1);
+    expect(at).toBeLessThan(PATHS);
+  });
 });

@@ -211,7 +211,9 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   const target = new Map<string, PathState>();
   for (const t of undone) for (const e of t.entries) if (!target.has(e.path)) target.set(e.path, e.before);
   const fromGit: Array<{ rel: string; id: string; size: number }> = [];
+  const pacer = new Pacer();
   for (const rel of [...target.keys()].sort()) {
+    if (pacer.due()) await pacer.pace();
     const before = target.get(rel)!;
     if (before?.t === "file" && before.git !== undefined && !cp.store.has(before.hash)) fromGit.push({ rel, id: before.git, size: before.size });
   }
@@ -229,7 +231,6 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   };
   // What changes: the paths not already in their old state, less someone else's changes (unless force).
   const planned: Array<{ rel: string; before: PathState; now: PathState }> = [];
-  const pacer = new Pacer();
   for (const rel of [...target.keys()].sort()) {
     if (pacer.due()) await pacer.pace();
     const before = target.get(rel)!;
