@@ -9,6 +9,7 @@
  * not only after it, as it did when the passes ran as one synchronous loop.
  */
 import * as fs from "node:fs";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -208,5 +209,39 @@ describe("checkpoint passes yield to the event loop", () => {
     expect(asked).toBeGreaterThanOrEqual(PATHS);
     expect(at).toBeGreaterThanOrEqual(1);
     expect(at).toBeLessThan(PATHS);
+  });
+
+  it("the stamps of paths whose names are not UTF-8, at a git snapshot", async () => {
+    const { cp } = slowCheckpoints(true);
+    // Untracked files the model made with names that are not UTF-8: each is stamped by an lstat of its raw name.
+    for (let i = 0; i < PATHS; i++) fs.writeFileSync(Buffer.concat([Buffer.from(`${ws.dir}/`), Buffer.from(`n\xff${i}.txt`, "latin1")]), "x\n");
+    const cjsFs = createRequire(import.meta.url)("node:fs") as { lstatSync: typeof fs.lstatSync };
+    const lstat = cjsFs.lstatSync;
+    let stamped = 0;
+    cjsFs.lstatSync = ((p: fs.PathLike, o?: fs.StatSyncOptions) => {
+      if (Buffer.isBuffer(p)) {
+        stamped++;
+        const until = performance.now() + Pacer.SLICE_MS + 5;
+        while (performance.now() < until);
+      }
+      return lstat(p, o as never);
+    }) as typeof fs.lstatSync;
+    syncBuiltinESMExports();
+    try {
+      let at = -1;
+      const listed = cp.listed.bind(cp);
+      cp.listed = async (stage?: boolean) => {
+        const out = await listed(stage);
+        setImmediate(() => (at = stamped));
+        return out;
+      };
+      await new TurnRecorder(cp, 1).beforeTool("bash", false, {});
+      expect(stamped).toBe(PATHS);
+      expect(at).toBeGreaterThanOrEqual(1);
+      expect(at).toBeLessThan(PATHS);
+    } finally {
+      cjsFs.lstatSync = lstat;
+      syncBuiltinESMExports();
+    }
   });
 });

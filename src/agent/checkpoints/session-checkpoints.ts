@@ -11,7 +11,7 @@ import { isHiddenPath, wantedHidden } from "../../sandbox/hidden.js";
 import { isInside } from "../../tools/path-inside.js";
 import { isGitWorkTree, listWorkTree } from "./git-listing.js";
 import { blobId, hasPromisor, presentBlobs } from "./git-objects.js";
-import { readState, safeRelative, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
+import { Pacer, readState, safeRelative, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
 import type { CheckpointStore } from "./store.js";
 
 /** What keeping a path's current content came to. */
@@ -173,11 +173,14 @@ export class SessionCheckpoints {
    * A stamp of each path of the last listing whose name is not UTF-8, by its bytes (hex): inode,
    * size, mode and the change and modification times, from an `lstat` by the raw name (no
    * string names it). Stamps that differ mean the path was changed; equal ones that it was not.
+   * Paced (the workspace decides how many such names there are).
    */
-  unnamedStamps(): Map<string, { name: string; stamp: string }> {
+  async unnamedStamps(): Promise<Map<string, { name: string; stamp: string }>> {
     const out = new Map<string, { name: string; stamp: string }>();
     const base = Buffer.from(`${this.workspace}/`);
+    const pacer = new Pacer();
     for (const raw of this.unnamed) {
+      if (pacer.due()) await pacer.pace();
       let stamp = "absent";
       try {
         const st = fs.lstatSync(Buffer.concat([base, raw]), { bigint: true });

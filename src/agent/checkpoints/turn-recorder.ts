@@ -86,7 +86,7 @@ export class TurnRecorder {
     const reference = await cp.canReference();
     const listed = await cp.listed(reference);
     if (!listed) return undefined;
-    this.unnamedBefore = cp.unnamedStamps();
+    this.unnamedBefore = await cp.unnamedStamps();
     const snapshot = new Map<string, PathState>();
     const folders = new Map<string, string | undefined>();
     const keep = (rel: string, ref: boolean) => {
@@ -153,7 +153,7 @@ export class TurnRecorder {
         add(rel, snapshot.get(rel) ?? null);
         if (pacer.due()) await pacer.pace();
       }
-      const unnamedNow = cp.unnamedStamps();
+      const unnamedNow = await cp.unnamedStamps();
       for (const [key, { name }] of [...this.unnamedBefore, ...unnamedNow]) {
         if ((this.unnamedBefore.get(key)?.stamp ?? "absent") !== (unnamedNow.get(key)?.stamp ?? "absent")) unnamedChanged.add(name);
       }
