@@ -123,4 +123,20 @@ describe("files known from the last pass", () => {
     expect(settled).toEqual(fresh);
     expect(cp.look("a.txt")).toBe(settled);
   });
+
+  it("a file whose change time is fresh is read again, whatever its modification time says", () => {
+    const cp = checkpoints();
+    // Its mtime set an hour back (tar, cp -p, touch -d): the change time is the write's all the
+    // same, and a same-size rewrite with that mtime in the same tick would leave every field as it is.
+    const file = path.join(ws.dir, "a.txt");
+    const hourAgo = Date.now() / 1000 - 3600;
+    fs.utimesSync(file, hourAgo, hourAgo);
+    const back = cp.look("a.txt");
+    expect(cp.look("a.txt")).not.toBe(back);
+    // A clock set back an hour: the change time lies in its future.
+    fs.utimesSync(file, hourAgo - 3600, hourAgo - 3600);
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() - 3_600_000 });
+    const behind = cp.look("a.txt");
+    expect(cp.look("a.txt")).not.toBe(behind);
+  });
 });
