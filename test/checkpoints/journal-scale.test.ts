@@ -2,26 +2,24 @@
  * Reading the journal is linear in its records: `readJournal` runs synchronously at every
  * `session/rewind`, before any pacing, so a quadratic step holds the whole bridge. A rewind of
  * twenty thousand files journals twenty thousand captures for its own checkpoint (one turn), and
- * every later rewind reads them again.
+ * every later rewind reads them again. Guarded by the test's timeout, not a timed assertion: at
+ * a hundred thousand captures a linear read takes well under a second, a search per capture
+ * (as before) about forty seconds.
  */
 import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/agent/checkpoints/rewind.js";
 import type { JournalRecord } from "../../src/agent/checkpoints/store.js";
 
 describe("reading the journal", () => {
-  it("one turn's twenty thousand captures are read in linear time, a path captured twice kept once", () => {
-    const PATHS = 20_000;
+  it("one turn's hundred thousand captures are read in linear time, a path captured twice kept once", { timeout: 10_000 }, () => {
+    const PATHS = 100_000;
     const records: JournalRecord[] = [];
     for (let i = 0; i < PATHS; i++) records.push({ type: "capture", turn: 2, path: `src/some/folder/file-${i}.ts`, before: null, rewind: 1 });
     records.push({ type: "capture", turn: 2, path: "src/some/folder/file-0.ts", before: { t: "other" }, rewind: 1 });
-    const started = performance.now();
     const view = readJournal(records);
-    const took = performance.now() - started;
     expect(view.turns).toHaveLength(1);
     expect(view.turns[0].entries).toHaveLength(PATHS);
     expect(view.turns[0].entries[0]).toEqual({ path: "src/some/folder/file-0.ts", before: null });
-    // A search of the turn's entries per capture took about 1.7 s here; linear, about 20 ms.
-    expect(took).toBeLessThan(400);
   });
 
   it("a turn cut short whose number is taken again after a rewind undid it gets the paths its new captures name", () => {
