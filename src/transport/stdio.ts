@@ -207,7 +207,9 @@ class StdoutRelay extends EventEmitter implements FrameOutput {
       return true;
     }
     this.giveUpEarly();
-    void this.open();
+    // Its failure is begin()'s to report (`failed`); from here it may come before begin() has
+    // attached its handler (a write in the first chunk's own data event), so it is handled here too.
+    this.open().catch(() => undefined);
     return this.wait(bytes.subarray(written), callback);
   }
 

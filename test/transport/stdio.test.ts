@@ -209,4 +209,35 @@ describe("stdio", () => {
     stdio.begin();
     await whenMade(() => expect(failures).toEqual(["no stdout here"]));
   });
+
+  it("says so once, and leaves no rejection unhandled, when the streams cannot be made after an answer too big for stdout's pipe was written inside the first chunk", async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "stdio-"));
+    const input = fifo("in");
+    const output = fifo("out");
+    writeSync(input.write, "bad\n");
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      // The coalescer loaded already (as in the bundle, where it is one module of the main file).
+      await import("../../src/transport/coalescing-writable.js");
+      const failures: string[] = [];
+      const stdio = openStdio({
+        fds: [input.read, output.write],
+        stdin: () => new Socket() as Readable,
+        stdout: () => {
+          throw new Error("no stdout here");
+        },
+        failed: (error) => failures.push(error.message),
+      });
+      // A line's error answered in the data event itself (as the endpoint answers a bad line), more than the pipe holds: the early write gives up inside begin().
+      stdio.input.on("data", () => stdio.output.write(`${"e".repeat(100_000)}\n`));
+      stdio.begin();
+      await whenMade(() => expect(failures).toEqual(["no stdout here"]));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
 });
