@@ -37,6 +37,13 @@ import type { EndpointInput } from "./server-endpoint.js";
 /** The most the early read takes: a pipe's capacity on Linux by default. */
 export const EARLY_READ_BYTES = 64 * 1024;
 
+/**
+ * Bytes waiting for the stream above which a write returns false. Not below the coalescer's
+ * batch (64 KiB) and the stream's own mark (16 KiB): what waits then leaves the stream needing a
+ * `drain` once written to it, and that `drain` is the one the producers wait for.
+ */
+const WAITING_MARK = 64 * 1024;
+
 type Callback = (error?: Error | null) => void;
 
 /** What the bridge serves on: the endpoint's input and output, and when to start them. */
@@ -184,7 +191,7 @@ class StdoutRelay extends EventEmitter implements FrameOutput {
   }
 
   get writableNeedDrain(): boolean {
-    return this.stream?.writableNeedDrain ?? false;
+    return this.stream?.writableNeedDrain ?? this.waitingBytes >= WAITING_MARK;
   }
 
   get destroyed(): boolean {
@@ -216,7 +223,10 @@ class StdoutRelay extends EventEmitter implements FrameOutput {
   private wait(chunk: Buffer | string, callback: Callback | undefined): boolean {
     this.waiting.push([chunk, callback]);
     this.waitingBytes += chunk.length;
-    return true;
+    // Over the mark the producer is told to wait for `drain`, as the stream would tell it (and the
+    // endpoint stops reading past its bound): what waits is written to the stream at once when it
+    // is made, a write that leaves the stream over its own mark, so that a `drain` follows.
+    return this.waitingBytes < WAITING_MARK;
   }
 
   /** Makes the stream (once); what waits for it is written to it first. */

@@ -11,6 +11,7 @@ import * as path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { EARLY_READ_BYTES, openStdio, type Stdio } from "../../src/transport/stdio.js";
+import { ServerEndpoint } from "../../src/transport/server-endpoint.js";
 import { openFifo } from "../support/raw-client.js";
 
 let dir: string;
@@ -239,5 +240,31 @@ describe("stdio", () => {
     } finally {
       process.off("unhandledRejection", onUnhandled);
     }
+  });
+
+  it("holds the output waiting for a client that does not read near the endpoint's bound when the first chunk's answers are many times its size, and answers every line once, in order, once the client reads", async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "stdio-"));
+    const input = fifo("in");
+    const output = fifo("out");
+    // A pipe's worth of bad lines waiting at the start: each one a parse error ~150 bytes long, ~5 MB of answers.
+    const lines = EARLY_READ_BYTES / 2;
+    writeSync(input.write, "x\n".repeat(lines));
+    const stdio = stdioOn(input, output);
+    const maxQueuedOutputBytes = 256 * 1024;
+    const endpoint = new ServerEndpoint({ input: stdio.input, output: stdio.output, maxQueuedOutputBytes });
+    endpoint.start();
+    stdio.begin();
+    await whenMade(() => expect(streams).toHaveLength(2));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The stream path stops reading once more than the bound waits: a frame or a batch over it, no more.
+    expect(stdio.output.writableLength).toBeLessThan(maxQueuedOutputBytes + 256 * 1024);
+    let read = "";
+    for (let i = 0; i < 2_000 && read.split("\n").length <= lines; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      read += drain(output.read);
+    }
+    const frames = read.trimEnd().split("\n").map((line) => JSON.parse(line) as { id: unknown; error?: { code: number } });
+    expect(frames).toHaveLength(lines);
+    expect(frames.every((f) => f.id === null && f.error?.code === -32700)).toBe(true);
   });
 });
