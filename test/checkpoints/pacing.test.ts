@@ -29,6 +29,25 @@ afterEach(() => {
   if (root) fs.rmSync(root, { recursive: true, force: true });
 });
 
+/** `fn`, each call of which takes a pacing slice and a bit (a big file's read) after `counted()`: only the pacing's yield lets I/O in. */
+function slowerThanASlice<T extends (...args: any[]) => any>(fn: T, counted: () => void): T {
+  return ((...args: any[]) => {
+    counted();
+    const until = performance.now() + Pacer.SLICE_MS + 5;
+    while (performance.now() < until);
+    return fn(...args);
+  }) as T;
+}
+
+/** The journal of a turn that wrote every path with `write_file`, each changed since: what a rewind to it undoes. */
+async function writtenTurn(cp: SessionCheckpoints): Promise<ReturnType<typeof readJournal>> {
+  const recorder = new TurnRecorder(cp, 1);
+  for (let i = 0; i < PATHS; i++) await recorder.beforeTool("write_file", false, { path: `f${i}.txt` });
+  for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
+  await (recorder as unknown as { close(): Promise<unknown> }).close();
+  return readJournal(cp.store.journal());
+}
+
 /** Checkpoints whose every `look`/`keep` takes longer than a pacing slice; counts the calls. */
 function slowCheckpoints(gitRepo: boolean): { cp: SessionCheckpoints; calls: () => number } {
   ws = tempWorkspace("hb-pacing-");
@@ -42,13 +61,7 @@ function slowCheckpoints(gitRepo: boolean): { cp: SessionCheckpoints; calls: () 
   const cp = new SessionCheckpoints(new CheckpointStore(root, "s"), ws.dir);
   let calls = 0;
   // A read that takes a slice and a bit (a big file): only the pacing's yield lets I/O in.
-  const slow = <T extends (...args: any[]) => any>(fn: T): T =>
-    ((...args: any[]) => {
-      calls++;
-      const until = performance.now() + Pacer.SLICE_MS + 5;
-      while (performance.now() < until);
-      return fn(...args);
-    }) as T;
+  const slow = <T extends (...args: any[]) => any>(fn: T): T => slowerThanASlice(fn, () => calls++);
   cp.look = slow(cp.look.bind(cp));
   cp.keep = slow(cp.keep.bind(cp));
   return { cp, calls: () => calls };
@@ -90,11 +103,7 @@ describe("checkpoint passes yield to the event loop", () => {
 
   it("a rewind's look, capture and close", async () => {
     const { cp, calls } = slowCheckpoints(false);
-    const recorder = new TurnRecorder(cp, 1);
-    for (let i = 0; i < PATHS; i++) await recorder.beforeTool("write_file", false, { path: `f${i}.txt` });
-    for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
-    await (recorder as unknown as { close(): Promise<unknown> }).close();
-    const view = readJournal(cp.store.journal());
+    const view = await writtenTurn(cp);
     const capture = async (paths: string[]) => new Map(paths.map((rel) => [rel, cp.keep(rel).state] as const));
     const { at, total } = await callsWhenIoRan(() => rewindFiles(cp, view, 1, false, capture), calls);
     expect(total).toBeGreaterThan(PATHS);
@@ -105,21 +114,11 @@ describe("checkpoint passes yield to the event loop", () => {
 
   it("a rewind's writes", async () => {
     const { cp } = slowCheckpoints(false);
-    const recorder = new TurnRecorder(cp, 1);
-    for (let i = 0; i < PATHS; i++) await recorder.beforeTool("write_file", false, { path: `f${i}.txt` });
-    for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
-    await (recorder as unknown as { close(): Promise<unknown> }).close();
-    const view = readJournal(cp.store.journal());
+    const view = await writtenTurn(cp);
     // Each path's old content is fetched from the store right before it is written back: made
     // slower than a slice, and counted from the moment the capture hands the paths over.
     let gets = 0;
-    const get = cp.store.get.bind(cp.store);
-    cp.store.get = (hash: string) => {
-      gets++;
-      const until = performance.now() + Pacer.SLICE_MS + 5;
-      while (performance.now() < until);
-      return get(hash);
-    };
+    cp.store.get = slowerThanASlice(cp.store.get.bind(cp.store), () => gets++);
     // How many had been fetched at each turn I/O got, from the capture on.
     const seen: number[] = [];
     let done = false;
@@ -146,21 +145,11 @@ describe("checkpoint passes yield to the event loop", () => {
 
   it("a change a yield of the write loop lets in is a conflict, not overwritten", async () => {
     const { cp } = slowCheckpoints(false);
-    const recorder = new TurnRecorder(cp, 1);
-    for (let i = 0; i < PATHS; i++) await recorder.beforeTool("write_file", false, { path: `f${i}.txt` });
-    for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `changed ${i}\n`);
-    await (recorder as unknown as { close(): Promise<unknown> }).close();
-    const view = readJournal(cp.store.journal());
+    const view = await writtenTurn(cp);
     const last = `f${PATHS - 1}.txt`;
     // Each fetch of an old content takes longer than a slice, so the loop yields between writes.
     let gets = 0;
-    const get = cp.store.get.bind(cp.store);
-    cp.store.get = (hash: string) => {
-      gets++;
-      const until = performance.now() + Pacer.SLICE_MS + 5;
-      while (performance.now() < until);
-      return get(hash);
-    };
+    cp.store.get = slowerThanASlice(cp.store.get.bind(cp.store), () => gets++);
     // Someone else (another session's turn in the same workspace) writes the last path at the
     // first I/O turn after the capture, once the loop has written one path back.
     let wroteAt = -1;
@@ -196,13 +185,7 @@ describe("checkpoint passes yield to the event loop", () => {
     const view = readJournal([{ type: "turn", turn: 1, kind: "git", entries, uncovered: [], skipped: [] }]);
     // Whether the store holds each content is asked first, one path at a time (an lstat each).
     let asked = 0;
-    const has = cp.store.has.bind(cp.store);
-    cp.store.has = (hash: string) => {
-      asked++;
-      const until = performance.now() + Pacer.SLICE_MS + 5;
-      while (performance.now() < until);
-      return has(hash);
-    };
+    cp.store.has = slowerThanASlice(cp.store.has.bind(cp.store), () => asked++);
     let at = -1;
     setImmediate(() => (at = asked));
     await rewindFiles(cp, view, 1, false);
@@ -218,14 +201,8 @@ describe("checkpoint passes yield to the event loop", () => {
     const cjsFs = createRequire(import.meta.url)("node:fs") as { lstatSync: typeof fs.lstatSync };
     const lstat = cjsFs.lstatSync;
     let stamped = 0;
-    cjsFs.lstatSync = ((p: fs.PathLike, o?: fs.StatSyncOptions) => {
-      if (Buffer.isBuffer(p)) {
-        stamped++;
-        const until = performance.now() + Pacer.SLICE_MS + 5;
-        while (performance.now() < until);
-      }
-      return lstat(p, o as never);
-    }) as typeof fs.lstatSync;
+    const slowLstat = slowerThanASlice(lstat, () => stamped++);
+    cjsFs.lstatSync = ((p: fs.PathLike, o?: fs.StatSyncOptions) => (Buffer.isBuffer(p) ? slowLstat(p, o as never) : lstat(p, o as never))) as typeof fs.lstatSync;
     syncBuiltinESMExports();
     try {
       let at = -1;

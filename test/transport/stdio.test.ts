@@ -57,6 +57,20 @@ function stdioOn(input: { read: number }, output: { write: number }, debug?: (me
   });
 }
 
+/** The stdio of a bridge on `input` and `output` whose stdout stream cannot be made; `failures` collects what it reports. */
+function withoutStdout(input: { read: number }, output: { write: number }): { stdio: Stdio; failures: string[] } {
+  const failures: string[] = [];
+  const stdio = openStdio({
+    fds: [input.read, output.write],
+    stdin: () => new Socket() as Readable,
+    stdout: () => {
+      throw new Error("no stdout here");
+    },
+    failed: (error) => failures.push(error.message),
+  });
+  return { stdio, failures };
+}
+
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
@@ -198,15 +212,7 @@ describe("stdio", () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "stdio-"));
     const input = fifo("in");
     const output = fifo("out");
-    const failures: string[] = [];
-    const stdio = openStdio({
-      fds: [input.read, output.write],
-      stdin: () => new Socket() as Readable,
-      stdout: () => {
-        throw new Error("no stdout here");
-      },
-      failed: (error) => failures.push(error.message),
-    });
+    const { stdio, failures } = withoutStdout(input, output);
     stdio.begin();
     await whenMade(() => expect(failures).toEqual(["no stdout here"]));
   });
@@ -222,15 +228,7 @@ describe("stdio", () => {
     try {
       // The coalescer loaded already (as in the bundle, where it is one module of the main file).
       await import("../../src/transport/coalescing-writable.js");
-      const failures: string[] = [];
-      const stdio = openStdio({
-        fds: [input.read, output.write],
-        stdin: () => new Socket() as Readable,
-        stdout: () => {
-          throw new Error("no stdout here");
-        },
-        failed: (error) => failures.push(error.message),
-      });
+      const { stdio, failures } = withoutStdout(input, output);
       // A line's error answered in the data event itself (as the endpoint answers a bad line), more than the pipe holds: the early write gives up inside begin().
       stdio.input.on("data", () => stdio.output.write(`${"e".repeat(100_000)}\n`));
       stdio.begin();
