@@ -208,21 +208,27 @@ class GitContents {
  */
 export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, turn: number, force: boolean, capture?: RewindCapture): Promise<FilesRewound> {
   const undone = view.turns.filter((t) => undoneBy(t, turn) && !t.spent);
+  // Each path's old state, and the turn a lost path is reported under: the first undone turn that
+  // changed it (one map lookup a path, so a pass over ten thousand paths stays linear).
   const target = new Map<string, PathState>();
-  for (const t of undone) for (const e of t.entries) if (!target.has(e.path)) target.set(e.path, e.before);
+  const firstTurn = new Map<string, number>();
+  for (const t of undone) {
+    for (const e of t.entries) {
+      if (target.has(e.path)) continue;
+      target.set(e.path, e.before);
+      firstTurn.set(e.path, t.turn);
+    }
+  }
+  const order = [...target.keys()].sort();
   const fromGit: Array<{ rel: string; id: string; size: number }> = [];
   const pacer = new Pacer();
-  for (const rel of [...target.keys()].sort()) {
+  for (const rel of order) {
     if (pacer.due()) await pacer.pace();
     const before = target.get(rel)!;
     if (before?.t === "file" && before.git !== undefined && !cp.store.has(before.hash)) fromGit.push({ rel, id: before.git, size: before.size });
   }
   const gitContents = new GitContents(cp.workspace, fromGit);
   const out: FilesRewound = { restored: [], removed: [], conflicts: [], unrestored: [], states: [] };
-  // A path lost is reported under the first undone turn that changed it. Looked up in a map, not
-  // by a search of every turn's entries per path: a pass over ten thousand paths stays linear.
-  const firstTurn = new Map<string, number>();
-  for (const t of undone) for (const e of t.entries) if (!firstTurn.has(e.path)) firstTurn.set(e.path, t.turn);
   const lost = new Map<number, Set<string>>();
   const loseOne = (rel: string) => {
     const turn = firstTurn.get(rel) ?? undone[0].turn;
@@ -231,7 +237,7 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   };
   // What changes: the paths not already in their old state, less someone else's changes (unless force).
   const planned: Array<{ rel: string; before: PathState; now: PathState }> = [];
-  for (const rel of [...target.keys()].sort()) {
+  for (const rel of order) {
     if (pacer.due()) await pacer.pace();
     const before = target.get(rel)!;
     const now = cp.look(rel);
