@@ -80,6 +80,18 @@ export function safeRelative(rel: string): string | undefined {
 
 const NOT_NORMAL = /(^|\/)\.{0,2}(\/|$)/;
 
+/**
+ * `path.join(root, rel)` for a real (normalized, absolute) `root`. A `rel` already normal (what
+ * git lists, what `safeRelative` returns) is appended as it is: a walk makes this string for
+ * every file, and `path.join` normalizes the whole of it again each time (bench/README.md,
+ * "Issue 34, round 19"). Anything else (`..`, empty or `.` segments, absolute) goes through
+ * `path.join`, so the path named is the one it always was.
+ */
+export function underRoot(root: string, rel: string): string {
+  if (rel.length === 0 || NOT_NORMAL.test(rel)) return path.join(root, rel);
+  return root.endsWith("/") ? root + rel : `${root}/${rel}`;
+}
+
 /** The stat fields that tell a file changed (the snapshot's cache key; times in ms with their sub-ms fraction). */
 export interface StatKey {
   ino: number;
@@ -159,7 +171,7 @@ export type FolderCache = Map<string, string | undefined>;
  * and the answer is `known`'s own state and stat key.
  */
 export function readState(root: string, rel: string, known?: KnownFile, folders?: FolderCache): ReadPath {
-  const absolute = path.join(root, rel);
+  const absolute = underRoot(root, rel);
   let st: fs.Stats | undefined;
   try {
     st = fs.lstatSync(absolute, { throwIfNoEntry: false });
