@@ -202,8 +202,10 @@ export function readState(root: string, rel: string, known?: KnownFile, folders?
     }
   }
   if (!st.isFile()) return { state: { t: "other" } };
-  // The same stat, mode bits and size included: the state made from it is the same too.
-  if (known && statMatches(known.stat, st)) return { state: known.state, stat: known.stat };
+  // The same stat, mode bits and size included: the state made from it is the same too. The
+  // answer is `known` itself (a `ReadPath` without bytes): a walk of an unchanged tree makes
+  // no object for its files.
+  if (known && statMatches(known.stat, st)) return known;
   if (st.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: true };
   let fd: number;
   try {

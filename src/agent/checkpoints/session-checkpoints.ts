@@ -113,9 +113,10 @@ export class SessionCheckpoints {
    */
   async unconfirmed(states: ReadonlyMap<string, PathState>): Promise<string[]> {
     const wanted = new Map<string, number>();
-    for (const state of states.values()) {
+    // `forEach`, not `for…of`: no iterator result for each of the tree's files.
+    states.forEach((state) => {
       if (state?.t === "file" && state.git !== undefined && !this.confirmed.has(state.git)) wanted.set(state.git, state.size);
-    }
+    });
     // Every reference confirmed before (a later turn's snapshot, as a rule): nothing to ask.
     if (wanted.size === 0) return [];
     const present = await presentBlobs(this.workspace, wanted);

@@ -27,6 +27,11 @@ export class TurnRecorder {
   private changing = false;
   /** The snapshot before the first change (git kind): path → state. */
   private snapshot: Map<string, PathState> | undefined;
+  /**
+   * The snapshot's paths in listing order: the turn's end walks them by index, where iterating
+   * the map would make an entry array and an iterator result for each of the tree's files.
+   */
+  private snapshotPaths: string[] = [];
   /** Previous states kept before file tools wrote (path → state). */
   private readonly captured = new Map<string, PathState>();
   private readonly skipped = new Map<string, "size-cap" | "unreadable">();
@@ -95,7 +100,11 @@ export class TurnRecorder {
       if (kept.skipped) this.skipped.set(rel, kept.skipped);
     };
     const pacer = new Pacer();
+    const paths: string[] = [];
+    this.snapshotPaths = paths;
     for (const rel of listed) {
+      // Once each, whatever the listing holds (two entries may name one path once normalized).
+      if (!snapshot.has(rel)) paths.push(rel);
       keep(rel, reference);
       if (pacer.due()) await pacer.pace();
     }
@@ -130,27 +139,37 @@ export class TurnRecorder {
   private async close() {
     const cp = this.checkpoints;
     const entries: ChangedPath[] = [];
+    /** Paths looked at that the snapshot does not hold (its own are looked at once, in its walk). */
     const seen = new Set<string>();
     const folders = new Map<string, string | undefined>();
     const pacer = new Pacer();
+    const look = (rel: string, before: PathState) => {
+      const after = cp.look(rel, folders);
+      if (!sameState(before, after)) entries.push({ path: rel, before, after });
+    };
     const add = (rel: string, before: PathState) => {
       if (seen.has(rel)) return;
       seen.add(rel);
-      const after = cp.look(rel, folders);
-      if (!sameState(before, after)) entries.push({ path: rel, before, after });
+      look(rel, before);
     };
     // Paths whose names are not UTF-8 are never kept: one the turn changed is reported as not kept ("unreadable").
     const unnamedChanged = new Set<string>();
     if (this.snapshot) {
       const snapshot = this.snapshot;
-      const now = (await cp.listed()) ?? [];
-      // The snapshot's paths, then those listed now that it does not hold.
-      for (const [rel, before] of snapshot) {
-        add(rel, before);
+      const paths = this.snapshotPaths;
+      // The listing of now runs (git, in its own process) while the snapshot's paths are looked
+      // at; those listed now that the snapshot does not hold are looked at once it is in. Never
+      // rejected unhandled: listing fails as `undefined`, and the walk below does not throw.
+      const listing = cp.listed();
+      listing.catch(() => undefined);
+      for (let i = 0; i < paths.length; i++) {
+        const rel = paths[i]!;
+        look(rel, snapshot.get(rel) ?? null);
         if (pacer.due()) await pacer.pace();
       }
-      for (const rel of now) {
-        add(rel, snapshot.get(rel) ?? null);
+      for (const rel of (await listing) ?? []) {
+        if (snapshot.has(rel)) continue;
+        add(rel, null);
         if (pacer.due()) await pacer.pace();
       }
       const unnamedNow = await cp.unnamedStamps();
