@@ -166,11 +166,11 @@ export interface ReadPath {
 export type FolderCache = Map<string, string | undefined>;
 
 /**
- * What an `lstat` of `rel` under the real root `root` tells: the answer itself when it needs no
- * read (absent, a link, not a regular file, a path through a swapped folder), or the regular
- * file's stat. The one place a checkpoint pass stats a path (`readState`, `stillKnown`).
+ * Reads the state of `rel` under the real root `root`. `known` is what an earlier read found:
+ * when the file's stat still matches it, the file is not read again (`bytes` is then absent),
+ * and the answer is `known`'s own state and stat key.
  */
-function statPath(root: string, rel: string, folders: FolderCache | undefined): ReadPath | fs.Stats {
+export function readState(root: string, rel: string, known?: KnownFile, folders?: FolderCache): ReadPath {
   const absolute = underRoot(root, rel);
   let st: fs.Stats | undefined;
   try {
@@ -202,34 +202,11 @@ function statPath(root: string, rel: string, folders: FolderCache | undefined): 
     }
   }
   if (!st.isFile()) return { state: { t: "other" } };
-  return st;
-}
-
-/**
- * `known` when `rel` is still that very file (its stat matches), by an `lstat` only; `undefined`
- * for anything else, which only `readState` can tell. A snapshot asks this of the last
- * listing's paths while git lists the tree anew (turn-recorder.ts).
- */
-export function stillKnown(root: string, rel: string, known: KnownFile | undefined, folders?: FolderCache): KnownFile | undefined {
-  if (!known) return undefined;
-  const st = statPath(root, rel, folders);
-  return !("state" in st) && statMatches(known.stat, st) ? known : undefined;
-}
-
-/**
- * Reads the state of `rel` under the real root `root`. `known` is what an earlier read found:
- * when the file's stat still matches it, the file is not read again (`bytes` is then absent),
- * and the answer is `known`'s own state and stat key.
- */
-export function readState(root: string, rel: string, known?: KnownFile, folders?: FolderCache): ReadPath {
-  const st = statPath(root, rel, folders);
-  if ("state" in st) return st;
   // The same stat, mode bits and size included: the state made from it is the same too. The
   // answer is `known` itself (a `ReadPath` without bytes): a walk of an unchanged tree makes
   // no object for its files.
   if (known && statMatches(known.stat, st)) return known;
   if (st.size > MAX_CHECKPOINT_FILE_BYTES) return { state: { t: "other" }, unreadable: true };
-  const absolute = underRoot(root, rel);
   let fd: number;
   try {
     fd = fs.openSync(absolute, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);

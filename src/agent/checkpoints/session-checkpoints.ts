@@ -11,7 +11,7 @@ import { isHiddenPath, wantedHidden } from "../../sandbox/hidden.js";
 import { isInside } from "../../tools/path-inside.js";
 import { isGitWorkTree, listWorkTree } from "./git-listing.js";
 import { blobId, hasPromisor, presentBlobs } from "./git-objects.js";
-import { Pacer, readState, safeRelative, stillKnown, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
+import { Pacer, readState, safeRelative, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
 import type { CheckpointStore } from "./store.js";
 
 /** What keeping a path's current content came to. */
@@ -35,8 +35,6 @@ export class SessionCheckpoints {
   private index = new Map<string, string>();
   /** The paths of the last listing whose names are not UTF-8 (git-listing.ts). */
   private unnamed: Buffer[] = [];
-  /** The paths of the last listing (a turn's end, as a rule): what the next snapshot looks at while git lists. */
-  private lastPaths: readonly string[] = [];
   /** Git blob id of a content, by its SHA-256 (computed when a file's bytes were read against an index entry). */
   private readonly blobOf = new Map<string, string>();
   /** Blob ids found in the repository (with the size expected). */
@@ -87,11 +85,10 @@ export class SessionCheckpoints {
    * blob the index records for it (at the last `listed()`) is not copied; its state names the
    * blob (`git`), to be confirmed present (`unconfirmed`) before the snapshot counts on it.
    */
-  keep(rel: string, folders?: FolderCache, reference = false, early?: KnownFile): Kept {
+  keep(rel: string, folders?: FolderCache, reference = false): Kept {
     const known = this.cache.get(rel);
     const indexed = reference ? this.index.get(rel) : undefined;
-    // `early`: this very file, found unchanged by `stillKnown` during the listing.
-    let read: ReadPath = early !== undefined && early === known ? early : readState(this.root, rel, known, folders);
+    let read = readState(this.root, rel, known, folders);
     if (read.state?.t === "file" && !read.bytes) {
       if (indexed !== undefined && this.blobOf.get(read.state.hash) === indexed) return { state: this.asBlob(read.state, indexed) };
       if (!this.store.has(read.state.hash)) read = readState(this.root, rel, undefined, folders);
@@ -169,24 +166,6 @@ export class SessionCheckpoints {
     for (const entry of listed) {
       const rel = safeRelative(entry);
       if (rel !== undefined && !(hidden && isHiddenPath(path.join(this.root, rel), this.root))) out.push(rel);
-    }
-    this.lastPaths = out;
-    return out;
-  }
-
-  /**
-   * While a snapshot's listing runs: the paths of the last listing whose file is still the one
-   * read before (its stat matches; an `lstat` each, paced), with what that read found. `keep`
-   * takes these answers over for the paths the new listing holds: git lists the tree in its own
-   * process meanwhile. Nothing is read here, so nothing of a changed file is held.
-   */
-  async stillKnown(folders: FolderCache): Promise<Map<string, KnownFile>> {
-    const out = new Map<string, KnownFile>();
-    const pacer = new Pacer();
-    for (const rel of this.lastPaths) {
-      const known = stillKnown(this.root, rel, this.cache.get(rel), folders);
-      if (known) out.set(rel, known);
-      if (pacer.due()) await pacer.pace();
     }
     return out;
   }

@@ -16,7 +16,7 @@
  */
 import type { JsonObject, PermissionMode } from "../../protocol/index.js";
 import type { Session } from "../session.js";
-import { Pacer, sameState, type KnownFile, type PathState } from "./path-state.js";
+import { Pacer, sameState, type PathState } from "./path-state.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
 import type { ChangedPath } from "./store.js";
 
@@ -89,19 +89,13 @@ export class TurnRecorder {
   private async takeSnapshot(): Promise<Map<string, PathState> | undefined> {
     const cp = this.checkpoints;
     const reference = await cp.canReference();
-    const folders = new Map<string, string | undefined>();
-    // While git lists the tree (in its own process), the last listing's files are looked at by
-    // their stat alone; those still the files read before are not stat'ed again below. Never
-    // rejected unhandled: listing fails as `undefined`, and `stillKnown` does not throw.
-    const listing = cp.listed(reference);
-    listing.catch(() => undefined);
-    const early = await cp.stillKnown(folders);
-    const listed = await listing;
+    const listed = await cp.listed(reference);
     if (!listed) return undefined;
     this.unnamedBefore = await cp.unnamedStamps();
     const snapshot = new Map<string, PathState>();
-    const keep = (rel: string, ref: boolean, known?: KnownFile) => {
-      const kept = cp.keep(rel, folders, ref, known);
+    const folders = new Map<string, string | undefined>();
+    const keep = (rel: string, ref: boolean) => {
+      const kept = cp.keep(rel, folders, ref);
       snapshot.set(rel, kept.state);
       if (kept.skipped) this.skipped.set(rel, kept.skipped);
     };
@@ -111,7 +105,7 @@ export class TurnRecorder {
     for (const rel of listed) {
       // Once each, whatever the listing holds (two entries may name one path once normalized).
       if (!snapshot.has(rel)) paths.push(rel);
-      keep(rel, reference, early.get(rel));
+      keep(rel, reference);
       if (pacer.due()) await pacer.pace();
     }
     // A blob the index names but the repository does not hold (a crafted or damaged index, an
