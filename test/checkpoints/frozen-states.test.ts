@@ -18,7 +18,7 @@ import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoi
 import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
 import { TurnRecorder } from "../../src/agent/checkpoints/turn-recorder.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { git } from "./rewind-support.js";
+import { commitAll, git } from "./rewind-support.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -57,9 +57,7 @@ describe("states shared between passes", () => {
     ws.file("a.txt", "alpha\n");
     ws.file("b.txt", "bravo\n");
     ws.file("sub/c.txt", "charlie\n");
-    git(ws.dir, "init", "-q");
-    git(ws.dir, "add", ".");
-    git(ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+    commitAll(ws.dir);
     // An index entry naming a blob the repository does not hold: referenced, then copied after all.
     ws.file("ghost.txt", "ghost\n");
     const ghost = git(ws.dir, "hash-object", "ghost.txt").trim();

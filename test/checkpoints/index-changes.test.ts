@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
 import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { git } from "./rewind-support.js";
+import { commitAll, git } from "./rewind-support.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -27,9 +27,7 @@ describe("an unchanged file under a changed index entry", () => {
     ws = tempWorkspace("hb-index-");
     ws.file("a.txt", "alpha\n");
     ws.file("b.txt", "bravo\n");
-    git(ws.dir, "init", "-q");
-    git(ws.dir, "add", ".");
-    git(ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+    commitAll(ws.dir);
     root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-index-root-"));
     const cp = new SessionCheckpoints(new CheckpointStore(root, "s"), ws.dir);
     const blobA = git(ws.dir, "rev-parse", "HEAD:a.txt").trim();

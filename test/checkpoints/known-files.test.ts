@@ -14,7 +14,7 @@ import { RACY_MS } from "../../src/agent/checkpoints/path-state.js";
 import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
 import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { git } from "./rewind-support.js";
+import { commitAll, git } from "./rewind-support.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -29,9 +29,7 @@ function checkpoints(): SessionCheckpoints {
   root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-known-root-"));
   ws.file("a.txt", "alpha\n");
   ws.file("b.txt", "bravo\n");
-  git(ws.dir, "init", "-q");
-  git(ws.dir, "add", ".");
-  git(ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+  commitAll(ws.dir);
   return new SessionCheckpoints(new CheckpointStore(root, "s"), ws.dir);
 }
 

@@ -13,13 +13,12 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Pacer } from "../../src/agent/checkpoints/path-state.js";
 import { readJournal, rewindFiles } from "../../src/agent/checkpoints/rewind.js";
 import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
 import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
 import { TurnRecorder } from "../../src/agent/checkpoints/turn-recorder.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { git } from "./rewind-support.js";
+import { commitAll, slowerThanASlice } from "./rewind-support.js";
 
 const PATHS = 6;
 let ws: TempWorkspace;
@@ -28,16 +27,6 @@ afterEach(() => {
   ws?.cleanup();
   if (root) fs.rmSync(root, { recursive: true, force: true });
 });
-
-/** `fn`, each call of which takes a pacing slice and a bit (a big file's read) after `counted()`: only the pacing's yield lets I/O in. */
-function slowerThanASlice<T extends (...args: any[]) => any>(fn: T, counted: () => void): T {
-  return ((...args: any[]) => {
-    counted();
-    const until = performance.now() + Pacer.SLICE_MS + 5;
-    while (performance.now() < until);
-    return fn(...args);
-  }) as T;
-}
 
 /** The journal of a turn that wrote every path with `write_file`, each changed since: what a rewind to it undoes. */
 async function writtenTurn(cp: SessionCheckpoints): Promise<ReturnType<typeof readJournal>> {
@@ -54,9 +43,7 @@ function slowCheckpoints(gitRepo: boolean): { cp: SessionCheckpoints; calls: () 
   root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-pacing-root-"));
   for (let i = 0; i < PATHS; i++) ws.file(`f${i}.txt`, `file ${i}\n`);
   if (gitRepo) {
-    git(ws.dir, "init", "-q");
-    git(ws.dir, "add", ".");
-    git(ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+    commitAll(ws.dir);
   }
   const cp = new SessionCheckpoints(new CheckpointStore(root, "s"), ws.dir);
   let calls = 0;

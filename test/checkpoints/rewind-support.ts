@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "vitest";
+import { Pacer } from "../../src/agent/checkpoints/path-state.js";
 import { workspaceFolderName } from "../../src/agent/store/index.js";
 import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
@@ -36,6 +37,23 @@ export function firstRequestTokens(events: any[]): Map<number, number> {
 
 export function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" } });
+}
+
+/** Makes `dir` a git work tree whose one commit holds every file in it. */
+export function commitAll(dir: string): void {
+  git(dir, "init", "-q");
+  git(dir, "add", ".");
+  git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+}
+
+/** `fn`, each call of which takes a pacing slice and a bit (a big file's read) after `counted()`: only a pass's yield lets I/O in. */
+export function slowerThanASlice<T extends (...args: any[]) => any>(fn: T, counted: () => void = () => undefined): T {
+  return ((...args: any[]) => {
+    counted();
+    const until = performance.now() + Pacer.SLICE_MS + 5;
+    while (performance.now() < until);
+    return fn(...args);
+  }) as T;
 }
 
 export class Rig {

@@ -8,12 +8,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Pacer } from "../../src/agent/checkpoints/path-state.js";
 import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
 import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
 import { TurnRecorder } from "../../src/agent/checkpoints/turn-recorder.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
-import { git } from "./rewind-support.js";
+import { commitAll, slowerThanASlice } from "./rewind-support.js";
 
 let ws: TempWorkspace;
 let root: string;
@@ -26,9 +25,7 @@ function repository(): SessionCheckpoints {
   ws = tempWorkspace("hb-turn-end-");
   root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-turn-end-root-"));
   for (const name of ["a.txt", "b.txt", "c.txt"]) ws.file(name, `${name}\n`);
-  git(ws.dir, "init", "-q");
-  git(ws.dir, "add", ".");
-  git(ws.dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base");
+  commitAll(ws.dir);
   return new SessionCheckpoints(new CheckpointStore(root, "s"), ws.dir);
 }
 
@@ -91,12 +88,7 @@ describe("the walk at a turn's end", () => {
     };
     // Each look takes longer than a pacing slice, so the walk yields to the event loop (where an
     // unhandled rejection is reported) before it awaits the listing.
-    const look = cp.look.bind(cp);
-    cp.look = (...args: Parameters<typeof look>) => {
-      const until = performance.now() + Pacer.SLICE_MS + 5;
-      while (performance.now() < until);
-      return look(...args);
-    };
+    cp.look = slowerThanASlice(cp.look.bind(cp));
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on("unhandledRejection", onUnhandled);
