@@ -62,7 +62,7 @@ export class CheckpointsBySession {
    */
   recorder(sessionId: string, turn: number, mode: PermissionMode, logger: Logger): TurnRecorder | undefined {
     try {
-      return new TurnRecorder(this.of(sessionId), turn, mode);
+      return new TurnRecorder(this.of(sessionId), turn, mode, logger);
     } catch (error) {
       logger.warn(`session ${sessionId}, turn ${turn}: the turn runs without a checkpoint: ${(error as Error).message}`);
       return undefined;

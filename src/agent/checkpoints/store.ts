@@ -161,15 +161,21 @@ export class CheckpointStore {
     return sha256(bytes) === hash ? bytes : undefined;
   }
 
-  /** Appends records to the journal; `sync`: fsynced before returning. */
+  /**
+   * Appends records to the journal; `sync`: fsynced before returning. A journal whose last line
+   * has no end (a write cut short by a full disk or a kill) gets its end first: a record written
+   * straight after it would share its line, and `journal()` leaves out a line it cannot parse,
+   * so the record (a whole turn's) would be lost with the torn one.
+   */
   append(records: JournalRecord[], sync = false): void {
     if (records.length === 0) return;
     this.ensure();
-    const { O_WRONLY, O_CREAT, O_APPEND, O_NOFOLLOW } = fs.constants;
-    const fd = fs.openSync(this.journalFile, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, SESSION_FILE_MODE);
+    const { O_RDWR, O_CREAT, O_APPEND, O_NOFOLLOW } = fs.constants;
+    const fd = fs.openSync(this.journalFile, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, SESSION_FILE_MODE);
     try {
       fs.fchmodSync(fd, SESSION_FILE_MODE);
-      writeAll(fd, records.map((r) => `${JSON.stringify(r)}\n`).join(""));
+      const text = records.map((r) => `${JSON.stringify(r)}\n`).join("");
+      writeAll(fd, endsTorn(fd) ? `\n${text}` : text);
       if (sync) fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
@@ -245,6 +251,14 @@ export class CheckpointStore {
   }
 }
 
+
+/** Whether the file open at `fd` ends in a line without its end (not empty, last byte not `\n`). */
+function endsTorn(fd: number): boolean {
+  const size = fs.fstatSync(fd).size;
+  if (size === 0) return false;
+  const last = Buffer.alloc(1);
+  return fs.readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 10;
+}
 
 /** The most turns a session's journal may name: far past any real session, and a bound on the walk over a rewind's `turn…lastTurn`. */
 const MAX_JOURNAL_TURN = 1_000_000;

@@ -15,6 +15,7 @@
  * @module
  */
 import type { JsonObject, PermissionMode } from "../../protocol/index.js";
+import type { Logger } from "../../log.js";
 import type { Session } from "../session.js";
 import { Pacer, sameState, type PathState } from "./path-state.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
@@ -44,6 +45,8 @@ export class TurnRecorder {
     private readonly turn: number,
     /** The session's permission mode: in `full` the file tools may write outside the workspace. */
     private readonly mode: PermissionMode = "workspace-write",
+    /** Where a turn left without its record says so (docs/PROTOCOL.md: "a warning on stderr"). */
+    private readonly logger?: Logger,
   ) {}
 
   /**
@@ -121,7 +124,7 @@ export class TurnRecorder {
   /**
    * The turn is over: records what changed and emits `checkpoint` (nothing when no tool could
    * change the workspace). A journal that cannot be written leaves the turn without a record
-   * (and without the event): a rewind then finds nothing of it to undo.
+   * (and without the event), and the log says so: a rewind then finds nothing of it to undo.
    */
   async finish(session: Session): Promise<void> {
     if (!this.changing) return;
@@ -129,7 +132,8 @@ export class TurnRecorder {
     let skippedEvents: Array<{ turn: number; paths: string[]; reason: "size-cap" | "unreadable" }>;
     try {
       ({ event, skippedEvents } = await this.close());
-    } catch {
+    } catch (error) {
+      this.logger?.warn(`session ${session.id}, turn ${this.turn}: the turn's checkpoint could not be recorded, so no rewind can undo this turn: ${(error as Error).message}`);
       return;
     }
     for (const data of skippedEvents) await session.emit("checkpoint/skipped", data);
