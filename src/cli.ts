@@ -189,11 +189,14 @@ export function parseCommandLine(args: string[]): Parsed {
       throw new UsageError(`option '--${name} ${spec.value ?? ""}' argument '${raw}' is invalid: ${(error as Error).message}`);
     }
   };
+  const sessionRoot = values["session-root"] as string | undefined;
+  const lossy = sessionRoot === undefined ? undefined : lossyPathProblem(sessionRoot);
+  if (lossy) throw new UsageError(`option '--session-root' argument ${JSON.stringify(sessionRoot)} ${lossy}`);
   return {
     action: "serve",
     options: {
       stdio: values.stdio === true,
-      sessionRoot: values["session-root"] as string | undefined,
+      sessionRoot,
       sessionLog: values["no-session-log"] !== true,
       logLevel: valueOf("log-level"),
       maxSteps: valueOf("max-steps"),
@@ -203,6 +206,18 @@ export function parseCommandLine(args: string[]): Parsed {
       secretsFd: valueOf("secrets-fd"),
     },
   };
+}
+
+/**
+ * Why a path read from the command line or the environment cannot be used, or `undefined`. Node
+ * reads both as UTF-8, each byte of an invalid sequence as U+FFFD: a folder whose name is not
+ * valid UTF-8 arrives as the name of another folder (one holding U+FFFD), which the bridge would
+ * make and use, the same one for every such name. Refused, since the folder named cannot be
+ * reached; a name that holds U+FFFD itself cannot be told from one, and is refused too.
+ */
+function lossyPathProblem(value: string): string | undefined {
+  if (!value.includes("\uFFFD")) return undefined;
+  return "is not valid UTF-8 (or holds U+FFFD, what such a name is read as): the bridge cannot open the folder it names; give a path that is valid UTF-8";
 }
 
 /** Parses the command line and, with `--stdio`, serves until shutdown, EOF or a signal. */
@@ -241,6 +256,13 @@ export function main(argv: string[] = process.argv): void {
   if (!parsed.options.stdio) {
     process.stderr.write(helpText());
     process.stderr.write("\nerror: nothing to do: pass --stdio to serve the protocol\n");
+    process.exitCode = 2;
+    return;
+  }
+  const envRoot = process.env.HARNESS_SESSION_ROOT;
+  const lossy = parsed.options.sessionRoot === undefined && envRoot ? lossyPathProblem(envRoot) : undefined;
+  if (lossy) {
+    process.stderr.write(`error: HARNESS_SESSION_ROOT ${JSON.stringify(envRoot)} ${lossy}\n`);
     process.exitCode = 2;
     return;
   }

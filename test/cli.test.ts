@@ -50,6 +50,9 @@ describe("parseCommandLine", () => {
     [["--stdio", "--log-level", "loud"], "debug, info, warn, error, silent"],
     [["--stdio", "--permission-mode", "root"], "read-only, workspace-write, full"],
     [["--stdio", "--session-root"], "--session-root"],
+    // What Node makes of a root whose name is not valid UTF-8 (`$'/r/\xff'`): another folder's name.
+    [["--stdio", "--session-root", "/r/\uFFFD"], "not valid UTF-8"],
+    [["--stdio", "--session-root=/r/\uFFFD/s"], "--session-root"],
   ])("%j is a usage error naming %s", (args, named) => {
     expect(() => parseCommandLine(args)).toThrow(named);
   });

@@ -23,11 +23,15 @@ export const MAX_CWD_COMPONENT_BYTES = 255;
 export const MAX_NAME_LENGTH = 256;
 
 /**
- * Why `cwd` can never name a directory, or `undefined`: a NUL byte (the OS cannot take it) or
- * a length the OS refuses (ENAMETOOLONG). Shared with the zod schema so both agree.
+ * Why `cwd` can never name a directory, or `undefined`: a NUL byte (the OS cannot take it), a
+ * lone surrogate (no file name has one), or a length the OS refuses (ENAMETOOLONG). Shared with
+ * the zod schema so both agree.
  */
 export function cwdProblem(cwd: string): string | undefined {
   if (cwd.includes("\0")) return "must not contain a NUL byte";
+  // JSON can carry a lone surrogate ("\udce9"), which no file name has: the OS would be handed
+  // U+FFFD in its place, and the bridge would work in (or start) another folder than the one named.
+  if (!cwd.isWellFormed()) return "must be well-formed Unicode (it holds a lone surrogate: a path that is not valid UTF-8 cannot be named in JSON)";
   if (Buffer.byteLength(cwd) > MAX_CWD_BYTES) return `must be at most ${MAX_CWD_BYTES} bytes long`;
   if (cwd.split("/").some((part) => Buffer.byteLength(part) > MAX_CWD_COMPONENT_BYTES)) {
     return `must not have a path component longer than ${MAX_CWD_COMPONENT_BYTES} bytes`;

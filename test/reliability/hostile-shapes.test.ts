@@ -3,6 +3,8 @@
  * recursive could take, and string params the OS can never use.
  * Each answer is specific and the process keeps serving.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MAX_JSON_DEPTH } from "../../src/json-depth.js";
 import { ErrorCode } from "../../src/protocol/errors.js";
@@ -141,5 +143,22 @@ describe("string params the OS can never use", () => {
     }
     c.request(7, "initialize", initParams(ws.dir));
     expect((await c.response(7)).result.protocolVersion).toBe(1);
+  });
+
+  it("initialize with a lone surrogate in cwd is -32602, not the folder of U+FFFD beside it", async () => {
+    // The folder the OS would be handed instead (U+FFFD for the surrogate) exists: before, the
+    // bridge worked there without a word.
+    fs.mkdirSync(path.join(ws.dir, "caf\uFFFD"));
+    const c = start();
+    c.request(1, "initialize", initParams(path.join(ws.dir, "caf\udce9")));
+    c.request(2, "initialize", { ...initParams(ws.dir), mcpServers: { s: { command: "/bin/caf\udce9" } } });
+    for (const [id, field] of [[1, "params.cwd"], [2, "params.mcpServers.s.command"]] as const) {
+      const res = await c.response(id);
+      expect(res.error?.code).toBe(ErrorCode.InvalidParams);
+      expect(res.error?.message).toContain(field);
+      expect(res.error?.message).toContain("lone surrogate");
+    }
+    c.request(3, "initialize", initParams(path.join(ws.dir, "caf\uFFFD")));
+    expect((await c.response(3)).result.protocolVersion).toBe(1);
   });
 });

@@ -3,11 +3,12 @@
  * signals, a closed stdout — plus stdout hygiene, logging, running without node on PATH and
  * command-line usage errors.
  */
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RawClient, initParams, promptParams } from "../support/raw-client.js";
+import { BINARY, RawClient, initParams, promptParams } from "../support/raw-client.js";
 import { oneTurn, tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 
 let ws: TempWorkspace;
@@ -351,6 +352,27 @@ describe.each([
       expect(exit.code).toBe(2);
       expect(c.stderr.length).toBeGreaterThan(0);
       expect(c.frames).toEqual([]);
+    });
+
+    it("a session root whose name is not valid UTF-8 is refused (exit 2), on the command line and in HARNESS_SESSION_ROOT", () => {
+      // Node reads both with U+FFFD for the invalid byte: the bridge used to make and use that
+      // other folder, the same one for /x/\xff and /x/\xfe.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-lossy-root-"));
+      try {
+        const bytes = `${dir}/\\377`;
+        const run = (script: string) => spawnSync("/bin/sh", ["-c", script, BINARY], { input: "", encoding: "utf8", timeout: 20_000, env: { ...process.env, HOME: dir } });
+        const argv = run(`exec "$0" --stdio --session-root "$(printf '${bytes}')"`);
+        const env = run(`HARNESS_SESSION_ROOT="$(printf '${bytes}')" exec "$0" --stdio`);
+        for (const [out, named] of [[argv, "--session-root"], [env, "HARNESS_SESSION_ROOT"]] as const) {
+          expect(out.status).toBe(2);
+          expect(out.stdout).toBe("");
+          expect(out.stderr).toContain(named);
+          expect(out.stderr).toContain("not valid UTF-8");
+        }
+        expect(fs.readdirSync(dir)).toEqual([]);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it("--version exits 0 and warns of nothing (the single executable's V8 code cache is accepted under its flags)", async () => {
