@@ -74,6 +74,20 @@ export function describeNetworkError(err: unknown): string {
   return parts.join(": ") || String(err);
 }
 
+/**
+ * Whether fetch refused the URL's port before connecting: the WHATWG fetch standard blocks a
+ * list of "bad ports" (6000, 6665–6669, 10080, …; undici's error is a cause with the message
+ * `bad port`). Trying again cannot help, so such a failure is not retried.
+ */
+export function isBlockedPort(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    if (current.message === "bad port") return true;
+    current = (current as Error & { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** The first errno-style `code` along an error's `cause` chain. */
 export function networkCode(err: unknown): string | undefined {
   let current: unknown = err;

@@ -1,6 +1,6 @@
 /**
  * First aid for the failures a new user meets first — nothing listening at the base URL, a
- * host that does not resolve, a base URL whose path has no chat-completions endpoint (HTTP 404),
+ * host that does not resolve, a port fetch refuses, a base URL whose path has no chat-completions endpoint (HTTP 404),
  * a model name the server does not know — as one sentence appended to the model error's
  * message, naming the cause and the fix (the variable or field to change). The message the
  * error had stays first and whole: it is what the server or the network said.
@@ -37,6 +37,14 @@ function hostOf(endpoint: string): string {
   }
 }
 
+function portOf(endpoint: string): string | undefined {
+  try {
+    return new URL(endpoint).port || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The hint for `error`, or undefined when it is not one of the first failures above. */
 export function hintFor(error: ModelError, context: HintContext): string | undefined {
   const { endpoint, baseUrlVar, defaultBaseUrl, model } = context;
@@ -51,6 +59,10 @@ export function hintFor(error: ModelError, context: HintContext): string | undef
     }
     if (code === "EHOSTUNREACH" || code === "ENETUNREACH" || code === "ETIMEDOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
       return `${hostOf(endpoint)} cannot be reached from here: check the network, a firewall or proxy (HTTPS_PROXY, NO_PROXY) and ${moveIt}`;
+    }
+    if (/: bad port\b/.test(error.message)) {
+      const port = portOf(endpoint);
+      return `fetch refuses to connect to port ${port ?? "of " + hostOf(endpoint)} (one of the web's blocked "bad ports", such as 6000, 6665–6669 and 10080): run the server on another port and point ${moveIt} at it`;
     }
     if (code !== undefined && /CERT|UNABLE_TO|SELF_SIGNED/.test(code)) {
       return `the TLS certificate of ${hostOf(endpoint)} is not trusted here: give the CA that signed it in NODE_EXTRA_CA_CERTS (a PEM file), or check ${moveIt}`;

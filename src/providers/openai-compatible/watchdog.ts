@@ -12,7 +12,7 @@
  * @module
  */
 import { ModelError } from "../types.js";
-import { describeNetworkError, networkCode } from "./errors.js";
+import { describeNetworkError, isBlockedPort, networkCode } from "./errors.js";
 import { AttemptFailure } from "./retry.js";
 
 /** Marker reason of the internal abort fired by the idle timer. */
@@ -92,7 +92,7 @@ export class AttemptWatchdog {
     const timeout = UNDICI_TIMEOUTS.has(networkCode(err) ?? "");
     return new AttemptFailure(
       new ModelError(`${phase} ${this.endpoint} failed: ${describeNetworkError(err)}`, undefined, timeout ? "timeout" : "network"),
-      true,
+      !isBlockedPort(err),
     );
   }
 

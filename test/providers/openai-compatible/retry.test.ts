@@ -25,6 +25,17 @@ describe("retries and HTTP errors", () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it("does not retry a port fetch refuses (a WHATWG bad port), and says to move the server", async () => {
+    // Nothing needs to listen: fetch refuses port 6000 before it connects.
+    const { created, delays } = loggedProvider({ DEEPSEEK_BASE_URL: "http://127.0.0.1:6000" });
+    const { error } = (await collectError(await created)) as { error: ModelError };
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error.message).toContain("bad port");
+    expect(error.message).not.toContain("gave up after");
+    expect(error.message).toMatch(/fetch refuses to connect to port 6000 .*: run the server on another port and point DEEPSEEK_BASE_URL/);
+    expect(delays()).toEqual([]);
+  });
+
   // The delay a retry waits is read from the provider's own warning ("retry 1 of 3 in N ms"):
   // a wall-clock upper bound would fail on a busy machine. The gap between the two requests can
   // only be longer than the delay, never shorter, so that bound stays.
