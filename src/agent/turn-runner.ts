@@ -156,7 +156,7 @@ export class TurnRunner {
   private partsFor(session: Session): SessionTurnParts {
     return {
       client: clientToolRunner(session, this.waits),
-      checkpoints: { forTurn: (turn) => this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger) },
+      checkpoints: { forTurn: (turn) => this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger, session.parentSessionId) },
     };
   }
 

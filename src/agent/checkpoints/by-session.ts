@@ -60,9 +60,9 @@ export class CheckpointsBySession {
    * for: when they cannot be kept (no private folder can be made: a missing or full TMPDIR
    * without a session log), the turn runs without one (`undefined`), and the log says why.
    */
-  recorder(sessionId: string, turn: number, mode: PermissionMode, logger: Logger): TurnRecorder | undefined {
+  recorder(sessionId: string, turn: number, mode: PermissionMode, logger: Logger, parentSessionId?: string): TurnRecorder | undefined {
     try {
-      return new TurnRecorder(this.of(sessionId), turn, mode, logger);
+      return new TurnRecorder(this.of(sessionId), turn, mode, logger, { sessionId, parentSessionId });
     } catch (error) {
       logger.warn(`session ${sessionId}, turn ${turn}: the turn runs without a checkpoint: ${(error as Error).message}`);
       return undefined;

@@ -18,12 +18,14 @@
  *
  * @module
  */
+import * as path from "node:path";
 import type { CheckpointEventData, SessionRewindParams, SessionRewindResult } from "../../protocol/index.js";
 import type { Session } from "../session.js";
 import { Pacer, sameState, type PathState } from "./path-state.js";
 import { canRestore } from "./restore-fs.js";
 import { readJournal, rewindFiles, type RewindCapture } from "./rewind.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
+import { announceWrites } from "./shared-workspace.js";
 import type { ChangedPath, JournalRecord } from "./store.js";
 
 /** Why a rewind was refused before it changed anything (a -32602 with this `kind`). */
@@ -68,7 +70,13 @@ export async function rewindSession(session: Session, checkpoints: SessionCheckp
     // A turn number no record holds yet (a rewind killed before it was logged took one too).
     const ownTurn = view.turns.reduce((n, t) => Math.max(n, t.turn), lastTurn) + 1;
     own = new OwnCheckpoint(checkpoints, ownTurn, turn);
-    const done = await rewindFiles(checkpoints, view, turn, params.force ?? false, own.capture);
+    const keep = own.capture;
+    // What the rewind writes is this session's change in another session's recording turn.
+    const capture: RewindCapture = (paths) => {
+      announceWrites(checkpoints.root, session.id, session.parentSessionId, paths.map((rel) => path.join(checkpoints.root, rel)));
+      return keep(paths);
+    };
+    const done = await rewindFiles(checkpoints, view, turn, params.force ?? false, capture);
     Object.assign(result, { restored: done.restored, removed: done.removed, conflicts: done.conflicts, unrestored: done.unrestored });
     checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states, conflicts: done.conflicts }, ...(await own.close())], true);
   } else {

@@ -110,7 +110,10 @@ export function readJournal(records: JournalRecord[]): JournalView {
         if (partial) turns.splice(turns.indexOf(partial), 1, whole);
         else turns.push(whole);
         open.delete(key(r));
-        for (const e of r.entries) lastWritten.set(e.path, e.after);
+        // A change another session may have made is not one this session knows it wrote: like a
+        // path of a turn cut short, it is a conflict for a rewind unless forced (shared-workspace.ts).
+        const shared = r.shared === true ? undefined : new Set(r.shared);
+        for (const e of r.entries) lastWritten.set(e.path, r.shared === true || shared?.has(e.path) ? undefined : e.after);
         break;
       }
       case "rewind":

@@ -43,8 +43,11 @@ export interface ChangedPath {
 export type JournalRecord =
   /** The previous state of a path, kept before a file tool (or a rewind) changed it (written before the change). */
   | { type: "capture"; turn: number; path: string; before: PathState; rewind?: number }
-  /** The whole turn, at its end. */
-  | { type: "turn"; turn: number; kind: "files" | "git"; entries: ChangedPath[]; uncovered: string[]; skipped: string[]; rewind?: number }
+  /**
+   * The whole turn, at its end. `shared`: the entries (all of them: `true`) whose change may be
+   * another session's, which wrote in the same workspace while this turn recorded (shared-workspace.ts).
+   */
+  | { type: "turn"; turn: number; kind: "files" | "git"; entries: ChangedPath[]; uncovered: string[]; skipped: string[]; rewind?: number; shared?: true | string[] }
   /** A path whose previous content was not kept. */
   | { type: "skip"; turn: number; path: string; rewind?: number }
   /** A rewind: the states it left (`states`), the paths it left as conflicts, and whether it restored files and cut the history. */
@@ -299,7 +302,8 @@ function wellFormed(r: JournalRecord): boolean {
         Array.isArray(r.uncovered) &&
         r.uncovered.every((u) => typeof u === "string") &&
         Array.isArray(r.skipped) &&
-        r.skipped.every(safe)
+        r.skipped.every(safe) &&
+        (r.shared === undefined || r.shared === true || (Array.isArray(r.shared) && r.shared.every(safe)))
       );
     case "rewind":
       return (

@@ -17,8 +17,10 @@
 import type { JsonObject, PermissionMode } from "../../protocol/index.js";
 import type { Logger } from "../../log.js";
 import type { Session } from "../session.js";
+import * as path from "node:path";
 import { Pacer, sameState, type PathState } from "./path-state.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
+import { SharedWorkspaceWatch } from "./shared-workspace.js";
 import type { ChangedPath } from "./store.js";
 
 /** The tools whose `path` argument names the one file they write. */
@@ -39,6 +41,8 @@ export class TurnRecorder {
   private readonly uncovered = new Set<string>();
   /** Stamps of the paths whose names are not UTF-8, at the snapshot (SessionCheckpoints.unnamedStamps). */
   private unnamedBefore = new Map<string, { name: string; stamp: string }>();
+  /** Other sessions' changing tools while this turn records (shared-workspace.ts); none without an owner. */
+  private watch: SharedWorkspaceWatch | undefined;
 
   constructor(
     private readonly checkpoints: SessionCheckpoints,
@@ -47,6 +51,8 @@ export class TurnRecorder {
     private readonly mode: PermissionMode = "workspace-write",
     /** Where a turn left without its record says so (docs/PROTOCOL.md: "a warning on stderr"). */
     private readonly logger?: Logger,
+    /** The session recording: its turn is watched for other sessions' writes to its workspace. */
+    private readonly owner?: { sessionId: string; parentSessionId?: string },
   ) {}
 
   /**
@@ -56,10 +62,16 @@ export class TurnRecorder {
    */
   async beforeTool(name: string, readOnly: boolean, args: JsonObject): Promise<void> {
     if (readOnly) return;
+    const cp = this.checkpoints;
+    if (!this.changing && this.owner) this.watch = new SharedWorkspaceWatch(cp.root, this.owner.sessionId, this.owner.parentSessionId, this.mode === "full");
     try {
       await this.record(name, args);
     } catch {
       this.uncovered.add(name);
+    } finally {
+      // Announced whatever the recording did: the tool runs either way.
+      const file = FILE_TOOLS.has(name) && typeof args.path === "string" ? args.path : undefined;
+      this.watch?.willRun(file === undefined ? undefined : path.resolve(cp.root, cp.keyOf(file) ?? file));
     }
   }
 
@@ -135,6 +147,8 @@ export class TurnRecorder {
     } catch (error) {
       this.logger?.warn(`session ${session.id}, turn ${this.turn}: the turn's checkpoint could not be recorded, so no rewind can undo this turn: ${(error as Error).message}`);
       return;
+    } finally {
+      this.watch?.close();
     }
     for (const data of skippedEvents) await session.emit("checkpoint/skipped", data);
     await session.emit("checkpoint", event);
@@ -193,7 +207,11 @@ export class TurnRecorder {
     const skipped = [...this.skipped].filter(([rel]) => changed.has(rel));
     for (const name of [...unnamedChanged].sort()) if (!changed.has(name)) skipped.push([name, "unreadable"]);
     const uncovered = [...this.uncovered];
-    cp.store.append([{ type: "turn", turn: this.turn, kind, entries, uncovered, skipped: skipped.map(([rel]) => rel) }], true);
+    // Closed after the walk: another session's write during it is noted too.
+    const noted = this.watch?.close();
+    const sharedPaths = noted?.all ? entries.map((e) => e.path) : entries.filter((e) => noted?.paths.has(e.path)).map((e) => e.path);
+    const shared = sharedPaths.length > 0 ? { shared: noted?.all ? (true as const) : sharedPaths } : {};
+    cp.store.append([{ type: "turn", turn: this.turn, kind, entries, uncovered, skipped: skipped.map(([rel]) => rel), ...shared }], true);
     const skippedEvents = (["size-cap", "unreadable"] as const)
       .map((reason) => ({ turn: this.turn, paths: skipped.filter(([, why]) => why === reason).map(([rel]) => rel), reason }))
       .filter((e) => e.paths.length > 0);

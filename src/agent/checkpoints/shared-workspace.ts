@@ -1,0 +1,107 @@
+/**
+ * Which of a turn's changes may be another session's: the turns of this process that record a
+ * checkpoint of overlapping workspaces at the same time (many sessions of one harness on one
+ * repository, as the SDK's asyncio example runs them).
+ *
+ * A checkpoint records what changed in its workspace between its snapshot and the turn's end,
+ * whoever changed it (a `git` kind), and a file's state at the turn's end as "what the session
+ * last wrote" (both kinds). A file another session wrote in that window is then undone by a
+ * rewind of this turn, as if this turn had written it: another session's work, removed without
+ * a conflict. So while a turn records, every changing tool another session runs is noted in it:
+ * a file tool's path (that path's change may be the other session's), any other changing tool
+ * (`bash`, `task`, a client or MCP tool: it may change anything) the whole turn. What is noted
+ * is journaled with the turn (`shared`), and a rewind treats those paths as it treats a path the
+ * session did not last write: a conflict, left alone unless `force` (rewind.ts `readJournal`).
+ *
+ * Invariant: over-noting is safe (a conflict the user can force), under-noting loses work; so a
+ * turn that starts recording while another session's opaque tool may still run is noted whole,
+ * and a watch never released (a turn that threw) notes more, never less. A session's subagents
+ * are one family with it: the parent's checkpoint covers what its `task` calls do by design.
+ * Other processes (a second bridge on the same repository) are not seen: docs/checkpoints.md.
+ *
+ * @module
+ */
+import * as path from "node:path";
+import { isInside } from "../../tools/path-inside.js";
+
+/** What a turn's watch noted: every path (`all`), or these paths, relative to its workspace. */
+export interface SharedChanges {
+  all: boolean;
+  paths: Set<string>;
+}
+
+interface Watch {
+  readonly sessionId: string;
+  readonly family: string;
+  readonly root: string;
+  /** Its session's permission mode is `full`: its opaque tools may write outside its workspace too. */
+  readonly full: boolean;
+  /** This turn ran a changing tool other than a file tool (it may still run). */
+  opaque: boolean;
+  /** Paths (absolute) this turn's file tools wrote. */
+  readonly wrote: Set<string>;
+  readonly noted: SharedChanges;
+}
+
+/** The watches of the turns recording now, in this process. */
+const active = new Set<Watch>();
+
+/** Whether two workspaces overlap (one holds the other): a write in one may be a change in the other. */
+const overlap = (a: string, b: string) => isInside(a, b) || isInside(b, a);
+
+/** Notes in `into` what `from` may have changed in `into`'s workspace. */
+function noteWrites(into: Watch, from: { root: string; full: boolean; opaque: boolean; wrote: Iterable<string> }): void {
+  if (from.opaque && (from.full || overlap(into.root, from.root))) into.noted.all = true;
+  for (const abs of from.wrote) if (isInside(into.root, abs)) into.noted.paths.add(path.relative(into.root, abs));
+}
+
+/** The family of a turn of `sessionId` (child of `parentSessionId`): its parent's, when the parent is recording. */
+function familyOf(sessionId: string, parentSessionId: string | undefined): string {
+  if (parentSessionId === undefined) return sessionId;
+  for (const w of active) if (w.sessionId === parentSessionId) return w.family;
+  return parentSessionId;
+}
+
+/** One turn's watch over its workspace (`root`, a real path), from its first changing tool to its end. */
+export class SharedWorkspaceWatch {
+  private readonly watch: Watch;
+  private closed = false;
+
+  constructor(root: string, sessionId: string, parentSessionId: string | undefined, full: boolean) {
+    // A watch this session left (a turn that threw before its end) is replaced: one turn a session at a time.
+    for (const w of active) if (w.sessionId === sessionId) active.delete(w);
+    this.watch = { sessionId, family: familyOf(sessionId, parentSessionId), root, full, opaque: false, wrote: new Set(), noted: { all: false, paths: new Set() } };
+    // What other sessions' turns wrote or may still write: their opaque tools may be running now.
+    for (const other of active) if (other.family !== this.watch.family) noteWrites(this.watch, other);
+    active.add(this.watch);
+  }
+
+  /**
+   * This turn is about to run a changing tool: a file tool writing `abs` (an absolute path), or
+   * (`abs` undefined) one that may change anything. Noted in every other family's turn.
+   */
+  willRun(abs: string | undefined): void {
+    if (this.closed) return;
+    const w = this.watch;
+    if (abs === undefined) w.opaque = true;
+    else w.wrote.add(abs);
+    const from = { root: w.root, full: w.full, opaque: abs === undefined, wrote: abs === undefined ? [] : [abs] };
+    for (const other of active) if (other !== w && other.family !== w.family) noteWrites(other, from);
+  }
+
+  /** The turn's end: what was noted in it; the watch is released (idempotent). */
+  close(): SharedChanges {
+    if (!this.closed) {
+      this.closed = true;
+      active.delete(this.watch);
+    }
+    return this.watch.noted;
+  }
+}
+
+/** Session `sessionId` writes `abs` (absolute paths) outside a turn (a rewind): noted in every other family's recording turn. */
+export function announceWrites(root: string, sessionId: string, parentSessionId: string | undefined, abs: string[]): void {
+  const family = familyOf(sessionId, parentSessionId);
+  const from = { root, full: false, opaque: false, wrote: abs };
+  for (const other of active) if (other.family !== family) noteWrites(other, from);
+}
