@@ -47,6 +47,16 @@ describe("an owner line's process", () => {
     expect(alive({ pid: dead(), start: "", host: "another-host" })).toBe(true);
   });
 
+  it("of this boot is this machine's, whatever host name it wrote (renamed since, or a UTS namespace of its own)", () => {
+    expect(SELF.boot).toMatch(/^[0-9a-f-]{36}$/);
+    // A bridge run under `unshare -u` with another host name, killed: its lock is provably stale.
+    expect(alive({ pid: dead(), start: "12345", host: "renamed-host", pidns: SELF.pidns, boot: SELF.boot })).toBe(false);
+    expect(alive({ pid: process.ppid, start: "1", host: "renamed-host", pidns: SELF.pidns, boot: SELF.boot })).toBe(false);
+    // Another boot under another name may be another machine (a folder on NFS): taken as alive, as before.
+    expect(alive({ pid: dead(), start: "12345", host: "renamed-host", pidns: SELF.pidns, boot: "00000000-0000-0000-0000-000000000000" })).toBe(true);
+    expect(alive({ pid: dead(), start: "12345", host: "renamed-host", pidns: "pid:[1]", boot: SELF.boot })).toBe(true);
+  });
+
   it("that has exited but is not reaped yet (a zombie) is gone: its parent may never reap it", async () => {
     // sh starts a short sleep, prints its pid and becomes a long sleep, which never waits for it.
     const parent = spawn("sh", ["-c", "sleep 0.2 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });

@@ -127,7 +127,7 @@ describe("session lock files", () => {
     fs.rmSync(lockFile);
     // This process's owner line names its own namespace.
     const lock = acquireLock(lockFile, "a");
-    expect(ownerLine(lock.file)).toEqual({ pid: process.pid, start: expect.any(String), host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid") });
+    expect(ownerLine(lock.file)).toEqual({ pid: process.pid, start: expect.any(String), host: os.hostname(), pidns: fs.readlinkSync("/proc/self/ns/pid"), boot: fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() });
     releaseLock(lock);
   });
 

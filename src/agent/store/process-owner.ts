@@ -8,8 +8,10 @@
  * reused: the start time is field 22 of `/proc/<pid>/stat`, in clock ticks since boot), or it is
  * a zombie (exited, not reaped: field 3 is `Z`). Another
  * host's process (a folder shared over NFS) or another pid namespace's (a container on a shared
- * volume, even of the same host name: its pids mean nothing here) is taken as alive. Without
- * `/proc` (macOS) a reused pid is taken as alive until that process ends.
+ * volume, even of the same host name: its pids mean nothing here) is taken as alive. The same
+ * host is the same host name, or the same boot (`/proc/sys/kernel/random/boot_id`): a host name
+ * changed since, or a UTS namespace of its own (`unshare -u`), is still this kernel's process.
+ * Without `/proc` (macOS) a reused pid is taken as alive until that process ends.
  *
  * @module
  */
@@ -25,6 +27,8 @@ export interface ProcessOwner {
   host: string;
   /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges: `seenHere` says how each is judged. */
   pidns?: string;
+  /** The kernel's boot id: the same on this machine until it reboots, whatever its host name. Absent without `/proc` or from older bridges. */
+  boot?: string;
 }
 
 /** The largest pid a process can have (pid_t is 32-bit); `kill` takes 0 and negatives as process groups. */
@@ -62,15 +66,24 @@ function pidNamespace(): string | undefined {
   }
 }
 
+function bootId(): string | undefined {
+  try {
+    return fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const PIDNS = pidNamespace();
+const BOOT = bootId();
 /** This process. */
-export const SELF: ProcessOwner = { pid: process.pid, start: procStat(process.pid)?.start ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}) };
+export const SELF: ProcessOwner = { pid: process.pid, start: procStat(process.pid)?.start ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}), ...(BOOT ? { boot: BOOT } : {}) };
 
 /** This process's owner line. */
 export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
 
 /**
- * Whether the owner's pid names a process `self` can see: same host, and the same pid namespace.
+ * Whether the owner's pid names a process `self` can see: same host (its name, or this boot), and the same pid namespace.
  * An owner naming its namespace is seen only by a process that knows its own to be that one: a
  * process without `/proc` (a container that does not mount it, on a volume shared with one that
  * does) cannot tell, and a live owner there would be judged by pids that are not its own. An
@@ -79,7 +92,8 @@ export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
  * `/proc` is not (another container, the same case the other way round).
  */
 export const seenHere = (owner: ProcessOwner, self: ProcessOwner = SELF): boolean =>
-  owner.host === self.host && (owner.pidns !== undefined ? owner.pidns === self.pidns : self.pidns === undefined || owner.start !== "");
+  (owner.host === self.host || (owner.boot !== undefined && owner.boot === self.boot)) &&
+  (owner.pidns !== undefined ? owner.pidns === self.pidns : self.pidns === undefined || owner.start !== "");
 
 /** Whether the owner may still be running, as `self` sees it. */
 export function alive(owner: ProcessOwner, self: ProcessOwner = SELF): boolean {
@@ -111,7 +125,7 @@ export function parseOwner(text: string): ProcessOwner | undefined {
     const value = JSON.parse(text) as Partial<ProcessOwner>;
     const pid = value.pid;
     // 0 and negatives would name process groups to `kill` (always "alive"): no process owns such a lock.
-    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string" && (value.pidns === undefined || typeof value.pidns === "string")) {
+    if (Number.isInteger(pid) && pid! > 0 && pid! <= MAX_PID && typeof value.start === "string" && typeof value.host === "string" && (value.pidns === undefined || typeof value.pidns === "string") && (value.boot === undefined || typeof value.boot === "string")) {
       return value as ProcessOwner;
     }
   } catch {
