@@ -23,6 +23,7 @@ import { MissingTurnEndError } from "./runtime-errors.js";
 import type { RuntimeOptions, TurnRequest } from "./runtime-options.js";
 import type { SteerInbox } from "./steer.js";
 import type { CheckpointsBySession } from "./checkpoints/by-session.js";
+import type { TurnRecorder } from "./checkpoints/turn-recorder.js";
 import type { TurnCheckpointSource } from "./turn-checkpoint.js";
 
 /** What the runtime shares with the turns it runs: its parts, and its sessions for the children. */
@@ -49,6 +50,8 @@ export interface TurnParts {
 interface SessionTurnParts {
   client: ClientToolRunner;
   checkpoints: TurnCheckpointSource;
+  /** A turn that threw lets go of its recorder's watch (shared-workspace.ts): it never reached `finish`. */
+  abandon(): void;
 }
 
 export class TurnRunner {
@@ -105,6 +108,7 @@ export class TurnRunner {
     // The turn's end in one reaction (an async layer here made its own promise and frame a turn);
     // whatever fails, here or in the turn, rejects as a turn that recorded no `turn/end`.
     const failed = (error: unknown): MissingTurnEndError => {
+      this.bySession.get(session)?.abandon();
       trace?.end({ kind: "internal-error", message: (error as Error).message });
       return new MissingTurnEndError(session.id, error);
     };
@@ -154,9 +158,18 @@ export class TurnRunner {
 
   /** The session's client tool runner and checkpoint source: they read nothing of a turn's own. */
   private partsFor(session: Session): SessionTurnParts {
+    let last: TurnRecorder | undefined;
     return {
       client: clientToolRunner(session, this.waits),
-      checkpoints: { forTurn: (turn) => this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger, session.parentSessionId) },
+      checkpoints: {
+        // A subagent's turn is of its parent's family only while it runs in the parent's `task`
+        // call: a child session the client prompts itself runs beside its parent, not in it.
+        forTurn: (turn) => {
+          const parent = this.runningChildren.has(session.id) ? session.parentSessionId : undefined;
+          return (last = this.checkpoints.recorder(session.id, turn, this.options.permissionMode, this.options.logger, parent));
+        },
+      },
+      abandon: () => last?.abandon(),
     };
   }
 

@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readJournal, rewindFiles } from "../../src/agent/checkpoints/rewind.js";
 import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
-import { SharedWorkspaceWatch, announceWrites } from "../../src/agent/checkpoints/shared-workspace.js";
+import { SharedWorkspaceWatch } from "../../src/agent/checkpoints/shared-workspace.js";
 import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
 import { TurnRecorder } from "../../src/agent/checkpoints/turn-recorder.js";
 import type { Session } from "../../src/agent/session.js";
@@ -80,12 +80,15 @@ describe("what a turn's watch notes", () => {
     expect(d.close().all).toBe(true);
   });
 
-  it("a rewind's writes are noted like a file tool's; a closed watch notes nothing more", () => {
+  it("a closed watch notes nothing more and announces nothing", () => {
     const a = watch("/ws", "a");
-    announceWrites("/ws", "b", undefined, ["/ws/r.txt"]);
+    const b = watch("/ws", "b");
+    b.willRun("/ws/r.txt");
     const noted = a.close();
-    announceWrites("/ws", "b", undefined, ["/ws/later.txt"]);
+    b.willRun("/ws/later.txt");
+    a.willRun(undefined);
     expect(noted.paths).toEqual(new Set(["r.txt"]));
+    expect(b.close()).toEqual({ all: false, paths: new Set() });
   });
 });
 
@@ -138,6 +141,64 @@ describe("a rewind of one of two sessions' turns that overlapped", () => {
     const done = await rewindFiles(a, readJournal(a.store.journal()), 1, false);
     expect([done.removed, done.conflicts]).toEqual([[], ["notes.txt"]]);
     expect(fs.readFileSync(path.join(ws.dir, "notes.txt"), "utf8")).toBe("a's notes\nb's line\n");
+  });
+
+  it("a later turn of the session writing a path another session changed does not make it the session's to undo", async () => {
+    ws = tempWorkspace("hb-shared-ws-");
+    ws.file("README.md", "readme\n");
+    commitAll(ws.dir);
+    const a = sessionOn(ws.dir, "a");
+    const turn1 = new TurnRecorder(a, 1, "workspace-write", undefined, { sessionId: "a" });
+    await turn1.beforeTool("write_file", false, { path: "A.txt" });
+    ws.file("A.txt", "a\n");
+    const other = watch(fs.realpathSync(ws.dir), "b");
+    other.willRun(path.join(fs.realpathSync(ws.dir), "b.txt"));
+    ws.file("b.txt", "b\n");
+    other.close();
+    await turn1.finish(session("a"));
+    // Turn 2, alone: a formatter over the tree touches b.txt too.
+    const turn2 = new TurnRecorder(a, 2, "workspace-write", undefined, { sessionId: "a" });
+    await turn2.beforeTool("edit_file", false, { path: "b.txt" });
+    ws.file("b.txt", "b, formatted\n");
+    await turn2.finish(session("a"));
+    const done = await rewindFiles(a, readJournal(a.store.journal()), 1, false);
+    expect([done.removed, done.conflicts]).toEqual([["A.txt"], ["b.txt"]]);
+    expect(fs.readFileSync(path.join(ws.dir, "b.txt"), "utf8")).toBe("b, formatted\n");
+  });
+
+  it("another session's write into a folder it makes through a link is taken as anything (the link may lead anywhere)", async () => {
+    ws = tempWorkspace("hb-shared-ws-");
+    ws.file("real/keep.txt", "k\n");
+    fs.symlinkSync("real", path.join(ws.dir, "lnk"));
+    commitAll(ws.dir);
+    const a = sessionOn(ws.dir, "a");
+    const b = sessionOn(ws.dir, "b");
+    const recA = new TurnRecorder(a, 1, "workspace-write", undefined, { sessionId: "a" });
+    await recA.beforeTool("write_file", false, { path: "A.txt" });
+    ws.file("A.txt", "a\n");
+    const recB = new TurnRecorder(b, 1, "workspace-write", undefined, { sessionId: "b" });
+    await recB.beforeTool("write_file", false, { path: "lnk/new/x.txt" });
+    ws.file("real/new/x.txt", "b\n");
+    await recB.finish(session("b"));
+    await recA.finish(session("a"));
+    const done = await rewindFiles(a, readJournal(a.store.journal()), 1, false);
+    expect([done.removed, done.conflicts]).toEqual([[], ["A.txt", "real/new/x.txt"]]);
+  });
+
+  it("a turn that threw lets go of its watch: the other sessions' later turns are not marked by it", async () => {
+    ws = tempWorkspace("hb-shared-ws-");
+    ws.file("README.md", "readme\n");
+    commitAll(ws.dir);
+    const x = sessionOn(ws.dir, "x");
+    const thrown = new TurnRecorder(x, 1, "workspace-write", undefined, { sessionId: "x" });
+    await thrown.beforeTool("bash", false, {});
+    thrown.abandon(); // the turn threw before `finish` (turn-runner.ts)
+    const y = sessionOn(ws.dir, "y");
+    const recY = new TurnRecorder(y, 1, "workspace-write", undefined, { sessionId: "y" });
+    await recY.beforeTool("write_file", false, { path: "y.txt" });
+    ws.file("y.txt", "y\n");
+    await recY.finish(session("y"));
+    expect((await rewindFiles(y, readJournal(y.store.journal()), 1, false)).removed).toEqual(["y.txt"]);
   });
 
   it("a turn that overlapped another session's bash leaves every path a conflict, undone with force", async () => {

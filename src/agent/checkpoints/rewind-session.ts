@@ -25,7 +25,7 @@ import { Pacer, sameState, type PathState } from "./path-state.js";
 import { canRestore } from "./restore-fs.js";
 import { readJournal, rewindFiles, type RewindCapture } from "./rewind.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
-import { announceWrites } from "./shared-workspace.js";
+import { SharedWorkspaceWatch } from "./shared-workspace.js";
 import type { ChangedPath, JournalRecord } from "./store.js";
 
 /** Why a rewind was refused before it changed anything (a -32602 with this `kind`). */
@@ -69,16 +69,22 @@ export async function rewindSession(session: Session, checkpoints: SessionCheckp
   if (files) {
     // A turn number no record holds yet (a rewind killed before it was logged took one too).
     const ownTurn = view.turns.reduce((n, t) => Math.max(n, t.turn), lastTurn) + 1;
+    // The rewind writes like a turn (shared-workspace.ts): what it writes is noted in other
+    // sessions' recording turns, and what they write meanwhile in its own checkpoint.
+    const watch = new SharedWorkspaceWatch(checkpoints.root, session.id, undefined, false);
     own = new OwnCheckpoint(checkpoints, ownTurn, turn);
     const keep = own.capture;
-    // What the rewind writes is this session's change in another session's recording turn.
     const capture: RewindCapture = (paths) => {
-      announceWrites(checkpoints.root, session.id, session.parentSessionId, paths.map((rel) => path.join(checkpoints.root, rel)));
+      for (const rel of paths) watch.willRun(path.join(checkpoints.root, rel));
       return keep(paths);
     };
-    const done = await rewindFiles(checkpoints, view, turn, params.force ?? false, capture);
-    Object.assign(result, { restored: done.restored, removed: done.removed, conflicts: done.conflicts, unrestored: done.unrestored });
-    checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states, conflicts: done.conflicts }, ...(await own.close())], true);
+    try {
+      const done = await rewindFiles(checkpoints, view, turn, params.force ?? false, capture);
+      Object.assign(result, { restored: done.restored, removed: done.removed, conflicts: done.conflicts, unrestored: done.unrestored });
+      checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: done.states, conflicts: done.conflicts }, ...(await own.close(watch))], true);
+    } finally {
+      watch.close();
+    }
   } else {
     checkpoints.store.append([{ type: "rewind", turn, lastTurn, files, conversation, states: [] }], true);
   }
@@ -125,8 +131,8 @@ class OwnCheckpoint {
     return new Map(this.before);
   };
 
-  /** The turn record of what the rewind changed (nothing when it was not asked to change anything). */
-  async close(): Promise<JournalRecord[]> {
+  /** The turn record of what the rewind changed (nothing when it was not asked to change anything); `watch` is closed once its states are taken. */
+  async close(watch: SharedWorkspaceWatch): Promise<JournalRecord[]> {
     if (this.before.size === 0) return [];
     const entries: ChangedPath[] = [];
     const folders = new Map<string, string | undefined>();
@@ -136,11 +142,15 @@ class OwnCheckpoint {
       const after = this.cp.look(rel, folders);
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
     }
+    const noted = watch.close();
+    const shared = noted.all ? entries.map((e) => e.path) : entries.filter((e) => noted.paths.has(e.path)).map((e) => e.path);
     const changed = new Set(entries.map((e) => e.path));
     const notKept = [...this.notKept].filter(([rel]) => changed.has(rel));
     this.skipped = notKept.filter(([, why]) => why === "size-cap").map(([rel]) => rel);
     this.unreadable = notKept.filter(([, why]) => why === "unreadable").map(([rel]) => rel);
     this.event = { turn: this.turn, files: entries.length, kind: "files", rewind: this.rewind };
-    return [{ type: "turn", turn: this.turn, kind: "files", entries, uncovered: [], skipped: notKept.map(([rel]) => rel), rewind: this.rewind }];
+    const record: JournalRecord = { type: "turn", turn: this.turn, kind: "files", entries, uncovered: [], skipped: notKept.map(([rel]) => rel), rewind: this.rewind };
+    if (shared.length > 0) record.shared = noted.all ? true : shared;
+    return [record];
   }
 }

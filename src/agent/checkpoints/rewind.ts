@@ -55,6 +55,8 @@ export interface TurnChanges {
   rewind?: number;
   /** A rewind's own checkpoint: the turns that rewind undid (unknown when its record is missing). */
   undid?: number[];
+  /** Entries whose change may be another session's (`true`: all of them): conflicts unless `force` (shared-workspace.ts). */
+  shared?: true | Set<string>;
 }
 
 /** The journal read as turns, the state each path was last left in by the session, and the turns cut from the history. */
@@ -105,15 +107,13 @@ export function readJournal(records: JournalRecord[]): JournalView {
       }
       case "turn": {
         const whole: TurnChanges = { turn: r.turn, kind: r.kind, entries: r.entries, uncovered: r.uncovered, skipped: r.skipped, spent: false, partial: false };
+        if (r.shared !== undefined) whole.shared = r.shared === true ? true : new Set(r.shared);
         if (r.rewind !== undefined) Object.assign(whole, { rewind: r.rewind, ...(lastUndid ? { undid: lastUndid } : {}) });
         const partial = open.get(key(r));
         if (partial) turns.splice(turns.indexOf(partial), 1, whole);
         else turns.push(whole);
         open.delete(key(r));
-        // A change another session may have made is not one this session knows it wrote: like a
-        // path of a turn cut short, it is a conflict for a rewind unless forced (shared-workspace.ts).
-        const shared = r.shared === true ? undefined : new Set(r.shared);
-        for (const e of r.entries) lastWritten.set(e.path, r.shared === true || shared?.has(e.path) ? undefined : e.after);
+        for (const e of r.entries) lastWritten.set(e.path, e.after);
         break;
       }
       case "rewind":
@@ -215,8 +215,13 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
   // changed it (one map lookup a path, so a pass over ten thousand paths stays linear).
   const target = new Map<string, PathState>();
   const firstTurn = new Map<string, number>();
+  // Paths an undone turn marked as maybe another session's change: never undone without `force`,
+  // whichever turn wrote them last (a later turn of this session writing one does not make the
+  // other session's change this session's).
+  const shared = new Set<string>();
   for (const t of undone) {
     for (const e of t.entries) {
+      if (t.shared === true || t.shared?.has(e.path)) shared.add(e.path);
       if (target.has(e.path)) continue;
       target.set(e.path, e.before);
       firstTurn.set(e.path, t.turn);
@@ -246,7 +251,7 @@ export async function rewindFiles(cp: SessionCheckpoints, view: JournalView, tur
     const now = cp.look(rel);
     if (sameState(now, before)) continue;
     const written = view.lastWritten.get(rel);
-    if ((!force && (written === undefined || !sameContent(now, written))) || (before === null && now?.t === "other")) {
+    if ((!force && (written === undefined || shared.has(rel) || !sameContent(now, written))) || (before === null && now?.t === "other")) {
       out.conflicts.push(rel);
       continue;
     }

@@ -9,15 +9,19 @@
  * rewind of this turn, as if this turn had written it: another session's work, removed without
  * a conflict. So while a turn records, every changing tool another session runs is noted in it:
  * a file tool's path (that path's change may be the other session's), any other changing tool
- * (`bash`, `task`, a client or MCP tool: it may change anything) the whole turn. What is noted
- * is journaled with the turn (`shared`), and a rewind treats those paths as it treats a path the
- * session did not last write: a conflict, left alone unless `force` (rewind.ts `readJournal`).
+ * (`bash`, `task`, a client or MCP tool: it may change anything, and so may a file tool whose
+ * folder does not exist yet) the whole turn. A rewind that writes files is watched the same way,
+ * for its own checkpoint. What is noted is journaled with the turn (`shared`), and a rewind of a
+ * turn that noted a path leaves it as a conflict unless `force`, whichever turn wrote it last
+ * (rewind.ts `rewindFiles`).
  *
  * Invariant: over-noting is safe (a conflict the user can force), under-noting loses work; so a
- * turn that starts recording while another session's opaque tool may still run is noted whole,
- * and a watch never released (a turn that threw) notes more, never less. A session's subagents
- * are one family with it: the parent's checkpoint covers what its `task` calls do by design.
- * Other processes (a second bridge on the same repository) are not seen: docs/checkpoints.md.
+ * turn that starts recording while another session's opaque tool may still run is noted whole.
+ * A watch lives from a turn's first changing tool to its end, or to its throw (turn-runner.ts
+ * lets it go). A subagent's turn run by its parent's `task` call is one family with the parent:
+ * the parent's checkpoint covers what its `task` calls do by design; a child session the client
+ * prompts itself is another session. Other processes (a second bridge on the same repository)
+ * are not seen: docs/checkpoints.md.
  *
  * @module
  */
@@ -99,9 +103,3 @@ export class SharedWorkspaceWatch {
   }
 }
 
-/** Session `sessionId` writes `abs` (absolute paths) outside a turn (a rewind): noted in every other family's recording turn. */
-export function announceWrites(root: string, sessionId: string, parentSessionId: string | undefined, abs: string[]): void {
-  const family = familyOf(sessionId, parentSessionId);
-  const from = { root, full: false, opaque: false, wrote: abs };
-  for (const other of active) if (other.family !== family) noteWrites(other, from);
-}

@@ -17,6 +17,7 @@
 import type { JsonObject, PermissionMode } from "../../protocol/index.js";
 import type { Logger } from "../../log.js";
 import type { Session } from "../session.js";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { Pacer, sameState, type PathState } from "./path-state.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
@@ -25,6 +26,24 @@ import type { ChangedPath } from "./store.js";
 
 /** The tools whose `path` argument names the one file they write. */
 const FILE_TOOLS: ReadonlySet<string> = new Set(["write_file", "edit_file"]);
+
+/**
+ * The real path a file tool's `requested` path writes (links followed, as the tool follows
+ * them), for other sessions' watches; `undefined` (it may change anything) when its folder does
+ * not exist yet: the tool makes it, and a link on the way may send the write anywhere.
+ */
+function landing(workspace: string, requested: string): string | undefined {
+  const absolute = path.resolve(workspace, requested);
+  try {
+    return fs.realpathSync(absolute);
+  } catch {
+    try {
+      return path.join(fs.realpathSync(path.dirname(absolute)), path.basename(absolute));
+    } catch {
+      return undefined;
+    }
+  }
+}
 
 export class TurnRecorder {
   private changing = false;
@@ -70,9 +89,13 @@ export class TurnRecorder {
       this.uncovered.add(name);
     } finally {
       // Announced whatever the recording did: the tool runs either way.
-      const file = FILE_TOOLS.has(name) && typeof args.path === "string" ? args.path : undefined;
-      this.watch?.willRun(file === undefined ? undefined : path.resolve(cp.root, cp.keyOf(file) ?? file));
+      this.watch?.willRun(FILE_TOOLS.has(name) && typeof args.path === "string" ? landing(cp.workspace, args.path) : undefined);
     }
+  }
+
+  /** The turn threw before `finish`: its watch is let go (the turn records nothing more). */
+  abandon(): void {
+    this.watch?.close();
   }
 
   private async record(name: string, args: JsonObject): Promise<void> {
