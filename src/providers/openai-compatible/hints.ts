@@ -61,8 +61,9 @@ export function hintFor(error: ModelError, context: HintContext): string | undef
       return `${hostOf(endpoint)} cannot be reached from here: check the network, a firewall or proxy (HTTPS_PROXY, NO_PROXY) and ${moveIt}`;
     }
     if (/: bad port\b/.test(error.message)) {
+      // The port refused may be a redirect's, not the base URL's: both are named.
       const port = portOf(endpoint);
-      return `fetch refuses to connect to port ${port ?? "of " + hostOf(endpoint)} (one of the web's blocked "bad ports", such as 6000, 6665–6669 and 10080): run the server on another port and point ${moveIt} at it`;
+      return `fetch refuses to connect to a blocked "bad port" (the web's list, such as 6000, 6665–6669 and 10080; the base URL's port is ${port ?? "its scheme's default"}, unless a redirect led to another): run the server on another port and point ${moveIt} at it`;
     }
     if (code !== undefined && /CERT|UNABLE_TO|SELF_SIGNED/.test(code)) {
       return `the TLS certificate of ${hostOf(endpoint)} is not trusted here: give the CA that signed it in NODE_EXTRA_CA_CERTS (a PEM file), or check ${moveIt}`;

@@ -32,7 +32,7 @@ describe("retries and HTTP errors", () => {
     expect(error).toBeInstanceOf(ModelError);
     expect(error.message).toContain("bad port");
     expect(error.message).not.toContain("gave up after");
-    expect(error.message).toMatch(/fetch refuses to connect to port 6000 .*: run the server on another port and point DEEPSEEK_BASE_URL/);
+    expect(error.message).toMatch(/fetch refuses to connect to a blocked "bad port" .*the base URL's port is 6000, .*: run the server on another port and point DEEPSEEK_BASE_URL/);
     expect(delays()).toEqual([]);
   });
 
