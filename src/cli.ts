@@ -25,6 +25,7 @@ import { openStdio } from "./transport/stdio.js";
 import { DEFAULT_MAX_LINE_BYTES, ServerEndpoint } from "./transport/server-endpoint.js";
 import { VERSION } from "./version.js";
 import { loadViewer } from "./viewer-loader.js";
+import { lossyPathProblem, lossyVariable, PATH_VARIABLES } from "./lossy-path.js";
 
 /** A usage error: reported on stderr with exit code 2. */
 class UsageError extends Error {}
@@ -208,18 +209,6 @@ export function parseCommandLine(args: string[]): Parsed {
   };
 }
 
-/**
- * Why a path read from the command line or the environment cannot be used, or `undefined`. Node
- * reads both as UTF-8, each byte of an invalid sequence as U+FFFD: a folder whose name is not
- * valid UTF-8 arrives as the name of another folder (one holding U+FFFD), which the bridge would
- * make and use, the same one for every such name. Refused, since the folder named cannot be
- * reached; a name that holds U+FFFD itself cannot be told from one, and is refused too.
- */
-function lossyPathProblem(value: string): string | undefined {
-  if (!value.includes("\uFFFD")) return undefined;
-  return "is not valid UTF-8 (or holds U+FFFD, what such a name is read as): the bridge cannot open the folder it names; give a path that is valid UTF-8";
-}
-
 /** Parses the command line and, with `--stdio`, serves until shutdown, EOF or a signal. */
 export function main(argv: string[] = process.argv): void {
   // `view`: the session viewer, a chunk of its own (viewer-loader.ts), with its own options.
@@ -259,10 +248,10 @@ export function main(argv: string[] = process.argv): void {
     process.exitCode = 2;
     return;
   }
-  const envRoot = process.env.HARNESS_SESSION_ROOT;
-  const lossy = parsed.options.sessionRoot === undefined && envRoot ? lossyPathProblem(envRoot) : undefined;
+  // HARNESS_SESSION_ROOT is not read when --session-root is given (lossy-path.ts: why refused).
+  const lossy = lossyVariable(process.env, PATH_VARIABLES.filter((name) => name !== "HARNESS_SESSION_ROOT" || parsed.options.sessionRoot === undefined));
   if (lossy) {
-    process.stderr.write(`error: HARNESS_SESSION_ROOT ${JSON.stringify(envRoot)} ${lossy}\n`);
+    process.stderr.write(`error: ${lossy}\n`);
     process.exitCode = 2;
     return;
   }

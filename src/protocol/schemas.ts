@@ -71,8 +71,16 @@ const mcpTimeouts = { startupTimeoutMs: z.optional(timeoutMs), toolTimeoutMs: z.
 // Strict objects: a stdio config with a `url` (or the reverse) is a mistake worth naming.
 const mcpStdioServer = z.strictObject({
   command: checked(cwdProblem),
-  args: z.optional(z.array(z.string().check(z.refine((a) => !a.includes("\0"), "must not contain a NUL byte")))),
-  env: z.optional(stringMap.check(z.refine((env) => Object.entries(env).every(([k, v]) => /^[^=\0]+$/.test(k) && !v.includes("\0")), "names must be non-empty without '=' or NUL, values without NUL"))),
+  // A lone surrogate ("\udce9") would reach the server as U+FFFD: another argument or value than the one given.
+  args: z.optional(z.array(z.string().check(z.refine((a) => !a.includes("\0") && a.isWellFormed(), "must not contain a NUL byte or a lone surrogate")))),
+  env: z.optional(
+    stringMap.check(
+      z.refine(
+        (env) => Object.entries(env).every(([k, v]) => /^[^=\0]+$/.test(k) && k.isWellFormed() && !v.includes("\0") && v.isWellFormed()),
+        "names must be non-empty without '=', NUL or a lone surrogate, values without NUL or a lone surrogate",
+      ),
+    ),
+  ),
   cwd: z.optional(checked(cwdProblem)),
   ...mcpTimeouts,
 });

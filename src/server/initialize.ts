@@ -6,6 +6,7 @@
  * Nothing here imports the agent modules statically (see agent-modules.ts): they load behind
  * a `setImmediate`, after the transport has written the response.
  */
+import { isUtf8 } from "node:buffer";
 import { realpathSync, statSync } from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
@@ -103,6 +104,13 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     const why = found ? "is not a folder" : "does not exist";
     const fix = "the workspace must be an existing folder: create it, or pass the folder to work in as cwd";
     throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} ${why}; ${fix}`, { kind: "invalid-params" });
+  }
+  // A link to a folder whose name is not valid UTF-8: every path the bridge makes of it as text
+  // (its real path, the sandbox's rules, the checkpoints' root) would name the folder of U+FFFD
+  // beside it, and the tools would work in two places. Asked as bytes, once.
+  if (!isUtf8(realpathSync.native(workspace, { encoding: "buffer" }))) {
+    const why = "leads to a folder whose path is not valid UTF-8, which the bridge cannot name";
+    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} ${why}; rename the folder, or pass one whose real path is valid UTF-8`, { kind: "invalid-params" });
   }
   if (params.tools) await checkToolNames(params.tools);
   if (params.clientTools) await checkClientTools(params.clientTools);

@@ -22,6 +22,7 @@ import { parseArgs } from "node:util";
 import { workspaceFolderName } from "../agent/store/log-format.js";
 import { defaultSessionRoot } from "../agent/store/root.js";
 import { viewerHandler } from "./http.js";
+import { lossyPathProblem, lossyVariable } from "../lossy-path.js";
 
 /** The one address the viewer listens on. */
 export const VIEWER_HOST = "127.0.0.1";
@@ -59,8 +60,16 @@ export function parseViewArgs(args: string[], env: NodeJS.ProcessEnv = process.e
   const rawPort = values.port ?? "0";
   const port = Number(rawPort);
   if (!/^\d{1,5}$/.test(rawPort) || port > 65535) throw new Error(`option '--port <n>' argument '${rawPort}' is invalid: must be a port number from 0 to 65535`);
+  // A path Node read with U+FFFD names another folder than the one meant (lossy-path.ts).
+  const root = values["session-root"];
+  for (const [option, value] of [["--session-root", root], ["--workspace", values.workspace]] as const) {
+    const problem = value === undefined ? undefined : lossyPathProblem(value);
+    if (problem) throw new Error(`option '${option}' argument ${JSON.stringify(value)} ${problem}`);
+  }
+  const lossy = root === undefined ? lossyVariable(env, ["HARNESS_SESSION_ROOT", "XDG_STATE_HOME", "HOME"]) : undefined;
+  if (lossy) throw new Error(lossy);
   return {
-    sessionRoot: path.resolve(cwd, values["session-root"] ?? (env.HARNESS_SESSION_ROOT || defaultSessionRoot(env))),
+    sessionRoot: path.resolve(cwd, root ?? (env.HARNESS_SESSION_ROOT || defaultSessionRoot(env))),
     workspace: path.resolve(cwd, values.workspace ?? "."),
     port,
   };

@@ -158,7 +158,28 @@ describe("string params the OS can never use", () => {
       expect(res.error?.message).toContain(field);
       expect(res.error?.message).toContain("lone surrogate");
     }
+    // An MCP server's argument or variable: it would get U+FFFD in place of the surrogate.
+    c.request(4, "initialize", { ...initParams(ws.dir), mcpServers: { s: { command: "/bin/cat", args: ["/srv/\udce9"] } } });
+    c.request(5, "initialize", { ...initParams(ws.dir), mcpServers: { s: { command: "/bin/cat", env: { V: "/srv/\udce9" } } } });
+    for (const [id, field] of [[4, "params.mcpServers.s.args.0"], [5, "params.mcpServers.s.env"]] as const) {
+      const res = await c.response(id);
+      expect(res.error?.code).toBe(ErrorCode.InvalidParams);
+      expect(res.error?.message).toContain(field);
+      expect(res.error?.message).toContain("lone surrogate");
+    }
     c.request(3, "initialize", initParams(path.join(ws.dir, "caf\uFFFD")));
     expect((await c.response(3)).result.protocolVersion).toBe(1);
+  });
+
+  it("initialize with a cwd that leads to a folder whose path is not valid UTF-8 is -32602", async () => {
+    const raw = Buffer.concat([Buffer.from(`${ws.dir}/caf`), Buffer.from([0xe9])]);
+    fs.mkdirSync(raw);
+    fs.mkdirSync(path.join(ws.dir, "caf\uFFFD")); // the folder the bridge would have worked in
+    fs.symlinkSync(raw, path.join(ws.dir, "link"));
+    const c = start();
+    c.request(1, "initialize", initParams(path.join(ws.dir, "link")));
+    const res = await c.response(1);
+    expect(res.error?.code).toBe(ErrorCode.InvalidParams);
+    expect(res.error?.message).toMatch(/params\.cwd: .*link leads to a folder whose path is not valid UTF-8/);
   });
 });

@@ -354,7 +354,7 @@ describe.each([
       expect(c.frames).toEqual([]);
     });
 
-    it("a session root whose name is not valid UTF-8 is refused (exit 2), on the command line and in HARNESS_SESSION_ROOT", () => {
+    it("a session root, HOME or another path variable that is not valid UTF-8 is refused (exit 2), never swapped for another folder", () => {
       // Node reads both with U+FFFD for the invalid byte: the bridge used to make and use that
       // other folder, the same one for /x/\xff and /x/\xfe.
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hb-lossy-root-"));
@@ -370,6 +370,17 @@ describe.each([
           expect(out.stderr).toContain("not valid UTF-8");
         }
         expect(fs.readdirSync(dir)).toEqual([]);
+        // Every path the bridge hides, shows, runs or writes by: a HOME or HARNESS_SANDBOX_HIDE
+        // read with U+FFFD would hide a folder that does not exist and show the real one.
+        for (const name of ["HOME", "XDG_STATE_HOME", "TMPDIR", "HARNESS_SANDBOX_HIDE", "HARNESS_SANDBOX_READ", "HARNESS_BWRAP", "HARNESS_RG"]) {
+          const out = run(`${name}="$(printf '${bytes}')" exec "$0" --stdio`);
+          expect([out.status, out.stdout], name).toEqual([2, ""]);
+          expect(out.stderr).toContain(`error: ${name} `);
+          expect(out.stderr).toContain("not valid UTF-8");
+        }
+        // Given on the command line, the root makes HARNESS_SESSION_ROOT unused: not refused for it.
+        const given = run(`HARNESS_SESSION_ROOT="$(printf '${bytes}')" exec "$0" --stdio --session-root "${dir}/ok"`);
+        expect(given.status).toBe(0);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

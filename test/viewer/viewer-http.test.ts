@@ -90,6 +90,16 @@ describe("who the viewer answers", () => {
     expect(parseViewArgs(["--port", "8123", "--workspace", "w", "--session-root", "r"], {}, "/x")).toEqual({ port: 8123, workspace: "/x/w", sessionRoot: "/x/r" });
   });
 
+  it("refuses a session root or workspace Node read with U+FFFD (not valid UTF-8): it names another folder", () => {
+    expect(() => parseViewArgs(["--session-root", "/r/\uFFFD"], {}, "/x")).toThrow(/--session-root.*not valid UTF-8/);
+    expect(() => parseViewArgs(["--workspace", "/w/\uFFFD"], {}, "/x")).toThrow(/--workspace.*not valid UTF-8/);
+    for (const name of ["HARNESS_SESSION_ROOT", "XDG_STATE_HOME", "HOME"]) {
+      expect(() => parseViewArgs([], { HOME: "/home/u", [name]: "/s/\uFFFD" }, "/x")).toThrow(new RegExp(`${name}.*not valid UTF-8`));
+    }
+    // Given on the command line, the root makes the variables unused.
+    expect(parseViewArgs(["--session-root", "r"], { HOME: "/h/\uFFFD" }, "/x")?.sessionRoot).toBe("/x/r");
+  });
+
   it("serves the three loopback names of its own port, and refuses any other Host with 403 (DNS rebinding)", async () => {
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
       expect((await get("/api/sessions", { host })).status).toBe(200);
