@@ -41,9 +41,11 @@ from .errors import (
     ProtocolError,
     ProviderUnavailableError,
     RequestTimeoutError,
+    RequestTooLargeError,
     SessionBusyError,
     ShuttingDownError,
     TransportClosedError,
+    UnsendableRequestError,
 )
 from .events import event_from_notification
 from .options import HarnessOptions
@@ -212,6 +214,8 @@ __all__ = [
     "TransportClosedError",
     "OpenFileLimitError",
     "RequestTimeoutError",
+    "UnsendableRequestError",
+    "RequestTooLargeError",
     "BridgeNotFoundError",
     "ProtocolError",
 ]

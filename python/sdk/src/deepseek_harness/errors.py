@@ -17,6 +17,8 @@ __all__ = [
     "TransportClosedError",
     "OpenFileLimitError",
     "RequestTimeoutError",
+    "UnsendableRequestError",
+    "RequestTooLargeError",
     "BridgeNotFoundError",
     "ProtocolError",
 ]
@@ -204,6 +206,31 @@ class RequestTimeoutError(HarnessError, TimeoutError):
         if detail:
             msg += f"; {detail}"
         super().__init__(msg)
+
+
+class UnsendableRequestError(HarnessError, ValueError):
+    """A request the SDK did not write, because the bridge could not have taken it: nothing was
+    sent, no answer is awaited, and the client (its bridge and its sessions) stays usable. Also a
+    ``ValueError``: what the caller passed is the problem. ``method`` is the request's method,
+    ``param`` the path of the field at fault in its params (``"cwd"``,
+    ``"contentBlocks[0].text"``), or None."""
+
+    def __init__(self, message: str, method: str, param: Optional[str] = None) -> None:
+        self.method = method
+        self.param = param
+        super().__init__(message)
+
+
+class RequestTooLargeError(UnsendableRequestError):
+    """The request is longer, as one JSON line, than the bridge's ``--max-line-bytes`` (16 MiB
+    unless the command line says otherwise): the bridge would discard the line unanswered.
+    ``size`` is the line's length in bytes, ``limit`` the bridge's; ``param`` names the largest
+    string of the params (usually the culprit)."""
+
+    def __init__(self, message: str, method: str, param: Optional[str], size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(message, method, param)
 
 
 class BridgeNotFoundError(HarnessError):

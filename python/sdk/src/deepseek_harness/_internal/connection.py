@@ -27,12 +27,13 @@ from ..errors import HarnessError, JsonRpcError, ProtocolError, RequestTimeoutEr
 from ..wire import SessionCancelParams
 from .inbox import INF, AnyInbox, AsyncInbox, Closed, Pending
 from .link import Link, close_when_dropped
+from .outgoing import DEFAULT_MAX_LINE_BYTES, max_line_bytes
 from .process import BridgeProcess, PathLike, forget_at_exit, reap_at_exit
 from .router import Interceptor, Router
 
 __all__ = [
     "Connection", "validate", "send", "request", "arequest", "outcome", "forget", "try_cancel",
-    "await_quietly", "answer_requests",
+    "await_quietly", "answer_requests", "line_limit",
 ]
 
 log = logging.getLogger("deepseek_harness")
@@ -100,7 +101,7 @@ class Connection:
             log.debug("starting %s", cmd)
             process = BridgeProcess(cmd, env, cwd)
             self._process = process
-            link = Link(process, self._router)
+            link = Link(process, self._router, max_line_bytes(cmd))
             self._link = link
             link.reader.start()
             self._started = True
@@ -276,3 +277,10 @@ def answer_requests(conn: Connection, interceptor: Interceptor, on_settled: Call
     """Makes ``interceptor`` the one who answers ``tool/request`` and ``permission/request``
     (on the reader thread), and ``on_settled`` hear of every prompt answered."""
     conn._router.set_interceptor(interceptor, on_settled)
+
+
+def line_limit(conn: Connection) -> int:
+    """The longest request line the connection's bridge takes (its ``--max-line-bytes``; the
+    default before it started)."""
+    link = conn._link
+    return link.max_line_bytes if link is not None else DEFAULT_MAX_LINE_BYTES

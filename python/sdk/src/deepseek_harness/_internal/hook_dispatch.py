@@ -21,7 +21,7 @@ from ..events import event_from_notification
 from ..hooks import HOOK_NAMES, Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
 from ..notification import Notification
 from ..wire import HookRequestEvent, SessionHookParams, TextBlock
-from .tool_answers import Answer, Unanswerable, not_json
+from .tool_answers import MAX_ANSWER_BYTES, Answer, Unanswerable, not_json
 
 __all__ = ["hook_job"]
 
@@ -40,15 +40,16 @@ _FIELD_TYPES: Dict[type, Dict[str, type]] = {
 Job = Tuple[Callable[[], Any], Callable[[Any, Optional[BaseException]], Answer], bool]
 
 
-def hook_job(hooks: Hooks, sid: str, n: Notification, data: Dict[str, Any]) -> Optional[Job]:
+def hook_job(hooks: Hooks, sid: str, n: Notification, data: Dict[str, Any], budget: int = MAX_ANSWER_BYTES) -> Optional[Job]:
     """What runs for one ``hook/request`` (the function, the answer's maker, whether it is
-    async); None for a request the SDK cannot answer (malformed: logged)."""
+    async); None for a request the SDK cannot answer (malformed: logged). ``budget``: the most
+    bytes the answer's params may take (:func:`~.tool_answers.answer_budget`)."""
     hook_id, hook = data.get("hookId"), data.get("hook")
     if not isinstance(hook_id, str) or not isinstance(hook, str) or hook not in HOOK_NAMES.values():
         log.warning("ignoring a hook/request without a hookId or with an unknown hook: %r", data)
         return None
     fn = hooks.function_for(hook)
-    finish = functools.partial(hook_answer, sid, hook_id, hook)
+    finish = functools.partial(hook_answer, sid, hook_id, hook, budget=budget)
     if fn is None:
         # Asked for a hook this harness has no function for (not one it sent): change nothing.
         return (lambda: None), finish, False
@@ -66,7 +67,8 @@ def _text(value: str) -> str:
     return _SURROGATE.sub("\ufffd", value)
 
 
-def hook_answer(sid: str, hook_id: str, hook: str, value: Any, exc: Optional[BaseException]) -> Answer:
+def hook_answer(sid: str, hook_id: str, hook: str, value: Any, exc: Optional[BaseException], *,
+                budget: int = MAX_ANSWER_BYTES) -> Answer:
     """The ``session/hook`` answer for what the function gave (``value``) or raised (``exc``)."""
     expected = _ANSWERS[hook]
     if exc is None and value is not None and not isinstance(value, expected):
@@ -98,7 +100,7 @@ def hook_answer(sid: str, hook_id: str, hook: str, value: Any, exc: Optional[Bas
     elif isinstance(value, StopAnswer) and value.continue_with:
         fields["continue_"] = _text(str(value.continue_with))
     params = SessionHookParams(session_id=sid, hook_id=hook_id, **fields).to_wire()
-    too_big = not_json(params)
+    too_big = not_json(params, budget)
     if too_big is not None:
         raise Unanswerable(f"the {hook} hook's answer cannot be sent: {too_big}")
     return "session/hook", params

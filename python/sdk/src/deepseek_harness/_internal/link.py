@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import logging
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..errors import HarnessError, TransportClosedError
 from .inbox import AnyInbox, Closed, Pending
+from .outgoing import encode_request
 from .process import BridgeProcess
 from .router import Router
 
@@ -34,9 +34,12 @@ log = logging.getLogger("deepseek_harness")
 class Link:
     """One started bridge: what the caller's threads, the reader thread and a finalizer share."""
 
-    def __init__(self, process: BridgeProcess, router: Router) -> None:
+    def __init__(self, process: BridgeProcess, router: Router, max_line_bytes: int) -> None:
         self.process = process
         self.router = router
+        #: The longest line the bridge takes (its command line's ``--max-line-bytes``): a longer
+        #: request is refused here, never written (:func:`~.outgoing.encode_request`).
+        self.max_line_bytes = max_line_bytes
         self.ids = itertools.count(1)
         #: Set once close begins: requests other than ``shutdown`` are refused, and the end of
         #: the stream reads "the client was closed" rather than "harness-bridge exited".
@@ -74,9 +77,9 @@ class Link:
         frame: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             frame["params"] = params
-        # NaN and Infinity are not JSON (the bridge refuses the line, and the id with it): the
-        # caller gets the ValueError instead of a request that never answers.
-        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+        # Before the waiter is registered: a request the bridge could not take (NaN, past its line
+        # limit) raises to the caller here instead of being written and never answered.
+        data = encode_request(frame, self.max_line_bytes)
         forked = self.process.forked()
         if forked is not None:
             raise forked

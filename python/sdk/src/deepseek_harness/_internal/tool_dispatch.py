@@ -31,14 +31,16 @@ import weakref
 from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple
 
 from ..client_tools import ClientTool
-from ..errors import HarnessError
+from ..errors import HarnessError, UnsendableRequestError
 from ..hooks import Hooks
 from ..notification import Notification
 from ..wire import PermissionRequestEvent
-from .connection import Connection, answer_requests, arequest, request
+from .connection import Connection, answer_requests, arequest, line_limit, request
 from .hook_dispatch import hook_job
 from .inbox import AsyncInbox, Pending
-from .tool_answers import Answer, Unanswerable, answered, ask, call_tool, permission_answer, tool_answer
+from .tool_answers import (
+    Answer, Unanswerable, answer_budget, answered, ask, call_tool, permission_answer, tool_answer,
+)
 from .worker_pool import DaemonPool
 
 __all__ = ["ToolDispatcher", "POOL_THREAD_PREFIX"]
@@ -108,10 +110,13 @@ class ToolDispatcher:
         fn: Callable[[], Any]
         finish: Callable[[Any, Optional[BaseException]], Answer]
         kind = {"tool/request": "tools", "hook/request": "hooks"}.get(event.get("type"), "approvals")  # type: ignore[arg-type]
+        # Every answer is made to fit the line limit of this very bridge (a lower
+        # --max-line-bytes included): a line it discards would leave the call waiting.
+        budget = answer_budget(line_limit(self.conn))
         if kind == "hooks":
             if self.hooks is None:
                 return  # hooks asked for without functions: the caller answers (HarnessClient)
-            job = hook_job(self.hooks, sid, n, data)
+            job = hook_job(self.hooks, sid, n, data, budget)
             if job is None:
                 return
             fn, finish, is_async = job
@@ -122,7 +127,7 @@ class ToolDispatcher:
                 return
             tool = self.tools.get(name) if isinstance(name, str) else None
             fn = functools.partial(call_tool, tool, name, arguments)
-            finish = functools.partial(tool_answer, sid, call_id, name)
+            finish = functools.partial(tool_answer, sid, call_id, name, budget=budget)
             is_async = tool is not None and tool.is_async
         else:
             request_id = data.get("requestId")
@@ -132,7 +137,7 @@ class ToolDispatcher:
                 log.warning("ignoring a permission/request without a requestId: %r", data)
                 return
             fn = functools.partial(ask, self.can_use_tool, n)
-            finish = functools.partial(permission_answer, sid, request_id)
+            finish = functools.partial(permission_answer, sid, request_id, budget=budget)
             is_async = _is_async_callable(self.can_use_tool)
         ticket = _Ticket(self, sid)
         loop = owner.inbox.loop if owner is not None and isinstance(owner.inbox, AsyncInbox) else None
@@ -275,8 +280,9 @@ class ToolDispatcher:
 
 class _Attempts:
     """Sending one job's answer: the answer, and once more a fallback when it could not be
-    written (not JSON, not UTF-8: the caller sees nothing, so the bridge must get an error
-    result or a deny). The bridge refusing it (the turn is over) ends the attempts quietly."""
+    written (not JSON, not UTF-8, past the line limit: the caller sees nothing, so the bridge
+    must get an error result or a deny). The bridge refusing it (the turn is over) ends the
+    attempts quietly."""
 
     def __init__(self, answer: Answer, finish: Callable[[Any, Optional[BaseException]], Answer]) -> None:
         self.answer = answer
@@ -298,7 +304,7 @@ class _Attempts:
 
     def __exit__(self, kind: Any, exc: Optional[BaseException], tb: Any) -> bool:
         method, params = self.answer
-        if exc is None or isinstance(exc, HarnessError):
+        if exc is None or (isinstance(exc, HarnessError) and not isinstance(exc, UnsendableRequestError)):
             if exc is not None:
                 log.debug("%s for %s was not taken (the turn is over?): %s", method, params.get("sessionId"), exc)
             self._done = True
