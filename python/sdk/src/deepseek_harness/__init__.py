@@ -37,6 +37,7 @@ from .errors import (
     InvalidParamsError,
     JsonRpcError,
     NotInitializedError,
+    NotUtf8Error,
     OpenFileLimitError,
     ProtocolError,
     ProviderUnavailableError,
@@ -216,6 +217,7 @@ __all__ = [
     "RequestTimeoutError",
     "UnsendableRequestError",
     "RequestTooLargeError",
+    "NotUtf8Error",
     "BridgeNotFoundError",
     "ProtocolError",
 ]

@@ -19,6 +19,7 @@ __all__ = [
     "RequestTimeoutError",
     "UnsendableRequestError",
     "RequestTooLargeError",
+    "NotUtf8Error",
     "BridgeNotFoundError",
     "ProtocolError",
 ]
@@ -230,6 +231,17 @@ class RequestTooLargeError(UnsendableRequestError):
     def __init__(self, message: str, method: str, param: Optional[str], size: int, limit: int) -> None:
         self.size = size
         self.limit = limit
+        super().__init__(message, method, param)
+
+
+class NotUtf8Error(UnsendableRequestError):
+    """A string of the request is not valid UTF-8: it holds a lone surrogate, as ``os.fsdecode``,
+    ``os.listdir`` and ``os.getcwd`` make of a file name's bytes that are not UTF-8
+    (``errors="surrogateescape"``). JSON text cannot carry it, so the request cannot be sent.
+    ``param`` names the field (``"cwd"``, ``"contentBlocks[0].text"``), ``value`` is the string."""
+
+    def __init__(self, message: str, method: str, param: Optional[str], value: str) -> None:
+        self.value = value
         super().__init__(message, method, param)
 
 

@@ -6,7 +6,9 @@ The bridge discards a line longer than its ``--max-line-bytes`` (default 16 MiB)
 of ``id: null`` (docs/guarantees.md, section 1): the request's waiter would never hear of it and
 the call would wait for ever. So the SDK knows the limit of the command line it started the
 bridge with (:func:`max_line_bytes`) and refuses a longer frame before writing it
-(:class:`~deepseek_harness.RequestTooLargeError`), before any waiter is registered.
+(:class:`~deepseek_harness.RequestTooLargeError`), before any waiter is registered. Likewise a
+string holding a lone surrogate (a file name's bytes that are not UTF-8, as Python decodes
+them) cannot be written as UTF-8 at all: :class:`~deepseek_harness.NotUtf8Error` names the field.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import math
 import re
 from typing import Any, Iterator, Optional, Sequence, Tuple
 
-from ..errors import RequestTooLargeError
+from ..errors import NotUtf8Error, RequestTooLargeError
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "max_line_bytes", "encode_request"]
 
@@ -80,8 +82,13 @@ def _js_positive_int(value: str) -> Optional[int]:
 def encode_request(frame: Any, limit: int) -> bytes:
     """``frame`` as the line to write (newline included). Raises ``ValueError`` for NaN or
     infinity (not JSON: the bridge would refuse the line, and the id with it), ``TypeError`` for
-    a value JSON has no form for, and :class:`RequestTooLargeError` past ``limit``."""
-    data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    a value JSON has no form for, :class:`NotUtf8Error` for a string with a lone surrogate, and
+    :class:`RequestTooLargeError` past ``limit``."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _not_utf8(frame) from None
     if len(data) > limit:
         raise _too_large(frame, len(data), limit)
     return data + b"\n"
@@ -100,6 +107,31 @@ def _too_large(frame: Any, size: int, limit: int) -> RequestTooLargeError:
         "(put a long text in a file of the workspace and ask for it to be read), or start the bridge with a higher "
         f"limit: extra_args=[\"--max-line-bytes\", \"{enough}\"]",
         method, param, size, limit)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _not_utf8(frame: Any) -> NotUtf8Error:
+    method = str(frame.get("method"))
+    param, value, at = next(((where, text, found.start()) for where, text in _strings(frame.get("params"), "")
+                             if (found := _SURROGATE.search(text)) is not None), ("", "", 0))
+    code = ord(value[at]) if value else 0
+    if 0xDC80 <= code <= 0xDCFF:
+        # surrogateescape's mark of one byte that is not UTF-8 (U+DC80 + the byte).
+        why = (f"where the bytes were not UTF-8, it holds U+{code:04X}, Python's stand-in for the byte 0x{code - 0xDC00:02x} "
+               "(errors='surrogateescape': os.fsdecode, os.listdir, os.getcwd, sys.argv make such strings of file names)")
+    else:
+        why = f"it holds the lone surrogate U+{code:04X}, which is no character"
+    what = "path" if param.lower().endswith(("cwd", "path", "root", "model")) else "text"
+    fix = ("give the folder or file a name that is valid UTF-8 (or a symbolic link with one) and pass that"
+           if what == "path" else "decode the bytes it came from with their real encoding, or with errors='replace'")
+    # A long text (a whole prompt) is shown around the character only.
+    shown = repr(value) if len(value) <= 200 else f"{value[max(0, at - 60):at + 60]!r} (an excerpt)"
+    return NotUtf8Error(
+        f"{method}'s {param or 'params'} is not valid UTF-8: {shown} at character {at}: {why}. JSON cannot carry it, "
+        f"so the request was not sent (the client is still usable): {fix}",
+        method, param or None, value)
 
 
 def _strings(value: Any, path: str) -> Iterator[Tuple[str, str]]:
