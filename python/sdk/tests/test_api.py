@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +182,19 @@ def test_initialize_response_says_what_confines_bash(real):
     with real.harness(permission_mode="full") as h:
         sandbox = h.initialize_response.sandbox
         assert sandbox.bash == "none" and "full" in (sandbox.reason or "")
+
+
+@pytest.mark.parametrize("prompt,hint", [
+    (Path("README.md"), "read it: Path(...).read_text()"),
+    (b"bytes", "not bytes"),
+    ({"type": "text", "text": "one block"}, "a single block goes in a list"),
+    (42, "not int"),
+], ids=["path", "bytes", "one-block", "int"])
+def test_a_prompt_that_is_not_a_str_or_blocks_is_a_clear_type_error(fake, prompt, hint):
+    """``h.run(Path("README.md"))`` raised "'PosixPath' object is not iterable" from inside the SDK."""
+    h = fake.harness()
+    with pytest.raises(TypeError, match="the prompt must be a str or a list of text blocks") as info:
+        call_within(30, h.run, prompt)
+    assert hint in str(info.value)
+    assert h.client._router.pending == {}
+    assert call_within(30, h.run, "fine").ok

@@ -5,6 +5,7 @@ HarnessClient."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +99,43 @@ def test_the_client_takes_the_process_fields_and_its_own_names(fake, fake_log, t
     old = HarnessClient(fake.bridge, max_steps=3, permission_mode="read-only", cwd=tmp_path)
     assert (old.options.default_max_steps, old.options.max_permission_mode, old.options.bridge_cwd) == (3, "read-only", tmp_path)
     assert old.command()[1:] == ["--stdio", "--max-steps", "3", "--permission-mode", "read-only"]
+
+
+def test_a_script_files_path_may_be_a_path_object_wherever_a_model_is_taken(fake, tmp_path):
+    """``model=Path(...)`` crashed inside the SDK (``Object of type PosixPath is not JSON
+    serializable``) while ``cwd``, ``bridge_bin`` and ``session_root`` took a Path."""
+    script = Path(fake.script({"turns": [{"steps": [{"text": "from the script"}]}]}))
+    options = base_options(fake, shutdown_timeout_seconds=5.0)
+    assert dataclasses.replace(options, model=script).model == str(script)
+    assert HarnessOptions(model=script).model == str(script)
+
+    h = DeepSeekHarness(options=options, model=script)
+    fake.opened.append(h)
+    assert h.model == str(script)
+    assert call_within(60, h.run, "hi").final_response == "from the script"
+
+    async def main():
+        async with AsyncDeepSeekHarness(options=dataclasses.replace(options, model=script)) as a:
+            return await a.run("hi")
+
+    assert run_async(main()).final_response == "from the script"
+
+    c = fake.client().start()
+    c.initialize(fake.workspace, "scripted", script)  # the low-level client too
+    assert c.session_prompt("s1", "hi").status == "ok"
+
+    later = DeepSeekHarness(options=options)
+    fake.opened.append(later)
+    later.model = script  # an attribute changed before start
+    assert call_within(60, later.run, "hi").final_response == "from the script"
+
+
+def test_a_batch_task_takes_a_path_object_for_its_model(tmp_path):
+    from batch_support import scripted_options, write_script
+    from deepseek_harness.batch import BatchTask, run_local
+
+    script = write_script(tmp_path / "script.json", "batch done")
+    options = dataclasses.replace(scripted_options(tmp_path, script), model=script)
+    (tmp_path / "repo").mkdir()
+    [result] = call_within(60, run_local, [BatchTask(id="t", prompt="go", workspace=tmp_path / "repo", options=options)])
+    assert result.ok and result.final_response == "batch done", result

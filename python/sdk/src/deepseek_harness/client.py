@@ -26,7 +26,7 @@ from ._meta import UNKNOWN_VERSION, __version__
 from .errors import ProtocolError, ProviderUnavailableError
 from .client_tools import ClientTool
 from .hooks import Hooks
-from .options import HarnessOptions, initialize_settings, resolve_options
+from .options import HarnessOptions, initialize_settings, model_name, resolve_options
 from .wire import (
     PROTOCOL_VERSION, InitializeResponse, McpServerConfig, SessionCancelResponse, SessionHookParams, SessionInfo,
     SessionPermissionParams, RewindResult, SessionPromptResponse, SessionReadResponse, SessionToolResultParams,
@@ -117,7 +117,7 @@ class HarnessClient(Connection):
         self,
         cwd: Union[str, "os.PathLike[str]"],
         provider: str,
-        model: str,
+        model: Union[str, "os.PathLike[str]"],
         max_tokens: Optional[int] = None,
         max_steps: Optional[int] = None,
         permission_mode: Optional[str] = None,
@@ -154,7 +154,7 @@ class HarnessClient(Connection):
         params: Dict[str, Any] = {
             "cwd": os.path.abspath(os.fspath(cwd)),
             "provider": provider,
-            "model": model,
+            "model": model_name(model),
             "protocolVersion": PROTOCOL_VERSION,
         }
         # Every keyword named in INITIALIZE_FIELDS goes through that one table.

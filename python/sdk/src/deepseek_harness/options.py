@@ -17,9 +17,15 @@ from .client_tools import ClientTool
 from .hooks import Hooks
 from .mcp_servers import McpServerConfig, mcp_servers_wire
 
-__all__ = ["HarnessOptions", "INITIALIZE_FIELDS", "initialize_settings", "resolve_options"]
+__all__ = ["HarnessOptions", "INITIALIZE_FIELDS", "initialize_settings", "resolve_options", "model_name"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def model_name(model: PathLike) -> str:
+    """``initialize.model`` of what the caller gave: a name, or a script file's path as a str or
+    any ``os.PathLike`` (``pathlib.Path``), which JSON cannot carry as it is."""
+    return os.fsdecode(model) if isinstance(model, os.PathLike) else model
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,8 @@ class HarnessOptions:
     Attributes:
         provider: ``"deepseek"`` (needs ``DEEPSEEK_API_KEY``), ``"openai"`` (any
             OpenAI-compatible server) or ``"scripted"`` (offline). Default ``"deepseek"``.
-        model: the model name; for ``scripted``, ``"demo"`` or the path of a script file.
+        model: the model name; for ``scripted``, ``"demo"`` or the path of a script file (a
+            str or any ``os.PathLike``, e.g. a ``pathlib.Path``: kept as its str).
             Default ``"deepseek-flash"``, the name DeepSeek's docs give for its current model
             (older names such as ``deepseek-v4-flash`` still answer, served by it).
         cwd: the workspace of every session; default: the current directory at start.
@@ -139,7 +146,7 @@ class HarnessOptions:
     """
 
     provider: str = "deepseek"
-    model: str = "deepseek-flash"
+    model: PathLike = "deepseek-flash"
     cwd: Optional[PathLike] = None
     max_tokens: Optional[int] = None
     max_steps: Optional[int] = None
@@ -178,6 +185,8 @@ class HarnessOptions:
     def __post_init__(self) -> None:
         # Copies, so that a caller's list or dict changed later does not change these options.
         object.__setattr__(self, "extra_args", tuple(self.extra_args))
+        # A script file's path as a str: what initialize sends, and a key a pool compares (batch/pool.py).
+        object.__setattr__(self, "model", model_name(self.model))
         for name in ("tools", "builtin_tools"):
             value = getattr(self, name)
             if isinstance(value, (str, ClientTool)):

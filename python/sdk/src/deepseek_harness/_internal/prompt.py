@@ -15,6 +15,7 @@ run on the reader thread.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union, cast
 
@@ -36,6 +37,13 @@ PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
 def content_blocks(blocks: PromptInput) -> List[TextBlockParams]:
     if isinstance(blocks, str):
         return [{"type": "text", "text": blocks}]
+    if isinstance(blocks, (os.PathLike, bytes, bytearray, Mapping, TextBlock)) or not isinstance(blocks, Iterable):
+        # Each is iterable, or a mistake, but none is a list of blocks: iterating a Path raised
+        # "'PosixPath' object is not iterable", bytes gave ints, a dict its keys.
+        hint = " (to send a file's text, read it: Path(...).read_text())" if isinstance(blocks, os.PathLike) else \
+            " (a single block goes in a list: [block])" if isinstance(blocks, (Mapping, TextBlock)) else ""
+        raise TypeError(f"the prompt must be a str or a list of text blocks (dicts or TextBlock), "
+                        f"not {type(blocks).__name__}{hint}")
     # The bridge checks the blocks a caller passes (and answers -32602 to a bad one).
     out: List[TextBlockParams] = []
     for b in blocks:
