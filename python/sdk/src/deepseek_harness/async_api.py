@@ -41,7 +41,7 @@ from .api import DeepSeekHarness, new_session_id
 from ._internal.decode import NotificationCallback
 from ._internal.harness_setup import LogFolder
 from ._internal.inbox import AsyncInbox
-from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt
+from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt, asettle_abandoned
 from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
 from .client import HarnessClient
@@ -195,7 +195,8 @@ class AsyncDeepSeekHarness:
 
     async def _prepare(self, session_id: str) -> None:
         """Before a turn: the bridge is up, and an abandoned stream of this session has been
-        cancelled and has settled (otherwise the new prompt would find the session busy)."""
+        cancelled and has settled (otherwise the new prompt would find the session busy), as has
+        a turn of it given up on without waiting (interrupted: :func:`asettle_abandoned`)."""
         if self._harness.initialize_response is None:
             await self.start()
         if session_id in self._abandoned:
@@ -204,6 +205,7 @@ class AsyncDeepSeekHarness:
                 # wait, not shield: never raises the cleanup's outcome into this turn, and a
                 # cancelled caller leaves the cleanup running.
                 await asyncio.wait([task])
+        await asettle_abandoned(self.client, session_id)
 
     # -- abandoned streams ----------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from .router import Interceptor, Router
 
 __all__ = [
     "Connection", "validate", "send", "request", "arequest", "outcome", "forget", "try_cancel",
-    "await_quietly", "answer_requests", "line_limit",
+    "await_quietly", "answer_requests", "line_limit", "remember_abandoned", "take_abandoned",
 ]
 
 log = logging.getLogger("deepseek_harness")
@@ -65,6 +65,10 @@ class Connection:
         self._lifecycle_lock = threading.Lock()
         self._closing = False
         self._started = False
+        # session id → the session/cancel sent for a turn whose caller gave up without waiting for
+        # it to settle (Ctrl-C during run()): the session's next prompt waits for that answer
+        # first (prompt.py settle_abandoned), or the bridge would find the session still busy.
+        self._abandoned: Dict[str, Pending] = {}
 
     def _launch_spec(self) -> Tuple[List[str], Dict[str, str], Optional[PathLike]]:
         """The command line, the environment and the working directory to start with."""
@@ -284,3 +288,19 @@ def line_limit(conn: Connection) -> int:
     default before it started)."""
     link = conn._link
     return link.max_line_bytes if link is not None else DEFAULT_MAX_LINE_BYTES
+
+
+def remember_abandoned(conn: Connection, session_id: str, cancel: Pending) -> None:
+    """Keeps the ``session/cancel`` of a turn given up on without waiting, for the session's next
+    prompt to wait for (:func:`take_abandoned`). Entries answered meanwhile for sessions nobody
+    prompted again are dropped here, so the map holds only cancels still in flight and the last."""
+    abandoned = conn._abandoned
+    for sid, pending in list(abandoned.items()):
+        if pending.inbox.items:
+            abandoned.pop(sid, None)
+    abandoned[session_id] = cancel
+
+
+def take_abandoned(conn: Connection, session_id: str) -> Optional[Pending]:
+    """The ``session/cancel`` a prompt of ``session_id`` must wait for first, if any (taken once)."""
+    return conn._abandoned.pop(session_id, None)

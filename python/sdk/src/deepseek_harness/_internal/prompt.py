@@ -23,12 +23,15 @@ from ..errors import RequestTimeoutError
 from ..wire import (
     SessionCancelParams, SessionCancelResponse, SessionPromptParams, SessionPromptResponse, TextBlock, TextBlockParams,
 )
-from .connection import Connection, arequest, await_quietly, forget, outcome, send, try_cancel, validate
+from .connection import (
+    Connection, arequest, await_quietly, forget, outcome, remember_abandoned, send, take_abandoned, try_cancel, validate,
+)
 from .decode import NotificationCallback, deliver
-from .inbox import INF, AnyInbox, AsyncInbox
+from .inbox import INF, AnyInbox, AsyncInbox, Pending
 from .tracing import current_traceparent
 
-__all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks"]
+__all__ = ["PromptInput", "PromptCall", "run_prompt", "arun_prompt", "acancel", "content_blocks", "settle_abandoned",
+           "asettle_abandoned"]
 
 #: What a prompt takes: a string (one text block), or text blocks as dicts or :class:`TextBlock`.
 PromptInput = Union[str, Iterable[Union[Mapping[str, Any], TextBlock]]]
@@ -67,7 +70,8 @@ class PromptCall:
     up (a callback raised, a stream was closed, a task was cancelled, the timeout passed) calls
     :meth:`abort` / :meth:`aabort`: ``session/cancel``, then wait, bounded by the client's
     ``shutdown_timeout_seconds``, until the prompt and the cancel have both been answered, so
-    the session is idle (reusable) afterwards.
+    the session is idle (reusable) afterwards. One interrupted while it waits (Ctrl-C) does not
+    wait (:meth:`_abandon`); the session's next prompt waits instead (:func:`settle_abandoned`).
     """
 
     __slots__ = ("client", "session_id", "pending", "timeout", "deadline", "response", "settled")
@@ -101,8 +105,11 @@ class PromptCall:
         self.response: Optional[SessionPromptResponse] = None
         #: True once the consumer is done with the inbox: answered, aborted or abandoned.
         self.settled = False
-        self.pending = send(client, "session/prompt", params, session_id, inbox=inbox)
         self.deadline = INF if timeout is None else time.monotonic() + timeout
+        if not isinstance(inbox, AsyncInbox):
+            # The blocking front waits here; the asyncio one awaited asettle_abandoned first.
+            settle_abandoned(client, session_id, self.deadline)
+        self.pending = send(client, "session/prompt", params, session_id, inbox=inbox)
 
     # -- shared ------------------------------------------------------------------------
 
@@ -124,12 +131,22 @@ class PromptCall:
 
     def _abandon(self) -> None:
         """Interrupted while waiting (e.g. KeyboardInterrupt): drop the waiter, ask the bridge to
-        cancel, and do not wait for anything."""
+        cancel, and do not wait for anything here (Ctrl-C must return at once). The cancel is
+        remembered: the session's next prompt waits for its answer (the turn has then settled)
+        before it is sent, as it would after a stream's ``close()``."""
         if self.settled:
             return
         self.settled = True
         forget(self.client, self.pending)
-        try_cancel(self.client, self.session_id)
+        self._remember(try_cancel(self.client, self.session_id, self._cancel_inbox()))
+
+    def _cancel_inbox(self) -> Optional[AnyInbox]:
+        inbox = self.pending.inbox
+        return AsyncInbox(inbox.loop) if isinstance(inbox, AsyncInbox) else None
+
+    def _remember(self, cancel: Optional[Pending]) -> None:
+        if cancel is not None:
+            remember_abandoned(self.client, self.session_id, cancel)
 
     # -- blocking front ----------------------------------------------------------------
 
@@ -163,6 +180,12 @@ class PromptCall:
             if cancel is not None:
                 forget(client, cancel)
             return
+        except BaseException:
+            # Interrupted in this wait (Ctrl-C while a stream closes): as _abandon, the next
+            # prompt of the session waits for the cancel instead.
+            forget(client, self.pending)
+            self._remember(cancel)
+            raise
         if cancel is not None:
             await_quietly(client, cancel, wait)
 
@@ -206,6 +229,10 @@ class PromptCall:
                     cancelled_again = True
                 except TimeoutError:
                     break
+                except BaseException:
+                    forget(client, self.pending)  # KeyboardInterrupt on the loop: as abort()
+                    self._remember(cancel)
+                    raise
             if not answered:  # the bridge did not settle in time: stop waiting for it at all
                 forget(client, self.pending)
                 if cancel is not None:
@@ -213,6 +240,55 @@ class PromptCall:
                 break
         if cancelled_again:
             raise asyncio.CancelledError
+
+
+def settle_abandoned(conn: Connection, session_id: str, deadline: float = INF) -> None:
+    """Before a prompt of ``session_id`` (blocking): waits until the turn of it that a caller gave
+    up on without waiting (:meth:`PromptCall._abandon`) has settled, i.e. until the bridge
+    answered the cancel sent for it, so the new prompt does not find the session busy. Bounded:
+    by ``shutdown_timeout_seconds`` (what :meth:`PromptCall.abort` waits for a cancelled turn) and
+    by ``deadline`` (the new prompt's own timeout); past them the prompt is sent anyway, and a
+    turn still running makes it :class:`~deepseek_harness.SessionBusyError`, never a hang."""
+    cancel = take_abandoned(conn, session_id)
+    if cancel is None:
+        return
+    limit = min(deadline, time.monotonic() + conn.shutdown_timeout_seconds)
+    try:
+        if isinstance(cancel.inbox, AsyncInbox):  # the asyncio front's: poll it
+            while not cancel.inbox.items and time.monotonic() < limit:
+                time.sleep(0.01)
+            if not cancel.inbox.items:
+                raise TimeoutError
+        else:
+            cancel.inbox.get(limit)
+    except TimeoutError:
+        forget(conn, cancel)
+    except BaseException:
+        remember_abandoned(conn, session_id, cancel)  # interrupted again: the next prompt waits
+        raise
+
+
+async def asettle_abandoned(conn: Connection, session_id: str) -> None:
+    """:func:`settle_abandoned` for the asyncio front (awaiting; the prompt's own timeout starts
+    after it)."""
+    cancel = take_abandoned(conn, session_id)
+    if cancel is None:
+        return
+    limit = time.monotonic() + conn.shutdown_timeout_seconds
+    inbox = cancel.inbox
+    try:
+        if isinstance(inbox, AsyncInbox) and inbox.loop is asyncio.get_running_loop():
+            await inbox.aget(limit)
+        else:  # the blocking front's, or another loop's: poll it
+            while not inbox.items and time.monotonic() < limit:
+                await asyncio.sleep(0.01)
+            if not inbox.items:
+                raise TimeoutError
+    except TimeoutError:
+        forget(conn, cancel)
+    except BaseException:
+        remember_abandoned(conn, session_id, cancel)
+        raise
 
 
 def run_prompt(conn: Connection, session_id: str, blocks: PromptInput, on_notification: Optional[NotificationCallback],
