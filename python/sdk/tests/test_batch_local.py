@@ -216,6 +216,33 @@ def test_batch_command_reports_failed_tasks_and_exits_1(tmp_path: Path) -> None:
     assert b"3 ok, 2 failed" in run.stderr
 
 
+def test_a_resumed_batch_exits_1_while_its_earlier_results_hold_a_failure(tmp_path: Path) -> None:
+    """The exit status is that of every task of the input in the results file: a run that only
+    resumed (here: had nothing left to do) exited 0 over a file holding failures, so a CI job
+    that ran the same command again after an interruption turned green."""
+    write_script(tmp_path / "script.json", "finished")
+    failing = {"id": "nowhere", "prompt": "x", "workspace": str(tmp_path / "missing")}
+    tasks = write_tasks(tmp_path, 2, [failing])
+    out = tmp_path / "results.jsonl"
+    first = subprocess.run(command(tmp_path, tasks, out), env=env(), capture_output=True, timeout=120)
+    assert first.returncode == 1 and b"2 ok, 1 failed" in first.stderr, first.stderr.decode()
+
+    again = subprocess.run(command(tmp_path, tasks, out), env=env(), capture_output=True, timeout=60)
+    assert again.returncode == 1, again.stderr.decode()
+    assert f"ran 0: 0 ok, 0 failed; of the 3 earlier results in {out}, 1 failed".encode() in again.stderr
+
+    # One more task, which succeeds: the earlier failure still counts.
+    more = write_tasks(tmp_path, 3, [failing])
+    resumed = subprocess.run(command(tmp_path, more, out), env=env(), capture_output=True, timeout=120)
+    assert resumed.returncode == 1 and b"ran 1: 1 ok, 0 failed; of the 3 earlier results" in resumed.stderr
+
+    # A failure of a task the input does not hold is not this batch's.
+    only_ok = tmp_path / "ok-tasks.jsonl"
+    only_ok.write_text("".join(line for line in more.read_text().splitlines(keepends=True) if "nowhere" not in line))
+    clean = subprocess.run(command(tmp_path, only_ok, out), env=env(), capture_output=True, timeout=60)
+    assert clean.returncode == 0 and b"of the 3 earlier results" in clean.stderr and b", 0 failed" in clean.stderr
+
+
 @pytest.mark.parametrize("content,message", [
     ('{"prompt": "x"}\n', "tasks.jsonl:1: 'workspace' must be a non-empty string"),
     ('{"id": "a", "prompt": "x", "workspace": "/w"}\n{"id": "a", "prompt": "y", "workspace": "/w"}\n',

@@ -7,7 +7,10 @@ or on Ray with ``--ray-address`` (``local``: a cluster of this machine only; ``a
 ``ray start`` runs here; ``HOST:PORT``: a remote head).
 
 Exit status: 0 when every task is answered ``ok``, 1 when some result is a failure, 2 for a
-bad command line or tasks file, 130 when interrupted (the results so far are kept).
+bad command line or tasks file, 130 when interrupted (the results so far are kept). "Every task"
+is every task of the tasks file, its results of earlier runs in the results file included: a
+resumed run (or one with nothing left to do) whose earlier results hold a failure exits 1, so a
+job that runs the same command again after an interruption does not turn green.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..options import HarnessOptions
-from .files import ResultWriter, TaskFileError, finished_ids, read_tasks
+from .files import ResultWriter, TaskFileError, finished_results, read_tasks
 from .local import iter_local
 from .progress import ProgressBar
 from .tasks import BatchResult, BatchTask, options_from_dict
@@ -99,9 +102,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (TaskFileError, ValueError, OSError) as exc:
         print(f"batch: {exc}", file=sys.stderr)
         return 2
-    done = finished_ids(args.out)
+    done = finished_results(args.out)
     todo = [t for t in tasks if t.id not in done]
     skipped = len(tasks) - len(todo)
+    # The results of earlier runs count as this run's (results for ids not in the tasks file do not).
+    failed_before = sum(1 for t in tasks if t.id in done and not done[t.id])
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     bar = ProgressBar(len(tasks), initial=skipped) if show and todo else None
     counts = {"ok": 0, "failed": 0}
@@ -122,8 +127,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         if bar is not None:
             bar.close()
-    print(f"batch: ran {len(todo)}: {counts['ok']} ok, {counts['failed']} failed", file=sys.stderr)
-    return 1 if counts["failed"] else 0
+    earlier = f"; of the {skipped} earlier results in {args.out}, {failed_before} failed" if skipped else ""
+    print(f"batch: ran {len(todo)}: {counts['ok']} ok, {counts['failed']} failed{earlier}", file=sys.stderr)
+    return 1 if counts["failed"] or failed_before else 0
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Dict, List, Optional, Set, Union
 from ..options import HarnessOptions
 from .tasks import BatchResult, BatchTask, options_from_dict
 
-__all__ = ["TaskFileError", "read_tasks", "finished_ids", "ResultWriter"]
+__all__ = ["TaskFileError", "read_tasks", "finished_ids", "finished_results", "ResultWriter"]
 
 _TASK_KEYS = {"id", "prompt", "workspace", "session_id", "options"}
 
@@ -79,13 +79,20 @@ def _task_of(data: Any, default_id: str, options: Optional[HarnessOptions], wher
 
 
 def finished_ids(path: Union[str, "os.PathLike[str]"]) -> Set[str]:
-    """The task ids a results file already answers (none when it does not exist). A line
-    that does not parse is skipped — only a torn last line can be one, and its task reruns."""
-    ids: Set[str] = set()
+    """The task ids a results file already answers (none when it does not exist)."""
+    return set(finished_results(path))
+
+
+def finished_results(path: Union[str, "os.PathLike[str]"]) -> Dict[str, bool]:
+    """Each task id a results file answers, with whether its result is ``ok`` (none when the
+    file does not exist). A line that does not parse is skipped — only a torn last line can be
+    one, and its task reruns. An id answered twice (lines appended by hand) counts as its last
+    line says."""
+    results: Dict[str, bool] = {}
     try:
         f = open(path, encoding="utf-8")
     except FileNotFoundError:
-        return ids
+        return results
     with f:
         for line in f:
             try:
@@ -93,8 +100,8 @@ def finished_ids(path: Union[str, "os.PathLike[str]"]) -> Set[str]:
             except json.JSONDecodeError:
                 continue
             if isinstance(data, dict) and isinstance(data.get("task_id"), str):
-                ids.add(data["task_id"])
-    return ids
+                results[data["task_id"]] = data.get("status") == "ok"
+    return results
 
 
 class ResultWriter:
