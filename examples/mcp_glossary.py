@@ -7,6 +7,8 @@ of your own can drive an MCP server without a model.
     HARNESS_BRIDGE_BIN=$PWD/bin/harness-bridge python examples/mcp_glossary.py
 """
 
+# needs mcp: pip install mcp
+
 from __future__ import annotations
 
 import json

@@ -2,7 +2,11 @@
 examples/*.py runs against the real binary, and all of them pass ``mypy --strict``.
 
 Each block is a whole program, as a reader copies it: it runs on its own in a scratch workspace
-(holding a README.md), with ``HARNESS_BRIDGE_BIN`` naming the built binary. A block or example
+(holding a README.md), with ``HARNESS_BRIDGE_BIN`` naming the built binary, in a Python
+environment holding only what the README's Install section installs (tests/runtime_venv.py: the
+SDK and pydantic, not the tests' pytest), so a program that needs more fails here as it fails
+for the reader; one that needs a package more says so on a line of its own, ``# needs mcp: pip
+install mcp``, and gets it. A block or example
 that asks for DeepSeek talks to a local fake DeepSeek server (``DEEPSEEK_BASE_URL``, a fake
 key) that answers every prompt with a short text; the examples run a second time without a
 key, on the offline demo model, and a third time against a DeepSeek that refuses every request
@@ -30,6 +34,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional
 import pytest
 
 from conftest import REPO_ROOT, real_bridge_or_skip
+from runtime_venv import RuntimeVenvs, needs_of
 
 if not (REPO_ROOT / "examples").is_dir():
     # An sdist's tests, outside the repository: there are no documents or examples to run.
@@ -122,15 +127,24 @@ def refusing_deepseek() -> Iterator[RefusingFake]:
         yield server
 
 
-def run_snippet(code: str, tmp_path: Path, env: Dict[str, str]) -> "subprocess.CompletedProcess[str]":
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> RuntimeVenvs:
+    """Where the programs run: an environment as the Install section makes it (see the module's doc)."""
+    return RuntimeVenvs(tmp_path_factory.mktemp("runtime"))
+
+
+def run_snippet(code: str, tmp_path: Path, env: Dict[str, str], runtime: RuntimeVenvs) -> "subprocess.CompletedProcess[str]":
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "README.md").write_text("# A project\nIt has a README.\n")
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
-    # Its own state folder, so that its session logs can be read below.
-    env = {**env, "XDG_STATE_HOME": str(tmp_path / "state")}
-    return subprocess.run([sys.executable, str(script)], cwd=workspace, env=env, capture_output=True, text=True, timeout=180)
+    # Its own state folder, so that its session logs can be read below; nothing of the tests'
+    # own environment (a PYTHONPATH, the venv) reaches the program's Python.
+    env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    python = runtime.python(needs_of(code))
+    return subprocess.run([str(python), str(script)], cwd=workspace, env=env, capture_output=True, text=True, timeout=180)
 
 
 def turn_ends(tmp_path: Path) -> List[str]:
@@ -205,13 +219,14 @@ def test_the_documents_have_blocks_to_run() -> None:
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.name for s in SNIPPETS])
-def test_runs_against_the_binary_with_a_fake_deepseek(snippet: Snippet, tmp_path: Path, fake_deepseek: AnsweringFake) -> None:
+def test_runs_against_the_binary_with_a_fake_deepseek(snippet: Snippet, tmp_path: Path, fake_deepseek: AnsweringFake,
+                                                      runtime: RuntimeVenvs) -> None:
     reason = not_run_reason(snippet.code)
     if reason is not None:
         pytest.skip(f"{snippet.name} says: not run by the tests: {reason}")
     env = {**base_env(), "DEEPSEEK_API_KEY": FAKE_KEY, "DEEPSEEK_BASE_URL": fake_deepseek.base_url}
     before = len(fake_deepseek.requests)
-    run = run_snippet(snippet.code, tmp_path, env)
+    run = run_snippet(snippet.code, tmp_path, env, runtime)
     assert_ran_well(snippet.name, run, tmp_path, snippet.code)
     assert fake_deepseek.problems == [], fake_deepseek.problems
     if len(fake_deepseek.requests) > before:
@@ -225,10 +240,11 @@ RUN_SNIPPETS = [s for s in SNIPPETS if not_run_reason(s.code) is None]
 
 
 @pytest.mark.parametrize("snippet", RUN_SNIPPETS, ids=[s.name for s in RUN_SNIPPETS])
-def test_prints_status_and_reason_when_deepseek_refuses(snippet: Snippet, tmp_path: Path, refusing_deepseek: RefusingFake) -> None:
+def test_prints_status_and_reason_when_deepseek_refuses(snippet: Snippet, tmp_path: Path, refusing_deepseek: RefusingFake,
+                                                        runtime: RuntimeVenvs) -> None:
     env = {**base_env(), "DEEPSEEK_API_KEY": FAKE_KEY, "DEEPSEEK_BASE_URL": refusing_deepseek.base_url}
     before = len(refusing_deepseek.requests)
-    run = run_snippet(snippet.code, tmp_path, env)
+    run = run_snippet(snippet.code, tmp_path, env, runtime)
     if len(refusing_deepseek.requests) == before:
         # Offline only (the scripted provider): examples/ go to DeepSeek whenever a key is set.
         assert not snippet.name.startswith("examples/"), f"{snippet.name} did not use DeepSeek with a key set"
@@ -243,9 +259,9 @@ def test_prints_status_and_reason_when_deepseek_refuses(snippet: Snippet, tmp_pa
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_examples_run_offline_without_a_key(example: Path, tmp_path: Path) -> None:
+def test_examples_run_offline_without_a_key(example: Path, tmp_path: Path, runtime: RuntimeVenvs) -> None:
     code = example.read_text(encoding="utf-8")
-    run = run_snippet(code, tmp_path, base_env())
+    run = run_snippet(code, tmp_path, base_env(), runtime)
     assert_ran_well(example.name, run, tmp_path)
     assert_client_tools_called(example.name, code, run, tmp_path)
     assert ANSWER not in run.stdout  # the demo model's answers, not the fake's
@@ -271,3 +287,17 @@ def test_every_block_and_example_passes_mypy_strict(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_programs_python_holds_what_the_install_section_installs_and_what_they_name(runtime: RuntimeVenvs) -> None:
+    """The check above is not vacuous: the tests' own packages are not there, the SDK's are, and
+    a program's ``# needs`` line brings its own."""
+    def imports(python: Path, module: str) -> bool:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+        return subprocess.run([str(python), "-c", f"import {module}"], env=env, capture_output=True, timeout=60).returncode == 0
+
+    bare = runtime.python(needs_of("print('hi')\n"))
+    assert imports(bare, "deepseek_harness.batch") and imports(bare, "pydantic")
+    assert not imports(bare, "pytest") and not imports(bare, "hypothesis") and not imports(bare, "mcp")
+    assert needs_of("# needs mcp: pip install mcp\nimport mcp\n") == {"mcp"}
+    assert imports(runtime.python(frozenset({"mcp"})), "mcp.server.mcpserver")
