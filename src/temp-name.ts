@@ -1,7 +1,7 @@
 /**
  * Temporary files written beside their target and renamed over it (the Landlock helper's copy,
- * the remembered verdicts, checkpoint blobs, session metas): one naming rule for all of them, and
- * one rule for the leftovers a killed writer leaves.
+ * the remembered verdicts, checkpoint blobs, session metas, a fork's log): one naming rule for
+ * all of them, and one rule for the leftovers a killed writer leaves.
  *
  * A name is `<target>.tmp-<pid>-<12 hex digits>`. The pid alone is not unique: bridges in
  * different PID namespaces (containers sharing a volume) often have the same one (1, 7, …), and

@@ -158,9 +158,10 @@ export class AgentRuntime {
 
   /**
    * `session/fork` of `sessionId` at `turn` (default: all) into `newSessionId`. The fork gets the
-   * checkpoints of the turns it copied (so it can rewind their files too) before the store lets
-   * go of its locks, and one whose checkpoints cannot be copied is removed again there: no one
-   * ever sees, prompts or lists a fork without them (store/interface.ts, `SessionCatalog.fork`).
+   * checkpoints of the turns it copied (so it can rewind their files too) before the store makes
+   * it visible and lets go of its locks, and one whose checkpoints cannot be copied is not made:
+   * no one ever sees, prompts or lists a fork without them, not even after a kill
+   * (store/interface.ts, `SessionCatalog.fork`).
    */
   forkSession(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
     let copying = false;

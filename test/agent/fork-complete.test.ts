@@ -1,8 +1,9 @@
 /**
  * A fork is whole before anyone can use it: its completion (the runtime copies the checkpoints
- * of the turns it took) runs while the store still holds the fork's lock, so another bridge
- * cannot prompt, fork or delete it half-made; a completion that fails takes the fork away again
- * under that lock, and the same fork can then be made whole.
+ * of the turns it took) runs before its log takes its name, and while the store still holds the
+ * fork's lock, so another bridge can neither see it half-made nor prompt or fork into its id
+ * meanwhile; a completion that fails takes what it made away again under that lock, and the same
+ * fork can then be made whole. (A bridge killed meanwhile: fork-crash.test.ts.)
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -33,20 +34,31 @@ function withSource<T extends SessionCatalog & { open: Store["open"] }>(store: T
 }
 
 describe("a fork's completion on the file store", () => {
-  it("runs while the fork is locked: another bridge cannot open the fork until it is whole", () => {
+  it("runs before the fork's log has its name, while the fork is locked: another bridge neither sees it nor opens or forks into it until it is whole", () => {
     const store = withSource(new SessionStore(root, "/work/space"));
     const otherBridge = new SessionStore(root, "/work/space");
-    let seenDuring: unknown;
+    let openDuring: unknown;
+    let forkDuring: unknown;
     const refusal = store.fork("src", "copy", undefined, () => {
-      expect(fs.existsSync(store.pathOf("copy"))).toBe(true);
+      expect(fs.existsSync(store.pathOf("copy"))).toBe(false);
+      expect(otherBridge.list().sessions.map((s) => s.sessionId)).toEqual(["src"]);
+      expect(otherBridge.read("copy", undefined, 10)).toBeUndefined();
       try {
         otherBridge.open("copy", { provider: "scripted", model: "demo" }).close();
       } catch (error) {
-        seenDuring = error;
+        openDuring = error;
+      }
+      try {
+        otherBridge.fork("src", "copy", undefined);
+      } catch (error) {
+        forkDuring = error;
       }
     });
     expect(refusal).toBeUndefined();
-    expect(seenDuring).toBeInstanceOf(SessionLockedError);
+    expect(openDuring).toBeInstanceOf(SessionLockedError);
+    expect(forkDuring).toBeInstanceOf(SessionLockedError);
+    // Its temporary is gone: the folder holds the two logs and their metas.
+    expect(fs.readdirSync(path.dirname(store.pathOf("copy"))).filter((n) => !n.startsWith("@owner-")).sort()).toEqual(["copy.jsonl", "copy.meta.json", "src.jsonl", "src.meta.json"]);
     // Once made whole, it is anyone's.
     const opened = otherBridge.open("copy", { provider: "scripted", model: "demo" });
     expect(opened.loadedEvents).toHaveLength(6);

@@ -15,9 +15,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { READ_PAGE_BYTES, type SessionListEntry, type SessionReadResult } from "../../protocol/sessions-types.js";
 import type { SessionEvent } from "../../protocol/types.js";
-import { skipTemp } from "../../temp-name.js";
+import { skipTemp, tempSibling } from "../../temp-name.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
-import type { ForkRefusal, SessionLog } from "./interface.js";
+import { completeFork, type ForkRefusal, type SessionLog } from "./interface.js";
 import {
   forkHeader,
   isSessionId,
@@ -87,7 +87,7 @@ export class FileCatalog {
     const problems: string[] = [];
     const now = Date.now();
     for (const dirent of names) {
-      // What a killed bridge left goes: a meta's temporary once stale (summary.ts writeMeta), an owner file once its process is gone (lock.ts).
+      // What a killed bridge left goes: a meta's or a fork's temporary once stale (temp-name.ts), an owner file once its process is gone (lock.ts).
       if (skipTemp(this.directory, dirent.name, now) || skipOwnerFile(this.directory, dirent.name, now)) continue;
       if (!dirent.name.endsWith(".jsonl")) continue;
       const id = dirent.name.slice(0, -".jsonl".length);
@@ -173,7 +173,8 @@ export class FileCatalog {
     });
   }
 
-  fork(sessionId: string, newSessionId: string, turn: number | undefined): ForkRefusal | undefined {
+  /** `complete`: the fork's checkpoints, made before its log takes its name (see `writeFork`). */
+  fork(sessionId: string, newSessionId: string, turn: number | undefined, complete?: () => void): ForkRefusal | undefined {
     const source = logPath(this.directory, sessionId);
     const target = logPath(this.directory, newSessionId);
     refuseSymlinkedFolder(this.directory);
@@ -213,7 +214,9 @@ export class FileCatalog {
       removeLeftCheckpoints(target);
       // The source's spaces after its last line are not copied: the fork ends in that line's "\n".
       const padded = cut === undefined && last.end === end && last.jsonEnd + 1 < end;
-      const size = writeFork(fd, target, header, head.end, padded ? last.jsonEnd : (cut ?? end), padded);
+      // A completion that fails takes away what it made of the fork's checkpoints; the log is never named.
+      const completed = () => completeFork(newSessionId, complete, () => removeLeftCheckpoints(target));
+      const size = writeFork(fd, target, header, head.end, padded ? last.jsonEnd : (cut ?? end), padded, completed);
       const summary = new SummaryTracker(header);
       for (const event of copied) summary.absorb(event);
       // A fork is new: it is updated when it is made, whatever the times of the events it copied.
@@ -240,20 +243,36 @@ export class FileCatalog {
   }
 }
 
-/** Writes a fork's log (header, bytes [`from`, `to`) of the source, then "\n" if `newline`), fsynced; removes it again on failure. Returns its size. */
-function writeFork(source: number, target: string, header: SessionHeader, from: number, to: number, newline: boolean): number {
-  const fd = fs.openSync(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
+/**
+ * Makes a fork's log (header, bytes [`from`, `to`) of the source, then "\n" if `newline`): written
+ * and fsynced under a temporary name of its own (temp-name.ts), then `complete` runs (the fork's
+ * checkpoints), then the log is renamed to `target`. So the fork is whole the moment its log has
+ * its name, and a bridge killed before that leaves no fork: only a temporary no listing shows
+ * (removed by one once stale) and checkpoints without a log, which the next session or fork of
+ * that id removes before it makes its own (log-format.ts `removeLeftCheckpoints`). The rename
+ * replaces nothing: the caller holds `target`'s lock, which every maker of a log takes, and found
+ * no log there under it. On a failure the temporary is removed. Returns the log's size.
+ */
+function writeFork(source: number, target: string, header: SessionHeader, from: number, to: number, newline: boolean, complete: () => void): number {
+  const temp = tempSibling(target);
+  const fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, SESSION_FILE_MODE);
   try {
-    fs.fchmodSync(fd, SESSION_FILE_MODE);
-    const written = writeAll(fd, `${JSON.stringify(header)}\n`);
-    copyRange(source, fd, from, to);
-    const closing = newline ? writeAll(fd, "\n") : 0;
-    fs.fsyncSync(fd);
-    return written + (to - from) + closing;
+    let size: number;
+    try {
+      fs.fchmodSync(fd, SESSION_FILE_MODE);
+      const written = writeAll(fd, `${JSON.stringify(header)}\n`);
+      copyRange(source, fd, from, to);
+      const closing = newline ? writeAll(fd, "\n") : 0;
+      fs.fsyncSync(fd);
+      size = written + (to - from) + closing;
+    } finally {
+      fs.closeSync(fd);
+    }
+    complete();
+    fs.renameSync(temp, target);
+    return size;
   } catch (error) {
-    fs.rmSync(target, { force: true });
+    fs.rmSync(temp, { force: true });
     throw error;
-  } finally {
-    fs.closeSync(fd);
   }
 }

@@ -31,7 +31,7 @@ import { jsonLine, jsonText } from "../../json-line.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
-import { completeFork, type ForkRefusal, type NewSessionHeader, type SessionCatalog, type SessionLog } from "./interface.js";
+import type { ForkRefusal, NewSessionHeader, SessionCatalog, SessionLog } from "./interface.js";
 import { acquireLock, letGoKept, releaseLock, type HeldLock } from "./lock.js";
 import { LogLock } from "./log-lock.js";
 import { LogTail } from "./log-tail.js";
@@ -188,9 +188,7 @@ export class SessionStore implements SessionCatalog {
     if (!this.exists(sessionId)) return { kind: "unknown-session" };
     const fork = () => {
       letGoKept(); // a copy and an fsync, as long as the log (lock.ts `kept`); the source's lock is held here
-      const refusal = this.catalog.fork(sessionId, newSessionId, turn);
-      if (!refusal) completeFork(newSessionId, complete, () => this.catalog.delete(newSessionId));
-      return refusal;
+      return this.catalog.fork(sessionId, newSessionId, turn, complete);
     };
     return this.underLock(sessionId, newSessionId === sessionId ? fork : () => this.underLock(newSessionId, fork));
   }

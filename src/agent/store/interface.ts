@@ -84,10 +84,11 @@ export interface SessionCatalog {
   read(sessionId: string, afterSeq: number | undefined, limit: number): SessionReadResult | undefined;
   /**
    * Copies the history up to the end of `turn` (default: all) into `newSessionId`. `complete`
-   * (the fork's checkpoints) runs once the fork is made, still under the locks the fork holds,
-   * so no one (another bridge neither) can prompt the fork before it is whole; if `complete`
-   * throws, the fork is removed there and the error passes on (`ForkNotUndoneError` when the
-   * removal failed too).
+   * (the fork's checkpoints) runs before the fork can be found under its id (the file store
+   * names its log only after it), under the locks the fork holds: no one, another bridge
+   * neither, can list, read, prompt or fork into the fork before it is whole, and a bridge
+   * killed before then leaves no fork. If `complete` throws, what it made is removed there and
+   * the error passes on (`ForkNotUndoneError` when the removal failed too).
    */
   fork(sessionId: string, newSessionId: string, turn: number | undefined, complete?: () => void): ForkRefusal | undefined;
   /** Removes a session that no one has open (the runtime unloads it first); `false` when it did not exist. */
