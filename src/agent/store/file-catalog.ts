@@ -34,7 +34,7 @@ import {
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { letGoKept, skipOwnerFile } from "./lock.js";
-import { copyRange, eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { copyRange, eachLine, jsonBeforeSpaces, lineHead, lookAgain, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { keptEvent } from "./resume.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
@@ -146,27 +146,37 @@ export class FileCatalog {
           return false;
         }
         let event: SessionEvent;
+        /** The event's JSON: the line, or what a torn last line kept of it. */
+        let json = line;
+        /** The line is the log's torn tail: the page ends with it. */
+        let tail = false;
         try {
           event = JSON.parse(line.toString("utf8")) as SessionEvent;
         } catch {
-          if (end !== size) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}`);
+          const seen = lookAgain(fd, line, start, end);
+          if (seen === "followed") throw new SessionLogError(`session log ${file} is corrupt at byte ${start}`);
+          // Read across another process's write: what follows is that process's to finish.
+          if (seen === "gone") return false;
           // A whole but unparsable last line is a torn write (as on load), after the JSON of the
           // last line it tore when it was written over that line's spaces (resume.ts).
           const before = jsonBeforeSpaces(line);
           const kept = before && keptEvent(before);
-          if (!kept) return true;
+          if (!kept) return false;
           event = kept;
-          line = before;
+          json = before;
+          tail = true;
         }
-        // A line nested past MAX_NESTING parses but could never be sent (log-lines.ts): corrupt, as on load.
-        if (parsedTooDeep(line, event)) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: nested deeper than ${MAX_NESTING} levels`);
-        // JSON that is no event is no torn write: the same refusal as on load (resume.ts).
-        const problem = eventShapeProblem(event);
-        if (problem) throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: ${problem}`);
-        if (afterSeq !== undefined && event.seq <= afterSeq) return true;
+        // A line nested past MAX_NESTING parses but could never be sent (log-lines.ts), and JSON
+        // that is no event is no torn write: corrupt, as on load (resume.ts), unless read across a write.
+        const problem = parsedTooDeep(json, event) ? `nested deeper than ${MAX_NESTING} levels` : eventShapeProblem(event);
+        if (problem) {
+          if (lookAgain(fd, line, start, end) === "gone") return false;
+          throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: ${problem}`);
+        }
+        if (afterSeq !== undefined && event.seq <= afterSeq) return !tail;
         events.push(event);
-        bytes += line.length;
-        return true;
+        bytes += json.length;
+        return !tail;
       });
       const last = events.at(-1);
       return more && last ? { events, nextSeq: last.seq } : { events };

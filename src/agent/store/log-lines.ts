@@ -211,6 +211,36 @@ export function objectBeforeSpaceAt(fd: number, from: number, to: number): numbe
   return undefined;
 }
 
+/**
+ * The line a read found at [`start`, `end`) of an open log (`line`: without its spaces and "\n"),
+ * looked at again as the file is now: `gone` when those bytes are no longer there, `followed` when
+ * they are and a whole line follows them, `last` otherwise.
+ *
+ * Why: a read takes no lock, so another process may write or recover the log under it (append
+ * over the spaces, run past them, or cut a torn last line and write in its place: log-tail.ts,
+ * resume.ts), and a read in pieces can glue bytes from before such a write to bytes from after
+ * it. But in a log no one damaged, no byte ever follows a line that does not parse: every line
+ * is written at the tail under the session's lock, and a torn last line is cut before the next
+ * one is written. So only a line still there, looked at in one read, with more after it, is
+ * corruption; anything else is a torn last line, a line being written, or one read across a
+ * write. `followed` asks for a whole line after it, as loading does (a torn piece after an
+ * unparsable last whole line is a torn write too).
+ */
+export function lookAgain(fd: number, line: Buffer, start: number, end: number): "gone" | "last" | "followed" {
+  // The line, its spaces, its "\n" and the byte after them, in one read.
+  const now = Buffer.allocUnsafe(end - start + 1);
+  const read = fs.readSync(fd, now, 0, now.length, start);
+  if (read < end - start || now[end - start - 1] !== 0x0a || !now.subarray(0, line.length).equals(line)) return "gone";
+  for (let i = line.length; i < end - start - 1; i++) if (now[i] !== 0x20) return "gone";
+  if (read === end - start) return "last";
+  let whole = false;
+  eachLine(fd, end, () => {
+    whole = true;
+    return false;
+  });
+  return whole ? "followed" : "last";
+}
+
 /** The byte at `position` of `fd`, `undefined` past its end. */
 export function byteAt(fd: number, position: number): number | undefined {
   const byte = Buffer.allocUnsafe(1);
