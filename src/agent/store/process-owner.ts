@@ -27,7 +27,7 @@ export interface ProcessOwner {
   host: string;
   /** The pid's namespace (`/proc/self/ns/pid`): containers on one volume, even of one host name, number processes apart. Absent without `/proc` or from older bridges: `seenHere` says how each is judged. */
   pidns?: string;
-  /** The kernel's boot id: the same on this machine until it reboots, whatever its host name. Absent without `/proc` or from older bridges. */
+  /** The kernel's boot id: the same on this machine until it reboots, whatever its host name. "" without `/proc`; absent from older bridges. */
   boot?: string;
 }
 
@@ -66,18 +66,26 @@ function pidNamespace(): string | undefined {
   }
 }
 
-function bootId(): string | undefined {
+const BOOT_ID = "/proc/sys/kernel/random/boot_id";
+
+/**
+ * The kernel's boot id, or "" where it cannot be read. Looked for before it is read: a missing
+ * file must not throw, since an error's stack trace makes V8 add source positions to the
+ * functions on the stack, and the code cache the build's start-up run makes would then hold
+ * other bytes on a machine without a boot id (test/dist-build/start-up-cache.test.ts).
+ */
+function bootId(): string {
+  if (!fs.existsSync(BOOT_ID)) return "";
   try {
-    return fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || undefined;
+    return fs.readFileSync(BOOT_ID, "utf8").trim();
   } catch {
-    return undefined;
+    return "";
   }
 }
 
 const PIDNS = pidNamespace();
-const BOOT = bootId();
 /** This process. */
-export const SELF: ProcessOwner = { pid: process.pid, start: procStat(process.pid)?.start ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}), ...(BOOT ? { boot: BOOT } : {}) };
+export const SELF: ProcessOwner = { pid: process.pid, start: procStat(process.pid)?.start ?? "", host: os.hostname(), ...(PIDNS ? { pidns: PIDNS } : {}), boot: bootId() };
 
 /** This process's owner line. */
 export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
@@ -92,7 +100,7 @@ export const ownerLine = (): string => `${JSON.stringify(SELF)}\n`;
  * `/proc` is not (another container, the same case the other way round).
  */
 export const seenHere = (owner: ProcessOwner, self: ProcessOwner = SELF): boolean =>
-  (owner.host === self.host || (owner.boot !== undefined && owner.boot === self.boot)) &&
+  (owner.host === self.host || (!!owner.boot && owner.boot === self.boot)) &&
   (owner.pidns !== undefined ? owner.pidns === self.pidns : self.pidns === undefined || owner.start !== "");
 
 /** Whether the owner may still be running, as `self` sees it. */
