@@ -25,7 +25,7 @@ import { Pacer, sameState, type PathState } from "./path-state.js";
 import { canRestore } from "./restore-fs.js";
 import { readJournal, rewindFiles, type RewindCapture } from "./rewind.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
-import { SharedWorkspaceWatch } from "./shared-workspace.js";
+import { SharedWorkspaceWatch, sharedField } from "./shared-workspace.js";
 import type { ChangedPath, JournalRecord } from "./store.js";
 
 /** Why a rewind was refused before it changed anything (a -32602 with this `kind`). */
@@ -142,15 +142,12 @@ class OwnCheckpoint {
       const after = this.cp.look(rel, folders);
       if (!sameState(before, after)) entries.push({ path: rel, before, after });
     }
-    const noted = watch.close();
-    const shared = noted.all ? entries.map((e) => e.path) : entries.filter((e) => noted.paths.has(e.path)).map((e) => e.path);
+    const shared = sharedField(watch.close(), entries.map((e) => e.path));
     const changed = new Set(entries.map((e) => e.path));
     const notKept = [...this.notKept].filter(([rel]) => changed.has(rel));
     this.skipped = notKept.filter(([, why]) => why === "size-cap").map(([rel]) => rel);
     this.unreadable = notKept.filter(([, why]) => why === "unreadable").map(([rel]) => rel);
     this.event = { turn: this.turn, files: entries.length, kind: "files", rewind: this.rewind };
-    const record: JournalRecord = { type: "turn", turn: this.turn, kind: "files", entries, uncovered: [], skipped: notKept.map(([rel]) => rel), rewind: this.rewind };
-    if (shared.length > 0) record.shared = noted.all ? true : shared;
-    return [record];
+    return [{ type: "turn", turn: this.turn, kind: "files", entries, uncovered: [], skipped: notKept.map(([rel]) => rel), rewind: this.rewind, ...(shared ? { shared } : {}) }];
   }
 }

@@ -66,6 +66,17 @@ function familyOf(sessionId: string, parentSessionId: string | undefined): strin
   return parentSessionId;
 }
 
+/**
+ * The `shared` field of a turn record whose entries change `paths`, from what its watch noted:
+ * `true` (every entry), the noted paths among them, or `undefined` (none).
+ */
+export function sharedField(noted: SharedChanges | undefined, paths: string[]): true | string[] | undefined {
+  if (!noted || paths.length === 0) return undefined;
+  if (noted.all) return true;
+  const shared = paths.filter((p) => noted.paths.has(p));
+  return shared.length > 0 ? shared : undefined;
+}
+
 /** One turn's watch over its workspace (`root`, a real path), from its first changing tool to its end. */
 export class SharedWorkspaceWatch {
   private readonly watch: Watch;

@@ -21,7 +21,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Pacer, sameState, type PathState } from "./path-state.js";
 import type { SessionCheckpoints } from "./session-checkpoints.js";
-import { SharedWorkspaceWatch } from "./shared-workspace.js";
+import { SharedWorkspaceWatch, sharedField } from "./shared-workspace.js";
 import type { ChangedPath } from "./store.js";
 
 /** The tools whose `path` argument names the one file they write. */
@@ -231,10 +231,8 @@ export class TurnRecorder {
     for (const name of [...unnamedChanged].sort()) if (!changed.has(name)) skipped.push([name, "unreadable"]);
     const uncovered = [...this.uncovered];
     // Closed after the walk: another session's write during it is noted too.
-    const noted = this.watch?.close();
-    const sharedPaths = noted?.all ? entries.map((e) => e.path) : entries.filter((e) => noted?.paths.has(e.path)).map((e) => e.path);
-    const shared = sharedPaths.length > 0 ? { shared: noted?.all ? (true as const) : sharedPaths } : {};
-    cp.store.append([{ type: "turn", turn: this.turn, kind, entries, uncovered, skipped: skipped.map(([rel]) => rel), ...shared }], true);
+    const shared = sharedField(this.watch?.close(), entries.map((e) => e.path));
+    cp.store.append([{ type: "turn", turn: this.turn, kind, entries, uncovered, skipped: skipped.map(([rel]) => rel), ...(shared ? { shared } : {}) }], true);
     const skippedEvents = (["size-cap", "unreadable"] as const)
       .map((reason) => ({ turn: this.turn, paths: skipped.filter(([, why]) => why === reason).map(([rel]) => rel), reason }))
       .filter((e) => e.paths.length > 0);
