@@ -21,6 +21,22 @@ export interface Kept {
   skipped?: "size-cap" | "unreadable";
 }
 
+/**
+ * The real path a write to `absolute` lands on (links followed, as the file tools follow them):
+ * the file's own, or its folder's with its name; `undefined` when its folder does not exist yet.
+ */
+export function landing(absolute: string): string | undefined {
+  try {
+    return fs.realpathSync(absolute);
+  } catch {
+    try {
+      return path.join(fs.realpathSync(path.dirname(absolute)), path.basename(absolute));
+    } catch {
+      return undefined;
+    }
+  }
+}
+
 export class SessionCheckpoints {
   /** The real workspace root: every checkpoint path is relative to it. */
   readonly root: string;
@@ -59,16 +75,8 @@ export class SessionCheckpoints {
    */
   keyOf(requested: string): string | undefined {
     const absolute = path.resolve(this.workspace, requested);
-    let real: string;
-    try {
-      real = fs.realpathSync(absolute);
-    } catch {
-      try {
-        real = path.join(fs.realpathSync(path.dirname(absolute)), path.basename(absolute));
-      } catch {
-        real = isInside(path.resolve(this.workspace), absolute) ? path.join(this.root, path.relative(path.resolve(this.workspace), absolute)) : absolute;
-      }
-    }
+    const workspace = path.resolve(this.workspace);
+    const real = landing(absolute) ?? (isInside(workspace, absolute) ? path.join(this.root, path.relative(workspace, absolute)) : absolute);
     if (!isInside(this.root, real) || real === this.root || isHiddenPath(real, this.root)) return undefined;
     return safeRelative(path.relative(this.root, real));
   }

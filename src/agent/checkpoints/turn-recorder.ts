@@ -17,33 +17,15 @@
 import type { JsonObject, PermissionMode } from "../../protocol/index.js";
 import type { Logger } from "../../log.js";
 import type { Session } from "../session.js";
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { Pacer, sameState, type PathState } from "./path-state.js";
-import type { SessionCheckpoints } from "./session-checkpoints.js";
+import { landing, type SessionCheckpoints } from "./session-checkpoints.js";
 import { SharedWorkspaceWatch, sharedField } from "./shared-workspace.js";
 import type { ChangedPath } from "./store.js";
 
 /** The tools whose `path` argument names the one file they write. */
 const FILE_TOOLS: ReadonlySet<string> = new Set(["write_file", "edit_file"]);
 
-/**
- * The real path a file tool's `requested` path writes (links followed, as the tool follows
- * them), for other sessions' watches; `undefined` (it may change anything) when its folder does
- * not exist yet: the tool makes it, and a link on the way may send the write anywhere.
- */
-function landing(workspace: string, requested: string): string | undefined {
-  const absolute = path.resolve(workspace, requested);
-  try {
-    return fs.realpathSync(absolute);
-  } catch {
-    try {
-      return path.join(fs.realpathSync(path.dirname(absolute)), path.basename(absolute));
-    } catch {
-      return undefined;
-    }
-  }
-}
 
 export class TurnRecorder {
   private changing = false;
@@ -88,8 +70,10 @@ export class TurnRecorder {
     } catch {
       this.uncovered.add(name);
     } finally {
-      // Announced whatever the recording did: the tool runs either way.
-      this.watch?.willRun(FILE_TOOLS.has(name) && typeof args.path === "string" ? landing(cp.workspace, args.path) : undefined);
+      // Announced whatever the recording did: the tool runs either way. A file tool whose folder
+      // does not exist yet is announced as one that may change anything: it makes the folder,
+      // and a link on the way may send the write anywhere.
+      this.watch?.willRun(FILE_TOOLS.has(name) && typeof args.path === "string" ? landing(path.resolve(cp.workspace, args.path)) : undefined);
     }
   }
 
