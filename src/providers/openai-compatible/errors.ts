@@ -61,15 +61,23 @@ export function httpFailure(name: string, status: number, bodyText: string, retr
   );
 }
 
+/** How many errors of a `cause` chain are looked at: a chain may loop (an error its own cause). */
+const CAUSE_DEPTH = 4;
+
+/** `err` and the errors of its `cause` chain, outermost first, at most `CAUSE_DEPTH`. */
+function causeChain(err: unknown): Error[] {
+  const chain: Error[] = [];
+  for (let current = err; chain.length < CAUSE_DEPTH && current instanceof Error; current = (current as Error & { cause?: unknown }).cause) chain.push(current);
+  return chain;
+}
+
 /** Describes a fetch/stream failure from undici: `TypeError('fetch failed', {cause})` and friends. */
 export function describeNetworkError(err: unknown): string {
   const parts: string[] = [];
-  let current: unknown = err;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    const code = (current as NodeJS.ErrnoException).code;
-    const text = code && !current.message.includes(code) ? `${current.message} (${code})` : current.message;
+  for (const error of causeChain(err)) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const text = code && !error.message.includes(code) ? `${error.message} (${code})` : error.message;
     if (text && !parts.includes(text)) parts.push(text);
-    current = (current as Error & { cause?: unknown }).cause;
   }
   return parts.join(": ") || String(err);
 }
@@ -80,21 +88,14 @@ export function describeNetworkError(err: unknown): string {
  * `bad port`). Trying again cannot help, so such a failure is not retried.
  */
 export function isBlockedPort(err: unknown): boolean {
-  let current: unknown = err;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    if (current.message === "bad port") return true;
-    current = (current as Error & { cause?: unknown }).cause;
-  }
-  return false;
+  return causeChain(err).some((error) => error.message === "bad port");
 }
 
 /** The first errno-style `code` along an error's `cause` chain. */
 export function networkCode(err: unknown): string | undefined {
-  let current: unknown = err;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    const code = (current as NodeJS.ErrnoException).code;
+  for (const error of causeChain(err)) {
+    const code = (error as NodeJS.ErrnoException).code;
     if (typeof code === "string") return code;
-    current = (current as Error & { cause?: unknown }).cause;
   }
   return undefined;
 }
