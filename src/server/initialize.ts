@@ -108,7 +108,8 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
   // A link to a folder whose name is not valid UTF-8: every path the bridge makes of it as text
   // (its real path, the sandbox's rules, the checkpoints' root) would name the folder of U+FFFD
   // beside it, and the tools would work in two places. Asked as bytes, once.
-  if (!isUtf8(realpathSync.native(workspace, { encoding: "buffer" }))) {
+  const real = realpathSync.native(workspace, { encoding: "buffer" });
+  if (!isUtf8(real)) {
     const why = "leads to a folder whose path is not valid UTF-8, which the bridge cannot name";
     throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} ${why}; rename the folder, or pass one whose real path is valid UTF-8`, { kind: "invalid-params" });
   }
@@ -167,7 +168,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     .then(() => {
       if (bashOffered && permissionMode === "workspace-write") {
         // The real probe of the sandbox, ready before the first bash call needs it.
-        void import("../sandbox/probe.js").then(({ chooseSandbox }) => chooseSandbox(realpathSync(workspace), env)).catch(() => undefined);
+        void import("../sandbox/probe.js").then(({ chooseSandbox }) => chooseSandbox(real.toString("utf8"), env)).catch(() => undefined);
       }
       // The tracer only when an OTEL variable asks for it (tracing-loader.ts): otherwise undefined, nothing loaded.
       return Promise.all([loadAgentModules(), settings.preload(), tracerFor(env, settings.version, logger, settings.redactor)]);
