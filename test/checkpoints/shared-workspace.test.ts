@@ -99,6 +99,24 @@ describe("a rewind of one of two sessions' turns that overlapped", () => {
   }
   const session = (id: string) => ({ id, emit: async () => undefined }) as unknown as Session;
 
+  /**
+   * A's turn writes `aPath` with `write_file`; inside it, B's turn runs `bTool` on `bPath` and
+   * writes `bFile` (with `bContent`), then ends; then A's turn ends. A's rewind to turn 1.
+   */
+  async function bInsideA(aPath: string, bTool: string, bPath: string, bFile: string, bContent: string) {
+    const a = sessionOn(ws!.dir, "a");
+    const b = sessionOn(ws!.dir, "b");
+    const recA = new TurnRecorder(a, 1, "workspace-write", undefined, { sessionId: "a" });
+    await recA.beforeTool("write_file", false, { path: aPath });
+    ws!.file(aPath, "a's file\n");
+    const recB = new TurnRecorder(b, 1, "workspace-write", undefined, { sessionId: "b" });
+    await recB.beforeTool(bTool, false, { path: bPath });
+    ws!.file(bFile, bContent);
+    await recB.finish(session("b"));
+    await recA.finish(session("a"));
+    return rewindFiles(a, readJournal(a.store.journal()), 1, false);
+  }
+
   for (const git of [true, false]) {
     it(`undoes its own file and leaves the other session's as a conflict (${git ? "git" : "files"} kind)`, async () => {
       ws = tempWorkspace("hb-shared-ws-");
@@ -128,19 +146,9 @@ describe("a rewind of one of two sessions' turns that overlapped", () => {
 
   it("a file both sessions wrote during A's turn is a conflict for A's rewind, not B's work undone (files kind)", async () => {
     ws = tempWorkspace("hb-shared-ws-");
-    const a = sessionOn(ws.dir, "a");
-    const b = sessionOn(ws.dir, "b");
-    const recA = new TurnRecorder(a, 1, "workspace-write", undefined, { sessionId: "a" });
-    await recA.beforeTool("write_file", false, { path: "notes.txt" });
-    ws.file("notes.txt", "a's notes\n");
-    const recB = new TurnRecorder(b, 1, "workspace-write", undefined, { sessionId: "b" });
-    await recB.beforeTool("edit_file", false, { path: "notes.txt" });
-    ws.file("notes.txt", "a's notes\nb's line\n");
-    await recB.finish(session("b"));
-    await recA.finish(session("a"));
-    const done = await rewindFiles(a, readJournal(a.store.journal()), 1, false);
+    const done = await bInsideA("notes.txt", "edit_file", "notes.txt", "notes.txt", "a's file\nb's line\n");
     expect([done.removed, done.conflicts]).toEqual([[], ["notes.txt"]]);
-    expect(fs.readFileSync(path.join(ws.dir, "notes.txt"), "utf8")).toBe("a's notes\nb's line\n");
+    expect(fs.readFileSync(path.join(ws.dir, "notes.txt"), "utf8")).toBe("a's file\nb's line\n");
   });
 
   it("a later turn of the session writing a path another session changed does not make it the session's to undo", async () => {
@@ -171,17 +179,7 @@ describe("a rewind of one of two sessions' turns that overlapped", () => {
     ws.file("real/keep.txt", "k\n");
     fs.symlinkSync("real", path.join(ws.dir, "lnk"));
     commitAll(ws.dir);
-    const a = sessionOn(ws.dir, "a");
-    const b = sessionOn(ws.dir, "b");
-    const recA = new TurnRecorder(a, 1, "workspace-write", undefined, { sessionId: "a" });
-    await recA.beforeTool("write_file", false, { path: "A.txt" });
-    ws.file("A.txt", "a\n");
-    const recB = new TurnRecorder(b, 1, "workspace-write", undefined, { sessionId: "b" });
-    await recB.beforeTool("write_file", false, { path: "lnk/new/x.txt" });
-    ws.file("real/new/x.txt", "b\n");
-    await recB.finish(session("b"));
-    await recA.finish(session("a"));
-    const done = await rewindFiles(a, readJournal(a.store.journal()), 1, false);
+    const done = await bInsideA("A.txt", "write_file", "lnk/new/x.txt", "real/new/x.txt", "b\n");
     expect([done.removed, done.conflicts]).toEqual([[], ["A.txt", "real/new/x.txt"]]);
   });
 
