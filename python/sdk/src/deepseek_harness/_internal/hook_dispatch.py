@@ -14,20 +14,19 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import re
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..events import event_from_notification
 from ..hooks import HOOK_NAMES, Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
 from ..notification import Notification
 from ..wire import HookRequestEvent, SessionHookParams, TextBlock
+from .outgoing import SURROGATE
 from .tool_answers import MAX_ANSWER_BYTES, Answer, Unanswerable, not_json
 
 __all__ = ["hook_job"]
 
 log = logging.getLogger("deepseek_harness")
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ANSWERS = {"prompt-submit": PromptSubmitAnswer, "post-tool": PostToolAnswer, "stop": StopAnswer}
 #: The type of each answer's fields (None aside). A field of another type is a wrong answer, not
 #: one to coerce: ``bool("false")`` is True, and ``str()`` of a list is its repr.
@@ -64,7 +63,7 @@ def _call(fn: Callable[[HookRequestEvent], Any], n: Notification) -> Any:
 
 
 def _text(value: str) -> str:
-    return _SURROGATE.sub("\ufffd", value)
+    return SURROGATE.sub("\ufffd", value)
 
 
 def hook_answer(sid: str, hook_id: str, hook: str, value: Any, exc: Optional[BaseException], *,

@@ -109,13 +109,15 @@ def _too_large(frame: Any, size: int, limit: int) -> RequestTooLargeError:
         method, param, size, limit)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A lone surrogate: what Python makes of a byte that is not UTF-8, and what JSON text cannot
+#: carry (the one pattern of the SDK's requests and answers).
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _not_utf8(frame: Any) -> NotUtf8Error:
     method = str(frame.get("method"))
     param, value, at = next(((where, text, found.start()) for where, text in _strings(frame.get("params"), "")
-                             if (found := _SURROGATE.search(text)) is not None), ("", "", 0))
+                             if (found := SURROGATE.search(text)) is not None), ("", "", 0))
     code = ord(value[at]) if value else 0
     if 0xDC80 <= code <= 0xDCFF:
         # surrogateescape's mark of one byte that is not UTF-8 (U+DC80 + the byte).

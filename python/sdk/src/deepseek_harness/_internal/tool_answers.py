@@ -6,7 +6,6 @@ and texts that always travel (UTF-8, JSON without NaN, under the bridge's line l
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Callable, Dict, Literal, Optional, Tuple
 
 from pydantic import ValidationError
@@ -15,6 +14,7 @@ from ..client_tools import Allow, ClientTool, Deny, tool_output_text, validation
 from ..events import event_from_notification
 from ..notification import Notification
 from ..wire import PermissionRequestEvent, SessionPermissionParams, SessionToolResultParams, TextBlock
+from .outgoing import SURROGATE
 
 __all__ = ["Answer", "Unanswerable", "answered", "ask", "call_tool", "permission_answer", "tool_answer", "tool_result",
            "not_json", "answer_budget", "MAX_ANSWER_BYTES"]
@@ -36,7 +36,6 @@ def answer_budget(line_limit: int) -> int:
     return min(MAX_ANSWER_BYTES, line_limit - ENVELOPE_BYTES)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _BadArguments(Exception):
@@ -94,7 +93,7 @@ def tool_result(sid: str, call_id: str, text: str, is_error: bool, budget: int =
     """The params of a ``session/tool_result`` holding ``text``, cut so that they take at most
     ``budget`` bytes as JSON."""
     # What cannot travel as UTF-8 (a lone surrogate: a file name's undecodable byte) becomes U+FFFD.
-    text = _SURROGATE.sub("\ufffd", text)
+    text = SURROGATE.sub("\ufffd", text)
 
     def params(text: str) -> Dict[str, Any]:
         return SessionToolResultParams(session_id=sid, call_id=call_id, content=[TextBlock(text=text)],
@@ -179,7 +178,7 @@ def permission_answer(sid: str, request_id: str, value: Any, exc: Optional[BaseE
         return "session/permission", params(None)
     # What cannot travel as UTF-8 becomes U+FFFD; a message too long for the line (a deny's, an
     # exception's) is cut as a tool result is.
-    message = _SURROGATE.sub("\ufffd", message)
+    message = SURROGATE.sub("\ufffd", message)
     if len(message) * 6 > budget // 2:
         message = cut_to_fit(message, budget - _wire_size(params("")) + 2, "message")
     return "session/permission", params(message)
