@@ -34,7 +34,7 @@ import {
 } from "./log-format.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { letGoKept, skipOwnerFile } from "./lock.js";
-import { copyRange, eachLine, jsonBeforeSpaces, lineHead, lookAgain, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { copyRange, eachLine, jsonBeforeSpaces, jsonOfTornTail, lineHead, lookAgain, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 import { keptEvent } from "./resume.js";
 import { readMeta, scanLog, sortEntries, SummaryTracker, writeMeta } from "./summary.js";
 
@@ -138,13 +138,15 @@ export class FileCatalog {
       const events: SessionEvent[] = [];
       let bytes = 0;
       let more = false;
-      eachLine(fd, from, (line, start, end) => {
+      let stopped = false;
+      const whole = eachLine(fd, from, (line, start, end) => {
         const seq = lineHead(line).seq;
         if (seq !== undefined && afterSeq !== undefined && seq <= afterSeq) return true;
         if (events.length >= limit || (events.length > 0 && bytes + line.length > READ_PAGE_BYTES)) {
           more = true;
           return false;
         }
+        stopped = true; // until the line is taken
         let event: SessionEvent;
         /** The event's JSON: the line, or what a torn last line kept of it. */
         let json = line;
@@ -173,11 +175,19 @@ export class FileCatalog {
           if (lookAgain(fd, line, start, end) === "gone") return false;
           throw new SessionLogError(`session log ${file} is corrupt at byte ${start}: ${problem}`);
         }
+        stopped = tail;
         if (afterSeq !== undefined && event.seq <= afterSeq) return !tail;
         events.push(event);
         bytes += json.length;
         return !tail;
       });
+      // The last line's JSON and spaces without their "\n" (a power loss), kept as loading keeps it.
+      const torn = stopped || more ? undefined : jsonOfTornTail(fd, whole, size);
+      const kept = torn && keptEvent(torn);
+      if (kept && (afterSeq === undefined || kept.seq > afterSeq)) {
+        if (events.length >= limit || (events.length > 0 && bytes + torn.length > READ_PAGE_BYTES)) more = true;
+        else events.push(kept);
+      }
       const last = events.at(-1);
       return more && last ? { events, nextSeq: last.seq } : { events };
     });
@@ -199,7 +209,7 @@ export class FileCatalog {
       let titled = false;
       /** The last line copied: where its JSON ends (spaces may follow: log-tail.ts) and where it ends. */
       let last = { jsonEnd: head.end, end: head.end };
-      const end = eachLine(fd, head.end, (line, start, lineEnd) => {
+      const visit = (line: Buffer, start: number, lineEnd: number): boolean => {
         const { type, time } = lineHead(line);
         if (type === "user/message" && turn !== undefined && turns >= turn) {
           cut = start;
@@ -217,13 +227,19 @@ export class FileCatalog {
         } else if (time !== undefined) copied.push({ type: type as SessionEvent["type"], time, data: {} as never });
         last = { jsonEnd: start + line.length, end: lineEnd };
         return true;
-      });
+      };
+      let end = eachLine(fd, head.end, visit);
+      // The last line's JSON and spaces without their "\n" (a power loss): copied as loading keeps it.
+      const logSize = fs.fstatSync(fd).size;
+      const torn = cut === undefined ? jsonOfTornTail(fd, end, logSize) : undefined;
+      const tornKept = torn !== undefined && keptEvent(torn) !== undefined && visit(torn, end, logSize);
+      if (tornKept) end = logSize;
       if (turn !== undefined && turn > turns) return { kind: "unknown-turn", turns };
       const header = forkHeader(head.header, this.workspace, sessionId, newSessionId, turn ?? turns);
       // The fork gets the checkpoints of the turns it copies (agent/checkpoints), not those an old session of its id left.
       removeLeftCheckpoints(target);
       // The source's spaces after its last line are not copied: the fork ends in that line's "\n".
-      const padded = cut === undefined && last.end === end && last.jsonEnd + 1 < end;
+      const padded = cut === undefined && last.end === end && (tornKept || last.jsonEnd + 1 < end);
       // A completion that fails takes away what it made of the fork's checkpoints; the log is never named.
       const completed = () => completeFork(newSessionId, complete, () => removeLeftCheckpoints(target));
       const size = writeFork(fd, target, header, head.end, padded ? last.jsonEnd : (cut ?? end), padded, completed);

@@ -212,6 +212,19 @@ export function objectBeforeSpaceAt(fd: number, from: number, to: number): numbe
 }
 
 /**
+ * The JSON that a torn last piece at [`from`, `size`) of `fd` starts with, when spaces follow it
+ * (`objectBeforeSpaceAt`): the last line's JSON and its spaces, whose "\n" a power loss lost
+ * (resume.ts). `undefined` otherwise. Loading, `session/read` and `session/fork` all keep it.
+ */
+export function jsonOfTornTail(fd: number, from: number, size: number): Buffer | undefined {
+  const jsonEnd = from < size ? objectBeforeSpaceAt(fd, from, size) : undefined;
+  if (jsonEnd === undefined) return undefined;
+  const bytes = Buffer.alloc(jsonEnd - from);
+  for (let at = 0; at < bytes.length; ) at += fs.readSync(fd, bytes, at, bytes.length - at, from + at) || bytes.length;
+  return bytes;
+}
+
+/**
  * The line a read found at [`start`, `end`) of an open log (`line`: without its spaces and "\n"),
  * looked at again as the file is now: `gone` when those bytes are no longer there, `followed` when
  * they are and a whole line follows them, `last` otherwise.

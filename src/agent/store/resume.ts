@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import type { SessionEvent } from "../../protocol/index.js";
 import { eventShapeProblem } from "./event-shape.js";
 import { headerOf, noSeqLeft, openForReading, SESSION_FILE_MODE, SessionLogError, type SessionHeader } from "./log-format.js";
-import { eachLine, jsonBeforeSpaces, lineHead, MAX_NESTING, objectBeforeSpaceAt, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
+import { eachLine, jsonBeforeSpaces, jsonOfTornTail, lineHead, MAX_NESTING, parsedTooDeep, seekAfterSeq } from "./log-lines.js";
 
 const CHUNK = 1 << 20;
 const COMPACTED = Buffer.from('\n{"type":"context/compacted","seq":');
@@ -216,15 +216,11 @@ export function loadLog(file: string): LoadedLog | undefined {
       // A torn last piece that is the last line's JSON and its spaces: a longer line written
       // over them ran over the final "\n", and a power loss kept that but not the line's first
       // page (its "\n") nor the file's growth. That JSON is kept, as a padded last line.
-      const jsonEnd = whole < size ? objectBeforeSpaceAt(reader, whole, size) : undefined;
-      if (!unparsable && !glued && jsonEnd !== undefined) {
-        const bytes = Buffer.alloc(jsonEnd - whole);
-        for (let at = 0; at < bytes.length; ) at += fs.readSync(reader, bytes, at, bytes.length - at, whole + at) || bytes.length;
-        if (keptEvent(bytes)) {
-          visit(bytes, whole, size);
-          tornAfterSpaces = true;
-          whole = size;
-        }
+      const bytes = unparsable || glued ? undefined : jsonOfTornTail(reader, whole, size);
+      if (bytes && keptEvent(bytes)) {
+        visit(bytes, whole, size);
+        tornAfterSpaces = true;
+        whole = size;
       }
     }
   } finally {

@@ -60,6 +60,16 @@ it("a synced last line whose final newline an unsynced longer line overwrote, th
   expect(disk.endsWith("\n")).toBe(false);
   fs.writeFileSync(file, disk);
   const jsonEnd = synced.trimEnd().length;
+  // session/read and session/fork, before any load, keep the synced line as loading does.
+  expect(store.read("g", undefined, 100)!.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+  expect(store.read("g", 2, 100)!.events.map((e) => e.seq)).toEqual([3]);
+  expect(store.read("g", 3, 100)!.events).toEqual([]);
+  expect(store.read("g", undefined, 2)).toMatchObject({ nextSeq: 2 });
+  expect(store.fork("g", "g2", undefined)).toBeUndefined();
+  expect(fs.readFileSync(store.pathOf("g2"), "utf8").endsWith(`${synced.slice(0, jsonEnd).split("\n").at(-1)}\n`)).toBe(true);
+  const fork = store.open("g2", header);
+  expect(fork.loadedEvents.map((e) => e.seq)).toEqual([1, 2, 3]);
+  fork.close();
   const loaded = store.open("g", header);
   expect(loaded.loadedEvents.map((e) => e.seq)).toEqual([1, 2, 3]);
   expect(fs.readFileSync(file, "utf8")).toBe(`${synced.slice(0, jsonEnd)}\n`);
