@@ -4,12 +4,13 @@
  * session/delete (busy → -32001), hostile ids and files planted in the session folder, and
  * what each does with --no-session-log.
  */
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { workspaceFolderName } from "../../src/agent/store/index.js";
-import { RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
+import { BINARY, RawClient, initParams, promptParams, type Frame } from "../support/raw-client.js";
 import { tempWorkspace, turns, type TempWorkspace } from "../support/scripts.js";
 
 let ws: TempWorkspace;
@@ -143,7 +144,29 @@ describe("session/list and session/read", () => {
   });
 });
 
+/** strace, where it is installed and may trace here (not through the arm64 emulator). */
+const strace = process.env.HARNESS_TEST_BINARY ? undefined : ["/usr/bin/strace", "/bin/strace"].find((p) => fs.existsSync(p) && spawnSync(p, ["-qq", "-o", "/dev/null", "/bin/true"]).status === 0);
+
 describe("session/fork", () => {
+  it.skipIf(!strace)("(strace) syncs the session folder after the fork's log takes its name, before it answers", async () => {
+    const trace = path.join(root, "trace");
+    const c = new RawClient({ command: strace, args: ["-f", "-qq", "-y", "-e", "trace=rename,renameat,renameat2,fsync,write,writev", "-o", trace, BINARY, "--stdio", "--session-root", root] });
+    clients.push(c);
+    c.request("init", "initialize", initParams(ws.dir, ws.script("s.json", SCRIPT)));
+    expect((await c.response("init")).error).toBeUndefined();
+    await prompt(c, "main", "one");
+    expect(await ok(c, "session/fork", { sessionId: "main", newSessionId: "branch" })).toEqual({ sessionId: "branch" });
+    await c.dispose();
+    const lines = fs.readFileSync(trace, "utf8").split("\n");
+    const folder = path.join(fs.realpathSync(root), workspaceFolderName(ws.dir));
+    const renamed = lines.findIndex((l) => /rename/.test(l) && l.includes(`${folder}/branch.jsonl"`));
+    expect(renamed, "the fork's rename is traced").toBeGreaterThan(0);
+    const synced = lines.findIndex((l, i) => i > renamed && l.includes(`fsync(`) && l.includes(`<${folder}>`));
+    const answered = lines.findIndex((l, i) => i > renamed && /\bwritev?\(1</.test(l)); // the fork's answer: the next frame
+    expect(synced, "the folder's fsync after the rename").toBeGreaterThan(renamed);
+    expect(answered, "the fork's answer").toBeGreaterThan(synced);
+  });
+
   it("copies the history up to a turn into a new id; both go their own ways, and resume after a restart", async () => {
     const c = await bridge();
     await prompt(c, "main", "one");

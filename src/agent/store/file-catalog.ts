@@ -270,6 +270,24 @@ export class FileCatalog {
 }
 
 /**
+ * Syncs a folder's entries: a rename is in no file's sync (the fork's log was synced before it
+ * took its name), so without this a power loss soon after a fork was answered could take the
+ * name back, and the fork with it. A file system that cannot sync a folder leaves the fork as
+ * it is (it exists; only its durability is the file system's).
+ */
+function syncFolder(folder: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(folder, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    fs.fsyncSync(fd);
+  } catch {
+    // EINVAL and the like: see above
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/**
  * Makes a fork's log (header, bytes [`from`, `to`) of the source, then "\n" if `newline`): written
  * and fsynced under a temporary name of its own (temp-name.ts), then `complete` runs (the fork's
  * checkpoints), then the log is renamed to `target`. So the fork is whole the moment its log has
@@ -277,7 +295,8 @@ export class FileCatalog {
  * (removed by one once stale) and checkpoints without a log, which the next session or fork of
  * that id removes before it makes its own (log-format.ts `removeLeftCheckpoints`). The rename
  * replaces nothing: the caller holds `target`'s lock, which every maker of a log takes, and found
- * no log there under it. On a failure the temporary is removed. Returns the log's size.
+ * no log there under it; the folder is synced after it (`syncFolder`). On a failure the
+ * temporary is removed. Returns the log's size.
  */
 function writeFork(source: number, target: string, header: SessionHeader, from: number, to: number, newline: boolean, complete: () => void): number {
   const temp = tempSibling(target);
@@ -296,6 +315,7 @@ function writeFork(source: number, target: string, header: SessionHeader, from: 
     }
     complete();
     fs.renameSync(temp, target);
+    syncFolder(path.dirname(target));
     return size;
   } catch (error) {
     fs.rmSync(temp, { force: true });
