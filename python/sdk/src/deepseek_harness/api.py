@@ -57,7 +57,7 @@ class TurnStream:
         self.harness = harness
         self.session_id = session_id
         self._input = input
-        self._buffer = StreamBuffer(session_id)
+        self._buffer = StreamBuffer(session_id, harness._costs)
 
     @property
     def result(self) -> Optional[TurnResult]:
@@ -290,12 +290,10 @@ class DeepSeekHarness:
              max_cost_usd: Optional[float] = None) -> TurnResult:
         spec = output_spec(output_schema, output_type)
         self.start()
-        collector = TurnCollector(session_id, on_notification, spec)
+        collector = TurnCollector(session_id, on_notification, spec, self._costs)
         response = run_prompt(self._client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
                               output_schema=spec.schema if spec else None, max_cost_usd=max_cost_usd)
-        result = collector.result(response)
-        self._costs.add(session_id, result.cost_usd)
-        return result
+        return collector.result(response)
 
 
 class Session:

@@ -186,12 +186,10 @@ class AsyncDeepSeekHarness:
                    max_cost_usd: Optional[float] = None) -> TurnResult:
         spec = output_spec(output_schema, output_type)
         await self._prepare(session_id)
-        collector = TurnCollector(session_id, on_notification, spec)
+        collector = TurnCollector(session_id, on_notification, spec, self._costs)
         response = await arun_prompt(self.client, session_id, input, collector.add, keep_chunk=collector.keep_chunk,
                                      output_schema=spec.schema if spec else None, max_cost_usd=max_cost_usd)
-        result = collector.result(response)
-        self._costs.add(session_id, result.cost_usd)
-        return result
+        return collector.result(response)
 
     async def _prepare(self, session_id: str) -> None:
         """Before a turn: the bridge is up, and an abandoned stream of this session has been
@@ -337,7 +335,7 @@ class AsyncTurnStream:
         self.harness = harness
         self.session_id = session_id
         self._input = input
-        self._buffer = StreamBuffer(session_id)
+        self._buffer = StreamBuffer(session_id, harness._costs)
 
     @property
     def result(self) -> Optional[TurnResult]:

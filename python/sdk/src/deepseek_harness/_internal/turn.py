@@ -9,6 +9,7 @@ from typing import Any, Deque, Dict, List, Optional
 
 from ..notification import Notification
 from ..results import TurnResult, final_response_of, output_of, usage_of
+from ..turn_control import SessionCosts
 from ..wire import LIVE_ONLY_EVENT_TYPES, SessionEvent, SessionPromptResponse
 from .output import OutputSpec
 from .decode import NotificationCallback, decode_batch
@@ -20,14 +21,16 @@ __all__ = ["TurnCollector", "StreamBuffer"]
 class TurnCollector:
     """Builds a :class:`TurnResult` from the notifications of one turn, as they are delivered
     (shared by ``run`` and the streams, sync and async). ``add`` runs once per notification:
-    it only appends and looks at two dict keys."""
+    it only appends and looks at two dict keys. ``costs``: the harness's per-session tally, which
+    the result's cost joins when it is built, so a turn counts however it was run."""
 
-    __slots__ = ("session_id", "notifications", "durable", "callback", "output")
+    __slots__ = ("session_id", "notifications", "durable", "callback", "output", "costs")
 
     def __init__(self, session_id: str, callback: Optional[NotificationCallback] = None,
-                 output: Optional[OutputSpec] = None) -> None:
+                 output: Optional[OutputSpec] = None, costs: Optional[SessionCosts] = None) -> None:
         self.session_id = session_id
         self.output = output
+        self.costs = costs
         self.notifications: List[Notification] = []
         self.durable: List[Dict[str, Any]] = []
         self.callback = callback
@@ -51,7 +54,7 @@ class TurnCollector:
     def result(self, response: SessionPromptResponse) -> "TurnResult":
         events = [SessionEvent.model_validate(ev) for ev in self.durable]
         value = output_of(events)
-        return TurnResult(
+        result = TurnResult(
             session_id=self.session_id,
             status=response.status,
             reason=response.reason,
@@ -61,16 +64,20 @@ class TurnCollector:
             usage=usage_of(events),
             output=self.output.parse(value) if self.output is not None and value is not None else value,
         )
+        if self.costs is not None:
+            self.costs.add(self.session_id, result.cost_usd)
+        return result
 
 
 class StreamBuffer:
     """The part of a turn stream that does not depend on how it waits: it takes the batches of
-    a :class:`PromptCall`, records them for the :class:`TurnResult`, and hands out one typed
-    event at a time (built when it is handed out, not before)."""
+    a :class:`PromptCall`, records them for the :class:`TurnResult` (its cost added to
+    ``costs``), and hands out one typed event at a time (built when it is handed out, not
+    before)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, costs: Optional[SessionCosts] = None) -> None:
         self.session_id = session_id
-        self.collector = TurnCollector(session_id)
+        self.collector = TurnCollector(session_id, None, None, costs)
         self.queue: Deque[Notification] = collections.deque()
         self.call: Optional[PromptCall] = None
         #: The turn's result, once the stream has yielded it.
