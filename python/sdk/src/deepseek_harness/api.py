@@ -12,7 +12,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Type
 
 from ._internal.tool_dispatch import ToolDispatcher
 from ._internal.decode import NotificationCallback
-from ._internal.prompt import PromptCall, PromptInput, run_prompt
+from ._internal.prompt import PromptInput, run_prompt
 from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
 from ._internal.output import output_spec
@@ -51,13 +51,19 @@ class TurnStream:
     leaving a ``with`` block, ``break`` out of a ``for`` loop over a stream nobody else holds)
     cancels the turn and waits until it has settled, so the session can run its next turn at
     once. Errors are those of :meth:`Session.run`.
+    ``output_schema`` / ``output_type`` / ``max_cost_usd`` are :meth:`DeepSeekHarness.run`'s; a
+    bad output keyword raises ``TypeError`` here, before anything is sent, a refused budget at
+    the first ``next()``. The turn's cost joins :meth:`DeepSeekHarness.session_cost_usd`.
     """
 
-    def __init__(self, harness: "DeepSeekHarness", session_id: str, input: PromptInput) -> None:
+    def __init__(self, harness: "DeepSeekHarness", session_id: str, input: PromptInput, *,
+                 output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+                 max_cost_usd: Optional[float] = None) -> None:
+        spec = output_spec(output_schema, output_type)
         self.harness = harness
         self.session_id = session_id
         self._input = input
-        self._buffer = StreamBuffer(session_id, harness._costs)
+        self._buffer = StreamBuffer(session_id, harness._costs, spec, max_cost_usd)
 
     @property
     def result(self) -> Optional[TurnResult]:
@@ -75,10 +81,11 @@ class TurnStream:
             if buf.finished:
                 raise StopIteration
             try:
-                if buf.call is None:
+                call = buf.call
+                if call is None:
                     self.harness.start()
-                    buf.call = PromptCall(self.harness.client, self.session_id, self._input)
-                batch = buf.call.next_batch()
+                    call = buf.open(self.harness.client, self._input)
+                batch = call.next_batch()
             except BaseException:
                 buf.finished = True
                 raise
@@ -247,10 +254,15 @@ class DeepSeekHarness:
         """What the turns this harness ran in ``session_id`` cost (None: none was priced)."""
         return self._costs.of(session_id)
 
-    def stream(self, input: PromptInput, session_id: Optional[str] = None) -> TurnStream:
+    def stream(self, input: PromptInput, session_id: Optional[str] = None, *,
+               output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+               max_cost_usd: Optional[float] = None) -> TurnStream:
         """Runs one turn (in a new session unless ``session_id`` is given) as a
-        :class:`TurnStream`: typed events as they arrive, then the :class:`TurnResult`."""
-        return TurnStream(self, session_id or new_session_id(), input)
+        :class:`TurnStream`: typed events as they arrive, then the :class:`TurnResult`.
+        ``output_schema`` / ``output_type`` / ``max_cost_usd``: as for :meth:`run` (the result's
+        ``output``, the turn's budget)."""
+        return TurnStream(self, session_id or new_session_id(), input, output_schema=output_schema,
+                          output_type=output_type, max_cost_usd=max_cost_usd)
 
     def cancel(self, session_id: str) -> bool:
         """Cancels the session's turn in flight; True when there was one."""
@@ -325,10 +337,13 @@ class Session:
         :attr:`TurnResult.cost_usd`); None when none was priced."""
         return self.harness.session_cost_usd(self.session_id)
 
-    def stream(self, input: PromptInput) -> TurnStream:
+    def stream(self, input: PromptInput, *, output_schema: Optional[Mapping[str, Any]] = None,
+               output_type: Optional[Type[Any]] = None, max_cost_usd: Optional[float] = None) -> TurnStream:
         """Runs one turn of this session as a :class:`TurnStream`: typed events as they arrive,
-        then the :class:`TurnResult` (see :class:`TurnStream` for early closing)."""
-        return TurnStream(self.harness, self.session_id, input)
+        then the :class:`TurnResult` (see :class:`TurnStream` for early closing).
+        ``output_schema`` / ``output_type`` / ``max_cost_usd``: see :meth:`DeepSeekHarness.run`."""
+        return TurnStream(self.harness, self.session_id, input, output_schema=output_schema,
+                          output_type=output_type, max_cost_usd=max_cost_usd)
 
     def cancel(self) -> bool:
         """Cancels this session's turn in flight; True when there was one."""

@@ -145,9 +145,13 @@ class AsyncDeepSeekHarness:
         """What the turns this harness ran in ``session_id`` cost (None: none was priced)."""
         return self._costs.of(session_id)
 
-    def stream(self, input: PromptInput, session_id: Optional[str] = None) -> "AsyncTurnStream":
-        """Runs one turn as an :class:`AsyncTurnStream` (typed events, then the TurnResult)."""
-        return AsyncTurnStream(self, session_id or new_session_id(), input)
+    def stream(self, input: PromptInput, session_id: Optional[str] = None, *,
+               output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+               max_cost_usd: Optional[float] = None) -> "AsyncTurnStream":
+        """Runs one turn as an :class:`AsyncTurnStream` (typed events, then the TurnResult).
+        ``output_schema`` / ``output_type`` / ``max_cost_usd``: as for :meth:`run`."""
+        return AsyncTurnStream(self, session_id or new_session_id(), input, output_schema=output_schema,
+                               output_type=output_type, max_cost_usd=max_cost_usd)
 
     async def cancel(self, session_id: str) -> bool:
         """Cancels the session's turn in flight; True when there was one (it has settled
@@ -268,9 +272,12 @@ class AsyncSession:
         """What this session's turns run by this harness cost (None: none was priced)."""
         return self.harness.session_cost_usd(self.session_id)
 
-    def stream(self, input: PromptInput) -> "AsyncTurnStream":
-        """Runs one turn of this session as an :class:`AsyncTurnStream`."""
-        return AsyncTurnStream(self.harness, self.session_id, input)
+    def stream(self, input: PromptInput, *, output_schema: Optional[Mapping[str, Any]] = None,
+               output_type: Optional[Type[Any]] = None, max_cost_usd: Optional[float] = None) -> "AsyncTurnStream":
+        """Runs one turn of this session as an :class:`AsyncTurnStream`. ``output_schema`` /
+        ``output_type`` / ``max_cost_usd``: as for :meth:`DeepSeekHarness.run`."""
+        return AsyncTurnStream(self.harness, self.session_id, input, output_schema=output_schema,
+                               output_type=output_type, max_cost_usd=max_cost_usd)
 
     async def cancel(self) -> bool:
         """Cancels this session's turn in flight; True when there was one."""
@@ -329,13 +336,17 @@ class AsyncTurnStream:
     it has settled. Python does not close an async iterator on ``break``; a stream dropped with
     its turn in flight is cancelled from a callback on its loop, and the session's next turn
     waits for that to finish first. Prefer ``async with session.stream(...) as events:``.
+    ``output_schema`` / ``output_type`` / ``max_cost_usd``: as for :class:`~deepseek_harness.TurnStream`.
     """
 
-    def __init__(self, harness: AsyncDeepSeekHarness, session_id: str, input: PromptInput) -> None:
+    def __init__(self, harness: AsyncDeepSeekHarness, session_id: str, input: PromptInput, *,
+                 output_schema: Optional[Mapping[str, Any]] = None, output_type: Optional[Type[Any]] = None,
+                 max_cost_usd: Optional[float] = None) -> None:
+        spec = output_spec(output_schema, output_type)
         self.harness = harness
         self.session_id = session_id
         self._input = input
-        self._buffer = StreamBuffer(session_id, harness._costs)
+        self._buffer = StreamBuffer(session_id, harness._costs, spec, max_cost_usd)
 
     @property
     def result(self) -> Optional[TurnResult]:
@@ -353,11 +364,11 @@ class AsyncTurnStream:
             if buf.finished:
                 raise StopAsyncIteration
             try:
-                if buf.call is None:
+                call = buf.call
+                if call is None:
                     await self.harness._prepare(self.session_id)
-                    buf.call = PromptCall(self.harness.client, self.session_id, self._input, None,
-                                           AsyncInbox(asyncio.get_running_loop()))
-                batch = await buf.call.anext_batch()
+                    call = buf.open(self.harness.client, self._input, AsyncInbox(asyncio.get_running_loop()))
+                batch = await call.anext_batch()
             except BaseException:
                 buf.finished = True
                 raise

@@ -13,7 +13,9 @@ from ..turn_control import SessionCosts
 from ..wire import LIVE_ONLY_EVENT_TYPES, SessionEvent, SessionPromptResponse
 from .output import OutputSpec
 from .decode import NotificationCallback, decode_batch
-from .prompt import PromptCall
+from .connection import Connection
+from .inbox import AnyInbox
+from .prompt import PromptCall, PromptInput
 
 __all__ = ["TurnCollector", "StreamBuffer"]
 
@@ -70,20 +72,30 @@ class TurnCollector:
 
 
 class StreamBuffer:
-    """The part of a turn stream that does not depend on how it waits: it takes the batches of
-    a :class:`PromptCall`, records them for the :class:`TurnResult` (its cost added to
-    ``costs``), and hands out one typed event at a time (built when it is handed out, not
-    before)."""
+    """The part of a turn stream that does not depend on how it waits: it sends the prompt
+    (:meth:`open`, with ``output``'s schema and ``max_cost_usd`` as ``run`` sends them), takes
+    the batches of its :class:`PromptCall`, records them for the :class:`TurnResult` (its
+    ``output`` parsed as ``run`` parses it, its cost added to ``costs``), and hands out one
+    typed event at a time (built when it is handed out, not before)."""
 
-    def __init__(self, session_id: str, costs: Optional[SessionCosts] = None) -> None:
+    def __init__(self, session_id: str, costs: Optional[SessionCosts] = None, output: Optional[OutputSpec] = None,
+                 max_cost_usd: Optional[float] = None) -> None:
         self.session_id = session_id
-        self.collector = TurnCollector(session_id, None, None, costs)
+        self.max_cost_usd = max_cost_usd
+        self.collector = TurnCollector(session_id, None, output, costs)
         self.queue: Deque[Notification] = collections.deque()
         self.call: Optional[PromptCall] = None
         #: The turn's result, once the stream has yielded it.
         self.result: Optional[TurnResult] = None
         #: True once nothing more will be yielded (the result, an error, or closed early).
         self.finished = False
+
+    def open(self, client: Connection, input: PromptInput, inbox: Optional[AnyInbox] = None) -> PromptCall:
+        """Sends the turn's prompt (``inbox``: the asyncio front's; without one the call blocks)."""
+        output = self.collector.output
+        self.call = PromptCall(client, self.session_id, input, None, inbox,
+                               output.schema if output is not None else None, self.max_cost_usd)
+        return self.call
 
     def take(self, batch: List[Any]) -> None:
         notifications = decode_batch(batch)
