@@ -11,10 +11,13 @@ import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readJournal, rewindFiles } from "../../src/agent/checkpoints/rewind.js";
 import { SessionCheckpoints } from "../../src/agent/checkpoints/session-checkpoints.js";
+import { parseActivity, stampNow, watchLine } from "../../src/agent/checkpoints/activity-lines.js";
+import { ProcessActivity } from "../../src/agent/checkpoints/process-activity.js";
 import { SharedWorkspaceWatch } from "../../src/agent/checkpoints/shared-workspace.js";
 import { CheckpointStore } from "../../src/agent/checkpoints/store.js";
 import { TurnRecorder } from "../../src/agent/checkpoints/turn-recorder.js";
 import type { Session } from "../../src/agent/session.js";
+import { SELF } from "../../src/agent/store/process-owner.js";
 import { tempWorkspace, type TempWorkspace } from "../support/scripts.js";
 import { commitAll } from "./rewind-support.js";
 
@@ -89,6 +92,22 @@ describe("what a turn's watch notes", () => {
     a.willRun(undefined);
     expect(noted.paths).toEqual(new Set(["r.txt"]));
     expect(b.close()).toEqual({ all: false, paths: new Set() });
+  });
+
+  it("with an activity folder, it notes another process's watch that overlapped it and announces its own (process-activity.ts)", () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), "hb-shared-activity-"));
+    const folder = path.join(root, "activity");
+    // Another process, as its file says: a watch on /ws/sub open since before this turn, that wrote x.txt.
+    fs.mkdirSync(folder);
+    const other = stampNow();
+    fs.writeFileSync(path.join(folder, "other.activity"), `${JSON.stringify(SELF)}\n${watchLine(1, other, { root: "/ws/sub", full: false })}${watchLine(1, other, { path: "/ws/sub/x.txt" })}`);
+    const a = new SharedWorkspaceWatch("/ws", "a", undefined, false, new ProcessActivity(folder));
+    a.willRun("/ws/mine.txt");
+    expect(a.close()).toEqual({ all: false, paths: new Set(["sub/x.txt"]) });
+    const mine = fs.readdirSync(folder).find((n) => n !== "other.activity")!;
+    const announced = parseActivity(fs.readFileSync(path.join(folder, mine), "utf8")).watches.get(1);
+    expect(announced).toMatchObject({ root: "/ws", paths: ["/ws/mine.txt"], all: false });
+    expect(announced?.end).toBeDefined();
   });
 });
 

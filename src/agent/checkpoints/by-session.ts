@@ -3,6 +3,7 @@
  * (the store's folder), or, without a session log, in a private temporary folder.
  */
 import { privateCheckpointFolder, privateFolderMade } from "./memory-folder.js";
+import { activityBeside } from "./process-activity.js";
 import { SessionCheckpoints } from "./session-checkpoints.js";
 import { CheckpointStore } from "./store.js";
 import { TurnRecorder } from "./turn-recorder.js";
@@ -29,7 +30,7 @@ export class CheckpointsBySession {
   of(sessionId: string): SessionCheckpoints {
     let known = this.known.get(sessionId);
     if (!known) {
-      known = new SessionCheckpoints(new CheckpointStore(this.folder(), sessionId), this.workspace);
+      known = new SessionCheckpoints(new CheckpointStore(this.folder(), sessionId), this.workspace, this.logFolder === undefined ? undefined : activityBeside(this.logFolder));
       this.known.set(sessionId, known);
     }
     return known;

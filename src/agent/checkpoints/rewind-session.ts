@@ -71,7 +71,7 @@ export async function rewindSession(session: Session, checkpoints: SessionCheckp
     const ownTurn = view.turns.reduce((n, t) => Math.max(n, t.turn), lastTurn) + 1;
     // The rewind writes like a turn (shared-workspace.ts): what it writes is noted in other
     // sessions' recording turns, and what they write meanwhile in its own checkpoint.
-    const watch = new SharedWorkspaceWatch(checkpoints.root, session.id, undefined, false);
+    const watch = new SharedWorkspaceWatch(checkpoints.root, session.id, undefined, false, checkpoints.activity);
     own = new OwnCheckpoint(checkpoints, ownTurn, turn);
     const keep = own.capture;
     const capture: RewindCapture = (paths) => {

@@ -12,6 +12,7 @@ import { isInside } from "../../tools/path-inside.js";
 import { isGitWorkTree, listWorkTree } from "./git-listing.js";
 import { blobId, hasPromisor, presentBlobs } from "./git-objects.js";
 import { Pacer, readState, safeRelative, type FileState, type FolderCache, type KnownFile, type PathState, type ReadPath } from "./path-state.js";
+import type { ProcessActivity } from "./process-activity.js";
 import type { CheckpointStore } from "./store.js";
 
 /** What keeping a path's current content came to. */
@@ -59,6 +60,8 @@ export class SessionCheckpoints {
   constructor(
     readonly store: CheckpointStore,
     readonly workspace: string,
+    /** Where its turns meet other processes' (process-activity.ts): beside the session logs; none without them. */
+    readonly activity?: ProcessActivity,
   ) {
     this.root = fs.realpathSync(workspace);
   }

@@ -27,6 +27,8 @@
  */
 import * as path from "node:path";
 import { isInside } from "../../tools/path-inside.js";
+import { stampNow, type Stamp } from "./activity-lines.js";
+import type { ProcessActivity } from "./process-activity.js";
 
 /** What a turn's watch noted: every path (`all`), or these paths, relative to its workspace. */
 export interface SharedChanges {
@@ -45,6 +47,8 @@ interface Watch {
   /** Paths (absolute) this turn's file tools wrote. */
   readonly wrote: Set<string>;
   readonly noted: SharedChanges;
+  /** Its announcement to other processes ends (a replaced watch's too: it would stay open in their eyes). */
+  readonly release: () => void;
 }
 
 /** The watches of the turns recording now, in this process. */
@@ -77,15 +81,36 @@ export function sharedField(noted: SharedChanges | undefined, paths: string[]): 
   return shared.length > 0 ? shared : undefined;
 }
 
-/** One turn's watch over its workspace (`root`, a real path), from its first changing tool to its end. */
+/**
+ * One turn's watch over its workspace (`root`, a real path), from its first changing tool to its
+ * end. `activity`: where it meets other processes (process-activity.ts); none without a session log.
+ */
 export class SharedWorkspaceWatch {
   private readonly watch: Watch;
   private closed = false;
+  /** Its start, taken before the turn's snapshot: the window other processes' watches are looked for in. */
+  private readonly start: Stamp | undefined;
+  private readonly id: number | undefined;
 
-  constructor(root: string, sessionId: string, parentSessionId: string | undefined, full: boolean) {
+  constructor(
+    root: string,
+    sessionId: string,
+    parentSessionId: string | undefined,
+    full: boolean,
+    private readonly activity?: ProcessActivity,
+  ) {
     // A watch this session left (a turn that threw before its end) is replaced: one turn a session at a time.
-    for (const w of active) if (w.sessionId === sessionId) active.delete(w);
-    this.watch = { sessionId, family: familyOf(sessionId, parentSessionId), root, full, opaque: false, wrote: new Set(), noted: { all: false, paths: new Set() } };
+    for (const w of active)
+      if (w.sessionId === sessionId) {
+        active.delete(w);
+        w.release();
+      }
+    if (activity) {
+      this.start = stampNow();
+      this.id = activity.begin(root, full, this.start);
+    }
+    const release = () => this.id !== undefined && this.activity?.end(this.id, stampNow());
+    this.watch = { sessionId, family: familyOf(sessionId, parentSessionId), root, full, opaque: false, wrote: new Set(), noted: { all: false, paths: new Set() }, release };
     // What other sessions' turns wrote or may still write: their opaque tools may be running now.
     for (const other of active) if (other.family !== this.watch.family) noteWrites(this.watch, other);
     active.add(this.watch);
@@ -102,13 +127,23 @@ export class SharedWorkspaceWatch {
     else w.wrote.add(abs);
     const from = { root: w.root, full: w.full, opaque: abs === undefined, wrote: abs === undefined ? [] : [abs] };
     for (const other of active) if (other !== w && other.family !== w.family) noteWrites(other, from);
+    if (this.id !== undefined) this.activity?.willRun(this.id, abs);
   }
 
-  /** The turn's end: what was noted in it; the watch is released (idempotent). */
+  /**
+   * The turn's end: what was noted in it, other processes' watches that overlapped it included;
+   * the watch is released (idempotent). Called after the turn's end walk: a write another process
+   * announced before that walk could see it is in the file read here.
+   */
   close(): SharedChanges {
     if (!this.closed) {
       this.closed = true;
       active.delete(this.watch);
+      if (this.activity && this.id !== undefined && this.start) {
+        const end = stampNow();
+        this.activity.end(this.id, end);
+        for (const from of this.activity.during(this.start, end)) noteWrites(this.watch, from);
+      }
     }
     return this.watch.noted;
   }

@@ -64,7 +64,7 @@ export class TurnRecorder {
   async beforeTool(name: string, readOnly: boolean, args: JsonObject): Promise<void> {
     if (readOnly) return;
     const cp = this.checkpoints;
-    if (!this.changing && this.owner) this.watch = new SharedWorkspaceWatch(cp.root, this.owner.sessionId, this.owner.parentSessionId, this.mode === "full");
+    if (!this.changing && this.owner) this.watch = new SharedWorkspaceWatch(cp.root, this.owner.sessionId, this.owner.parentSessionId, this.mode === "full", cp.activity);
     try {
       await this.record(name, args);
     } catch {
