@@ -176,7 +176,9 @@ export class ProcessActivity {
   /** Writes `text` to `file` through a new file renamed over it, and appends to it from now on. */
   private writeBeside(file: string, text: string): void {
     const fresh = `${file}.new`;
-    fs.writeFileSync(fresh, text, { mode: SESSION_FILE_MODE, flag: "w" });
+    // Its own name, left by a write of this process cut short; never written through a link planted there.
+    fs.rmSync(fresh, { force: true });
+    fs.writeFileSync(fresh, text, { mode: SESSION_FILE_MODE, flag: "wx" });
     fs.renameSync(fresh, file);
     const fd = fs.openSync(file, O_WRONLY | O_APPEND | O_NOFOLLOW);
     if (this.fd !== undefined) fs.closeSync(this.fd);
