@@ -20,8 +20,16 @@
  * A watch lives from a turn's first changing tool to its end, or to its throw (turn-runner.ts
  * lets it go). A subagent's turn run by its parent's `task` call is one family with the parent:
  * the parent's checkpoint covers what its `task` calls do by design; a child session the client
- * prompts itself is another session. Other processes (a second bridge on the same repository)
- * are not seen: docs/checkpoints.md.
+ * prompts itself is another session.
+ *
+ * Other bridge processes on the same machine and session root (a second bridge on the same
+ * repository) are seen through the session root's activity folder (process-activity.ts): a
+ * watch with an `activity` announces its start, each changing tool and its end there, and at
+ * its close notes, with the same `noteWrites`, every other process's watch that may have
+ * overlapped it. In-process watches are still noted here, from memory, as they happen; the
+ * other processes' only at the close (their lines are read then: a line is written before its
+ * tool runs, and the close reads after the turn's end walk). Processes on other session roots,
+ * or without a session log, are not seen: docs/checkpoints.md.
  *
  * @module
  */
