@@ -70,7 +70,7 @@ describe("two bridge processes' turns at once on one workspace", () => {
   });
 
   it("a B killed mid-turn marks the turn of A that finds it gone, not A's later turns", async () => {
-    const command = "mkdir .b-started; sleep 0.5; echo b > B.txt; sleep 4";
+    const command = "mkdir .b-started; sleep 1; echo b > B.txt; sleep 4";
     const { a, b } = await bridges({ turns: [{ steps: [{ toolCalls: [{ name: "bash", arguments: { command } }] }, { text: "done" }] }] });
     b.request("b1", "session/prompt", promptParams("b", "go"));
     await until("B's bash started", () => fs.existsSync(path.join(rig.ws.dir, ".b-started")));
