@@ -165,9 +165,11 @@ export function landlockRules(
 
 /** The argv prefix that runs a program confined (`... -- PROGRAM ARGS`), the helper verified just now; throws with the reason it cannot. */
 export function landlockCommand(workspace: string | undefined, tmp: string | undefined, env: NodeJS.ProcessEnv = process.env, extra: string[] = []): string[] {
+  // The helper first: where it goes may be a folder to hide (landlock-helper.ts `helperFolder`), which the rules must know.
+  const helper = verifiedHelper();
   const rules = landlockRules(workspace, tmp, env);
   if ("refused" in rules) throw new Error(rules.refused);
-  return [verifiedHelper(), "--parent-pid", String(process.pid), ...extra, ...rules.args, "--"];
+  return [helper, "--parent-pid", String(process.pid), ...extra, ...rules.args, "--"];
 }
 
 /** How a command's temporary folder's name in the private folder begins (verdict-cache.ts `pruneVerdicts` removes one a killed bridge left). */

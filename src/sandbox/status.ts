@@ -93,7 +93,7 @@ export function noSandboxMessage(failure: string): string {
   // The failure's own fix first; bubblewrap, where it can run, confines whatever the cause.
   const bubblewrap = "install bubblewrap (e.g. `apt-get install bubblewrap`) on a machine that allows user namespaces";
   const fixes = failure.includes(TEMP_FOLDER_FAILURE)
-    ? `set TMPDIR to a folder this user can write, with room for the helper, and start the bridge again, or ${bubblewrap}`
+    ? `set TMPDIR to a folder this user can write, on a mount that allows running programs (not noexec), with room for the helper, and start the bridge again, or ${bubblewrap}`
     : failure.includes(BRIDGE_FOLDER_FAILURE)
       ? "start the bridge with a session root outside the workspace (--session-root DIR or HARNESS_SESSION_ROOT; the Python SDK's session_root=), " +
         `or with --no-session-log to keep sessions in memory only, or ${bubblewrap}`
