@@ -7,7 +7,7 @@
  * a `setImmediate`, after the transport has written the response.
  */
 import { isUtf8 } from "node:buffer";
-import { realpathSync, statSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, RpcError } from "../protocol/errors.js";
 import { plainInitializeParams } from "../protocol/initialize-fast-path.js";
@@ -26,6 +26,7 @@ import { initialSandboxStatus } from "../sandbox/probe.js";
 import type { SandboxStatus } from "../sandbox/status.js";
 import { loadAgentModules, type AgentModules } from "./agent-modules.js";
 import { loadMcp } from "./mcp-loader.js";
+import { checkWorkspace } from "./workspace-access.js";
 import { tracerFor } from "./tracing-loader.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import { loadPackages } from "../tools/packages-loader.js";
@@ -98,13 +99,7 @@ export async function initialize(raw: JsonObject | undefined, settings: Initiali
     });
   }
   const workspace = resolvedPath(params.cwd);
-  const found = statSync(workspace, { throwIfNoEntry: false });
-  if (!found?.isDirectory()) {
-    // The cause (missing, or not a folder) and the fix: a new user's first mistake is often a typo.
-    const why = found ? "is not a folder" : "does not exist";
-    const fix = "the workspace must be an existing folder: create it, or pass the folder to work in as cwd";
-    throw new RpcError(ErrorCode.InvalidParams, `invalid params: params.cwd: ${workspace} ${why}; ${fix}`, { kind: "invalid-params" });
-  }
+  checkWorkspace(workspace);
   // A link to a folder whose name is not valid UTF-8: every path the bridge makes of it as text
   // (its real path, the sandbox's rules, the checkpoints' root) would name the folder of U+FFFD
   // beside it, and the tools would work in two places. Asked as bytes, once.
