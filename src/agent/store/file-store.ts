@@ -28,6 +28,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { jsonLine, jsonText } from "../../json-line.js";
+import { makeFolders } from "../../make-folders.js";
 import { isOutOfDescriptors } from "../../tools/out-of-descriptors.js";
 import type { SessionEvent, SessionListEntry, SessionReadResult } from "../../protocol/index.js";
 import { FileCatalog } from "./file-catalog.js";
@@ -52,7 +53,8 @@ import { SummaryTracker, writeMeta } from "./summary.js";
 
 /** Creates `dir` (and missing parents) and makes it `SESSION_DIR_MODE`, whatever the umask or its mode before. */
 function privateFolder(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true, mode: SESSION_DIR_MODE });
+  // Not mkdirSync's recursive mode: it says ENOENT where a read-only HOME refuses (make-folders.ts).
+  makeFolders(dir, SESSION_DIR_MODE);
   fs.chmodSync(dir, SESSION_DIR_MODE);
 }
 
