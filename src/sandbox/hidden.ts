@@ -87,6 +87,20 @@ export function privateFolderName(): string {
 }
 
 /**
+ * Where the Landlock helper goes when the private folder's mount is `noexec`
+ * (landlock-helper.ts `helperFolder`): this uid's runtime folder, then its cache folder. Hidden
+ * always, not only once chosen, for the private folder's reason: the file tools must never
+ * write the helper between its check and its exec, whichever turn first needs it.
+ */
+export function helperFallbackFolders(env: NodeJS.ProcessEnv): string[] {
+  const folders: string[] = [];
+  if (env.XDG_RUNTIME_DIR && path.isAbsolute(env.XDG_RUNTIME_DIR)) folders.push(path.join(env.XDG_RUNTIME_DIR, "harness-bridge"));
+  const cache = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : underHome(homeFolder(env), ".cache");
+  folders.push(path.join(cache, "harness-bridge", "sandbox"));
+  return folders;
+}
+
+/**
  * `rel` (a relative path in normal form) below `home` (from `homeFolder`): what `path.join`
  * gives, by concatenation. The rules name a few dozen paths in the home folder on the start-up
  * path, and `path.join` normalizes each one again character by character, in code that is
@@ -102,13 +116,14 @@ export function underHome(home: string, rel: string): string {
  * `hideFromSandbox`), without building the list: for callers that only ask whether it changed.
  */
 export function wantedHiddenKey(env: NodeJS.ProcessEnv): string {
-  return `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${tempFolder()}\0${extraHiddenVersion}`;
+  return `${env.HOME}\0${env.HARNESS_SANDBOX_HIDE}\0${tempFolder()}\0${env.XDG_RUNTIME_DIR}\0${env.XDG_CACHE_HOME}\0${extraHiddenVersion}`;
 }
 
 export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
   const home = homeFolder(env);
   return [
     privateFolderName(),
+    ...helperFallbackFolders(env),
     ...HIDDEN_HOME_PATHS.map((p) => underHome(home, p)),
     ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
     ...extraHidden,

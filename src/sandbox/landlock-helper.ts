@@ -27,9 +27,8 @@ import { tempFolder } from "../temp-folder.js";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempSibling } from "../temp-name.js";
-import { homeFolder } from "../home-folder.js";
 import { noexecMountOf } from "./exec-mount.js";
-import { hideFromSandbox, privateFolderName, underHome } from "./hidden.js";
+import { helperFallbackFolders, hideFromSandbox, privateFolderName } from "./hidden.js";
 import { TEMP_FOLDER_FAILURE, failedForWantOfDescriptors } from "./status.js";
 
 /** Set by scripts/build.mjs; undefined when run from source. */
@@ -113,25 +112,11 @@ export function privateFolder(): string {
   return privateDir.dir;
 }
 
-/**
- * The folders the helper may go to when the private folder's mount is `noexec` (a hardened
- * host's `/tmp`): this uid's runtime folder, then its cache folder. Neither is writable by a
- * sandboxed command (bubblewrap makes everything but the workspace read-only, Landlock grants
- * writes only in the workspace and the command's own temporary folder), and each is hidden from
- * the sandbox like the private folder, so a workspace holding one is refused, never granted.
- */
-function execFolders(env: NodeJS.ProcessEnv): string[] {
-  const folders: string[] = [];
-  if (env.XDG_RUNTIME_DIR && path.isAbsolute(env.XDG_RUNTIME_DIR)) folders.push(path.join(env.XDG_RUNTIME_DIR, "harness-bridge"));
-  const cache = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : underHome(homeFolder(env), ".cache");
-  folders.push(path.join(cache, "harness-bridge", "sandbox"));
-  return folders;
-}
-
 let execFolder: { from: string; dir: string } | undefined;
 /**
  * Where the helper is written: the private folder, unless no program may run from its mount
- * (exec-mount.ts: the exec would fail with a bare EACCES); then the first of `execFolders` that
+ * (exec-mount.ts: the exec would fail with a bare EACCES); then the first of
+ * `helperFallbackFolders` (hidden.ts: hidden from commands and file tools like the private one) that
  * is this uid's, closed to others and on a mount that allows running programs; else an error
  * naming the `noexec` mount and the fix.
  */
@@ -141,7 +126,7 @@ function helperFolder(): string {
   if (!noexec) return own;
   if (execFolder?.from === own && isPrivateFolder(execFolder.dir)) return execFolder.dir;
   const tried: string[] = [];
-  for (const dir of execFolders(process.env)) {
+  for (const dir of helperFallbackFolders(process.env)) {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch {

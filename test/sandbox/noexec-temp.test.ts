@@ -86,3 +86,21 @@ describe.runIf(runs)("TMPDIR on a noexec mount (the binary, Landlock)", () => {
     expect(result.content[0].text).toMatch(/mounted noexec.*Fix: set TMPDIR to a folder this user can write, on a mount that allows running programs \(not noexec\)/);
   });
 });
+
+describe("the helper's fallback folders are hidden from the start (the binary)", () => {
+  it("a file tool may not write the runtime folder's helper folder, even before any bash call chose it", async () => {
+    const run = path.join(ws, "run");
+    fs.mkdirSync(path.join(run, "harness-bridge"), { recursive: true, mode: 0o700 });
+    const script = path.join(root, "write.json");
+    const target = "run/harness-bridge/landlock-exec-0000000000000000";
+    fs.writeFileSync(script, JSON.stringify({ turns: [{ steps: [{ toolCalls: [{ name: "write_file", arguments: { path: target, content: "#!/bin/sh\n" } }] }, { text: "done" }] }] }));
+    const c = new RawClient({ env: { ...process.env, HARNESS_BWRAP: "off", XDG_RUNTIME_DIR: run } });
+    clients.push(c);
+    c.request(1, "initialize", initParams(ws, script));
+    expect((await c.response(1)).error).toBeUndefined();
+    c.request(2, "session/prompt", promptParams("s"));
+    expect((await c.response(2)).result).toMatchObject({ status: "ok" });
+    expect(c.events("s").find((e) => e.type === "tool/result").data.isError).toBe(true);
+    expect(fs.existsSync(path.join(ws, target))).toBe(false);
+  });
+});
