@@ -1,6 +1,7 @@
 /**
  * The sessions a runtime holds in memory, each with its log open, and the bound on the idle
- * ones: past `IDLE_SESSIONS_KEPT` the least recently used idle session is closed and dropped,
+ * ones: past `idleSessionsKept()` (at most `IDLE_SESSIONS_KEPT`, fewer under a low open-file
+ * limit) the least recently used idle session is closed and dropped,
  * and reloaded from its log by its next prompt. This bounds the bridge's open files and memory
  * by the sessions in flight plus that many, however many sessions a client uses. Without a
  * session log nothing could be reloaded, so nothing is dropped.
@@ -9,11 +10,23 @@ import type { Logger } from "../log.js";
 import type { Redactor } from "../redact.js";
 import { isOutOfDescriptors } from "../tools/out-of-descriptors.js";
 import { Session } from "./session.js";
+import { openFileLimit } from "./turn-admission.js";
 import type { RuntimeSink } from "./runtime-options.js";
 import type { MemorySessionStore, SessionStore } from "./store/index.js";
 
-/** Idle sessions kept loaded (their logs open) when sessions are logged. */
+/** Idle sessions kept loaded (their logs open) when sessions are logged, at most. */
 export const IDLE_SESSIONS_KEPT = 64;
+
+/**
+ * The bound under an open-file `limit` (turn-admission.ts `openFileLimit`): a quarter of it,
+ * between 4 and `IDLE_SESSIONS_KEPT`. A fixed 64 idle logs took every descriptor a `ulimit -n 64`
+ * leaves after Node's own, so the running turns' other opens failed EMFILE — a turn's checkpoint
+ * journal among them, the turn then left without a checkpoint (a warning on stderr only).
+ */
+export function idleSessionsKept(limit: number | undefined = openFileLimit()): number {
+  if (limit === undefined) return IDLE_SESSIONS_KEPT;
+  return Math.min(IDLE_SESSIONS_KEPT, Math.max(4, Math.floor(limit / 4)));
+}
 
 export interface LoadedSessionsOptions {
   store: SessionStore | MemorySessionStore;
@@ -31,6 +44,8 @@ export interface LoadedSessionsOptions {
    * reloaded after another process wrote it is not judged by what this one remembered.
    */
   dropped?(sessionId: string): void;
+  /** The bound on idle sessions; default `idleSessionsKept()` (tests set it). */
+  idleKept?: number;
 }
 
 export class LoadedSessions {
@@ -42,7 +57,12 @@ export class LoadedSessions {
    */
   private readonly idle = new Set<string>();
 
-  constructor(private readonly options: LoadedSessionsOptions) {}
+  /** `idleSessionsKept` of this process's limit, read once. */
+  private readonly idleKept: number;
+
+  constructor(private readonly options: LoadedSessionsOptions) {
+    this.idleKept = options.idleKept ?? idleSessionsKept();
+  }
 
   has(sessionId: string): boolean {
     return this.sessions.has(sessionId);
@@ -96,7 +116,7 @@ export class LoadedSessions {
     if (!this.options.durable) return;
     this.idle.delete(session.id);
     this.idle.add(session.id);
-    let over = this.idle.size - IDLE_SESSIONS_KEPT;
+    let over = this.idle.size - this.idleKept;
     for (const id of this.idle) {
       if (over <= 0) break;
       if (isBusy(id)) continue;
