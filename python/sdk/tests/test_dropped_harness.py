@@ -138,3 +138,15 @@ def test_a_dropped_client_says_so_only_where_warnings_are_enabled(backend):
     shown = run("-W", "default::ResourceWarning")
     assert (shown.returncode, shown.stdout.strip()) == (0, "0"), shown.stderr
     assert "ResourceWarning: unclosed <deepseek_harness.client.HarnessClient" in shown.stderr
+
+
+def test_a_dropped_client_is_shut_down_where_warnings_are_errors(backend):
+    # `-W error` (pytest's `filterwarnings = error`): the ResourceWarning raises out of the
+    # finalizer. The bridge must be shut down all the same, and the warning still reported.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "PYTHONDEVMODE")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    done = subprocess.run([sys.executable, "-W", "error", "-c", DROP_A_CLIENT, str(backend.bridge),
+                           str(backend.session_root), str(backend.workspace)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert (done.returncode, done.stdout.strip()) == (0, "0"), done.stderr
+    assert "ResourceWarning: unclosed <deepseek_harness.client.HarnessClient" in done.stderr

@@ -177,7 +177,12 @@ def close_when_dropped(owner: Any, link: Link, timeout: float) -> "weakref.final
 
 
 def _close_dropped(link: Link, timeout: float, name: str) -> None:
+    # The close starts before the warning: under `-W error` (a test suite's `filterwarnings =
+    # error`, PYTHONWARNINGS=error) the warning raises out of this finalizer, and had it come
+    # first the bridge and the SDK's threads would live on for the rest of the process (the
+    # client is gone from the exit hook's weak set too). Raised, it is still reported, as an
+    # exception ignored in a finalizer (pytest: PytestUnraisableExceptionWarning).
+    threading.Thread(target=link.close, args=(timeout,), name="harness-bridge-dropped", daemon=True).start()
     warnings.warn(f"unclosed {name} (bridge pid {link.process.proc.pid}): shutting its bridge down; "
                   "call close() or use `with`",
                   ResourceWarning)
-    threading.Thread(target=link.close, args=(timeout,), name="harness-bridge-dropped", daemon=True).start()
