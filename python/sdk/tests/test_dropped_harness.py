@@ -1,8 +1,8 @@
 """A harness or a client a program drops without closing it (an exception path, a forgotten
 ``close``) does not leave its bridge process and threads behind for the life of the interpreter:
 once it is garbage collected, its bridge is shut down as ``close()`` would (exit 0). A dropped
-client says so with a ``ResourceWarning``, as an unclosed file does (shown only where warnings
-are enabled)."""
+harness or client says so with a ``ResourceWarning``, as an unclosed file does (shown only where
+warnings are enabled), and is shut down even where warnings are errors."""
 
 from __future__ import annotations
 
@@ -45,6 +45,11 @@ def _bridge_exits_once_dropped(procs: List[Any]) -> None:
     pytest.fail(f"threads left: {[t.name for t in threading.enumerate()]}")
 
 
+def _harness_warnings(caught: List[warnings.WarningMessage]) -> List[str]:
+    messages = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    return [m for m in messages if m.startswith("unclosed harness (bridge pid ")]
+
+
 @pytest.mark.parametrize("with_tools", [False, True])
 def test_a_dropped_harness_shuts_its_bridge_down(backend, with_tools):
     def use() -> Any:
@@ -54,7 +59,15 @@ def test_a_dropped_harness_shuts_its_bridge_down(backend, with_tools):
         assert call_within(60, h.run, "hi").ok
         return h.client.process
 
-    _bridge_exits_once_dropped([use()])
+    # Like a dropped client (and an unclosed file), it says so: a test that forgot to close
+    # its harness is told, where ResourceWarnings are shown (pytest -W default, python -X dev).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        proc = use()
+        _bridge_exits_once_dropped([proc])
+    assert _harness_warnings(caught) == [f"unclosed harness (bridge pid {proc.pid}, workspace {backend.workspace}): "
+                                         "shutting its bridge down; call close() or use `with` / `async with`"]
+    assert _unclosed_warnings(caught) == []  # one warning, not the client's too
 
 
 def test_a_dropped_async_harness_shuts_its_bridge_down(backend):
@@ -64,7 +77,18 @@ def test_a_dropped_async_harness_shuts_its_bridge_down(backend):
         assert (await h.run("hi")).ok
         return h.client.process
 
-    _bridge_exits_once_dropped([asyncio.run(use())])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _bridge_exits_once_dropped([asyncio.run(use())])
+    assert len(_harness_warnings(caught)) == 1
+
+
+def test_a_dropped_harness_never_started_says_nothing(backend):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DeepSeekHarness(provider="scripted", model="demo", cwd=backend.workspace, bridge_bin=backend.bridge)
+        gc.collect()
+    assert _harness_warnings(caught) == []
 
 
 def test_a_closed_harness_is_not_closed_again_when_collected(backend):
@@ -150,3 +174,26 @@ def test_a_dropped_client_is_shut_down_where_warnings_are_errors(backend):
                           capture_output=True, text=True, timeout=120, env=env)
     assert (done.returncode, done.stdout.strip()) == (0, "0"), done.stderr
     assert "ResourceWarning: unclosed <deepseek_harness.client.HarnessClient" in done.stderr
+
+
+DROP_A_HARNESS = """
+import gc, sys
+from deepseek_harness import DeepSeekHarness
+def use():
+    h = DeepSeekHarness(provider="scripted", model="demo", bridge_bin=sys.argv[1], session_root=sys.argv[2], cwd=sys.argv[3])
+    h.start()
+    return h.client.process
+proc = use()
+gc.collect()
+print(proc.wait(30))
+"""
+
+
+def test_a_dropped_harness_is_shut_down_where_warnings_are_errors(backend):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "PYTHONDEVMODE")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    done = subprocess.run([sys.executable, "-W", "error", "-c", DROP_A_HARNESS, str(backend.bridge),
+                           str(backend.session_root), str(backend.workspace)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert (done.returncode, done.stdout.strip()) == (0, "0"), done.stderr
+    assert "ResourceWarning: unclosed harness (bridge pid" in done.stderr

@@ -6,6 +6,7 @@ of its session logs, as the bridge reports it. Shared by the blocking and the as
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -103,4 +104,12 @@ def _close_dropped(client: Any, dispatcher: Any) -> None:
         if dispatcher is not None:
             dispatcher.close()
 
+    process = client.process
+    unclosed = process is not None and not client.closed  # before the close below changes it
     threading.Thread(target=close, name="harness-bridge-dropped", daemon=True).start()
+    if unclosed:
+        # As an unclosed file does: the client's own warning never comes (this finalizer holds
+        # the client, and closes it). After the close began, since under `-W error` it raises.
+        # "harness": the asyncio harness is dropped through the blocking one it wraps.
+        warnings.warn(f"unclosed harness (bridge pid {process.pid}, workspace {client.options.cwd or '.'}): "
+                      "shutting its bridge down; call close() or use `with` / `async with`", ResourceWarning)
