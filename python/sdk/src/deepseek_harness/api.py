@@ -12,6 +12,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Type
 
 from ._internal.tool_dispatch import ToolDispatcher
 from ._internal.decode import NotificationCallback
+from ._internal.forking import renew_locks_in_child
 from ._internal.prompt import PromptInput, run_prompt
 from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
@@ -167,6 +168,8 @@ class DeepSeekHarness:
             self._dispatcher = ToolDispatcher(self._client, self._tools.client, o.can_use_tool, self._tools.hooks)
         self._log_folder = LogFolder()
         self._start_lock = threading.Lock()
+        # A fork made while a thread was starting this harness must not hang on this lock.
+        renew_locks_in_child(self, "_start_lock")
         self._initialized: Optional[InitializeResponse] = None
         self._costs = _turn_control.SessionCosts()
         self._close_when_dropped = close_when_dropped(self, self._client, self._dispatcher)

@@ -2,6 +2,8 @@
 
 * :mod:`.process`: the bridge process: spawn, environment, stderr drain, the close ->
   SIGTERM -> SIGKILL escalation, reaping at interpreter exit;
+* :mod:`.forking`: what a forked child does with its copies of the parent's harnesses (fresh
+  locks, the bridge's pipes closed), so that it raises at once instead of hanging;
 * :mod:`.inbox`: the queues between the reader thread and a request's consumer (blocking and
   asyncio);
 * :mod:`.router`: the reader: line framing, dispatch of every frame to its waiter, subagent

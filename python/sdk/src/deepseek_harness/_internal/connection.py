@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from ..errors import HarnessError, JsonRpcError, ProtocolError, RequestTimeoutError, TransportClosedError
 from ..wire import SessionCancelParams
 from .inbox import INF, AnyInbox, AsyncInbox, Closed, Pending
+from .forking import renew_locks_in_child
 from .link import Link, close_when_dropped
 from .outgoing import DEFAULT_MAX_LINE_BYTES, max_line_bytes
 from .process import BridgeProcess, PathLike, forget_at_exit, reap_at_exit
@@ -69,6 +70,9 @@ class Connection:
         # it to settle (Ctrl-C during run()): the session's next prompt waits for that answer
         # first (prompt.py settle_abandoned), or the bridge would find the session still busy.
         self._abandoned: Dict[str, Pending] = {}
+        # A fork's close() (its exit hook's too) must not wait on a lock a parent thread held.
+        renew_locks_in_child(self, "_lifecycle_lock")
+        renew_locks_in_child(self._router, "lock")
 
     def _launch_spec(self) -> Tuple[List[str], Dict[str, str], Optional[PathLike]]:
         """The command line, the environment and the working directory to start with."""

@@ -21,6 +21,7 @@ import weakref
 from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import OpenFileLimitError, TransportClosedError
+from .forking import call_in_child
 from .stdin_writer import StdinWriter
 
 __all__ = ["STDERR_TAIL_LINES", "child_env", "spawn", "BridgeProcess", "reap_at_exit", "forget_at_exit"]
@@ -166,6 +167,9 @@ class BridgeProcess:
             target=self._drain_stderr, args=(proc.stderr,), name="harness-bridge-stderr", daemon=True
         )
         self.stderr_thread.start()
+        # A fork holds copies of the pipes it can never use (forked() refuses every use): closed
+        # at once, rather than when the fork exits, which may be never (a pool's worker).
+        call_in_child(self, "close_copies")
 
     def read(self, size: int) -> bytes:
         """Reads the bridge's stdout (the reader's only way to it), noting that it answered."""

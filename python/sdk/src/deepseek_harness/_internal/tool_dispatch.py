@@ -36,6 +36,7 @@ from ..hooks import Hooks
 from ..notification import Notification
 from ..wire import PermissionRequestEvent
 from .connection import Connection, answer_requests, arequest, line_limit, request
+from .forking import renew_locks_in_child
 from .hook_dispatch import hook_job
 from .inbox import AsyncInbox, Pending
 from .tool_answers import (
@@ -92,6 +93,7 @@ class ToolDispatcher:
         # waits for an answer"; one raised out of the user's coroutine is its failure (Python 3.10
         # has no Task.cancelling() to tell them apart).
         self._cancelled: "weakref.WeakSet[asyncio.Task[None]]" = weakref.WeakSet()
+        renew_locks_in_child(self, "_lock")  # a fork's close() takes it (see forking.py)
 
     def attach(self) -> None:
         answer_requests(self.conn, self.handle, self.settled)

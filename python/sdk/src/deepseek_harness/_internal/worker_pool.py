@@ -15,6 +15,8 @@ import logging
 import threading
 from typing import Callable, Deque
 
+from .forking import renew_locks_in_child
+
 __all__ = ["DaemonPool"]
 
 log = logging.getLogger("deepseek_harness")
@@ -29,6 +31,7 @@ class DaemonPool:
         self._threads = 0
         self._idle = 0
         self._closed = False
+        renew_locks_in_child(self, "_cond")  # a fork's close() shuts it down (see forking.py)
 
     def submit(self, job: Callable[[], None]) -> None:
         """Queues `job` (it must not raise: an exception is logged and the thread goes on)."""
