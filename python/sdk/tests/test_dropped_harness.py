@@ -167,13 +167,19 @@ def test_a_dropped_client_says_so_only_where_warnings_are_enabled(backend):
 def test_a_dropped_client_is_shut_down_where_warnings_are_errors(backend):
     # `-W error` (pytest's `filterwarnings = error`): the ResourceWarning raises out of the
     # finalizer. The bridge must be shut down all the same, and the warning still reported.
+    done = _run_under_warnings_as_errors(DROP_A_CLIENT, backend)
+    assert "ResourceWarning: unclosed <deepseek_harness.client.HarnessClient" in done.stderr
+
+
+def _run_under_warnings_as_errors(code: str, backend) -> "subprocess.CompletedProcess[str]":
+    """Runs ``code`` (which prints the dropped bridge's exit status) under ``-W error``; it must print 0."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "PYTHONDEVMODE")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-    done = subprocess.run([sys.executable, "-W", "error", "-c", DROP_A_CLIENT, str(backend.bridge),
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code, str(backend.bridge),
                            str(backend.session_root), str(backend.workspace)],
                           capture_output=True, text=True, timeout=120, env=env)
     assert (done.returncode, done.stdout.strip()) == (0, "0"), done.stderr
-    assert "ResourceWarning: unclosed <deepseek_harness.client.HarnessClient" in done.stderr
+    return done
 
 
 DROP_A_HARNESS = """
@@ -190,10 +196,5 @@ print(proc.wait(30))
 
 
 def test_a_dropped_harness_is_shut_down_where_warnings_are_errors(backend):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "PYTHONDEVMODE")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-    done = subprocess.run([sys.executable, "-W", "error", "-c", DROP_A_HARNESS, str(backend.bridge),
-                           str(backend.session_root), str(backend.workspace)],
-                          capture_output=True, text=True, timeout=120, env=env)
-    assert (done.returncode, done.stdout.strip()) == (0, "0"), done.stderr
+    done = _run_under_warnings_as_errors(DROP_A_HARNESS, backend)
     assert "ResourceWarning: unclosed harness (bridge pid" in done.stderr
