@@ -184,6 +184,37 @@ describe("files that are not what a bridge writes", () => {
   });
 });
 
+describe("an activity folder that is a link", () => {
+  it("nothing in the folder it names is removed, read or written, whatever lies there", () => {
+    // A link planted as `activity` (or swapped in): every tidy-up goes by the folder's path.
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "hb-elsewhere-"));
+    try {
+      const old = (Date.now() - GRACE_MS - 60_000) / 1000;
+      const plain = path.join(elsewhere, "thesis.tex"); // any file: removed as "not an activity file" once old
+      const ownerless = path.join(elsewhere, "notes.activity");
+      const pid = spawnSync("true").pid!; // a dead owner: `gone` appended, then removed
+      const dead = path.join(elsewhere, `${pid}-x.activity`);
+      fs.writeFileSync(plain, "work");
+      fs.writeFileSync(ownerless, "work\n");
+      fs.writeFileSync(dead, `${JSON.stringify({ ...SELF, pid })}\n${watchLine(1, at(0), { root: "/ws", full: false })}`);
+      const before = fs.readFileSync(dead, "utf8");
+      for (const f of [plain, ownerless, dead]) fs.utimesSync(f, old, old);
+      fs.mkdirSync(path.dirname(folder), { recursive: true });
+      fs.symlinkSync(elsewhere, folder);
+      const a = process_();
+      a.willRun(a.begin("/ws", false, at(0)), undefined); // refused to make its file there
+      clock = { ...at(2 * GRACE_MS), t: Date.now() };
+      expect(a.during(at(0), at(1))).toEqual([]);
+      clock = { ...at(4 * GRACE_MS), t: Date.now() + 2 * GRACE_MS };
+      a.during(at(0), at(1));
+      expect(fs.readdirSync(elsewhere).sort()).toEqual([path.basename(dead), "notes.activity", "thesis.tex"].sort());
+      expect(fs.readFileSync(dead, "utf8")).toBe(before);
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("compaction", () => {
   it("past COMPACT_BYTES, a process's file keeps its open watches and those an open watch elsewhere may need", () => {
     const a = process_();

@@ -192,12 +192,19 @@ export class ProcessActivity {
    * `gone` for the dead, removes what no one can need, compacts this process's own file.
    */
   during(from: Stamp, to: Stamp): ForeignWrites[] {
+    // The folder itself, never through a link: what is read, appended to and removed below goes
+    // by its path, and a link planted as `activity` (or swapped in while this runs) would have
+    // this process remove the old files of whatever folder it names. No bridge announces in a
+    // linked folder (`make` refuses it), so there is nothing to read there either.
+    const dir = this.realFolder();
+    if (!dir) return [];
     let names: string[];
     try {
       names = fs.readdirSync(this.folder);
     } catch {
       return []; // no folder: no process announced anything
     }
+    if (!this.isFolder(dir)) return [];
     const mine = this.file === undefined ? undefined : path.basename(this.file);
     if (mine !== undefined && this.fd !== undefined && !names.includes(mine)) {
       fs.closeSync(this.fd);
@@ -211,7 +218,7 @@ export class ProcessActivity {
       if (name === mine || name === `${mine}.new`) continue;
       if (!name.endsWith(".activity")) {
         // A file a process was killed writing beside (`.new`), or anything else: nothing to read.
-        this.removeIfOld(file, now);
+        if (this.isFolder(dir)) this.removeIfOld(file, now);
         continue;
       }
       const f = readFound(file);
@@ -221,12 +228,12 @@ export class ProcessActivity {
     for (const f of found) {
       const { owner } = f.activity;
       if (!owner) {
-        this.removeIfOld(f.file, now);
+        if (this.isFolder(dir)) this.removeIfOld(f.file, now);
         continue;
       }
       if (!f.activity.gone && (!alive(owner) || (!seenHere(owner) && now.t - f.mtime > STALE_MS))) {
         f.activity.gone = now;
-        this.appendTo(f.file, goneLine(now));
+        if (this.isFolder(dir)) this.appendTo(f.file, goneLine(now));
       }
       if (f.tooBig) {
         out.push(EVERYTHING);
@@ -239,10 +246,22 @@ export class ProcessActivity {
     for (const f of found) if (f.activity.owner && !f.activity.gone) for (const w of f.activity.watches.values()) if (!w.end) opens.push(w.start);
     for (const f of found) {
       const gone = f.activity.gone;
-      if (gone && surelyBefore(later(gone, GRACE_MS), now) && opens.every((s) => surelyBefore(gone, s))) removeQuietly(f.file);
+      if (gone && surelyBefore(later(gone, GRACE_MS), now) && opens.every((s) => surelyBefore(gone, s)) && this.isFolder(dir)) removeQuietly(f.file);
     }
     if (this.fd !== undefined && this.bytes > this.compactAt) this.compact(opens, now);
     return out;
+  }
+
+  /** The activity folder's identity when it is a folder, not a link to one (or anything else). */
+  private realFolder(): fs.Stats | undefined {
+    const st = fs.lstatSync(this.folder, { throwIfNoEntry: false });
+    return st?.isDirectory() ? st : undefined;
+  }
+
+  /** Whether the folder's path still names the folder `dir` (checked again before each change made through it: it may be swapped for a link meanwhile). */
+  private isFolder(dir: fs.Stats): boolean {
+    const st = this.realFolder();
+    return st !== undefined && st.dev === dir.dev && st.ino === dir.ino;
   }
 
   /** Appends `line` to another process's file (never through a link; one that went meanwhile needs nothing). */
