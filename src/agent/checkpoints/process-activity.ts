@@ -122,10 +122,16 @@ export class ProcessActivity {
   private bytes = 0;
   private compactAt = COMPACT_BYTES;
   private nextId = 1;
-  /** The file went missing (removed by hand): made anew, it announces the open watches as "all" (their lines went with it). */
+  /**
+   * Some of this process's lines may be missing: its file went missing (removed by hand), or an
+   * append failed (a full disk, a folder that could not be made), perhaps after writing part of
+   * its line, which the next line would then be glued to and lost with (a watch's start, a
+   * path, an "all"). The next append that can write first ends the torn piece, then announces
+   * every watch it may concern whole: its start, "all", and its end if it ended meanwhile.
+   */
   private lost = false;
-  /** This process's open watches: their starts, and start lines. */
-  private readonly open = new Map<number, { start: Stamp; line: string }>();
+  /** This process's watches not yet ended in its file: their starts, start lines, and ends not yet written. */
+  private readonly open = new Map<number, { start: Stamp; line: string; end?: Stamp }>();
 
   constructor(
     readonly folder: string,
@@ -146,18 +152,34 @@ export class ProcessActivity {
     this.append(watchLine(id, this.now(), abs === undefined ? { all: true } : { path: abs }));
   }
 
-  /** Watch `id` closed at `at` (after its last write); idempotent. */
+  /** Watch `id` closed at `at` (after its last write); idempotent. Forgotten once its end line is written (until then it is announced again whole). */
   end(id: number, at: Stamp): void {
-    if (this.open.delete(id)) this.append(watchLine(id, at, { end: true }));
+    const watch = this.open.get(id);
+    if (!watch || watch.end) return;
+    watch.end = at;
+    this.append(watchLine(id, at, { end: true }));
   }
 
+  /** Appends `line`, after whatever was missing before it. */
   private append(line: string): void {
     try {
       if (this.fd === undefined) this.make();
+      else if (this.lost) line = `\n${this.announced()}${line}`; // "\n": a piece a failed write left is a line of its own, which readers leave out
       this.bytes += writeAll(this.fd!, line);
+      this.lost = false;
+      for (const [id, w] of this.open) if (w.end) this.open.delete(id);
     } catch {
-      // A full disk, a folder that cannot be made: other processes do not see this one's tools (docs/checkpoints.md).
+      // A full disk, a folder that cannot be made: other processes do not see this one's tools
+      // (docs/checkpoints.md) until an append can write again.
+      this.lost = true;
     }
+  }
+
+  /** The lines announcing this process's watches whole, for a file that may be missing some of their lines (`lost`). */
+  private announced(): string {
+    let text = "";
+    for (const [id, { line, end }] of this.open) text += line + watchLine(id, this.now(), { all: true }) + (end ? watchLine(id, end, { end: true }) : "");
+    return text;
   }
 
   /** Makes this process's file, whole (owner line first) before it takes its name. */
@@ -166,7 +188,7 @@ export class ProcessActivity {
     fs.mkdirSync(this.folder, { recursive: true, mode: SESSION_DIR_MODE });
     const file = path.join(this.folder, `${SELF.pid}-${randomBytes(6).toString("hex")}.activity`);
     let text = ownerLine();
-    if (this.lost) for (const [id, { line }] of this.open) text += line + watchLine(id, this.now(), { all: true });
+    if (this.lost) text += this.announced();
     this.writeBeside(file, text);
     if (this.file === undefined) leaveAtExit(this);
     this.file = file;
