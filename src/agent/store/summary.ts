@@ -18,7 +18,8 @@ import { TITLE_MAX_CHARS, type SessionListEntry } from "../../protocol/sessions-
 import type { SessionEvent, TextBlock } from "../../protocol/types.js";
 import { tempSibling } from "../../temp-name.js";
 import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
-import { byteAt, eachLine, lineHead } from "./log-lines.js";
+import { byteAt, eachLine, jsonBeforeSpaces, lineHead, objectBeforeSpaceAt } from "./log-lines.js";
+import { keptEvent } from "./resume.js";
 import { blocksProblem } from "./event-shape.js";
 import { isObject } from "../../json-value.js";
 
@@ -216,6 +217,25 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
   // A listing scans every log of the folder, chosen by no one: one file must not cost memory by
   // its size (a line of gigabytes, a sparse file without a newline). A longer line is seen by
   // its head only: its time counts, its text gives no title.
+  /** Takes a line (`cut`: its head only) into the entry. */
+  const take = (line: Buffer, cut: boolean): void => {
+    const head = lineHead(line);
+    if (!cut && ((head.type === "user/message" && !titled) || head.type === "turn/start" || head.type === undefined)) {
+      let event: SessionEvent | undefined;
+      try {
+        event = JSON.parse(line.toString("utf8")) as SessionEvent;
+      } catch {
+        // A torn line holds nothing to list; but the last line's JSON, spaces and the rest of a
+        // line written over them (a power loss: resume.ts) lists the event loading keeps.
+        const before = jsonBeforeSpaces(line);
+        event = before && keptEvent(before);
+        if (!event) return;
+      }
+      if (!isObject(event)) return; // JSON, but no event
+      tracker!.absorb(event);
+      titled = tracker!.titled;
+    } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
+  };
   const size = eachLine(fd, 0, (line, start, end, cut) => {
     // A line read by its head only: its last byte before the "\n" tells (JSON ends in no space).
     padded = cut ? endsInSpace(fd, end) : end - start - 1 > line.length;
@@ -227,20 +247,25 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
       tracker = new SummaryTracker(header);
       return true;
     }
-    const head = lineHead(line);
-    if (!cut && ((head.type === "user/message" && !titled) || head.type === "turn/start" || head.type === undefined)) {
-      let event: SessionEvent;
-      try {
-        event = JSON.parse(line.toString("utf8")) as SessionEvent;
-      } catch {
-        return true; // a torn line: it holds nothing to list
-      }
-      if (!isObject(event)) return true; // JSON, but no event
-      tracker!.absorb(event);
-      titled = tracker!.titled;
-    } else if (head.time !== undefined) tracker!.absorb({ type: head.type as SessionEvent["type"], time: head.time, data: {} as never });
+    take(line, cut);
     return true;
   }, SCAN_LINE_CAP);
+  // The last line's JSON and spaces whose "\n" a power loss lost: loading and session/read keep
+  // its event (log-lines.ts `jsonOfTornTail`), so the listing does too. Looked for only past the
+  // whole lines, and scanned, not read, beyond SCAN_LINE_CAP. The log is then no whole lines: a
+  // load rewrites its end, so no meta is written from this scan (`padded`).
+  const fileSize = header ? fs.fstatSync(fd).size : size;
+  const tornEnd = size < fileSize ? objectBeforeSpaceAt(fd, size, fileSize) : undefined;
+  if (tornEnd !== undefined) {
+    const bytes = Buffer.alloc(Math.min(tornEnd - size, SCAN_LINE_CAP));
+    for (let at = 0; at < bytes.length; ) at += fs.readSync(fd, bytes, at, bytes.length - at, size + at) || bytes.length;
+    const cut = tornEnd - size > SCAN_LINE_CAP;
+    if (cut || keptEvent(bytes)) {
+      take(bytes, cut);
+      padded = true;
+      spacesAt = undefined;
+    }
+  }
   return header && tracker ? { header, entry: tracker.entry(), size, padded, ...(spacesAt === undefined ? {} : { spacesAt }) } : undefined;
 }
 

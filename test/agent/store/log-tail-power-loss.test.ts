@@ -106,3 +106,25 @@ it("a last line that is JSON but no event, then spaces and more, is dropped as a
   expect(fs.readFileSync(file, "utf8")).toBe(before);
   again.close();
 });
+
+// session/list scans logs itself (summary.ts `scanLog`): the event loading keeps of a power
+// loss's torn end must count there too (a title, a turn, a time), not only after a load.
+it.each([
+  ["the last line's JSON and spaces without their \"\\n\"", (synced: string, written: string) => synced.slice(0, synced.length - 100) + written.slice(synced.length - 100, synced.length)],
+  ["the last line's JSON, spaces and the rest of a line written over them", (synced: string, written: string) => synced.slice(0, synced.trimEnd().length + 4096) + written.slice(synced.trimEnd().length + 4096)],
+])("session/list after a power loss lists what loading keeps: %s", (_, disk) => {
+  const store = new SessionStore(tmp, "/work/space");
+  const log = store.open("t", header);
+  log.append(userMessage(1, "the title of it"));
+  log.sync();
+  const file = store.pathOf("t");
+  const synced = fs.readFileSync(file, "utf8");
+  log.append(userMessage(2, "y".repeat(Math.max(9000, synced.length))));
+  const written = fs.readFileSync(file, "utf8");
+  log.close();
+  fs.writeFileSync(file, disk(synced, written));
+  const listed = store.list().sessions;
+  expect(listed).toMatchObject([{ sessionId: "t", title: "the title of it" }]);
+  store.open("t", header).close();
+  expect(store.list().sessions).toEqual(listed);
+});
