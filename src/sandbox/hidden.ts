@@ -123,9 +123,11 @@ export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
   const home = homeFolder(env);
   return [
     privateFolderName(),
-    ...helperFallbackFolders(env),
     ...HIDDEN_HOME_PATHS.map((p) => underHome(home, p)),
     ...(env.HARNESS_SANDBOX_HIDE ?? "").split(":").filter((p) => path.isAbsolute(p)),
+    // After the credential stores: a refusal names the first hidden path a workspace holds, and
+    // one that exists says more than a folder the bridge may make (hiddenRealPaths).
+    ...helperFallbackFolders(env),
     ...extraHidden,
   ];
 }
@@ -137,11 +139,15 @@ export function wantedHidden(env: NodeJS.ProcessEnv): string[] {
  */
 export function hiddenRealPaths(env: NodeJS.ProcessEnv = process.env): string[] {
   const found = new Set<string>();
+  // The helper's fallback folders too: not there yet, a command confined in a workspace that
+  // holds one could make it itself (0700, this uid: it passes the helper's checks) and put files
+  // in it, which a later bridge whose TMPDIR is noexec would then run its helper from.
+  const fallbacks = helperFallbackFolders(env);
   for (const p of wantedHidden(env)) {
     if (!existsSync(p)) {
       // The bridge's own folders (the session root) are made when first needed, maybe inside
       // the workspace: judged by their path from the start, so `initialize` and every turn agree.
-      const toBe = extraHidden.has(p) ? realPathToBe(p) : undefined;
+      const toBe = extraHidden.has(p) || fallbacks.includes(p) ? realPathToBe(p) : undefined;
       if (toBe) found.add(toBe);
       continue; // most are not there: no exception to build (see landlock.ts `real`)
     }

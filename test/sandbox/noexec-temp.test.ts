@@ -103,4 +103,20 @@ describe("the helper's fallback folders are hidden from the start (the binary)",
     expect(c.events("s").find((e) => e.type === "tool/result").data.isError).toBe(true);
     expect(fs.existsSync(path.join(ws, target))).toBe(false);
   });
+
+  it("bash may not make the runtime folder's helper folder before any bridge chose it (Landlock refuses such a workspace)", async () => {
+    // TMPDIR allows running programs here: no fallback is chosen, none exists. A folder bash
+    // made there (0700, this uid) would pass the helper's checks for a later noexec bridge.
+    const script = path.join(root, "plant.json");
+    const command = "umask 077 && mkdir -p run/harness-bridge && printf x > run/harness-bridge/landlock-exec-0000000000000000";
+    fs.writeFileSync(script, JSON.stringify({ turns: [{ steps: [{ toolCalls: [{ name: "bash", arguments: { command } }] }, { text: "done" }] }] }));
+    const c = new RawClient({ env: { ...process.env, HARNESS_BWRAP: "off", XDG_RUNTIME_DIR: path.join(ws, "run") } });
+    clients.push(c);
+    c.request(1, "initialize", initParams(ws, script));
+    const init = await c.response(1);
+    expect(init.result.sandbox).toMatchObject({ bash: "none", reason: expect.stringContaining("harness-bridge") });
+    c.request(2, "session/prompt", promptParams("s"));
+    await c.response(2);
+    expect(fs.existsSync(path.join(ws, "run", "harness-bridge"))).toBe(false);
+  });
 });
