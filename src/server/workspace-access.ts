@@ -15,12 +15,17 @@ const invalid = (message: string) => new RpcError(ErrorCode.InvalidParams, `inva
 /** Who the bridge runs as, for a message about permissions. */
 const who = () => `the bridge runs as uid ${process.getuid?.() ?? "?"}`;
 
-/** Why an errno of a look at the workspace stops it, in words. */
-function because(error: unknown): string {
+/**
+ * Why an errno of a look at the workspace stops it, and the fix, in words. The fix is the
+ * cause's: a loop of links, or a file where a folder of the path should be, is not mended by
+ * permissions (which the message advised for every cause).
+ */
+function because(error: unknown, fix: string): string {
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === "EACCES" || code === "EPERM") return `permission denied (${who()})`;
-  if (code === "ELOOP") return "a loop of symbolic links";
-  return (error as Error).message;
+  if (code === "EACCES" || code === "EPERM") return `permission denied (${who()}); ${fix}`;
+  if (code === "ELOOP") return "a loop of symbolic links on its path; the workspace must be a folder: mend the links, or pass the folder's real path as cwd";
+  if (code === "ENOTDIR") return "a part of its path is not a folder; the workspace must be an existing folder: pass the folder to work in as cwd";
+  return `${(error as Error).message}; the workspace must be an existing folder this user can list and enter`;
 }
 
 /** Throws the `-32602` for a `workspace` (absolute, normal form) that no turn could work in. */
@@ -30,7 +35,7 @@ export function checkWorkspace(workspace: string): void {
     found = statSync(workspace, { throwIfNoEntry: false });
   } catch (error) {
     // A folder on the way that this user may not enter (EACCES), a link loop: not "internal".
-    throw invalid(`${workspace} cannot be reached: ${because(error)}; the workspace must be a folder this user can enter: change the permissions of the folders on its path, or run the bridge as a user who can`);
+    throw invalid(`${workspace} cannot be reached: ${because(error, "the workspace must be a folder this user can enter: change the permissions of the folders on its path, or run the bridge as a user who can")}`);
   }
   if (!found?.isDirectory()) {
     // The cause (missing, or not a folder) and the fix: a new user's first mistake is often a typo.
@@ -40,6 +45,6 @@ export function checkWorkspace(workspace: string): void {
   try {
     accessSync(workspace, constants.R_OK | constants.X_OK);
   } catch (error) {
-    throw invalid(`${workspace} cannot be read: ${because(error)}; the workspace must be a folder this user can list and enter: change its permissions, or run the bridge as a user who can`);
+    throw invalid(`${workspace} cannot be read: ${because(error, "the workspace must be a folder this user can list and enter: change its permissions, or run the bridge as a user who can")}`);
   }
 }
