@@ -56,19 +56,22 @@ class TurnCollector:
     def result(self, response: SessionPromptResponse) -> "TurnResult":
         events = [SessionEvent.model_validate(ev) for ev in self.durable]
         value = output_of(events)
-        result = TurnResult(
+        usage = usage_of(events)
+        # The turn ran and cost whatever the caller makes of its output: counted before the
+        # output is parsed, which raises when ``output_type`` refuses it (a validator stricter
+        # than the schema the bridge checked); the session's cost was then short by this turn.
+        if self.costs is not None:
+            self.costs.add(self.session_id, usage.cost_usd if usage is not None else None)
+        return TurnResult(
             session_id=self.session_id,
             status=response.status,
             reason=response.reason,
             final_response=final_response_of(events),
             events=events,
             notifications=self.notifications,
-            usage=usage_of(events),
+            usage=usage,
             output=self.output.parse(value) if self.output is not None and value is not None else value,
         )
-        if self.costs is not None:
-            self.costs.add(self.session_id, result.cost_usd)
-        return result
 
 
 class StreamBuffer:
