@@ -85,6 +85,13 @@ export class HarnessServer {
   private readonly schemas = new ParamsSchemas();
   /** The MCP servers of `initialize`, from before they connect: every way out stops them. */
   private mcp: McpServersHandle | undefined;
+  /**
+   * Why no client answer can come any more, once stdin ended. Kept, not only acted on: an end of
+   * input read while `initialize` was still under way (MCP servers connecting) finds no runtime to
+   * tell, and the runtime built after it must still end its waits at once, not after
+   * `clientToolTimeoutMs`.
+   */
+  private inputEnded: string | undefined;
 
   constructor(private readonly options: ServerOptions) {
     this.life = new Lifecycle({
@@ -239,6 +246,8 @@ export class HarnessServer {
       this.agent = agent.then((built) => {
         this.runtime = built.runtime;
         this.readyAgent = built;
+        // Input that ended before the runtime existed: its waits end at once, as in onInputEnd.
+        if (this.inputEnded !== undefined) built.runtime.closeClientWaits(this.inputEnded);
         return built;
       });
       // A failure here surfaces on the requests that need the runtime, not as an unhandled rejection.
@@ -349,8 +358,10 @@ export class HarnessServer {
   /** stdin ended: no more requests; let what is in flight finish, then exit 0. */
   onInputEnd(): void {
     this.options.logger.debug("stdin ended; finishing in-flight requests");
-    // No session/tool_result or session/permission can come: what waits for one ends now.
-    void this.agent?.then((agent) => agent.runtime.closeClientWaits("the client closed its input"), () => undefined);
+    // No session/tool_result, session/permission or session/hook can come: what waits for one
+    // ends now (and, through `inputEnded`, in a runtime an `initialize` under way builds later).
+    const why = (this.inputEnded = "the client closed its input");
+    void this.agent?.then((agent) => agent.runtime.closeClientWaits(why), () => undefined);
     void (async () => {
       if (this.unanswered > 0) await new Promise<void>((resolve) => (this.whenAllAnswered = resolve));
       if (this.life.phase === "exiting") return;
