@@ -219,7 +219,9 @@ async function runStep(
 
   // The next request's prompt is estimated from this one's (compaction.ts).
   if (assembler.usage) session.lastPrompt = { inputTokens: assembler.usage.inputTokens, historyChars: charsAtRequest };
-  const calls = assembler.toolCalls(turn, step);
+  // Ids of the session's earlier client tool requests are taken: an answer still on its way to
+  // one of them must not settle a new call that repeats its id (message-assembler.ts).
+  const calls = assembler.toolCalls(turn, step, session.callIdAsked);
   const finish = assembler.finishReason;
   const usage = withCost(assembler.usage, config.prices);
   const answered = !assembler.isEmpty();

@@ -85,8 +85,11 @@ export class MessageAssembler {
    * The step's calls, each with an id of its own (waits, answers and results are keyed by it):
    * a repeated id (some OpenAI-compatible servers repeat them) gets `#2`, `#3`, …, recorded and
    * sent back to the model as such, so each result pairs with its own call (docs/PROTOCOL.md).
+   * `asked`: ids an earlier `tool/request` of the session already carried (Session.callIdAsked).
+   * Such an id is taken too: a late answer to that request (it timed out, was aborted, or the
+   * client sent it twice) would otherwise be taken as this call's result.
    */
-  toolCalls(turn: number, step: number): ToolCallBlock[] {
+  toolCalls(turn: number, step: number, asked?: (id: string) => boolean): ToolCallBlock[] {
     // Pushed onto an empty literal, for the one shape `content` explains.
     const calls: ToolCallBlock[] = [];
     if (this.calls === undefined) return calls;
@@ -94,7 +97,7 @@ export class MessageAssembler {
     for (const [index, call] of [...this.calls.entries()].sort(([a], [b]) => a - b)) {
       const given = call.id ?? `call_${turn}_${step}_${index}`;
       let id = given;
-      for (let n = 2; taken.has(id); n++) id = `${given}#${n}`;
+      for (let n = 2; taken.has(id) || asked?.(id) === true; n++) id = `${given}#${n}`;
       taken.add(id);
       calls.push(parseToolCall(id, call.name ?? "", call.args));
     }

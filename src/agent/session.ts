@@ -56,6 +56,13 @@ export class Session {
   /** Hook requests of the running (or, in a log cut off mid-turn, the last) turn with no decision yet, by hookId. */
   private readonly pendingHooks = new Map<string, HookRequestEventData>();
   /**
+   * The callIds of the session's `tool/request`s (its client tool calls), made at the first one:
+   * `session/tool_result` answers by callId alone, so a model that repeats an id in a later step
+   * or turn must get another one (`callIdAsked`), or a late answer to the earlier request would
+   * settle the new call. Rebuilt from the log on load, so it holds across a restart.
+   */
+  private askedCallIds: Set<string> | undefined;
+  /**
    * An event's text between `seq` and the data, for the last time: a streamed step's chunks
    * share it, so it is made once, not per chunk (every concatenation is a string object to
    * collect). The text before `seq` is the type's own (`eventHead`).
@@ -125,6 +132,9 @@ export class Session {
   unansweredCalls(): Array<{ callId: string; name: string }> {
     return [...this.unanswered].map(([callId, name]) => ({ callId, name }));
   }
+
+  /** Whether an earlier client tool request of this session carried `callId` (an arrow: the loop passes it on as it is). */
+  readonly callIdAsked = (callId: string): boolean => this.askedCallIds?.has(callId) === true;
 
   /** Whether there are calls without a result or hook requests without a decision (the two below). */
   get hasLeftovers(): boolean {
@@ -284,6 +294,9 @@ export class Session {
         break;
       case "hook/request":
         this.pendingHooks.set(event.data.hookId, event.data);
+        break;
+      case "tool/request":
+        (this.askedCallIds ??= new Set()).add(event.data.callId);
         break;
       case "hook/decision":
         this.pendingHooks.delete(event.data.hookId);
