@@ -91,6 +91,12 @@ export interface CompactionOutcome {
   noGainChars?: number;
   /** The summarizing request's usage, when it ran and reported one. */
   usage?: Usage;
+  /**
+   * The model streamed something back: the request ran, and cost what `usage` says, or an
+   * unknown amount without one (a budget then lets no further request start: cost.ts). Set
+   * whatever became of the summary: one cut off or empty after its text was paid for all the same.
+   */
+  answered?: boolean;
   /** Why it did not compact, for the log. */
   why?: string;
 }
@@ -191,24 +197,28 @@ async function summarize(ctx: CompactionContext, trigger: ContextCompactedEventD
   let summary = "";
   let usage: Usage | undefined;
   let finish: string | undefined;
+  /** Any content streamed back (a step's rule: loop.ts `answered`): the request ran, whatever its summary became. */
+  let answered = false;
   try {
     for await (const batch of ctx.provider.stream(request, ctx.signal)) {
       if (ctx.signal.aborted) return { compacted: false, why: "aborted" };
       for (const part of batch) {
-        if (part.type === "text-delta") summary += part.text;
-        else if (part.type === "usage") usage = part.usage;
+        if (part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-call-delta") {
+          answered = true;
+          if (part.type === "text-delta") summary += part.text;
+        } else if (part.type === "usage") usage = part.usage;
         else if (part.type === "finish") finish = part.finishReason;
       }
     }
   } catch (error) {
-    return { compacted: false, failed: true, usage, why: `the summarizing request failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { compacted: false, failed: true, usage, answered, why: `the summarizing request failed: ${error instanceof Error ? error.message : String(error)}` };
   }
   summary = summary.trim();
-  if (ctx.signal.aborted) return { compacted: false, usage, why: "aborted" };
-  if (!summary) return { compacted: false, failed: true, usage, why: "the model gave an empty summary" };
+  if (ctx.signal.aborted) return { compacted: false, usage, answered, why: "aborted" };
+  if (!summary) return { compacted: false, failed: true, usage, answered, why: "the model gave an empty summary" };
   // Only an answer the model finished is a summary: one cut off (`length`) or turned into tool
   // calls would replace the history for good with half of what it said.
-  if (finish !== "stop") return { compacted: false, failed: true, usage, why: `the summarizing answer ended with '${finish ?? "no finish"}', not 'stop'` };
+  if (finish !== "stop") return { compacted: false, failed: true, usage, answered, why: `the summarizing answer ended with '${finish ?? "no finish"}', not 'stop'` };
   const keptChars = session.messages.slice(start).reduce((sum, m) => sum + messageChars(m), 0);
   const summaryChars = summaryText(summary).length;
   // The estimate less what left the history (as estimatePrompt counts a change of it).
@@ -216,10 +226,10 @@ async function summarize(ctx: CompactionContext, trigger: ContextCompactedEventD
   const tokensAfter = Math.max(0, before.tokens - Math.ceil(removed / CHARS_PER_TOKEN));
   // A summary no shorter than what it replaces would make the prompt no smaller: not recorded.
   if (tokensAfter >= before.tokens) {
-    return { compacted: false, usage, noGainChars: summaryChars, why: "the summary is no shorter than the history it would replace" };
+    return { compacted: false, usage, answered, noGainChars: summaryChars, why: "the summary is no shorter than the history it would replace" };
   }
   await session.emit("context/compacted", { summary, tokensBefore: before.tokens, tokensAfter, keptFromSeq: session.seqOfMessage(start), turn: ctx.turn, trigger });
-  return { compacted: true, usage };
+  return { compacted: true, usage, answered };
 }
 
 /** The older history with the instruction to summarize it last (in the last user message when it ends with one: no two user messages in a row). */

@@ -98,7 +98,9 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
     const compacting = compaction && !compactionFailed ? compactIfNeeded(compaction, summaryWorthAsking === undefined || session.historyChars > summaryWorthAsking) : undefined;
     if (compacting) {
       const done = await compacting;
-      spend(done.compacted || done.noGainChars !== undefined, withCost(done.usage, config.prices));
+      // Counted whenever the model answered it: a summary that failed after streaming (cut off
+      // at `length`, say) was paid for too, and without usage its cost is unknown (cost.ts).
+      spend(done.answered === true, withCost(done.usage, config.prices));
       // A summary that cannot be made now will not be made at the next step either: try no more this turn.
       if (done.failed) compactionFailed = true;
       // One that saved nothing is asked for again once the history has grown by its length.
@@ -116,7 +118,7 @@ export async function runTurn(session: Session, content: TextBlock[], config: Tu
       // Refused as too long for the window: one compaction, and one retry of the step (no second step/start).
       retriedAfterRefusal = true;
       const done = await compactNow(compaction, "refused");
-      spend(done.compacted || done.noGainChars !== undefined, withCost(done.usage, config.prices));
+      spend(done.answered === true, withCost(done.usage, config.prices));
       const spent = overBudget();
       if (spent) outcome = { end: spent };
       else if (done.compacted && !signal.aborted) {
