@@ -26,7 +26,7 @@ import type { Redactor } from "../redact.js";
 import type { ToolOutput } from "../tools/types.js";
 import { addUsage } from "../agent/usage.js";
 import type { SpanExporter } from "./exporter.js";
-import { newSpanId, newTraceId, nowNs, parseTraceparent, SpanKind, StatusCode, type AttributeValue, type SpanContext, type SpanData } from "./span.js";
+import { newSpanId, newTraceId, nowNs, parseTraceparent, spanString, SpanKind, StatusCode, type AttributeValue, type SpanContext, type SpanData } from "./span.js";
 
 export const AGENT_NAME = "harness-bridge";
 const MCP_PREFIX = "mcp__";
@@ -43,6 +43,8 @@ class OpenSpan {
   constructor(
     private readonly exporter: SpanExporter,
     private readonly redactor: Redactor | undefined,
+    /** The most characters of any string the span carries (contentLimit: OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT). */
+    private readonly limit: number,
     private readonly name: string,
     private readonly kind: number,
     parent: SpanContext | undefined,
@@ -68,6 +70,15 @@ class OpenSpan {
       this.redactor.inPlace(attributes);
       if (status) this.redactor.inPlace(status);
     }
+    // Every string is capped, not only captured content: a tool's name and call id come from the
+    // model server as sent (no bound upstream), a status message is a server's error text. One
+    // megabyte name made two megabytes a span, times the 2048 spans the queue holds.
+    name = spanString(name, this.limit);
+    for (const [key, value] of Object.entries(attributes)) {
+      if (typeof value === "string") attributes[key] = spanString(value, this.limit);
+      else if (Array.isArray(value)) attributes[key] = value.map((v) => spanString(v, this.limit));
+    }
+    if (status?.message !== undefined) status.message = spanString(status.message, this.limit);
     this.exporter.add({ context, ...(parentSpanId ? { parentSpanId } : {}), name, kind, startNs, endNs: nowNs(), attributes, ...(status ? { status } : {}) });
   }
 }
@@ -94,7 +105,7 @@ export class GenAiTracer implements Tracer {
       ...(info.parentSessionId ? { "harness.parent_session.id": info.parentSessionId } : {}),
     };
     if (this.options.captureContent) attributes["gen_ai.input.messages"] = this.json([{ role: "user", parts: textParts(info.input) }]);
-    const span = new OpenSpan(this.exporter, this.options.redactor, `invoke_agent ${AGENT_NAME}`, SpanKind.INTERNAL, parent, attributes);
+    const span = new OpenSpan(this.exporter, this.options.redactor, this.options.contentLimit, `invoke_agent ${AGENT_NAME}`, SpanKind.INTERNAL, parent, attributes);
     return new TurnSpans(this, span, info);
   }
 
@@ -104,7 +115,7 @@ export class GenAiTracer implements Tracer {
 
   /** @internal for TurnSpans */
   open(name: string, kind: number, parent: SpanContext, attributes: Record<string, AttributeValue>): OpenSpan {
-    return new OpenSpan(this.exporter, this.options.redactor, name, kind, parent, attributes);
+    return new OpenSpan(this.exporter, this.options.redactor, this.options.contentLimit, name, kind, parent, attributes);
   }
 
   /** @internal runs `fn` with `context` as the span nested turns start under. */
@@ -120,7 +131,7 @@ export class GenAiTracer implements Tracer {
   json(value: unknown): string {
     const raw = JSON.stringify(value);
     const text = this.options.redactor?.active ? this.options.redactor.text(raw) : raw;
-    return text.length > this.options.contentLimit ? text.slice(0, this.options.contentLimit) : text;
+    return spanString(text, this.options.contentLimit);
   }
 
   turnEnded(): void {

@@ -68,6 +68,26 @@ export function parseTraceparent(value: string): SpanContext | undefined {
   return { traceId, spanId, flags: parseInt(flags, 16) };
 }
 
+/**
+ * `text` as a span may carry it: at most `limit` UTF-16 units, and well-formed. A cut never
+ * leaves half of a surrogate pair, and a lone surrogate (a hostile server's text, or any cut
+ * made before this one) becomes U+FFFD: OTLP strings are UTF-8, which a lone surrogate has no
+ * form in. The OpenTelemetry Collector mends it itself, but a receiver that checks proto3's
+ * UTF-8 rule may refuse the whole request, every span of the batch with it.
+ */
+export function spanString(text: string, limit: number): string {
+  let out = text;
+  if (out.length > limit) {
+    out = out.slice(0, limit);
+    const last = out.charCodeAt(out.length - 1);
+    if (last >= 0xd800 && last <= 0xdbff) out = out.slice(0, -1);
+  }
+  return LONE_SURROGATE.test(out) ? out.replace(new RegExp(LONE_SURROGATE, "g"), "\ufffd") : out;
+}
+
+/** A high surrogate not followed by a low one, or a low one not after a high one (code units: no `u` flag). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 export function formatTraceparent(context: SpanContext): string {
   return `00-${context.traceId}-${context.spanId}-${context.flags.toString(16).padStart(2, "0")}`;
 }
