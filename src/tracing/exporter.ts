@@ -6,22 +6,38 @@
  * (the next batch tries again), and the timer is unref'd so it never keeps the process alive.
  * `shutdown` sends what is queued and resolves within its bound whatever the collector does.
  *
+ * Spans are queued encoded (OTLP/JSON text), so both bounds are also in bytes: a request
+ * carries at most MAX_BODY_BYTES (a receiver refuses a larger body whole — the Collector's
+ * default limit is 20 MiB, and 512 spans of captured content pass it: every span of the batch
+ * was lost), and the queue holds at most MAX_QUEUE_BYTES whatever the span count.
+ *
  * @module
  */
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Logger } from "../log.js";
 import { urlForLog, type TracingConfig } from "./config.js";
-import { encodeTraces } from "./otlp-json.js";
+import { encodeRequest, encodeSpan } from "./otlp-json.js";
 import type { SpanData } from "./span.js";
 
 /** The most a shutdown waits for the collector, whatever OTEL_EXPORTER_OTLP_TIMEOUT says: exiting must stay prompt. */
 export const SHUTDOWN_BOUND_MS = 2_000;
 /** The most of a collector's answer that is read (for the warning); the rest is discarded. */
 const MAX_ANSWER_BYTES = 4096;
+/** The most one export request carries (spans are never split: a single larger span goes alone). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** The most the queue holds, in encoded bytes, beside OTEL_BSP_MAX_QUEUE_SIZE's span count. */
+export const MAX_QUEUE_BYTES = 64 * 1024 * 1024;
+
+/** A queued span: its OTLP/JSON text and that text's size in bytes. */
+interface Encoded {
+  json: string;
+  bytes: number;
+}
 
 export class SpanExporter {
-  private queue: SpanData[] = [];
+  private queue: Encoded[] = [];
+  private queuedBytes = 0;
   private timer: NodeJS.Timeout | undefined;
   /** The request in flight; at most one at a time. */
   private sending: Promise<void> | undefined;
@@ -45,7 +61,15 @@ export class SpanExporter {
       this.warnOnce(`the trace export queue is full (${this.config.maxQueue} spans): dropping spans until the collector catches up`);
       return;
     }
-    this.queue.push(span);
+    const json = encodeSpan(span);
+    const bytes = Buffer.byteLength(json);
+    if (this.queuedBytes + bytes > MAX_QUEUE_BYTES) {
+      this.dropped++;
+      this.warnOnce(`the trace export queue is full (${MAX_QUEUE_BYTES} bytes): dropping spans until the collector catches up`);
+      return;
+    }
+    this.queue.push({ json, bytes });
+    this.queuedBytes += bytes;
     this.schedule(this.queue.length >= this.config.maxBatch ? 0 : this.config.scheduleDelayMs);
   }
 
@@ -90,10 +114,16 @@ export class SpanExporter {
   }
 
   private sendBatch(timeoutMs: number): Promise<void> {
-    const batch = this.queue.splice(0, this.config.maxBatch);
+    // Up to maxBatch spans and MAX_BODY_BYTES, and always at least one span.
+    let taken = 0;
+    let bytes = 0;
+    while (taken < this.queue.length && taken < this.config.maxBatch && (taken === 0 || bytes + this.queue[taken].bytes <= MAX_BODY_BYTES)) bytes += this.queue[taken++].bytes;
+    const batch = this.queue.splice(0, taken);
     if (batch.length === 0) return Promise.resolve();
+    this.queuedBytes -= bytes;
     this.sendingCount = batch.length;
-    this.sending = this.post(encodeTraces(this.config.resource, this.version, batch), Math.max(1, timeoutMs))
+    const body = encodeRequest(this.config.resource, this.version, batch.map((e) => e.json));
+    this.sending = this.post(body, Math.max(1, timeoutMs))
       .catch((error: Error) => this.warnOnce(`could not export ${batch.length} spans to ${urlForLog(this.config.url)}: ${error.message}`))
       .finally(() => {
         this.sending = undefined;

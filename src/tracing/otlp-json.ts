@@ -24,29 +24,29 @@ function keyValues(attributes: Record<string, AttributeValue>) {
   return Object.entries(attributes).map(([key, value]) => ({ key, value: anyValue(value) }));
 }
 
-export function encodeTraces(resource: Record<string, string>, scopeVersion: string, spans: SpanData[]): string {
+/** One span as its OTLP/JSON object's text: the exporter encodes each as it is queued, to know its size. */
+export function encodeSpan(span: SpanData): string {
   return JSON.stringify({
-    resourceSpans: [
-      {
-        resource: { attributes: keyValues(resource) },
-        scopeSpans: [
-          {
-            scope: { name: SCOPE_NAME, version: scopeVersion },
-            spans: spans.map((span) => ({
-              traceId: span.context.traceId,
-              spanId: span.context.spanId,
-              ...(span.parentSpanId ? { parentSpanId: span.parentSpanId } : {}),
-              flags: span.context.flags,
-              name: span.name,
-              kind: span.kind,
-              startTimeUnixNano: String(span.startNs),
-              endTimeUnixNano: String(span.endNs),
-              attributes: keyValues(span.attributes),
-              ...(span.status ? { status: span.status } : {}),
-            })),
-          },
-        ],
-      },
-    ],
+    traceId: span.context.traceId,
+    spanId: span.context.spanId,
+    ...(span.parentSpanId ? { parentSpanId: span.parentSpanId } : {}),
+    flags: span.context.flags,
+    name: span.name,
+    kind: span.kind,
+    startTimeUnixNano: String(span.startNs),
+    endTimeUnixNano: String(span.endNs),
+    attributes: keyValues(span.attributes),
+    ...(span.status ? { status: span.status } : {}),
   });
+}
+
+/** The request around spans already encoded (`encodeSpan`): the body is their texts joined, and this envelope. */
+export function encodeRequest(resource: Record<string, string>, scopeVersion: string, encodedSpans: string[]): string {
+  const head = JSON.stringify({ resource: { attributes: keyValues(resource) } }).slice(0, -1);
+  const scope = JSON.stringify({ name: SCOPE_NAME, version: scopeVersion });
+  return `{"resourceSpans":[${head},"scopeSpans":[{"scope":${scope},"spans":[${encodedSpans.join(",")}]}]}]}`;
+}
+
+export function encodeTraces(resource: Record<string, string>, scopeVersion: string, spans: SpanData[]): string {
+  return encodeRequest(resource, scopeVersion, spans.map(encodeSpan));
 }
