@@ -127,10 +127,17 @@ export class GenAiTracer implements Tracer {
     return this.options.captureContent;
   }
 
-  /** Content as a span attribute: JSON, through the redactor, cut at the limit (content is recorded only when captured). */
+  /**
+   * Content as a span attribute: JSON, through the redactor, cut at the limit (content is
+   * recorded only when captured). Each string is redacted before it is escaped: a secret with a
+   * character JSON escapes (`"`, `\`, a control character) no longer matches in the JSON text,
+   * and went to the collector while session events, redacted string by string, hid it. The
+   * text is redacted once more for keys (object keys are not passed to the replacer).
+   */
   json(value: unknown): string {
-    const raw = JSON.stringify(value);
-    const text = this.options.redactor?.active ? this.options.redactor.text(raw) : raw;
+    const redactor = this.options.redactor;
+    const raw = redactor?.active ? JSON.stringify(value, (_key, v: unknown) => (typeof v === "string" ? redactor.text(v) : v)) : JSON.stringify(value);
+    const text = redactor?.active ? redactor.text(raw) : raw;
     return spanString(text, this.options.contentLimit);
   }
 

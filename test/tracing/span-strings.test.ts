@@ -6,13 +6,16 @@
  *   span of two megabytes, and the export queue holds 2048 spans;
  * - a failed request's status message (a server's error text) had no bound either;
  * - a cut at the limit never leaves half a surrogate pair, and lone surrogates from the model
- *   become U+FFFD: OTLP strings are UTF-8, and a receiver that checks refuses the whole batch.
+ *   become U+FFFD: OTLP strings are UTF-8, and a receiver that checks may refuse the whole batch;
+ * - captured content is redacted string by string before it is JSON-escaped, as session events
+ *   are: a secret with a quote, a backslash or a control character did not match in the JSON.
  */
 import { describe, expect, it } from "vitest";
 import type { ToolOutput } from "../../src/tools/types.js";
 import type { SpanExporter } from "../../src/tracing/exporter.js";
 import { GenAiTracer } from "../../src/tracing/genai-tracer.js";
 import { spanString, type SpanData } from "../../src/tracing/span.js";
+import { secretRedactor } from "../../src/redact.js";
 
 const LIMIT = 64;
 
@@ -54,5 +57,26 @@ describe("span strings", () => {
     expect(spanString("ab😀", 4)).toBe("ab😀");
     expect(spanString("a\udc00b\ud800", 10)).toBe("a\ufffdb\ufffd");
     expect(spanString("plain", 10)).toBe("plain");
+  });
+});
+
+describe("captured content and the redactor", () => {
+  it("redacts a secret that JSON would escape (a quote, a backslash, a control character) in every content attribute", async () => {
+    const secrets = ['tok"en-12345', "tok\\en-12345", "tok\ten-12345"];
+    const spans: SpanData[] = [];
+    const exporter = { add: (s: SpanData) => spans.push(s), flushSoon: () => {}, shutdown: async () => {} } as unknown as SpanExporter;
+    const t = new GenAiTracer(exporter, { captureContent: true, contentLimit: 100_000, redactor: secretRedactor(secrets) });
+    const all = secrets.join(" ");
+    const turn = t.turn({ sessionId: "s", turn: 1, model: "m", provider: "p", input: [{ type: "text", text: all }] });
+    turn.chat(1).end({ finishReason: "stop", content: () => [{ type: "text", text: all }] });
+    await turn.tool({ type: "tool-call", id: "c", name: "read_file", arguments: { path: all } }, async () => ({ output: { content: [{ type: "text", text: all }], isError: false } as ToolOutput }));
+    turn.end({ kind: "completed" });
+    const exported = JSON.stringify(spans.map((s) => s.attributes));
+    for (const secret of secrets) {
+      // As the export's JSON carries it: the content attribute's JSON text, escaped once more.
+      expect(exported).not.toContain(JSON.stringify(JSON.stringify(secret).slice(1, -1)).slice(1, -1));
+      expect(exported).not.toContain(JSON.stringify(secret).slice(1, -1));
+    }
+    expect(spans.find((s) => s.attributes["gen_ai.tool.call.result"])!.attributes["gen_ai.tool.call.result"]).toContain("***");
   });
 });
