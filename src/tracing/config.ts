@@ -31,6 +31,20 @@ export interface TracingConfig {
    * result can be megabytes, and the export queue holds up to maxQueue spans.
    */
   contentLimit: number;
+  /** OTEL_TRACES_SAMPLER and _ARG: which turns' spans are exported (sampler.ts). */
+  sampler: Sampler;
+  /** Why the sampler variables were not taken as written, for the log; absent when they were. */
+  samplerNote?: string;
+}
+
+/**
+ * A sampler of the spec's list: `ratio` of new traces are sampled (always_on: 1, always_off: 0,
+ * traceidratio: OTEL_TRACES_SAMPLER_ARG), decided from the trace id; `parentBased`: a turn under
+ * a caller's span (a traceparent) or a subagent's follows its parent's sampled flag instead.
+ */
+export interface Sampler {
+  parentBased: boolean;
+  ratio: number;
 }
 
 const DEFAULT_ENDPOINT = "http://localhost:4318";
@@ -66,7 +80,29 @@ export function readConfig(env: NodeJS.ProcessEnv, version: string): TracingConf
     maxBatch: count(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512),
     captureContent: isTrue(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
     contentLimit: count(env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT ?? env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, 16_384),
+    ...readSampler(env),
   };
+}
+
+/**
+ * OTEL_TRACES_SAMPLER (default parentbased_always_on, as the spec says) and, for the ratio
+ * samplers, OTEL_TRACES_SAMPLER_ARG (a probability in [0, 1], default 1). Samplers that need a
+ * remote service (jaeger_remote, xray) and unknown names fall back to the default with a note.
+ */
+function readSampler(env: NodeJS.ProcessEnv): { sampler: Sampler; samplerNote?: string } {
+  const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || "parentbased_always_on";
+  const parentBased = name.startsWith("parentbased_");
+  const root = parentBased ? name.slice("parentbased_".length) : name;
+  if (root === "always_on") return { sampler: { parentBased, ratio: 1 } };
+  if (root === "always_off") return { sampler: { parentBased, ratio: 0 } };
+  if (root === "traceidratio") {
+    const raw = env.OTEL_TRACES_SAMPLER_ARG?.trim();
+    const ratio = Number(raw);
+    if (raw === undefined || raw === "") return { sampler: { parentBased, ratio: 1 } };
+    if (Number.isFinite(ratio) && ratio >= 0 && ratio <= 1) return { sampler: { parentBased, ratio } };
+    return { sampler: { parentBased, ratio: 1 }, samplerNote: `OTEL_TRACES_SAMPLER_ARG=${raw} is not a probability from 0 to 1: sampling every trace` };
+  }
+  return { sampler: { parentBased: true, ratio: 1 }, samplerNote: `OTEL_TRACES_SAMPLER=${env.OTEL_TRACES_SAMPLER} is not supported: using parentbased_always_on` };
 }
 
 /**

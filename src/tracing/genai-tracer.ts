@@ -25,13 +25,21 @@ import { mergeResponse, type ModelProvider, type ModelRequest, type ModelStreamB
 import type { Redactor } from "../redact.js";
 import type { ToolOutput } from "../tools/types.js";
 import { addUsage } from "../agent/usage.js";
+import type { Sampler } from "./config.js";
 import type { SpanExporter } from "./exporter.js";
 import { newSpanId, newTraceId, nowNs, parseTraceparent, spanString, SpanKind, StatusCode, type AttributeValue, type SpanContext, type SpanData } from "./span.js";
 
 export const AGENT_NAME = "harness-bridge";
 const MCP_PREFIX = "mcp__";
 
-/** A span being recorded: ended once, then handed to the exporter. */
+/** Where a span sits: its trace, the sampled flag it carries, its parent (none for a trace's root). */
+interface Placement {
+  traceId: string;
+  flags: number;
+  parentSpanId?: string;
+}
+
+/** A span being recorded: ended once, then handed to the exporter (a sampled one only). */
 class OpenSpan {
   readonly context: SpanContext;
   readonly attributes: Record<string, AttributeValue>;
@@ -47,12 +55,17 @@ class OpenSpan {
     private readonly limit: number,
     private readonly name: string,
     private readonly kind: number,
-    parent: SpanContext | undefined,
+    placement: Placement,
     attributes: Record<string, AttributeValue>,
   ) {
-    this.context = { traceId: parent?.traceId ?? newTraceId(), spanId: newSpanId(), flags: parent?.flags ?? 1 };
-    this.parentSpanId = parent?.spanId;
+    this.context = { traceId: placement.traceId, spanId: newSpanId(), flags: placement.flags };
+    this.parentSpanId = placement.parentSpanId;
     this.attributes = attributes;
+  }
+
+  /** Whether the span is exported: its sampled flag (W3C trace-flags bit 0). */
+  get sampled(): boolean {
+    return (this.context.flags & 1) === 1;
   }
 
   fail(errorType: string, message?: string): void {
@@ -63,6 +76,7 @@ class OpenSpan {
   end(): void {
     if (this.ended) return;
     this.ended = true;
+    if (!this.sampled) return;
     const { context, parentSpanId, kind, startNs, attributes, status } = this;
     let name = this.name;
     if (this.redactor?.active) {
@@ -89,11 +103,18 @@ export class GenAiTracer implements Tracer {
 
   constructor(
     private readonly exporter: SpanExporter,
-    private readonly options: { captureContent: boolean; contentLimit: number; redactor?: Redactor },
+    private readonly options: { captureContent: boolean; contentLimit: number; redactor?: Redactor; sampler?: Sampler },
   ) {}
 
   turn(info: TurnInfo): TurnTrace {
     const parent = (info.traceparent ? parseTraceparent(info.traceparent) : undefined) ?? this.current.getStore();
+    const traceId = parent?.traceId ?? newTraceId();
+    // The sampler decides once per turn; the turn's chat and tool spans, and a subagent's turn
+    // (parent-based, or the same trace id), carry its flag. An unsampled turn exports nothing:
+    // under a caller's unsampled span its spans were orphans in the backend, and sampling is
+    // how an ops team bounds what tracing costs them.
+    const sampled = sample(this.options.sampler ?? { parentBased: true, ratio: 1 }, traceId, parent);
+    const placement = { traceId, flags: ((parent?.flags ?? 0) & ~1) | (sampled ? 1 : 0), ...(parent ? { parentSpanId: parent.spanId } : {}) };
     const attributes: Record<string, AttributeValue> = {
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.provider.name": info.provider,
@@ -104,8 +125,8 @@ export class GenAiTracer implements Tracer {
       "harness.turn": info.turn,
       ...(info.parentSessionId ? { "harness.parent_session.id": info.parentSessionId } : {}),
     };
-    if (this.options.captureContent) attributes["gen_ai.input.messages"] = this.json([{ role: "user", parts: textParts(info.input) }]);
-    const span = new OpenSpan(this.exporter, this.options.redactor, this.options.contentLimit, `invoke_agent ${AGENT_NAME}`, SpanKind.INTERNAL, parent, attributes);
+    if (this.options.captureContent && sampled) attributes["gen_ai.input.messages"] = this.json([{ role: "user", parts: textParts(info.input) }]);
+    const span = new OpenSpan(this.exporter, this.options.redactor, this.options.contentLimit, `invoke_agent ${AGENT_NAME}`, SpanKind.INTERNAL, placement, attributes);
     return new TurnSpans(this, span, info);
   }
 
@@ -115,7 +136,7 @@ export class GenAiTracer implements Tracer {
 
   /** @internal for TurnSpans */
   open(name: string, kind: number, parent: SpanContext, attributes: Record<string, AttributeValue>): OpenSpan {
-    return new OpenSpan(this.exporter, this.options.redactor, this.options.contentLimit, name, kind, parent, attributes);
+    return new OpenSpan(this.exporter, this.options.redactor, this.options.contentLimit, name, kind, { traceId: parent.traceId, flags: parent.flags, parentSpanId: parent.spanId }, attributes);
   }
 
   /** @internal runs `fn` with `context` as the span nested turns start under. */
@@ -125,6 +146,11 @@ export class GenAiTracer implements Tracer {
 
   get captureContent(): boolean {
     return this.options.captureContent;
+  }
+
+  /** Whether content is recorded in `span`'s children: captured, and the turn sampled (no JSON made for nothing). */
+  captures(span: OpenSpan): boolean {
+    return this.options.captureContent && span.sampled;
   }
 
   /**
@@ -215,9 +241,9 @@ class TurnSpans implements TurnTrace {
           Object.assign(a, usageAttributes(result.usage));
         }
         if (result.failure && result.failure.kind !== "completed") {
-          span.fail(errorType(result.failure), this.tracer.captureContent && "message" in result.failure ? result.failure.message : undefined);
+          span.fail(errorType(result.failure), this.tracer.captures(this.span) && "message" in result.failure ? result.failure.message : undefined);
         }
-        if (this.tracer.captureContent && result.content) a["gen_ai.output.messages"] = this.tracer.json([{ role: "assistant", parts: contentParts(result.content()), finish_reason: finishReason(result.finishReason) }]);
+        if (this.tracer.captures(this.span) && result.content) a["gen_ai.output.messages"] = this.tracer.json([{ role: "assistant", parts: contentParts(result.content()), finish_reason: finishReason(result.finishReason) }]);
         span.end();
       },
     };
@@ -231,11 +257,11 @@ class TurnSpans implements TurnTrace {
       "gen_ai.tool.type": call.name.startsWith(MCP_PREFIX) ? "extension" : "function",
       "gen_ai.conversation.id": this.info.sessionId,
     });
-    if (this.tracer.captureContent) span.attributes["gen_ai.tool.call.arguments"] = this.tracer.json(call.rawArguments ?? call.arguments);
+    if (this.tracer.captures(this.span)) span.attributes["gen_ai.tool.call.arguments"] = this.tracer.json(call.rawArguments ?? call.arguments);
     try {
       const result = await this.tracer.within(span.context, run);
       if (result.output.isError) span.fail("tool_error");
-      if (this.tracer.captureContent) span.attributes["gen_ai.tool.call.result"] = this.tracer.json(result.output.content);
+      if (this.tracer.captures(this.span)) span.attributes["gen_ai.tool.call.result"] = this.tracer.json(result.output.content);
       return result;
     } catch (error) {
       span.fail(error instanceof Error ? error.name : "Error");
@@ -249,10 +275,24 @@ class TurnSpans implements TurnTrace {
     const a = this.span.attributes;
     a["harness.turn.end"] = reason.kind;
     if (this.usage) Object.assign(a, usageAttributes(this.usage));
-    if (reason.kind !== "completed") this.span.fail(errorType(reason), this.tracer.captureContent && "message" in reason ? reason.message : undefined);
+    if (reason.kind !== "completed") this.span.fail(errorType(reason), this.tracer.captures(this.span) && "message" in reason ? reason.message : undefined);
     this.span.end();
     this.tracer.turnEnded();
   }
+}
+
+/**
+ * The sampler's decision for a turn: a parent-based sampler follows the parent's sampled flag;
+ * otherwise `ratio` of trace ids are sampled, judged from the id's last 56 bits (the W3C
+ * random part) against the spec's rejection threshold, so every turn of a trace, in any
+ * process sampling at the same ratio, decides alike.
+ */
+function sample(sampler: Sampler, traceId: string, parent: SpanContext | undefined): boolean {
+  if (parent && sampler.parentBased) return (parent.flags & 1) === 1;
+  if (sampler.ratio >= 1) return true;
+  if (sampler.ratio <= 0) return false;
+  const threshold = BigInt(Math.round((1 - sampler.ratio) * 2 ** 56));
+  return BigInt(`0x${traceId.slice(-14)}`) >= threshold;
 }
 
 /** Finish reasons as the conventions spell them (OpenAI's words): `tool-calls` → `tool_calls`. */

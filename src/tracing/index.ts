@@ -21,6 +21,8 @@ export function createTracer(env: NodeJS.ProcessEnv, version: string, logger: Lo
     logger.info(`tracing off: ${config.off}`);
     return undefined;
   }
+  if (config.samplerNote) logger.warn(`tracing: ${config.samplerNote}`);
   logger.info(`tracing: exporting spans to ${urlForLog(config.url)}${config.captureContent ? " with message content" : ""}`);
-  return new GenAiTracer(new SpanExporter(config, version, logger), { captureContent: config.captureContent, contentLimit: config.contentLimit, redactor });
+  const { captureContent, contentLimit, sampler } = config;
+  return new GenAiTracer(new SpanExporter(config, version, logger), { captureContent, contentLimit, redactor, sampler });
 }
