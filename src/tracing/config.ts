@@ -56,15 +56,18 @@ const isTrue = (value: string | undefined) => value?.trim().toLowerCase() === "t
  * The tracing configuration, or a reason it is off. `wanted` (server/tracing-loader.ts) has
  * already said some variable asks for traces; this decides the rest.
  */
-export function readConfig(env: NodeJS.ProcessEnv, version: string): TracingConfig | { off: string } {
+export function readConfig(env: NodeJS.ProcessEnv, version: string): TracingConfig | { off: string; misread?: true } {
   if (isTrue(env.OTEL_SDK_DISABLED)) return { off: "OTEL_SDK_DISABLED is true" };
   const exporters = (env.OTEL_TRACES_EXPORTER ?? "otlp").split(",").map((s) => s.trim().toLowerCase());
   if (exporters.includes("none")) return { off: "OTEL_TRACES_EXPORTER is none" };
-  if (!exporters.includes("otlp")) return { off: `OTEL_TRACES_EXPORTER=${env.OTEL_TRACES_EXPORTER}: only otlp is supported` };
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/json").trim();
-  if (protocol === "grpc") return { off: "the OTLP protocol grpc is not supported: the bridge sends OTLP/HTTP (JSON); point it at the collector's HTTP port (4318)" };
+  // `misread`: the variables ask for traces the bridge cannot send. Said as a warning (the
+  // default log level shows it): at info, a user who set an endpoint saw no trace and no word why.
+  if (!exporters.includes("otlp")) return { off: `OTEL_TRACES_EXPORTER=${env.OTEL_TRACES_EXPORTER}: only otlp is supported`, misread: true };
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/json").trim().toLowerCase();
+  if (protocol === "grpc") return { off: "the OTLP protocol grpc is not supported: the bridge sends OTLP/HTTP (JSON); point it at the collector's HTTP port (4318)", misread: true };
   const url = tracesUrl(env);
-  if (!url) return { off: "the OTLP endpoint is not an http(s) URL" };
+  // The value is not quoted: written without a scheme, `user:token@host` reads as a URL whose scheme is `user:`.
+  if (!url) return { off: "the OTLP endpoint is not an http(s) URL (it needs its scheme: http://host:4318)", misread: true };
   const resource: Record<string, string> = { ...parsePairs(env.OTEL_RESOURCE_ATTRIBUTES) };
   resource["service.name"] = env.OTEL_SERVICE_NAME?.trim() || resource["service.name"] || "harness-bridge";
   resource["service.version"] ??= version;

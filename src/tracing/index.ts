@@ -18,7 +18,8 @@ export { parseTraceparent } from "./span.js";
 export function createTracer(env: NodeJS.ProcessEnv, version: string, logger: Logger, redactor?: Redactor): Tracer | undefined {
   const config = readConfig(env, version);
   if ("off" in config) {
-    logger.info(`tracing off: ${config.off}`);
+    if (config.misread) logger.warn(`tracing off: ${config.off}`);
+    else logger.info(`tracing off: ${config.off}`);
     return undefined;
   }
   if (config.samplerNote) logger.warn(`tracing: ${config.samplerNote}`);

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { tracesWanted } from "../../src/server/tracing-loader.js";
 import { parsePairs, readConfig } from "../../src/tracing/config.js";
+import { createTracer } from "../../src/tracing/index.js";
 import { formatTraceparent, parseTraceparent } from "../../src/tracing/span.js";
 
 describe("which variables switch tracing on", () => {
@@ -80,5 +81,37 @@ describe("traceparent", () => {
     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
   ])("rejects %j", (value) => {
     expect(parseTraceparent(value)).toBeUndefined();
+  });
+});
+
+describe("createTracer's word when tracing stays off", () => {
+  const logged = (env: NodeJS.ProcessEnv) => {
+    const lines: string[] = [];
+    const logger = { debug: () => {}, info: (m: string) => lines.push(`info ${m}`), warn: (m: string) => lines.push(`warn ${m}`), error: () => {} };
+    expect(createTracer(env, "1", logger)).toBeUndefined();
+    return lines;
+  };
+  const on = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" };
+
+  // The default log level is warn: a setting the bridge cannot follow must say so there, or a
+  // user who set an endpoint sees no trace and no reason.
+  it.each([
+    [{ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }, /grpc is not supported/],
+    [{ ...on, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "GRPC" }, /grpc is not supported/],
+    [{ ...on, OTEL_TRACES_EXPORTER: "zipkin" }, /only otlp/],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, /not an http\(s\) URL/],
+  ])("warns for %j", (env, reason) => {
+    const lines = logged(env);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^warn tracing off: /);
+    expect(lines[0]).toMatch(reason);
+  });
+
+  it("never quotes an endpoint without a scheme (its user:token@ would read as the scheme)", () => {
+    expect(logged({ OTEL_EXPORTER_OTLP_ENDPOINT: "user:s3cr3t-token@collector:4318" }).join("\n")).not.toContain("s3cr3t");
+  });
+
+  it.each([[{ ...on, OTEL_SDK_DISABLED: "true" }], [{ ...on, OTEL_TRACES_EXPORTER: "none" }]])("says an explicit off at info only: %j", (env) => {
+    expect(logged(env)).toEqual([expect.stringMatching(/^info tracing off: /)]);
   });
 });
