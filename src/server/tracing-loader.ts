@@ -20,9 +20,14 @@ declare const __TRACING_CHUNK__: string | undefined;
 
 /**
  * Whether any variable asks for traces: an OTLP endpoint (general or for traces), or
- * OTEL_TRACES_EXPORTER. The chunk decides the rest (OTEL_SDK_DISABLED, `none`, the protocol).
+ * OTEL_TRACES_EXPORTER; and none switches them off. The two explicit offs are read here, so
+ * that an environment that sets an endpoint for other programs and OTEL_SDK_DISABLED=true (or
+ * OTEL_TRACES_EXPORTER=none) for this one loads no tracing code at all. The chunk decides the
+ * rest (the protocol, the URL) and says why when it stays off.
  */
 export function tracesWanted(env: NodeJS.ProcessEnv): boolean {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return false;
+  if (env.OTEL_TRACES_EXPORTER?.split(",").some((name) => name.trim().toLowerCase() === "none")) return false;
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_TRACES_EXPORTER?.trim());
 }
 

@@ -17,6 +17,11 @@ describe("which variables switch tracing on", () => {
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }, true],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/v1/traces" }, true],
     [{ OTEL_TRACES_EXPORTER: "otlp" }, true],
+    // Explicitly off: the chunk is not even loaded (it was, only to say "off").
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "True" }, false],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_TRACES_EXPORTER: "none" }, false],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_TRACES_EXPORTER: "otlp, none" }, false],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "false" }, true],
   ])("%j → %s", (env, wanted) => {
     expect(tracesWanted(env)).toBe(wanted);
   });
