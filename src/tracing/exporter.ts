@@ -13,6 +13,7 @@
  *
  * @module
  */
+import * as dns from "node:dns";
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Logger } from "../log.js";
@@ -46,6 +47,8 @@ export class SpanExporter {
   private dropped = 0;
   private warned = false;
   private stopped = false;
+  /** A host-name lookup of ours still running (it may outlive its export, see `lookup`). */
+  private looking = false;
 
   constructor(
     private readonly config: TracingConfig,
@@ -142,6 +145,7 @@ export class SpanExporter {
           headers: { ...this.config.headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
           timeout: timeoutMs,
           agent: false,
+          lookup: this.lookup,
         },
         (response) => {
           let answer = "";
@@ -166,6 +170,25 @@ export class SpanExporter {
       request.end(body);
     });
   }
+
+  /**
+   * dns.lookup, one at a time. getaddrinfo holds one of libuv's 4 threads until the resolver
+   * answers and cannot be called off: against a resolver that never answers, each export cut
+   * at its timeout left its lookup running and the next export started one more, until the
+   * pool was full and the bridge's file work and the model server's lookup waited behind them.
+   * So while one is out, an export fails at once instead (the next batch tries again).
+   */
+  private readonly lookup = ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
+    if (this.looking) {
+      callback(Object.assign(new Error(`the collector's host name ${hostname} is still being looked up`), { code: "ENOTFOUND" }));
+      return;
+    }
+    this.looking = true;
+    dns.lookup(hostname, options, (...args: unknown[]) => {
+      this.looking = false;
+      (callback as (...a: unknown[]) => void)(...args);
+    });
+  }) as unknown as typeof dns.lookup;
 
   private warnOnce(message: string): void {
     if (this.warned) return;
