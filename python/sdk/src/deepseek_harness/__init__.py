@@ -32,6 +32,7 @@ from .client_tools import Allow, ClientTool, Deny, PermissionResult, tool
 from .hooks import Hooks, PostToolAnswer, PromptSubmitAnswer, StopAnswer
 from .errors import (
     BridgeNotFoundError,
+    BridgeStartTimeoutError,
     ErrorCode,
     HarnessError,
     InvalidParamsError,
@@ -39,6 +40,7 @@ from .errors import (
     NotInitializedError,
     NotUtf8Error,
     OpenFileLimitError,
+    ProcessLimitError,
     ProtocolError,
     ProviderUnavailableError,
     RequestTimeoutError,
@@ -214,7 +216,9 @@ __all__ = [
     "InvalidParamsError",
     "TransportClosedError",
     "OpenFileLimitError",
+    "ProcessLimitError",
     "RequestTimeoutError",
+    "BridgeStartTimeoutError",
     "UnsendableRequestError",
     "RequestTooLargeError",
     "NotUtf8Error",

@@ -21,9 +21,10 @@ from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
+from ._internal.start_timeout import initialize_wait, start_bound, start_timed_out
 from ._internal.session_requests import compact_session, delete_session, fork_session, list_sessions, read_page
 from ._meta import UNKNOWN_VERSION, __version__
-from .errors import ProtocolError, ProviderUnavailableError
+from .errors import ProtocolError, ProviderUnavailableError, RequestTimeoutError
 from .client_tools import ClientTool
 from .hooks import Hooks
 from .options import HarnessOptions, initialize_settings, model_name, resolve_options
@@ -58,8 +59,8 @@ class HarnessClient(Connection):
     * ``cwd``: ``bridge_cwd`` (the working directory of the bridge process).
 
     The attributes ``bridge_bin``, ``session_root``, ``log_level``, ``max_steps``,
-    ``permission_mode``, ``extra_args``, ``env``, ``cwd``, ``request_timeout_seconds`` and
-    ``shutdown_timeout_seconds`` hold the resolved values (with those meanings), and may be
+    ``permission_mode``, ``extra_args``, ``env``, ``cwd``, ``request_timeout_seconds``,
+    ``start_timeout_seconds`` and ``shutdown_timeout_seconds`` hold the resolved values (with those meanings), and may be
     changed before :meth:`start`.
     """
 
@@ -83,6 +84,7 @@ class HarnessClient(Connection):
         self.env = dict(o.env) if o.env else {}
         self.cwd = o.bridge_cwd
         self.request_timeout_seconds = o.request_timeout_seconds
+        self.start_timeout_seconds = o.start_timeout_seconds
         self.shutdown_timeout_seconds = o.shutdown_timeout_seconds
 
     def command(self) -> List[str]:
@@ -150,7 +152,11 @@ class HarnessClient(Connection):
         :meth:`session_tool_result` and each ``permission/request`` with
         :meth:`session_permission` (``DeepSeekHarness`` does that for you); likewise ``hooks``
         (hook point names, or a :class:`Hooks` for its points): answer each ``hook/request``
-        with :meth:`session_hook`."""
+        with :meth:`session_hook`.
+
+        Unanswered within ``timeout`` (else the shorter of ``request_timeout_seconds`` and
+        ``start_timeout_seconds``, to which the MCP servers' start is added), the bridge has not
+        started: it is killed, this client closed, and :class:`BridgeStartTimeoutError` raised."""
         params: Dict[str, Any] = {
             "cwd": os.path.abspath(os.fspath(cwd)),
             "provider": provider,
@@ -159,10 +165,19 @@ class HarnessClient(Connection):
         }
         # Every keyword named in INITIALIZE_FIELDS goes through that one table.
         params.update(initialize_settings(locals()))
+        wait, source = initialize_wait(timeout, self.request_timeout_seconds,
+                                       start_bound(self.start_timeout_seconds, params.get("mcpServers")))
         try:
-            result = self._request("initialize", params, timeout=timeout)
+            result = self._request("initialize", params, timeout=wait)
         except ProviderUnavailableError as exc:
             raise exc.for_python() from None  # "no key": say env=, not --secrets-fd
+        except RequestTimeoutError as exc:
+            # A bridge that never answered initialize never started (Node.js hangs so under a
+            # low `ulimit -u`): killed, not left to hang the next call or close().
+            assert self._process is not None
+            error = start_timed_out(self._process, exc.timeout_seconds, source)
+            self.close()
+            raise error from None
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version != PROTOCOL_VERSION:
             raise ProtocolError(

@@ -16,7 +16,9 @@ __all__ = [
     "InvalidParamsError",
     "TransportClosedError",
     "OpenFileLimitError",
+    "ProcessLimitError",
     "RequestTimeoutError",
+    "BridgeStartTimeoutError",
     "UnsendableRequestError",
     "RequestTooLargeError",
     "NotUtf8Error",
@@ -167,13 +169,17 @@ class TransportClosedError(HarnessError):
         self.reason = reason
         self.exit_code = exit_code
         self.stderr_tail: List[str] = list(stderr_tail)
-        msg = reason
-        if exit_code is not None:
-            msg += f" (exit code {exit_code})"
-        if self.stderr_tail:
-            shown = self.stderr_tail[-20:]
-            msg += "\nlast lines of the bridge's stderr:\n" + "\n".join("  " + line for line in shown)
-        super().__init__(msg)
+        super().__init__(_with_exit(reason, exit_code, self.stderr_tail))
+
+
+def _with_exit(reason: str, exit_code: Optional[int], stderr_tail: List[str]) -> str:
+    """``reason``, the exit code and the last 20 lines of stderr: a dead bridge's message."""
+    msg = reason
+    if exit_code is not None:
+        msg += f" (exit code {exit_code})"
+    if stderr_tail:
+        msg += "\nlast lines of the bridge's stderr:\n" + "\n".join("  " + line for line in stderr_tail[-20:])
+    return msg
 
 
 class OpenFileLimitError(TransportClosedError):
@@ -197,6 +203,36 @@ class OpenFileLimitError(TransportClosedError):
         super().__init__(reason, exit_code, stderr_tail)
 
 
+class ProcessLimitError(TransportClosedError):
+    """The bridge died under a process limit (``RLIMIT_NPROC``, ``ulimit -u``) too low for it:
+    the limit counts every thread of the user, and Node.js, which starts about 11 threads and
+    more as a turn runs, aborts (SIGABRT) when it cannot create one, before any of the bridge's
+    code can answer for it. Not enforced for root.
+
+    ``soft_limit`` is the limit the bridge inherited (the soft one is enforced), ``limit`` the
+    hard one, ``user_tasks`` how many processes and threads this user ran when the error was
+    made (None when unknown). A :class:`TransportClosedError`, with its ``exit_code`` and
+    ``stderr_tail``.
+    """
+
+    def __init__(self, reason: str, exit_code: Optional[int], stderr_tail: Sequence[str], soft_limit: int, limit: int,
+                 user_tasks: Optional[int]) -> None:
+        self.soft_limit = soft_limit
+        self.limit = limit
+        self.user_tasks = user_tasks
+        super().__init__(f"{reason}: {describe_process_limit(soft_limit, limit, user_tasks)}", exit_code, stderr_tail)
+
+
+def describe_process_limit(soft_limit: int, limit: int, user_tasks: Optional[int]) -> str:
+    """Why a process limit is the likely cause, and what to do (:class:`ProcessLimitError` and
+    :class:`BridgeStartTimeoutError` say it)."""
+    running = f", and this user already runs {user_tasks} of them" if user_tasks is not None else ""
+    return (f"the process limit is {soft_limit} (ulimit -u, RLIMIT_NPROC; hard {limit}), which counts this user's "
+            f"processes and threads{running}: too low for the bridge, whose Node.js starts about 11 threads (it "
+            "hangs or aborts when it cannot), 15 to run a turn, and more for each bash command and MCP server; raise "
+            "it (e.g. `ulimit -u 4096`) where the bridge is started, or run it as a user with fewer processes")
+
+
 class RequestTimeoutError(HarnessError, TimeoutError):
     """A request got no response in time. A timed-out ``session/prompt`` is cancelled on the bridge."""
 
@@ -207,6 +243,30 @@ class RequestTimeoutError(HarnessError, TimeoutError):
         if detail:
             msg += f"; {detail}"
         super().__init__(msg)
+
+
+class BridgeStartTimeoutError(TransportClosedError, RequestTimeoutError):
+    """The bridge did not answer ``initialize`` within the start-up timeout
+    (``start_timeout_seconds``, plus its MCP servers' own ``startupTimeoutMs``; or a shorter
+    ``request_timeout_seconds`` or ``timeout=``): it was killed (and reaped), and the client
+    closed. Both a :class:`TransportClosedError` (a bridge that failed to start: ``exit_code``,
+    ``stderr_tail``) and a :class:`RequestTimeoutError` (``method`` is ``"initialize"``,
+    ``timeout_seconds`` the bound that passed). The message names the likely cause when it can
+    be told: Node.js hangs at start under a low process limit (``ulimit -u``), and then
+    ``process_soft_limit`` is that limit (else None)."""
+
+    def __init__(self, timeout_seconds: float, exit_code: Optional[int], stderr_tail: Sequence[str], cause: str,
+                 process_soft_limit: Optional[int] = None, source: str = "start_timeout_seconds") -> None:
+        self.method = "initialize"
+        self.timeout_seconds = timeout_seconds
+        self.reason = (f"harness-bridge did not answer initialize within {timeout_seconds:g} s ({source}), "
+                       f"so it was killed: {cause}")
+        self.exit_code = exit_code
+        self.stderr_tail = list(stderr_tail)
+        self.process_soft_limit = process_soft_limit
+        # Not TransportClosedError.__init__: its super() call would reach RequestTimeoutError's,
+        # which takes other arguments. Exception's own keeps the message, as both would.
+        HarnessError.__init__(self, _with_exit(self.reason, exit_code, self.stderr_tail))
 
 
 class UnsendableRequestError(HarnessError, ValueError):

@@ -141,6 +141,13 @@ class HarnessOptions:
             turn is cancelled); None (default): no timeout of the SDK's own — a turn is still
             bounded by the bridge (``max_steps`` model requests, each within
             ``model_request_timeout_seconds``, and the tools' own limits).
+        start_timeout_seconds: how long the bridge may take to answer ``initialize`` (to start),
+            its MCP servers' start aside: the longest ``startupTimeoutMs`` of ``mcp_servers``
+            (30 s when a server gives none) plus 5 s is added to it. Past it the bridge is killed
+            and :class:`~deepseek_harness.BridgeStartTimeoutError` raised, so that no start hangs
+            (Node.js does under a low ``ulimit -u``). Default 60: a bridge answers in well under a
+            second, at most 20 s when its sandbox probes run to their own timeouts. A shorter
+            ``request_timeout_seconds`` bounds ``initialize`` too; None: no start-up bound.
         shutdown_timeout_seconds: how long each step of closing waits (the ``shutdown``
             request, then the exit after stdin closes, then the exit after SIGTERM); default 5.
     """
@@ -180,6 +187,8 @@ class HarnessOptions:
     bridge_cwd: Optional[PathLike] = None
 
     request_timeout_seconds: Optional[float] = None
+    # Why 60 s: _internal/start_timeout.py lists what initialize may legitimately wait for.
+    start_timeout_seconds: Optional[float] = 60.0
     shutdown_timeout_seconds: float = 5.0
 
     def __post_init__(self) -> None:

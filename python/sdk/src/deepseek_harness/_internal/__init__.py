@@ -2,6 +2,10 @@
 
 * :mod:`.process`: the bridge process: spawn, environment, stderr drain, the close ->
   SIGTERM -> SIGKILL escalation, reaping at interpreter exit;
+* :mod:`.process_limit`: the process limit (``ulimit -u``) a bridge inherits, and whether it is
+  why the bridge hung or aborted as it started;
+* :mod:`.start_timeout`: the bound of ``initialize`` (the start), and killing a bridge that
+  did not answer it;
 * :mod:`.forking`: what a forked child does with its copies of the parent's harnesses (fresh
   locks, the bridge's pipes closed), so that it raises at once instead of hanging;
 * :mod:`.inbox`: the queues between the reader thread and a request's consumer (blocking and

@@ -108,10 +108,16 @@ class Connection:
             cmd, env, cwd = self._launch_spec()
             log.debug("starting %s", cmd)
             process = BridgeProcess(cmd, env, cwd)
-            self._process = process
             link = Link(process, self._router, max_line_bytes(cmd))
+            try:
+                link.reader.start()
+            except BaseException:
+                # No reader (no thread to be had: a low `ulimit -u`): nobody would ever stop this
+                # bridge, and one stuck at start does not notice its parent's exit either.
+                process.kill()
+                raise
+            self._process = process
             self._link = link
-            link.reader.start()
             self._started = True
             reap_at_exit(self)
             self._dropped = close_when_dropped(self, link, self.shutdown_timeout_seconds)

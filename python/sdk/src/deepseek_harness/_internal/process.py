@@ -20,8 +20,9 @@ import threading
 import weakref
 from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import OpenFileLimitError, TransportClosedError
+from ..errors import OpenFileLimitError, ProcessLimitError, TransportClosedError
 from .forking import call_in_child
+from .process_limit import died_for_want_of_threads, process_limit, says_thread_failed, short_of_processes, user_tasks
 from .stdin_writer import StdinWriter
 
 __all__ = ["STDERR_TAIL_LINES", "child_env", "spawn", "BridgeProcess", "reap_at_exit", "forget_at_exit"]
@@ -148,6 +149,8 @@ class BridgeProcess:
     def __init__(self, cmd: List[str], env: Dict[str, str], cwd: Optional[PathLike]) -> None:
         #: The (soft, hard) open-file limit the bridge inherits, read as it is spawned.
         self.open_file_limit = open_file_limit()
+        #: The (soft, hard) process limit it inherits, read so too; None when not enforced for it.
+        self.process_limit = process_limit()
         #: What was run (``bridge_bin``, which may be a wrapper script).
         self.command = cmd[0]
         #: Whether the bridge wrote anything to stdout (:meth:`read`): it started.
@@ -166,7 +169,11 @@ class BridgeProcess:
         self.stderr_thread = threading.Thread(
             target=self._drain_stderr, args=(proc.stderr,), name="harness-bridge-stderr", daemon=True
         )
-        self.stderr_thread.start()
+        try:
+            self.stderr_thread.start()
+        except BaseException:  # no thread to be had (a low `ulimit -u`): no bridge left behind either
+            self.kill()
+            raise
         # A fork holds copies of the pipes it can never use (forked() refuses every use): closed
         # at once, rather than when the fork exits, which may be never (a pool's worker).
         call_in_child(self, "close_copies")
@@ -182,11 +189,26 @@ class BridgeProcess:
         """A :class:`TransportClosedError` with the exit code (if any) and the stderr tail; an
         :class:`OpenFileLimitError` when the process died for want of descriptors as it started."""
         code, tail, limit = self.proc.poll(), list(self.stderr_tail), self.open_file_limit
-        if limit is not None and starved_of_descriptors(code, tail, limit, self.answered):
+        files = limit is not None and starved_of_descriptors(code, tail, limit, self.answered)
+        threads = self._short_of_threads(code, tail)
+        # Both limits low and a bare SIGABRT: the open-file limit, blamed so before; a line of
+        # stderr saying a thread could not be created: the process limit.
+        if threads is not None and (not files or says_thread_failed(tail)):
+            return ProcessLimitError(reason, code, tail, threads[0], threads[1], threads[2])
+        if files and limit is not None:
             return OpenFileLimitError(reason, code, tail, limit[0], limit[1])
         if code in _NEVER_RAN and not self.answered:
             reason = f"{reason}: {self.command} exited with {code}, {_NEVER_RAN[code]} (its stderr says which)"
         return TransportClosedError(reason, code, tail)
+
+    def _short_of_threads(self, code: Optional[int], tail: List[str]) -> Optional[Tuple[int, int, Optional[int]]]:
+        """(soft limit, hard limit, the user's tasks) when the process died as Node does for want
+        of a thread under a process limit too low for it; else None."""
+        nproc = self.process_limit
+        if nproc is None or not died_for_want_of_threads(code, tail):
+            return None
+        tasks = user_tasks()
+        return (nproc[0], nproc[1], tasks) if short_of_processes(nproc, tasks) else None
 
     def forked(self) -> Optional[TransportClosedError]:
         """In a process forked from the one that started the bridge, the error every use of it
@@ -207,6 +229,12 @@ class BridgeProcess:
                     stream.close()
             except OSError:
                 pass
+
+    def kill(self) -> None:
+        """SIGKILL, and reaps it: for a bridge that never started, which has nothing to lose and
+        may heed nothing else (Node.js stuck at start on a futex polls neither stdin nor its parent)."""
+        _send_signal(self.proc.kill)
+        self.proc.wait()
 
     def wait(self, timeout: float) -> bool:
         """True once the process has exited, False when ``timeout`` passes first."""
