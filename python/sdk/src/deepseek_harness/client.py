@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple,
 from ._binary import find_bridge_binary
 from ._internal.connection import Connection, validate
 from ._internal.decode import NotificationCallback
+from ._internal.fs_names import utf8_paths
 from ._internal.process import PathLike, child_env
 from ._internal.prompt import PromptInput, run_prompt
 from ._internal.start_timeout import initialize_wait, start_bound, start_timed_out
@@ -165,6 +166,8 @@ class HarnessClient(Connection):
         }
         # Every keyword named in INITIALIZE_FIELDS goes through that one table.
         params.update(initialize_settings(locals()))
+        # File names Python escaped (the C locale without UTF-8 mode) as the UTF-8 names they are.
+        params = utf8_paths(params)
         wait, source = initialize_wait(timeout, self.request_timeout_seconds,
                                        start_bound(self.start_timeout_seconds, params.get("mcpServers")))
         try:

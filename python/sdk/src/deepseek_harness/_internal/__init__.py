@@ -6,6 +6,7 @@
   why the bridge hung or aborted as it started;
 * :mod:`.start_timeout`: the bound of ``initialize`` (the start), and killing a bridge that
   did not answer it;
+* :mod:`.fs_names`: file names Python escaped (the C locale) sent as the UTF-8 names they are;
 * :mod:`.forking`: what a forked child does with its copies of the parent's harnesses (fresh
   locks, the bridge's pipes closed), so that it raises at once instead of hanging;
 * :mod:`.inbox`: the queues between the reader thread and a request's consumer (blocking and
