@@ -59,8 +59,14 @@ def bundled_binary_problem() -> Optional[str]:
         try:
             bundled.chmod(bundled.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
             why = _usable(bundled)
-        except OSError:
-            pass
+        except OSError as exc:
+            # A read-only install (a container image's site-packages, a Nix store, a read-only
+            # bind mount), or one owned by another user: nothing this process can do about it,
+            # so say what the caller can.
+            why = (f"is not executable, and the SDK could not make it so (chmod: {exc.strerror or exc}; a read-only "
+                   "install, or one owned by another user): reinstall deepseek-harness where it can be written "
+                   "(pip install --force-reinstall deepseek-harness, which sets the executable bit), or point "
+                   f"{ENV_VAR} at an executable copy (cp it somewhere writable and chmod +x it)")
     return why
 
 
