@@ -197,3 +197,33 @@ def test_a_bridge_that_aborts_under_a_low_process_limit_names_the_limit(as_nobod
 
 def test_a_bridge_that_runs_under_an_ample_process_limit_is_not_touched(as_nobody: Dict[str, Any]) -> None:
     assert _child(as_nobody, 256) == {"raised": None, "status": "ok"}
+
+
+def test_a_bridge_whose_reader_thread_cannot_start_is_killed(fake: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under a low `ulimit -u` the SDK's own threads may not start either ("can't start new
+    # thread"): the bridge spawned just before was left running for ever (stuck at start, it
+    # does not notice its parent's exit). Now it is killed and reaped, and the error raised.
+    import threading
+
+    from deepseek_harness._internal import connection
+
+    spawned: list = []
+
+    class Recorded(connection.BridgeProcess):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            spawned.append(self)
+
+    start = threading.Thread.start
+
+    def no_reader(thread: threading.Thread) -> None:
+        if thread.name == "harness-bridge-reader":
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(connection, "BridgeProcess", Recorded)
+    monkeypatch.setattr(threading.Thread, "start", no_reader)
+    c = fake.client()
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        call_within(60, c.start)
+    assert len(spawned) == 1 and spawned[0].proc.returncode == -9
