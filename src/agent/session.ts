@@ -212,6 +212,8 @@ export class Session {
     this.historyChars = this.messages.reduce((n, m) => n + messageChars(m), 0);
     this.lastPrompt = undefined;
     this.unanswered.clear();
+    // A hook waits only in the last turn, which the cut takes: its request goes with it.
+    this.pendingHooks.clear();
     this.lastAssistantContent = undefined;
     for (let i = this.messages.length - 1; i >= 0; i--) {
       const m = this.messages[i];

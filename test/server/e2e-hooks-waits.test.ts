@@ -129,6 +129,16 @@ describe("a session resumed after the bridge died while a hook waited", () => {
     expect(logged.filter((t: string) => t === "user/message")).toHaveLength(2);
   });
 
+  it("a rewind of the turn the hook waited in takes the hook with it: the next turn records no decision for it", async () => {
+    const { second } = await killedWhileHookWaits("stop", kit.ws.script("s.json", turns([{ text: "done" }], [{ text: "again" }])));
+    second.request("rw", "session/rewind", { sessionId: "s", turn: 1, files: false });
+    expect((await second.response("rw")).error).toBeUndefined();
+    second.request("p", "session/prompt", promptParams("s", "two"));
+    expect((await second.response("p")).result.status).toBe("ok");
+    expect(ofType(second, "s", "hook/decision")).toEqual([]);
+    expect(types(second, "s")[0]).toBe("session/rewound");
+  });
+
   it("a stop hook: recorded as skipped once, and the resumed session goes on", async () => {
     const { second, data } = await killedWhileHookWaits("stop", kit.ws.script("s.json", turns([{ text: "done" }], [{ text: "resumed" }])));
     second.request("p", "session/prompt", promptParams("s", "two"));
