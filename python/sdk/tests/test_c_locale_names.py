@@ -99,3 +99,18 @@ def test_a_name_whose_bytes_are_not_utf8_is_still_refused(fake: Backend) -> None
 ])
 def test_utf8_name(text: str, expected: str) -> None:
     assert utf8_name(text) == expected
+
+
+@pytest.mark.parametrize("server", [
+    {"command": "srv", "env": {"API_TOKEN": "sk-SECRET\udcff"}},
+    {"command": "srv", "env": {"A.B": "sk-SECRET\udcff"}},  # a variable name with a dot
+    {"url": "https://mcp.example/", "headers": {"Authorization": "Bearer sk-SECRET\udcff"}},
+])
+def test_a_secret_value_that_is_not_utf8_is_refused_without_being_shown(fake: Backend, server: dict) -> None:
+    # An MCP server's env and headers values are tokens and passwords: the refusal's message
+    # (tracebacks, logs) names the field and the byte, never the value.
+    c = fake.client().start()
+    with pytest.raises(NotUtf8Error) as info:
+        call_within(60, c.initialize, "/tmp", "scripted", "demo", mcp_servers={"srv": server})
+    assert "SECRET" not in str(info.value) and "SECRET" not in repr(info.value)
+    assert "byte 0xff" in str(info.value) and info.value.param is not None and "srv" in info.value.param

@@ -114,6 +114,12 @@ def _too_large(frame: Any, size: int, limit: int) -> RequestTooLargeError:
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+#: The fields whose values are not shown in a NotUtf8Error: an MCP server's ``env`` and
+#: ``headers`` values: any path under ``.env.`` or ``.headers.`` (a name with a dot in it
+#: included; a key hidden with them, or a server whose name holds ``.env.``, costs nothing).
+_SECRET_FIELD = re.compile(r"^mcpServers\..*\.(?:env|headers)\.", re.DOTALL)
+
+
 def _not_utf8(frame: Any) -> NotUtf8Error:
     method = str(frame.get("method"))
     param, value, at = next(((where, text, found.start()) for where, text in _strings(frame.get("params"), "")
@@ -128,8 +134,13 @@ def _not_utf8(frame: Any) -> NotUtf8Error:
     what = "path" if param.lower().endswith(("cwd", "path", "root", "model")) else "text"
     fix = ("give the folder or file a name that is valid UTF-8 (or a symbolic link with one) and pass that"
            if what == "path" else "decode the bytes it came from with their real encoding, or with errors='replace'")
-    # A long text (a whole prompt) is shown around the character only.
-    shown = repr(value) if len(value) <= 200 else f"{value[max(0, at - 60):at + 60]!r} (an excerpt)"
+    # A long text (a whole prompt) is shown around the character only. An MCP server's env or
+    # headers value is not shown at all: such values are tokens and passwords, and the message
+    # goes into tracebacks and logs (the ``value`` attribute still holds it, for the caller).
+    if _SECRET_FIELD.search(param):
+        shown = f"its value ({len(value)} characters, not shown: env and headers values may be secrets)"
+    else:
+        shown = repr(value) if len(value) <= 200 else f"{value[max(0, at - 60):at + 60]!r} (an excerpt)"
     return NotUtf8Error(
         f"{method}'s {param or 'params'} is not valid UTF-8: {shown} at character {at}: {why}. JSON cannot carry it, "
         f"so the request was not sent (the client is still usable): {fix}",
