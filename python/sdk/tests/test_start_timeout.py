@@ -227,3 +227,20 @@ def test_a_bridge_whose_reader_thread_cannot_start_is_killed(fake: Backend, monk
     with pytest.raises(RuntimeError, match="can't start new thread"):
         call_within(60, c.start)
     assert len(spawned) == 1 and spawned[0].proc.returncode == -9
+
+
+@pytest.mark.parametrize("value", [float("nan"), 0, 0.0, -1, "60", True])
+def test_a_start_timeout_that_cannot_bound_a_start_is_refused_not_a_killed_bridge(fake: Backend, value: Any) -> None:
+    # NaN, 0 or a negative number timed every start out at once: a healthy bridge was killed and
+    # BridgeStartTimeoutError said it was stuck or the machine overloaded.
+    with pytest.raises(ValueError, match="start_timeout_seconds"):
+        HarnessOptions(start_timeout_seconds=value)
+    c = fake.client().start()  # the attribute, changed after the options were checked
+    c.start_timeout_seconds = value
+    with pytest.raises(ValueError, match="start_timeout_seconds"):
+        call_within(60, c.initialize, fake.workspace, "scripted", "demo")
+    assert c.process is not None and c.process.poll() is None  # not killed
+
+
+def test_an_infinite_start_timeout_is_no_bound() -> None:
+    assert start_bound(float("inf"), None) == float("inf")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 from .client_tools import ClientTool
 from .hooks import Hooks
 from .mcp_servers import McpServerConfig, mcp_servers_wire
+from ._internal.start_timeout import check_start_timeout
 
 __all__ = ["HarnessOptions", "INITIALIZE_FIELDS", "initialize_settings", "resolve_options", "model_name"]
 
@@ -202,6 +203,8 @@ class HarnessOptions:
                 raise TypeError(f"{name}= takes a list, not one {type(value).__name__}: {name}=[{value!r}]")
             if value is not None:
                 object.__setattr__(self, name, tuple(value))
+        # Refused here, before a bridge is started only to be killed (start_timeout.py).
+        check_start_timeout(self.start_timeout_seconds)
         if self.env is not None:
             object.__setattr__(self, "env", dict(self.env))
         if self.mcp_servers is not None:

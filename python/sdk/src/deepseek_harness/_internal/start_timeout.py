@@ -22,6 +22,7 @@ complete is cut, whatever the servers' timeouts.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Mapping, Optional, Tuple
 
@@ -30,7 +31,7 @@ from .process import BridgeProcess
 from .process_limit import short_of_processes, user_tasks
 
 
-__all__ = ["MCP_MARGIN_SECONDS", "start_bound", "initialize_wait", "start_timed_out"]
+__all__ = ["MCP_MARGIN_SECONDS", "check_start_timeout", "start_bound", "initialize_wait", "start_timed_out"]
 
 #: The bridge's default ``startupTimeoutMs`` of an MCP server (src/protocol/mcp-types.ts).
 DEFAULT_MCP_STARTUP_SECONDS = 30.0
@@ -38,9 +39,24 @@ DEFAULT_MCP_STARTUP_SECONDS = 30.0
 MCP_MARGIN_SECONDS = 5.0
 
 
+def check_start_timeout(value: Any) -> Optional[float]:
+    """``value`` when it can bound a start: None (no bound) or a number above 0 (infinity
+    included); else ValueError. NaN, 0 or a negative number timed every start out at once: a
+    healthy bridge was killed, and BridgeStartTimeoutError blamed it or the machine."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"start_timeout_seconds must be a number of seconds above 0 or None, not {value!r}")
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"start_timeout_seconds must be above 0 (None for no start-up bound), not {value!r}")
+    return float(value)
+
+
 def start_bound(start_timeout_seconds: Optional[float], mcp_servers: Any) -> Optional[float]:
     """How long ``initialize`` may take with ``mcp_servers`` (its wire form, or None), under
-    ``start_timeout_seconds`` (None: no bound)."""
+    ``start_timeout_seconds`` (None: no bound; checked here too, as the attribute of a client
+    may be changed after its options were)."""
+    start_timeout_seconds = check_start_timeout(start_timeout_seconds)
     if start_timeout_seconds is None:
         return None
     servers = mcp_servers if isinstance(mcp_servers, Mapping) else {}
