@@ -120,6 +120,12 @@ def _first_turn(ws: Workspace, session_id: str = "demo") -> None:
         h.close()
 
 
+def _workspace_folder(ws: Workspace) -> Path:
+    """The session root's folder of this workspace's logs (the one holding the first turn's log;
+    the root holds other folders too, such as the bridges' `activity/`)."""
+    return next(ws.root.glob("*/other.jsonl")).parent
+
+
 def test_list_timeline_tool_calls_edit_diff_and_xss_as_text(ws: Workspace, browser: WebDriver, tmp_path: Path) -> None:
     _first_turn(ws)
     browser.get(ws.url)
@@ -207,7 +213,7 @@ def test_unknown_and_damaged_lines_show_as_text(ws: Workspace, browser: WebDrive
     not know (from a newer bridge) are shown generically, and a damaged line is a note: the rest
     of the log still shows. Whatever a field holds, it is text."""
     _first_turn(ws, "other")  # makes the workspace folder
-    folder = next(ws.root.glob("*"))
+    folder = _workspace_folder(ws)
     header = {"type": "session-header", "version": 1, "sessionId": "hand", "workspace": str(ws.dir), "createdAt": 1, "provider": "scripted", "model": "x"}
     lines = [
         json.dumps(header),
@@ -240,7 +246,7 @@ def test_a_header_or_event_whose_fields_cannot_become_text_does_not_stop_the_tim
     toString is no function throws. Such a value in the header, or in a field an event's card
     names, is shown as a note; the timeline goes on with the events after it."""
     _first_turn(ws, "other")  # makes the workspace folder
-    folder = next(ws.root.glob("*"))
+    folder = _workspace_folder(ws)
     hostile = {"toString": 1, "valueOf": 2}
     header = {"type": "session-header", "version": 1, "sessionId": hostile, "workspace": str(ws.dir), "createdAt": hostile,
               "provider": hostile, "model": hostile}
@@ -261,7 +267,7 @@ def test_a_header_or_event_whose_fields_cannot_become_text_does_not_stop_the_tim
 
 def test_a_huge_log_opens_at_its_tail_and_can_show_everything(ws: Workspace, browser: WebDriver) -> None:
     _first_turn(ws, "other")  # makes the workspace folder
-    folder = next(ws.root.glob("*"))
+    folder = _workspace_folder(ws)
     header = {"type": "session-header", "version": 1, "sessionId": "huge", "workspace": str(ws.dir), "createdAt": 1, "provider": "scripted", "model": "x"}
     lines = [json.dumps(header),
              json.dumps({"type": "user/message", "seq": 1, "time": 2, "data": {"id": "m", "content": [{"type": "text", "text": "the very first prompt"}]}})]
