@@ -65,50 +65,141 @@ function fail(where: string, what: string): never {
   throw new ProviderUnavailableError(`scripted model ${where}: ${what}`);
 }
 
-function checkTurns(turns: unknown, where: string): ScriptTurn[] {
-  if (!Array.isArray(turns) || turns.length === 0) fail(where, "'turns' must be a non-empty array");
+/**
+ * The keys each object of the format may hold (script-format.ts). Every object is strict: the
+ * script is the user's own test, and a key the format does not know (`toolcalls`, `txt`) would
+ * otherwise be dropped in silence, leaving a test that passes while testing nothing.
+ */
+const KEYS = {
+  script: ["turns", "steps", "subagent", "compaction"],
+  subagent: ["turns", "steps"],
+  compaction: ["steps"],
+  turn: ["steps"],
+  step: ["reasoning", "text", "toolCalls", "finishReason", "chunkSize", "repeat", "delayMs", "hang", "error", "usage"],
+  toolCall: ["id", "name", "arguments", "rawArguments"],
+  error: ["message", "httpStatus", "code"],
+  usage: ["inputTokens", "outputTokens", "reasoningTokens", "cacheHitTokens", "cacheMissTokens", "costUsd"],
+} as const;
+
+/** What the error calls each kind of object: "the keys of a tool call are …". */
+const KIND_NAMES: Record<keyof typeof KEYS, string> = {
+  script: "the script",
+  subagent: "subagent",
+  compaction: "compaction",
+  turn: "a turn",
+  step: "a step",
+  toolCall: "a tool call",
+  error: "a step's error",
+  usage: "a step's usage",
+};
+
+/** Edits (insert, delete, replace) from `a` to `b`: for "did you mean" only, so the strings are short. */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length];
+}
+
+/** The known key an unknown one was likely meant to be: same but for case, or one or two edits away. */
+function closest(key: string, known: readonly string[]): string | undefined {
+  const byCase = known.find((k) => k.toLowerCase() === key.toLowerCase());
+  if (byCase) return byCase;
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const k of known) {
+    const d = distance(key.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return best;
+}
+
+/** Fails on the first key of `obj` that `kind` does not know, naming where it is and the keys it knows. */
+function checkKeys(obj: object, kind: keyof typeof KEYS, at: string, where: string): void {
+  const known: readonly string[] = KEYS[kind];
+  for (const key of Object.keys(obj)) {
+    if (known.includes(key)) continue;
+    const guess = closest(key, known);
+    fail(where, `${at} has an unknown key ${JSON.stringify(key)}${guess ? ` (did you mean '${guess}'?)` : ""}; the keys of ${KIND_NAMES[kind]} are ${known.join(", ")}`);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** `{turns}` or `{steps}` (short for one turn), not both: with both, one of them would be ignored. */
+function turnsOf(raw: Record<string, unknown>, at: string, where: string): unknown {
+  if (raw.turns !== undefined && raw.steps !== undefined) fail(where, `${at} has both 'turns' and 'steps': give 'turns', or 'steps' for one turn`);
+  return raw.turns ?? (raw.steps !== undefined ? [{ steps: raw.steps }] : undefined);
+}
+
+/** `turns` where the script names them (`turns`, or `subagent.turns`). */
+function checkTurns(turns: unknown, where: string, prefix = ""): ScriptTurn[] {
+  if (!Array.isArray(turns) || turns.length === 0) fail(where, `'${prefix}turns' must be a non-empty array`);
   turns.forEach((turn, t) => {
-    const steps = (turn as ScriptTurn)?.steps;
-    if (!Array.isArray(steps) || steps.length === 0) fail(where, `turns[${t}].steps must be a non-empty array`);
-    steps.forEach((step, s) => {
-      const at = `turns[${t}].steps[${s}]`;
-      if (typeof step !== "object" || step === null || Array.isArray(step)) fail(where, `${at} must be an object`);
-      for (const key of ["reasoning", "text", "finishReason"] as const) {
-        if (step[key] !== undefined && typeof step[key] !== "string") fail(where, `${at}.${key} must be a string`);
-      }
-      for (const key of ["chunkSize", "repeat"] as const) {
-        const v = step[key];
-        if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 1)) fail(where, `${at}.${key} must be a positive integer`);
-      }
-      if (step.delayMs !== undefined && !(typeof step.delayMs === "number" && step.delayMs >= 0)) fail(where, `${at}.delayMs must be a number >= 0`);
-      if (step.toolCalls !== undefined) {
-        if (!Array.isArray(step.toolCalls)) fail(where, `${at}.toolCalls must be an array`);
-        step.toolCalls.forEach((call: unknown, c: number) => {
-          const callAt = `${at}.toolCalls[${c}]`;
-          if (typeof (call as { name?: unknown })?.name !== "string") fail(where, `${callAt}.name must be a string`);
-          const args = (call as { arguments?: unknown }).arguments;
-          if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) fail(where, `${callAt}.arguments must be an object`);
-        });
-      }
-      if (step.error !== undefined && typeof step.error?.message !== "string") fail(where, `${at}.error.message must be a string`);
-    });
+    if (!isObject(turn)) fail(where, `${prefix}turns[${t}] must be an object`);
+    checkKeys(turn, "turn", `${prefix}turns[${t}]`, where);
+    checkSteps(turn.steps, `${prefix}turns[${t}].steps`, where);
   });
   return turns as ScriptTurn[];
 }
 
-/** Validates a parsed script (`{turns, subagent?}`, or `{steps}` for one turn). */
+/** A non-empty array of steps; `name` is where it is (`turns[0].steps`, `compaction.steps`). */
+function checkSteps(steps: unknown, name: string, where: string): ScriptStep[] {
+  if (!Array.isArray(steps) || steps.length === 0) fail(where, `${name} must be a non-empty array`);
+  steps.forEach((step, s) => {
+    const at = `${name}[${s}]`;
+    if (!isObject(step)) fail(where, `${at} must be an object`);
+    checkKeys(step, "step", at, where);
+    for (const key of ["reasoning", "text", "finishReason"] as const) {
+      if (step[key] !== undefined && typeof step[key] !== "string") fail(where, `${at}.${key} must be a string`);
+    }
+    for (const key of ["chunkSize", "repeat"] as const) {
+      const v = step[key];
+      if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 1)) fail(where, `${at}.${key} must be a positive integer`);
+    }
+    if (step.delayMs !== undefined && !(typeof step.delayMs === "number" && step.delayMs >= 0)) fail(where, `${at}.delayMs must be a number >= 0`);
+    if (step.toolCalls !== undefined) {
+      if (!Array.isArray(step.toolCalls)) fail(where, `${at}.toolCalls must be an array`);
+      step.toolCalls.forEach((call: unknown, c: number) => {
+        const callAt = `${at}.toolCalls[${c}]`;
+        if (!isObject(call)) fail(where, `${callAt} must be an object`);
+        checkKeys(call, "toolCall", callAt, where);
+        if (typeof call.name !== "string") fail(where, `${callAt}.name must be a string`);
+        const args = call.arguments;
+        if (args !== undefined && !isObject(args)) fail(where, `${callAt}.arguments must be an object`);
+      });
+    }
+    if (step.error !== undefined) {
+      if (!isObject(step.error) || typeof step.error.message !== "string") fail(where, `${at}.error.message must be a string`);
+      checkKeys(step.error, "error", `${at}.error`, where);
+    }
+    if (step.usage !== undefined) {
+      if (!isObject(step.usage)) fail(where, `${at}.usage must be an object`);
+      checkKeys(step.usage, "usage", `${at}.usage`, where);
+    }
+  });
+  return steps as ScriptStep[];
+}
+
+/** Validates a parsed script (`{turns, subagent?, compaction?}`, or `{steps}` for one turn). */
 export function parseScript(value: unknown, where: string): Script {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) fail(where, "the script must be a JSON object");
-  const raw = value as { turns?: unknown; steps?: unknown; subagent?: unknown; compaction?: unknown };
-  const turns = checkTurns(raw.turns ?? (raw.steps !== undefined ? [{ steps: raw.steps }] : undefined), where);
-  const script: Script = { turns };
-  if (raw.compaction !== undefined) {
-    const steps = (raw.compaction as { steps?: unknown })?.steps;
-    script.compaction = { steps: checkTurns([{ steps }], `${where} (compaction)`)[0].steps };
+  if (!isObject(value)) fail(where, "the script must be a JSON object");
+  checkKeys(value, "script", "the script", where);
+  const script: Script = { turns: checkTurns(turnsOf(value, "the script", where), where) };
+  if (value.compaction !== undefined) {
+    const compaction = value.compaction;
+    if (!isObject(compaction)) fail(where, "compaction must be an object ({steps: [...]})");
+    checkKeys(compaction, "compaction", "compaction", where);
+    script.compaction = { steps: checkSteps(compaction.steps, "compaction.steps", where) };
   }
-  if (raw.subagent !== undefined) {
-    const sub = raw.subagent as { turns?: unknown; steps?: unknown };
-    script.subagent = { turns: checkTurns(sub?.turns ?? (sub?.steps !== undefined ? [{ steps: sub.steps }] : undefined), `${where} (subagent)`) };
+  if (value.subagent !== undefined) {
+    const sub = value.subagent;
+    if (!isObject(sub)) fail(where, "subagent must be an object ({turns: [...]} or {steps: [...]})");
+    checkKeys(sub, "subagent", "subagent", where);
+    script.subagent = { turns: checkTurns(turnsOf(sub, "subagent", where), where, "subagent.") };
   }
   return script;
 }
