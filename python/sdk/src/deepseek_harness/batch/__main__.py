@@ -11,6 +11,11 @@ bad command line or tasks file, 130 when interrupted (the results so far are kep
 is every task of the tasks file, its results of earlier runs in the results file included: a
 resumed run (or one with nothing left to do) whose earlier results hold a failure exits 1, so a
 job that runs the same command again after an interruption does not turn green.
+
+``--retry-failed`` runs again the tasks whose latest result failed (their new result is appended:
+the file keeps the history, and a task's latest result is the one that counts, for what is left
+to run and for the exit status). Without it, failed tasks stay as they are and the final message
+says how many there are and names the flag.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                                 description="Run agent tasks from a JSON-lines file; resumable.")
     p.add_argument("tasks", help="JSON lines: {id, prompt, workspace, session_id?, options?}")
     p.add_argument("--out", required=True, help="results file (JSON lines, appended; finished ids are skipped)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="also run the tasks whose latest result in --out failed (the new result is appended)")
     p.add_argument("--ray-address", help="run on Ray: 'local', 'auto' or HOST:PORT of the head")
     p.add_argument("--concurrency", type=int, default=8,
                    help="turns in flight: the local pool's size, or the cap across the Ray cluster (default 8)")
@@ -102,15 +109,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (TaskFileError, ValueError, OSError) as exc:
         print(f"batch: {exc}", file=sys.stderr)
         return 2
-    done = finished_results(args.out)
-    todo = [t for t in tasks if t.id not in done]
+    done = finished_results(args.out)  # each id's latest result: ok or not
+    # A retried task's new result is appended after its failed one, and the latest wins.
+    todo = [t for t in tasks if t.id not in done or (args.retry_failed and not done[t.id])]
+    retried = sum(1 for t in todo if t.id in done)
     skipped = len(tasks) - len(todo)
     # The results of earlier runs count as this run's (results for ids not in the tasks file do not).
-    failed_before = sum(1 for t in tasks if t.id in done and not done[t.id])
+    failed_before = sum(1 for t in tasks if t.id in done and not done[t.id]) - retried
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     bar = ProgressBar(len(tasks), initial=skipped) if show and todo else None
     counts = {"ok": 0, "failed": 0}
-    print(f"batch: {len(tasks)} tasks, {skipped} already in {args.out}, {len(todo)} to run", file=sys.stderr)
+    again = f" ({retried} of them failed before: retried)" if retried else ""
+    print(f"batch: {len(tasks)} tasks, {skipped} already in {args.out}, {len(todo)} to run{again}", file=sys.stderr)
     try:
         with ResultWriter(args.out) as writer:
             def consume(result: BatchResult) -> None:
@@ -128,6 +138,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if bar is not None:
             bar.close()
     earlier = f"; of the {skipped} earlier results in {args.out}, {failed_before} failed" if skipped else ""
+    if failed_before:
+        # Otherwise a rerun of the same command would say "0 to run" and exit 1 for ever.
+        earlier += " (--retry-failed runs them again)"
     print(f"batch: ran {len(todo)}: {counts['ok']} ok, {counts['failed']} failed{earlier}", file=sys.stderr)
     return 1 if counts["failed"] or failed_before else 0
 
