@@ -96,7 +96,10 @@ export const initializeParamsSchema = z.object({
   model: checked(nameProblem),
   maxTokens: z.optional(positiveInt),
   maxSteps: z.optional(positiveInt),
-  permissionMode: z.optional(z.enum(PERMISSION_MODES as [PermissionMode, ...PermissionMode[]])),
+  // The SDK's keyword too, as initialize.model's hint does (hints.ts): a Python user never sees the wire.
+  permissionMode: z.optional(z.enum(PERMISSION_MODES as [PermissionMode, ...PermissionMode[]], {
+    error: `must be one of ${PERMISSION_MODES.map((m) => `'${m}'`).join(", ")} (permission_mode= in the Python SDK)`,
+  })),
   tools: z.optional(z.array(z.string().check(z.superRefine((value, ctx) => {
     const why = nameProblem(value);
     if (why) ctx.addIssue({ code: "custom", message: why, input: value });
@@ -140,8 +143,9 @@ export const sessionPromptParamsSchema = z.object({
   sessionId,
   contentBlocks: z.array(z.object({ type: z.literal("text"), text: z.string() })).check(z.minLength(1)),
   outputSchema: z.optional(jsonObject),
-  // A budget of 0 would allow no request at all: it must be positive.
-  maxCostUsd: z.optional(dollars.check(z.positive())),
+  // A budget of 0 would allow no request at all: it must be positive. Not `dollars` (>= 0) plus
+  // positive: a negative budget got both messages, ">=0; … >0", which disagree on 0.
+  maxCostUsd: z.optional(z.number().check(z.positive({ error: "a budget must be more than 0 (US dollars)" }), z.lte(1e9))),
   traceparent: z.optional(z.string()),
 });
 

@@ -32,7 +32,7 @@ export function checkBudget(agent: Agent, params: SessionPromptParams): void {
   if (params.maxCostUsd === undefined || agent.runtime.prices) return;
   throw new RpcError(
     ErrorCode.InvalidParams,
-    "invalid params: params.maxCostUsd: the model's prices are unknown (not in the built-in table); give initialize.prices to set a budget",
+    "invalid params: params.maxCostUsd: the model's prices are unknown (not in the built-in table); give initialize.prices (prices= in the Python SDK) to set a budget",
     { kind: "no-prices" },
   );
 }

@@ -142,6 +142,8 @@ describe("session/prompt.maxCostUsd", () => {
     c.request("p", "session/prompt", { ...promptParams("s", "read the notes"), maxCostUsd: 1 });
     const res = await c.response("p");
     expect(res.error).toMatchObject({ code: -32602, data: { kind: "no-prices" } });
+    // The option's name in the SDK too, as for initialize.model: a Python user never sees the wire.
+    expect(res.error?.message).toContain("give initialize.prices (prices= in the Python SDK) to set a budget");
     expect(c.events("s")).toHaveLength(0);
     c.request("ok", "session/prompt", promptParams("s", "read the notes"));
     expect((await c.response("ok")).result.status).toBe("ok");
@@ -162,6 +164,13 @@ describe("session/prompt.maxCostUsd", () => {
     expect(res.error?.message).toContain("params.maxCostUsd");
     c.request("ok", "session/prompt", promptParams("s", "read the notes"));
     expect((await c.response("ok")).result.status).toBe("ok");
+  });
+
+  it.each([-1, 0])("maxCostUsd %s gets one message, not a >=0 and a >0 that disagree", async (value) => {
+    const c = await started({ prices: PRICES });
+    c.request("bad", "session/prompt", { ...promptParams("s", "hi"), maxCostUsd: value });
+    const res = await c.response("bad");
+    expect(res.error?.message).toBe("invalid params: params.maxCostUsd: a budget must be more than 0 (US dollars)");
   });
 
   it("a number JSON can only write as infinity (1e400) is refused too", async () => {

@@ -80,6 +80,8 @@ describe("settings the provider cannot take are refused at initialize with -3260
     ["an effort that is not a word", { reasoningEffort: "hi gh" }, "params.reasoningEffort"],
     ["a tool choice of unknown shape", { toolChoice: { name: "glob", strict: true } }, "params.toolChoice"],
     ["a negative deadline", { firstTokenTimeoutMs: -1 }, "params.firstTokenTimeoutMs"],
+    ["a permission mode that does not exist", { permissionMode: "bogus" },
+      "params.permissionMode: must be one of 'read-only', 'workspace-write', 'full' (permission_mode= in the Python SDK)"],
   ])("%s", async (_name, init, message) => {
     const c = bare();
     c.request("bad", "initialize", { cwd: bridge.dir, provider: "deepseek", model: "deepseek-flash", ...init });

@@ -17,7 +17,7 @@ from ._internal.prompt import PromptInput, run_prompt
 from ._internal import session_requests as _sessions
 from . import checkpoints as _checkpoints
 from ._internal.output import output_spec
-from ._internal.harness_setup import LogFolder, check_tools, close_when_dropped, initialize_keywords
+from ._internal.harness_setup import LogFolder, check_tools, close_when_dropped, closed_reason, initialize_keywords
 from ._internal.turn import StreamBuffer, TurnCollector
 from .client import HarnessClient
 from .events import event_from_notification
@@ -163,6 +163,7 @@ class DeepSeekHarness:
         self.client_tools = self._tools.client
         self.instructions = o.instructions
         self._client = HarnessClient(options=o)
+        self._client.closed_reason = closed_reason(type(self).__name__)
         self._dispatcher: Optional[ToolDispatcher] = None
         if self._tools.need_dispatch(o.approvals):
             self._dispatcher = ToolDispatcher(self._client, self._tools.client, o.can_use_tool, self._tools.hooks)

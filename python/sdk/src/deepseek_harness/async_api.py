@@ -39,7 +39,7 @@ from ._internal.output import output_spec
 from ._internal.turn import StreamBuffer, TurnCollector
 from .api import DeepSeekHarness, new_session_id
 from ._internal.decode import NotificationCallback
-from ._internal.harness_setup import LogFolder
+from ._internal.harness_setup import LogFolder, closed_reason
 from ._internal.inbox import AsyncInbox
 from ._internal.prompt import PromptCall, PromptInput, acancel, arun_prompt, asettle_abandoned
 from ._internal import session_requests as _sessions
@@ -69,6 +69,7 @@ class AsyncDeepSeekHarness:
         # Configuration, process lifecycle and initialize are the blocking harness's; only the
         # waiting is done differently here.
         self._harness = DeepSeekHarness(resolve_options("AsyncDeepSeekHarness", options, overrides))
+        self._harness.client.closed_reason = closed_reason(type(self).__name__)
         # What this front's own turns cost, and where its bridge keeps logs (from session/list).
         self._costs = _turn_control.SessionCosts()
         self._log_folder = LogFolder()

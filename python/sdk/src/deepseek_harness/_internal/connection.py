@@ -57,6 +57,9 @@ class Connection:
     shutdown_timeout_seconds: float
 
     def __init__(self) -> None:
+        #: What a request made after :meth:`close` is told. A harness that owns this client says
+        #: so in its own terms (:func:`.harness_setup.closed_reason`): its user never made a client.
+        self.closed_reason = "the client was closed; create a new one"
         #: The resolved executable, once started.
         self.bridge_path: Optional[Path] = None
         self._process: Optional[BridgeProcess] = None
@@ -104,11 +107,11 @@ class Connection:
             if self._started:
                 return self
             if self._closing:
-                raise TransportClosedError("the client was closed; create a new one")
+                raise TransportClosedError(self.closed_reason)
             cmd, env, cwd = self._launch_spec()
             log.debug("starting %s", cmd)
             process = BridgeProcess(cmd, env, cwd)
-            link = Link(process, self._router, max_line_bytes(cmd))
+            link = Link(process, self._router, max_line_bytes(cmd), self.closed_reason)
             try:
                 link.reader.start()
             except BaseException:
@@ -138,7 +141,7 @@ class Connection:
         if self._dropped is not None:
             self._dropped.detach()
         if link is None:
-            self._router.fail_all(TransportClosedError("the client was closed"))
+            self._router.fail_all(TransportClosedError(self.closed_reason))
             return
         try:
             link.close(self.shutdown_timeout_seconds)

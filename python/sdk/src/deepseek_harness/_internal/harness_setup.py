@@ -15,7 +15,7 @@ from ..client_tools import ClientTool, split_tools
 from ..hooks import Hooks
 from ..options import INITIALIZE_FIELDS, HarnessOptions
 
-__all__ = ["HarnessTools", "check_tools", "initialize_keywords", "LogFolder", "close_when_dropped"]
+__all__ = ["HarnessTools", "check_tools", "initialize_keywords", "LogFolder", "close_when_dropped", "closed_reason"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,12 @@ def initialize_keywords(options: HarnessOptions, tools: HarnessTools, attributes
     keywords.update({name: getattr(attributes, name) for name in HARNESS_ATTRIBUTES})
     keywords.update(tools=attributes.tools, client_tools=tools.client or None, hooks=tools.hooks)
     return keywords
+
+
+def closed_reason(front: str) -> str:
+    """What a turn (or any request) started after ``close()`` is told, in the terms of the
+    harness (``front``: its class name) that its user made: that user never made a "client"."""
+    return f"this {front} was closed; create a new {front} to run more turns"
 
 
 class LogFolder:

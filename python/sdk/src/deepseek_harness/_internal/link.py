@@ -34,13 +34,16 @@ log = logging.getLogger("deepseek_harness")
 class Link:
     """One started bridge: what the caller's threads, the reader thread and a finalizer share."""
 
-    def __init__(self, process: BridgeProcess, router: Router, max_line_bytes: int) -> None:
+    def __init__(self, process: BridgeProcess, router: Router, max_line_bytes: int,
+                 closed_reason: str = "the client was closed") -> None:
         self.process = process
         self.router = router
         #: The longest line the bridge takes (its command line's ``--max-line-bytes``): a longer
         #: request is refused here, never written (:func:`~.outgoing.encode_request`).
         self.max_line_bytes = max_line_bytes
         self.ids = itertools.count(1)
+        #: What a request made after close is told (the connection's ``closed_reason``).
+        self.closed_reason = closed_reason
         #: Set once close begins: requests other than ``shutdown`` are refused, and the end of
         #: the stream reads "the client was closed" rather than "harness-bridge exited".
         self.closing = False
@@ -59,7 +62,7 @@ class Link:
         """The reader reached EOF: why, with the exit code and the stderr tail. A bridge still
         running closed its stdout: nothing it does can reach this client any more."""
         if self.closing:
-            return self.process.exited("the client was closed")
+            return self.process.exited(self.closed_reason)
         error = self.process.exited("harness-bridge exited")
         if error.exit_code is None:
             return self.process.error("harness-bridge closed its stdout but is still running (no answer can come "
@@ -141,7 +144,7 @@ class Link:
             self.reader.join(timeout)
         process.stderr_thread.join(timeout)
         process.stdin.join(timeout)
-        router.fail_all(TransportClosedError("the client was closed", process.proc.returncode, list(process.stderr_tail)))
+        router.fail_all(TransportClosedError(self.closed_reason, process.proc.returncode, list(process.stderr_tail)))
         process.close_pipes()
 
     def _shutdown(self, timeout: float) -> None:

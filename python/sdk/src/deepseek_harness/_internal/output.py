@@ -37,7 +37,12 @@ def output_spec(output_schema: Optional[Mapping[str, Any]], output_type: Optiona
         raise TypeError("give output_schema or output_type, not both")
     if output_schema is not None:
         if not isinstance(output_schema, Mapping):
-            raise TypeError(f"output_schema must be a dict (a JSON Schema), not {type(output_schema).__name__}")
+            message = f"output_schema must be a dict (a JSON Schema), not {type(output_schema).__name__}"
+            if isinstance(output_schema, type):
+                # A class (a pydantic model, a dataclass) is what output_type= takes: say so, or
+                # the user is left reading about metaclasses.
+                message += f"; pass a pydantic model as output_type= (output_type={output_schema.__name__})"
+            raise TypeError(message)
         return OutputSpec(dict(output_schema), None)
     if output_type is not None:
         if isinstance(output_type, type) and issubclass(output_type, BaseModel):
