@@ -10,6 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
+import { isObject } from "../json-value.js";
 import { DEMO_SCRIPT } from "./demo-script.js";
 import { historyTally } from "./history-tally.js";
 import type { Script, ScriptStep, ScriptTurn } from "./script-format.js";
@@ -126,8 +127,6 @@ function checkKeys(obj: object, kind: keyof typeof KEYS, at: string, where: stri
     fail(where, `${at} has an unknown key ${JSON.stringify(key)}${guess ? ` (did you mean '${guess}'?)` : ""}; the keys of ${KIND_NAMES[kind]} are ${known.join(", ")}`);
   }
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** `{turns}` or `{steps}` (short for one turn), not both: with both, one of them would be ignored. */
 function turnsOf(raw: Record<string, unknown>, at: string, where: string): unknown {
