@@ -214,12 +214,13 @@ export function objectBeforeSpaceAt(fd: number, from: number, to: number): numbe
 /**
  * The JSON that a torn last piece at [`from`, `size`) of `fd` starts with, when spaces follow it
  * (`objectBeforeSpaceAt`): the last line's JSON and its spaces, whose "\n" a power loss lost
- * (resume.ts). `undefined` otherwise. Loading, `session/read` and `session/fork` all keep it.
+ * (resume.ts). `undefined` otherwise. Loading, `session/read`, `session/fork` and the listing all
+ * keep it. At most `maxBytes` of it are read (a listing holds no line whole past its cap).
  */
-export function jsonOfTornTail(fd: number, from: number, size: number): Buffer | undefined {
+export function jsonOfTornTail(fd: number, from: number, size: number, maxBytes = Infinity): Buffer | undefined {
   const jsonEnd = from < size ? objectBeforeSpaceAt(fd, from, size) : undefined;
   if (jsonEnd === undefined) return undefined;
-  const bytes = Buffer.alloc(jsonEnd - from);
+  const bytes = Buffer.alloc(Math.min(jsonEnd - from, maxBytes));
   for (let at = 0; at < bytes.length; ) at += fs.readSync(fd, bytes, at, bytes.length - at, from + at) || bytes.length;
   return bytes;
 }

@@ -18,7 +18,7 @@ import { TITLE_MAX_CHARS, type SessionListEntry } from "../../protocol/sessions-
 import type { SessionEvent, TextBlock } from "../../protocol/types.js";
 import { tempSibling } from "../../temp-name.js";
 import { metaPathOf, openForReading, parseHeader, SESSION_FILE_MODE, type SessionHeader } from "./log-format.js";
-import { byteAt, eachLine, jsonBeforeSpaces, lineHead, objectBeforeSpaceAt } from "./log-lines.js";
+import { byteAt, eachLine, jsonBeforeSpaces, jsonOfTornTail, lineHead } from "./log-lines.js";
 import { keptEvent } from "./resume.js";
 import { blocksProblem } from "./event-shape.js";
 import { isObject } from "../../json-value.js";
@@ -255,13 +255,12 @@ export function scanLog(fd: number): { header: SessionHeader; entry: SessionList
   // whole lines, and scanned, not read, beyond SCAN_LINE_CAP. The log is then no whole lines: a
   // load rewrites its end, so no meta is written from this scan (`padded`).
   const fileSize = header ? fs.fstatSync(fd).size : size;
-  const tornEnd = size < fileSize ? objectBeforeSpaceAt(fd, size, fileSize) : undefined;
-  if (tornEnd !== undefined) {
-    const bytes = Buffer.alloc(Math.min(tornEnd - size, SCAN_LINE_CAP));
-    for (let at = 0; at < bytes.length; ) at += fs.readSync(fd, bytes, at, bytes.length - at, size + at) || bytes.length;
-    const cut = tornEnd - size > SCAN_LINE_CAP;
-    if (cut || keptEvent(bytes)) {
-      take(bytes, cut);
+  // One byte past the cap tells a line longer than it, seen by its head only.
+  const torn = jsonOfTornTail(fd, size, fileSize, SCAN_LINE_CAP + 1);
+  if (torn) {
+    const cut = torn.length > SCAN_LINE_CAP;
+    if (cut || keptEvent(torn)) {
+      take(cut ? torn.subarray(0, SCAN_LINE_CAP) : torn, cut);
       padded = true;
       spacesAt = undefined;
     }
